@@ -1,0 +1,107 @@
+// Command ci is nginx-forge's command line: it parses flags, wires the pipeline packages
+// together and maps failures to exit codes. Recipe logic lives in pipeline/, not here.
+//
+// Each subcommand lives in its own file and registers itself in init.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// command is one subcommand: `go run ./ci NAME [flags]`.
+type command struct {
+	name    string
+	summary string // one line, shown in the command list
+	usage   string // the argument synopsis after the name, e.g. "[flags]"
+	long    string // paragraphs shown by NAME --help, before the flags
+	// flags declares the subcommand's flags on fs and returns the function that runs it.
+	flags func(fs *flag.FlagSet) func(ctx context.Context, args []string) error
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) {
+	if _, dup := commands[c.name]; dup {
+		panic("ci: command registered twice: " + c.name)
+	}
+	commands[c.name] = c
+}
+
+// errUsage marks an error caused by how the command was called (exit code 2).
+var errUsage = errors.New("usage")
+
+func usageErrorf(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		printCommands(stdout)
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "ci: unknown command %q\n\n", args[0])
+		printCommands(stderr)
+		return 2
+	}
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	runFn := c.flags(fs)
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "Usage: go run ./ci %s %s\n\n", c.name, c.usage)
+		if c.long != "" {
+			fmt.Fprintln(out, strings.TrimSpace(c.long))
+			fmt.Fprintln(out)
+		}
+		fmt.Fprintln(out, "Flags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return 0
+		}
+		return 2
+	}
+	if err := runFn(ctx, fs.Args()); err != nil {
+		fmt.Fprintf(stderr, "ci %s: %v\n", c.name, err)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func printCommands(w io.Writer) {
+	fmt.Fprintln(w, "nginx-forge builds, tests, benchmarks and publishes a hardened nginx image.")
+	fmt.Fprintln(w, "\nUsage: go run ./ci COMMAND [flags]\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-14s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'go run ./ci COMMAND --help' for a command's flags.")
+}

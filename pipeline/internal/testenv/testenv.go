@@ -1,0 +1,83 @@
+// Package testenv gives tests the real parts this machine has: the upstream tarballs laid
+// out as a mirror by .ci/fetch-sources, the test lock that pins them, and tools installed by
+// .ci/install-deps. A missing part skips the test with the reason and the fix, except under
+// NGINX_FORGE_E2E=1 (set by .ci/test), where a missing part fails it: CI must not go green
+// by skipping the end-to-end tests.
+package testenv
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// UpstreamDirEnv names the directory .ci/fetch-sources filled (it holds mirror/ and debian/).
+const UpstreamDirEnv = "NGINX_FORGE_UPSTREAM"
+
+// E2E reports whether missing real parts are failures rather than skips.
+func E2E() bool { return os.Getenv("NGINX_FORGE_E2E") == "1" }
+
+// Missing skips (or, under NGINX_FORGE_E2E=1, fails) the test, saying what is missing and how
+// to get it.
+func Missing(t testing.TB, what, fix string) {
+	t.Helper()
+	if E2E() {
+		t.Fatalf("%s is missing (NGINX_FORGE_E2E=1 makes this a failure): %s", what, fix)
+	}
+	t.Skipf("skipped: %s is missing: %s", what, fix)
+}
+
+// RepoRoot is the checkout's top directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+}
+
+// TestLockPath is the lock that pins the tarballs Debian's trixie source packages carry.
+func TestLockPath() string {
+	return filepath.Join(RepoRoot(), "pipeline", "lock", "testdata", "trixie.lock.json")
+}
+
+// MirrorDir returns the directory of upstream files under their upstream names.
+func MirrorDir(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv(UpstreamDirEnv)
+	if dir == "" {
+		dir = "/var/cache/nginx-forge/upstream"
+	}
+	m := filepath.Join(dir, "mirror")
+	if _, err := os.Stat(filepath.Join(m, "nginx-1.26.3.tar.gz")); err != nil {
+		Missing(t, "the upstream tarballs mirror "+m, "run `.ci/fetch-sources "+dir+"` as root (or set "+UpstreamDirEnv+")")
+	}
+	return m
+}
+
+// Mirror serves MirrorDir on a loopback HTTP server for the test's lifetime and returns its URL.
+func Mirror(t testing.TB) string {
+	t.Helper()
+	srv := httptest.NewServer(http.FileServer(http.Dir(MirrorDir(t))))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// Tool returns the path of a command, or skips/fails naming the package that provides it.
+func Tool(t testing.TB, command, pkg string) string {
+	t.Helper()
+	p, err := exec.LookPath(command)
+	if err != nil {
+		Missing(t, "the command "+command, "apt-get install "+pkg+" (or run .ci/install-deps)")
+	}
+	return p
+}
+
+// Root skips/fails unless the test runs as root (runc, network namespaces).
+func Root(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Missing(t, "root", "run the tests as root (runc and network namespaces need it)")
+	}
+}

@@ -1,0 +1,334 @@
+// Package lock owns the lock file: the pinned, verifiable description of every input of a
+// build (component sources, their checksums and signers, the builder and runtime base images,
+// and the build's fixed timestamp). Parsing is strict so that a typo never silently changes
+// what gets built; writing is stable so that tools that rewrite it produce minimal diffs.
+package lock
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// SchemaVersion is the only lock schema this code reads and writes.
+const SchemaVersion = 1
+
+// Component names, in build order. The plan relies on these names.
+const (
+	Zlib    = "zlib"
+	PCRE2   = "pcre2"
+	OpenSSL = "openssl"
+	Nginx   = "nginx"
+)
+
+// ComponentOrder is the order components are built in and written in.
+var ComponentOrder = []string{Zlib, PCRE2, OpenSSL, Nginx}
+
+// Lock is the whole lock file.
+type Lock struct {
+	Schema int `json:"schema"`
+	// SourceDateEpoch is the Unix time stamped into everything the build makes (binaries,
+	// layer entries, image config), so the same lock gives the same image digest.
+	SourceDateEpoch int64       `json:"source_date_epoch"`
+	Components      []Component `json:"components"`
+	Images          Images      `json:"images"`
+}
+
+// Component is one upstream source tarball.
+type Component struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Track is the update policy read by the upstream package: for nginx a stable branch
+	// ("1.26") or "stable"; for OpenSSL a minor ("3.5") or "lts"; otherwise "latest".
+	Track     string     `json:"track,omitempty"`
+	URL       string     `json:"url"`
+	SHA256    string     `json:"sha256"`
+	Signature *Signature `json:"signature,omitempty"`
+}
+
+// Signature is a detached upstream PGP signature and the keys allowed to have made it.
+type Signature struct {
+	URL string `json:"url"`
+	// Fingerprints are full 40-hex-digit primary key fingerprints, upper case.
+	Fingerprints []string `json:"fingerprints"`
+}
+
+// Images are the base images of the build.
+type Images struct {
+	Builder Image `json:"builder"`
+	Runtime Image `json:"runtime"`
+}
+
+// Image is an image reference with an optional pinned digest. When Digest is set it wins
+// over the tag: the tag is kept for humans and for the update check.
+type Image struct {
+	Ref    string `json:"ref"`
+	Digest string `json:"digest,omitempty"`
+}
+
+// Pinned returns "ref@digest" when a digest is pinned, else the ref itself.
+func (i Image) Pinned() string {
+	if i.Digest == "" {
+		return i.Ref
+	}
+	base := i.Ref
+	if at := strings.Index(base, "@"); at >= 0 {
+		base = base[:at]
+	}
+	return base + "@" + i.Digest
+}
+
+// FileName is the name the tarball is stored and mirrored under: the last element of its URL.
+func (c Component) FileName() string { return path.Base(mustPath(c.URL)) }
+
+// SignatureFileName is the name of the detached signature, or "" when there is none.
+func (c Component) SignatureFileName() string {
+	if c.Signature == nil {
+		return ""
+	}
+	return path.Base(mustPath(c.Signature.URL))
+}
+
+func mustPath(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Path == "" {
+		return raw
+	}
+	return u.Path
+}
+
+// Component returns the named component.
+func (l *Lock) Component(name string) (Component, bool) {
+	for _, c := range l.Components {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Component{}, false
+}
+
+// MustComponent returns the named component; Validate guarantees all four exist.
+func (l *Lock) MustComponent(name string) Component {
+	c, ok := l.Component(name)
+	if !ok {
+		panic(fmt.Sprintf("lock has no component %q (was it validated?)", name))
+	}
+	return c
+}
+
+// SetComponent replaces the component of the same name.
+func (l *Lock) SetComponent(c Component) {
+	for i := range l.Components {
+		if l.Components[i].Name == c.Name {
+			l.Components[i] = c
+			return
+		}
+	}
+	l.Components = append(l.Components, c)
+}
+
+//go:embed stack.lock.json
+var defaultLock []byte
+
+// Default returns the lock shipped with the program (pipeline/lock/stack.lock.json).
+func Default() *Lock {
+	l, err := Parse(defaultLock)
+	if err != nil {
+		panic("the embedded default lock is invalid: " + err.Error())
+	}
+	return l
+}
+
+// DefaultPath is where the shipped lock lives in a checkout.
+const DefaultPath = "pipeline/lock/stack.lock.json"
+
+// Load reads and strictly parses a lock file.
+func Load(file string) (*Lock, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading lock file %q: %w", file, err)
+	}
+	l, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("lock file %q: %w", file, err)
+	}
+	return l, nil
+}
+
+// Parse strictly decodes and validates a lock. Unknown fields and trailing data are errors.
+func Parse(b []byte) (*Lock, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var l Lock
+	if err := dec.Decode(&l); err != nil {
+		return nil, fmt.Errorf("parsing: %w (fix the JSON; field names are listed in %s)", err, DefaultPath)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("parsing: trailing data after the lock object")
+	}
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+var (
+	versionRE     = regexp.MustCompile(`^[0-9]+(\.[0-9]+){1,3}$`)
+	sha256RE      = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	fingerprintRE = regexp.MustCompile(`^[0-9A-F]{40}$`)
+	digestRE      = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+)
+
+// FieldError names the field that is wrong and why.
+type FieldError struct {
+	Field  string
+	Reason string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+
+// Validate checks every field. The first problem found is returned as a *FieldError.
+func (l *Lock) Validate() error {
+	if l.Schema != SchemaVersion {
+		return &FieldError{"schema", fmt.Sprintf("is %d, this program reads schema %d", l.Schema, SchemaVersion)}
+	}
+	if l.SourceDateEpoch <= 0 {
+		return &FieldError{"source_date_epoch", "must be a positive Unix time (seconds)"}
+	}
+	seen := map[string]bool{}
+	for i, c := range l.Components {
+		f := fmt.Sprintf("components[%d]", i)
+		if c.Name != "" {
+			f = fmt.Sprintf("components[%d] (%s)", i, c.Name)
+		}
+		if !contains(ComponentOrder, c.Name) {
+			return &FieldError{f + ".name", fmt.Sprintf("%q is not one of %s", c.Name, strings.Join(ComponentOrder, ", "))}
+		}
+		if seen[c.Name] {
+			return &FieldError{f + ".name", "appears twice"}
+		}
+		seen[c.Name] = true
+		if !versionRE.MatchString(c.Version) {
+			return &FieldError{f + ".version", fmt.Sprintf("%q is not a release version like 1.26.2", c.Version)}
+		}
+		if err := checkURL(c.URL); err != nil {
+			return &FieldError{f + ".url", err.Error()}
+		}
+		if !sha256RE.MatchString(c.SHA256) {
+			return &FieldError{f + ".sha256", fmt.Sprintf("%q is not 64 lower-case hex digits", c.SHA256)}
+		}
+		if s := c.Signature; s != nil {
+			if err := checkURL(s.URL); err != nil {
+				return &FieldError{f + ".signature.url", err.Error()}
+			}
+			if len(s.Fingerprints) == 0 {
+				return &FieldError{f + ".signature.fingerprints", "is empty: name at least one signer, or drop the signature"}
+			}
+			for j, fp := range s.Fingerprints {
+				if !fingerprintRE.MatchString(fp) {
+					return &FieldError{fmt.Sprintf("%s.signature.fingerprints[%d]", f, j), fmt.Sprintf("%q is not a 40-digit upper-case hex fingerprint", fp)}
+				}
+			}
+		}
+	}
+	for _, name := range ComponentOrder {
+		if !seen[name] {
+			return &FieldError{"components", fmt.Sprintf("component %q is missing", name)}
+		}
+	}
+	for _, im := range []struct {
+		field string
+		img   Image
+	}{{"images.builder", l.Images.Builder}, {"images.runtime", l.Images.Runtime}} {
+		if im.img.Ref == "" {
+			return &FieldError{im.field + ".ref", "is empty"}
+		}
+		if strings.ContainsAny(im.img.Ref, " \t\n") {
+			return &FieldError{im.field + ".ref", fmt.Sprintf("%q contains white space", im.img.Ref)}
+		}
+		if im.img.Digest != "" && !digestRE.MatchString(im.img.Digest) {
+			return &FieldError{im.field + ".digest", fmt.Sprintf("%q is not sha256:<64 hex digits>", im.img.Digest)}
+		}
+	}
+	return nil
+}
+
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %v", raw, err)
+	}
+	// Plain http is refused: integrity rests on the checksum, but the lock is also what
+	// people read and copy, and a mirror is given at run time (--mirror), not in the lock.
+	if u.Scheme != "https" {
+		return fmt.Errorf("%q must be https (use --mirror URL to fetch from a plain-http mirror)", raw)
+	}
+	if u.Host == "" || path.Base(u.Path) == "" || strings.HasSuffix(u.Path, "/") {
+		return fmt.Errorf("%q must name a file on a host", raw)
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Marshal writes the lock in its stable form: components in build order, two-space
+// indentation, a final newline. Tools that rewrite the lock use this, so diffs stay minimal.
+func (l *Lock) Marshal() ([]byte, error) {
+	out := *l
+	out.Components = nil
+	for _, name := range ComponentOrder {
+		if c, ok := l.Component(name); ok {
+			out.Components = append(out.Components, c)
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(&out); err != nil {
+		return nil, fmt.Errorf("encoding lock: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Write validates and atomically replaces file with the stable form of l.
+func (l *Lock) Write(file string) error {
+	if err := l.Validate(); err != nil {
+		return fmt.Errorf("refusing to write invalid lock %q: %w", file, err)
+	}
+	b, err := l.Marshal()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(path.Dir(file), ".lock-*")
+	if err != nil {
+		return fmt.Errorf("writing lock %q: %w", file, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing lock %q: %w", file, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing lock %q: %w", file, err)
+	}
+	if err := os.Rename(tmp.Name(), file); err != nil {
+		return fmt.Errorf("writing lock %q: %w", file, err)
+	}
+	return nil
+}

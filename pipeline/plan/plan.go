@@ -1,0 +1,106 @@
+// Package plan describes the build once, independently of any engine: which components are
+// built in which order, from which verified tarballs, by which scripts, with which flags and
+// environment, and what the resulting install tree contains. Executors (pipeline/host on
+// this machine, pipeline/dagger in containers) run a Plan; they add no recipe logic of their
+// own. This package imports neither Dagger nor go-containerregistry.
+package plan
+
+// The executor contract. Every stage's Script runs under `bash -euo pipefail` with the
+// stage's Env plus these variables, whose values are absolute paths chosen by the executor:
+//
+//	SRC        the verified source tarball (a file; its name is Source.FileName)
+//	WORK       an empty scratch directory, the current directory when Script starts
+//	OUT        an empty directory the stage installs into; it is the stage's only output
+//	DEP_<NAME> the OUT of each stage named in Deps, upper-cased (DEP_OPENSSL, ...)
+//	JOBS       parallel make jobs
+//
+// The Dagger executor uses the fixed paths below so that container builds are identical
+// wherever they run; the host executor uses directories of its own. Scripts must keep these
+// paths out of their outputs (ScratchPrefix is the stable name -ffile-prefix-map maps to).
+const (
+	ContainerSrcDir  = "/src"  // SRC = /src/<file name>
+	ContainerWorkDir = "/work" // WORK
+	ContainerOutDir  = "/out"  // OUT = /out/<stage name>
+	ContainerDepDir  = "/deps" // DEP_<NAME> = /deps/<stage name>
+	ScratchPrefix    = "/build"
+)
+
+// Plan is a complete, engine-independent build description.
+type Plan struct {
+	Platform Platform
+	// CPU is the named -march level every stage compiles for (see CPULevels).
+	CPU string
+	// SourceDateEpoch is exported to every stage and used for every timestamp.
+	SourceDateEpoch int64
+	// BuilderImage is the image (ref@digest when pinned) the container executor builds in.
+	BuilderImage string
+	// BuildPackages are the Debian/Ubuntu packages a builder needs (apt-get install names).
+	BuildPackages []string
+	// HostTools are the commands the host executor checks for before starting, each with the
+	// package that provides it, so a missing tool gives one clear error.
+	HostTools []Tool
+	// Stages in dependency order: each stage's Deps come before it.
+	Stages []Stage
+	// Final names the stage whose OUT is the install tree the image is made of.
+	Final string
+}
+
+// Platform is an OS/architecture pair, e.g. linux/amd64.
+type Platform struct {
+	OS   string
+	Arch string
+}
+
+func (p Platform) String() string { return p.OS + "/" + p.Arch }
+
+// Tool is a command a stage script needs and the Debian/Ubuntu package that provides it.
+type Tool struct {
+	Command string
+	Package string
+}
+
+// Stage builds one component from one tarball into OUT.
+type Stage struct {
+	Name   string
+	Source Source
+	// Deps are the names of earlier stages whose OUT this stage reads (as DEP_<NAME>).
+	Deps []string
+	// Env is the stage's environment (besides the contract variables), in a fixed order.
+	Env []EnvVar
+	// Files are extra inputs written into WORK before Script runs (path relative to WORK),
+	// e.g. the shipped nginx.conf. Part of the stage's identity for caching.
+	Files []File
+	// Script is the bash program that builds and installs the component.
+	Script string
+}
+
+// Source is the verified tarball a stage builds from.
+type Source struct {
+	Component string // lock component name
+	Version   string
+	FileName  string // as fetched and cached (the lock URL's last element)
+	SHA256    string
+}
+
+// EnvVar is one environment variable.
+type EnvVar struct {
+	Name  string
+	Value string
+}
+
+// File is a file placed into a stage's WORK directory.
+type File struct {
+	Path string
+	Mode uint32
+	Data []byte
+}
+
+// Stage returns the named stage.
+func (p *Plan) Stage(name string) (Stage, bool) {
+	for _, s := range p.Stages {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Stage{}, false
+}
