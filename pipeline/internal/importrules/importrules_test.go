@@ -1,0 +1,114 @@
+// Package importrules holds the test that keeps the package layering honest (crane keeps a
+// similar one): the plan stays engine-independent, each heavy dependency has one owner, and
+// the library never reaches up into the command.
+package importrules
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
+)
+
+const module = "github.com/nginx-forge/nginx-forge"
+
+// imports maps each package directory (relative to the repo) to the set of its imports,
+// test files included: a test that imports Dagger would still drag it into the package's graph.
+func imports(t *testing.T) map[string]map[string]bool {
+	t.Helper()
+	root := testenv.RepoRoot()
+	out := map[string]map[string]bool{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); n == "testdata" || strings.HasPrefix(n, ".") && p != root {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(p))
+		rel = filepath.ToSlash(rel)
+		if out[rel] == nil {
+			out[rel] = map[string]bool{}
+		}
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			out[rel][path] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walking %s: %v", root, err)
+	}
+	return out
+}
+
+func TestImportRules(t *testing.T) {
+	all := imports(t)
+	if len(all) < 3 {
+		t.Fatalf("found only %d packages; is RepoRoot right?", len(all))
+	}
+	rules := []struct {
+		name string
+		// applies reports whether the rule covers the package directory.
+		applies func(dir string) bool
+		// forbidden reports whether the import is not allowed there.
+		forbidden func(imp string) bool
+	}{
+		{"nothing under pipeline/ imports ci",
+			func(dir string) bool { return strings.HasPrefix(dir, "pipeline") },
+			func(imp string) bool { return imp == module+"/ci" || strings.HasPrefix(imp, module+"/ci/") }},
+		{"plan imports neither Dagger nor go-containerregistry",
+			func(dir string) bool { return dir == "pipeline/plan" },
+			func(imp string) bool {
+				return strings.HasPrefix(imp, "dagger.io/") || strings.HasPrefix(imp, "github.com/google/go-containerregistry")
+			}},
+		{"only pipeline/dagger imports dagger.io/dagger",
+			func(dir string) bool { return dir != "pipeline/dagger" },
+			func(imp string) bool { return strings.HasPrefix(imp, "dagger.io/dagger") }},
+		{"only pipeline/actions imports go-githubactions",
+			func(dir string) bool { return dir != "pipeline/actions" },
+			func(imp string) bool { return strings.HasPrefix(imp, "github.com/sethvargo/go-githubactions") }},
+		{"lock imports nothing of ours",
+			func(dir string) bool { return dir == "pipeline/lock" },
+			func(imp string) bool { return strings.HasPrefix(imp, module+"/") && !strings.Contains(imp, "/internal/testenv") }},
+	}
+	for _, r := range rules {
+		for dir, imps := range all {
+			if !r.applies(dir) {
+				continue
+			}
+			for imp := range imps {
+				if r.forbidden(imp) {
+					t.Errorf("%s: %s imports %s", r.name, dir, imp)
+				}
+			}
+		}
+	}
+}
+
+// TestRulesCanFail proves the walker sees real imports, so the rules above are not vacuous.
+func TestRulesCanFail(t *testing.T) {
+	all := imports(t)
+	if !all["pipeline/internal/importrules"]["github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"] {
+		t.Fatalf("the walker did not see this file's own import of testenv")
+	}
+	if _, err := os.Stat(filepath.Join(testenv.RepoRoot(), "go.mod")); err != nil {
+		t.Fatalf("RepoRoot has no go.mod: %v", err)
+	}
+}
