@@ -1,0 +1,116 @@
+package actions
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+)
+
+// Row is one line of an update summary: a component (or base image), its locked and newest
+// versions (or digests), and the support status of the newest one's branch.
+type Row struct {
+	Component string
+	Old, New  string
+	EOL       string
+}
+
+// Changed reports whether the row's newest version differs from the locked one.
+func (r Row) Changed() bool { return r.New != "" && r.New != r.Old }
+
+// UpdateTableMarkdown renders rows as a GitHub-flavoured markdown table under a heading.
+func UpdateTableMarkdown(title string, rows []Row) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### %s\n\n", mdEscape(title))
+	b.WriteString("| component | old | new | EOL |\n|---|---|---|---|\n")
+	for _, r := range rows {
+		nw := r.New
+		switch {
+		case nw == "":
+			nw = "(lookup failed)"
+		case !r.Changed():
+			nw = "(unchanged)"
+		default:
+			nw = "**" + nw + "**"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mdEscape(r.Component), mdCode(r.Old), mdCell(nw), mdCell(orDash(r.EOL)))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// UpdateTableText renders rows as an aligned plain-text table.
+func UpdateTableText(title string, rows []Row) string {
+	var b strings.Builder
+	b.WriteString(title + "\n")
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tOLD\tNEW\tEOL")
+	for _, r := range rows {
+		nw := r.New
+		switch {
+		case nw == "":
+			nw = "(lookup failed)"
+		case !r.Changed():
+			nw = "(unchanged)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Component, orDash(r.Old), nw, orDash(r.EOL))
+	}
+	tw.Flush()
+	return b.String()
+}
+
+// UpdateSummary writes the table to the step summary in Actions, as text elsewhere.
+func (r *Reporter) UpdateSummary(title string, rows []Row) error {
+	return r.AddSummary(UpdateTableMarkdown(title, rows), UpdateTableText(title, rows))
+}
+
+// ImageResult is what a build publishes: the image's digest and the tags moved to it.
+type ImageResult struct {
+	Image  string   // repository, e.g. ghcr.io/owner/repo/nginx
+	Digest string   // sha256:...
+	Tags   []string // full references that now point at Digest
+}
+
+// ImageOutputs sets the outputs `image`, `digest`, `ref` (image@digest) and `tags` (one per
+// line) and adds a short summary. Outside Actions it prints the pinned reference and tags.
+func (r *Reporter) ImageOutputs(res ImageResult) error {
+	ref := res.Image + "@" + res.Digest
+	if err := r.SetOutputs(map[string]string{
+		"image":  res.Image,
+		"digest": res.Digest,
+		"ref":    ref,
+		"tags":   strings.Join(res.Tags, "\n"),
+	}); err != nil {
+		return err
+	}
+	var md, txt strings.Builder
+	fmt.Fprintf(&md, "### Image\n\n`%s`\n\n", ref)
+	fmt.Fprintf(&txt, "image %s\n", ref)
+	for _, t := range res.Tags {
+		fmt.Fprintf(&md, "- `%s`\n", t)
+		fmt.Fprintf(&txt, "tag   %s\n", t)
+	}
+	md.WriteString("\n")
+	return r.AddSummary(md.String(), txt.String())
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// mdEscape keeps upstream-provided text from breaking the table or injecting markup.
+func mdEscape(s string) string {
+	r := strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", "&lt;", ">", "&gt;")
+	return r.Replace(s)
+}
+
+func mdCell(s string) string { return mdEscape(s) }
+
+func mdCode(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return "`" + strings.ReplaceAll(mdEscape(s), "`", "") + "`"
+}

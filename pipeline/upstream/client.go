@@ -1,0 +1,109 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+const userAgent = "nginx-forge-check-updates"
+
+// DefaultNginxOrg is nginx.org, whose download page lists the current mainline, stable and
+// legacy releases.
+const DefaultNginxOrg = "https://nginx.org"
+
+// Client reads release lists. Its zero value is not usable: call NewClient.
+type Client struct {
+	http      *http.Client
+	githubAPI string
+	nginxOrg  string
+	token     string
+	logf      func(format string, args ...any)
+}
+
+// ClientOption configures a Client.
+type ClientOption func(*Client)
+
+// WithGitHubAPI points the client at another GitHub API root (tests use a loopback server).
+func WithGitHubAPI(u string) ClientOption { return func(c *Client) { c.githubAPI = u } }
+
+// WithNginxOrg points the nginx.org fallback at another root.
+func WithNginxOrg(u string) ClientOption { return func(c *Client) { c.nginxOrg = u } }
+
+// WithToken sends a GitHub token (for the higher rate limit). It is sent only to the GitHub
+// API host and never logged.
+func WithToken(tok string) ClientOption { return func(c *Client) { c.token = tok } }
+
+// WithHTTPClient replaces the HTTP client (default: 60 s timeout per request).
+func WithHTTPClient(h *http.Client) ClientOption { return func(c *Client) { c.http = h } }
+
+// WithLogf reports each request (URLs only; no headers, so no token).
+func WithLogf(logf func(format string, args ...any)) ClientOption {
+	return func(c *Client) { c.logf = logf }
+}
+
+// NewClient returns a client for the public upstream endpoints unless options say otherwise.
+func NewClient(opts ...ClientOption) *Client {
+	c := &Client{
+		http:      &http.Client{Timeout: 60 * time.Second},
+		githubAPI: DefaultGitHubAPI,
+		nginxOrg:  DefaultNginxOrg,
+		logf:      func(string, ...any) {},
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// nginxDownloadRE matches the tarball links of nginx.org/en/download.html.
+var nginxDownloadRE = regexp.MustCompile(`/download/nginx-([0-9]+\.[0-9]+\.[0-9]+)\.tar\.gz"`)
+
+// NginxOrgReleases lists the nginx versions linked from nginx.org's download page. The page
+// lists only the current mainline, stable and a few legacy releases, which is enough to find
+// the newest patch of a supported branch.
+func (c *Client) NginxOrgReleases(ctx context.Context) ([]Version, error) {
+	u := strings.TrimSuffix(c.nginxOrg, "/") + "/en/download.html"
+	c.logf("GET %s", u)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("reading nginx.org download page %q: %w", u, err)
+	}
+	req.Header.Set("User-Agent", userAgent)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading nginx.org download page %q: %w", u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("reading nginx.org download page %q: HTTP %d", u, resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return nil, fmt.Errorf("reading nginx.org download page %q: %w", u, err)
+	}
+	seen := map[string]Version{}
+	for _, m := range nginxDownloadRE.FindAllSubmatch(body, -1) {
+		if v, err := ParseVersion(string(m[1])); err == nil {
+			seen[v.String()] = v
+		}
+	}
+	if len(seen) == 0 {
+		return nil, fmt.Errorf("nginx.org download page %q lists no nginx-X.Y.Z.tar.gz (has the page changed?)", u)
+	}
+	out := make([]Version, 0, len(seen))
+	for _, v := range seen {
+		out = append(out, v)
+	}
+	sortVersions(out)
+	return out, nil
+}
+
+func sortVersions(vs []Version) {
+	sort.Slice(vs, func(i, j int) bool { return vs[i].Compare(vs[j]) < 0 })
+}

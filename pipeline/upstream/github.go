@@ -1,0 +1,179 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// DefaultGitHubAPI is the GitHub REST API root.
+const DefaultGitHubAPI = "https://api.github.com"
+
+// maxPages bounds pagination: openssl/openssl has several hundred tags (about 7 pages of
+// 100); a Link chain longer than this is a misbehaving server, not a repository.
+const maxPages = 30
+
+// ghRelease is the part of a GitHub release object we read.
+type ghRelease struct {
+	TagName    string `json:"tag_name"`
+	Draft      bool   `json:"draft"`
+	Prerelease bool   `json:"prerelease"`
+}
+
+// ghTag is the part of a GitHub tag object we read.
+type ghTag struct {
+	Name string `json:"name"`
+}
+
+// GitHubReleases lists the final release versions of component published on GitHub.
+//
+// It reads both the releases and the tags of the repository: the releases carry the
+// pre-release and draft flags, while the tags also cover releases that have no GitHub
+// release object (older nginx stable patch releases are tags only). A tag whose release is
+// marked draft or pre-release is left out even if its name looks final.
+func (c *Client) GitHubReleases(ctx context.Context, component string) ([]Version, error) {
+	repo, ok := Repos[component]
+	if !ok {
+		return nil, fmt.Errorf("component %q has no known upstream repository", component)
+	}
+	var releases []ghRelease
+	if err := c.ghList(ctx, "/repos/"+repo.GitHub+"/releases", &releases); err != nil {
+		return nil, err
+	}
+	var tags []ghTag
+	if err := c.ghList(ctx, "/repos/"+repo.GitHub+"/tags", &tags); err != nil {
+		return nil, err
+	}
+	excluded := map[string]bool{}
+	found := map[string]Version{}
+	for _, r := range releases {
+		if r.Draft || r.Prerelease {
+			excluded[r.TagName] = true
+			continue
+		}
+		if v, ok := VersionFromTag(component, r.TagName); ok {
+			found[v.String()] = v
+		}
+	}
+	for _, t := range tags {
+		if excluded[t.Name] {
+			continue
+		}
+		if v, ok := VersionFromTag(component, t.Name); ok {
+			found[v.String()] = v
+		}
+	}
+	out := make([]Version, 0, len(found))
+	for _, v := range found {
+		out = append(out, v)
+	}
+	sortVersions(out)
+	return out, nil
+}
+
+// ghList GETs every page of a GitHub list endpoint and appends the items to *into.
+func (c *Client) ghList(ctx context.Context, path string, into any) error {
+	base, err := url.Parse(c.githubAPI)
+	if err != nil {
+		return fmt.Errorf("GitHub API URL %q: %w", c.githubAPI, err)
+	}
+	next := strings.TrimSuffix(c.githubAPI, "/") + path + "?per_page=100"
+	var all []json.RawMessage
+	for page := 1; next != ""; page++ {
+		if page > maxPages {
+			return fmt.Errorf("listing %s: more than %d pages; refusing to follow the Link chain further", path, maxPages)
+		}
+		u, err := url.Parse(next)
+		if err != nil {
+			return fmt.Errorf("listing %s: bad next-page link %q: %w", path, next, err)
+		}
+		// The token is only ever sent to the configured API host: a Link header that points
+		// elsewhere is refused rather than followed with credentials.
+		if u.Scheme != base.Scheme || u.Host != base.Host {
+			return fmt.Errorf("listing %s: next-page link %q leaves the API host %s", path, next, base.Host)
+		}
+		c.logf("GET %s", u.Redacted())
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", path, err)
+		}
+		req.Header.Set("Accept", "application/vnd.github+json")
+		req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+		req.Header.Set("User-Agent", userAgent)
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := c.http.Do(req)
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", path, err)
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+		resp.Body.Close()
+		if err != nil {
+			return fmt.Errorf("listing %s: reading the response: %w", path, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return ghError(path, resp, body, c.token != "")
+		}
+		var items []json.RawMessage
+		if err := json.Unmarshal(body, &items); err != nil {
+			return fmt.Errorf("listing %s: the response is not a JSON array: %w", path, err)
+		}
+		all = append(all, items...)
+		next = nextLink(resp.Header.Values("Link"))
+	}
+	b, err := json.Marshal(all)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, into); err != nil {
+		return fmt.Errorf("listing %s: decoding items: %w", path, err)
+	}
+	return nil
+}
+
+// ErrRateLimited is returned (wrapped) when GitHub refuses for the API rate limit.
+var ErrRateLimited = errors.New("GitHub API rate limit exhausted")
+
+func ghError(path string, resp *http.Response, body []byte, authed bool) error {
+	var msg struct {
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal(body, &msg)
+	detail := strings.TrimSpace(msg.Message)
+	if detail == "" {
+		detail = strings.TrimSpace(string(body))
+		if len(detail) > 200 {
+			detail = detail[:200] + "..."
+		}
+	}
+	if (resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusTooManyRequests) &&
+		(resp.Header.Get("X-RateLimit-Remaining") == "0" || strings.Contains(strings.ToLower(detail), "rate limit")) {
+		fix := "set GITHUB_TOKEN (or --github-token-env) to raise the limit"
+		if authed {
+			fix = "wait until " + resp.Header.Get("X-RateLimit-Reset") + " (Unix time) or use another token"
+		}
+		return fmt.Errorf("listing %s: %w (%s): %s", path, ErrRateLimited, detail, fix)
+	}
+	return fmt.Errorf("listing %s: HTTP %d: %s", path, resp.StatusCode, detail)
+}
+
+var linkRE = regexp.MustCompile(`<([^>]+)>\s*;\s*rel="?([a-z]+)"?`)
+
+// nextLink returns the rel="next" target of RFC 8288 Link headers, or "".
+func nextLink(headers []string) string {
+	for _, h := range headers {
+		for _, part := range strings.Split(h, ",") {
+			if m := linkRE.FindStringSubmatch(part); m != nil && m[2] == "next" {
+				return m[1]
+			}
+		}
+	}
+	return ""
+}

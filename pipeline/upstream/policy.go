@@ -1,0 +1,163 @@
+package upstream
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+// Track values understood by Select (besides a pinned "X.Y" branch).
+const (
+	TrackLatest = "latest" // the newest release of any branch
+	TrackStable = "stable" // nginx: the newest stable (even minor) branch
+	TrackLTS    = "lts"    // OpenSSL: the newest long-term-support branch
+)
+
+// Branch support of OpenSSL, from openssl.org/policies/releasestrat and the release notes.
+// An LTS branch gets five years, others about thirteen months.
+type branchSupport struct {
+	End time.Time
+	LTS bool
+}
+
+func day(s string) time.Time {
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// OpenSSLSupport is the end-of-life table of OpenSSL branches. A branch missing here (a new
+// one) has an unknown end and raises no warning.
+var OpenSSLSupport = map[string]branchSupport{
+	"1.1.1": {End: day("2023-09-11"), LTS: true},
+	"1.1":   {End: day("2023-09-11"), LTS: true},
+	"3.0":   {End: day("2026-09-07"), LTS: true},
+	"3.1":   {End: day("2025-03-14")},
+	"3.2":   {End: day("2025-11-23")},
+	"3.3":   {End: day("2026-04-09")},
+	"3.4":   {End: day("2026-10-22")},
+	"3.5":   {End: day("2030-04-08"), LTS: true},
+	"3.6":   {End: day("2026-11-01")},
+}
+
+// soonWarning is how far ahead of an end of life a warning starts.
+const soonWarning = 90 * 24 * time.Hour
+
+// Selection is what a track policy picks from the known releases.
+type Selection struct {
+	// Track is the effective track (the lock's, or the default for an empty one).
+	Track string
+	// Target is the newest release the track allows; it may be older than or equal to the
+	// current version, in which case there is nothing to update.
+	Target Version
+	// EOL describes the support of Target's branch for people: "2030-04-08",
+	// "ended 2026-04-09", "superseded by 1.28", or "" when nothing is known.
+	EOL string
+	// Warnings are for annotations: an end-of-life or superseded pin, a track that cannot
+	// move forward.
+	Warnings []string
+}
+
+var branchTrackRE = regexp.MustCompile(`^[0-9]+\.[0-9]+$`)
+
+// DefaultTrack is the track of a component whose lock entry has none: nginx and OpenSSL
+// stay on the current branch (a branch change is a deliberate edit), the others follow
+// their latest release.
+func DefaultTrack(component string, current Version) string {
+	switch component {
+	case lock.Nginx, lock.OpenSSL:
+		return current.Branch()
+	}
+	return TrackLatest
+}
+
+// Select applies component's track to releases (any order) and reports the target and the
+// branch's support status at now.
+func Select(component, track string, current Version, releases []Version, now time.Time) (Selection, error) {
+	if track == "" {
+		track = DefaultTrack(component, current)
+	}
+	s := Selection{Track: track}
+	if len(releases) == 0 {
+		return s, fmt.Errorf("%s: upstream lists no releases", component)
+	}
+	newest := func(keep func(Version) bool) Version {
+		var best Version
+		for _, v := range releases {
+			if keep(v) && (best == nil || v.Compare(best) > 0) {
+				best = v
+			}
+		}
+		return best
+	}
+	switch {
+	case track == TrackLatest:
+		s.Target = newest(func(Version) bool { return true })
+	case track == TrackStable:
+		if component != lock.Nginx {
+			return s, fmt.Errorf("%s: track %q is only for nginx (use %q or a branch like %q)", component, track, TrackLatest, current.Branch())
+		}
+		// nginx's stable branches have an even minor number; mainline has an odd one.
+		branch := newest(func(v Version) bool { return len(v) >= 2 && v[1]%2 == 0 })
+		if branch == nil {
+			return s, fmt.Errorf("nginx: upstream lists no stable (even minor) release")
+		}
+		b := branch.Branch()
+		s.Target = newest(func(v Version) bool { return v.Branch() == b })
+	case track == TrackLTS:
+		if component != lock.OpenSSL {
+			return s, fmt.Errorf("%s: track %q is only for OpenSSL (use %q or a branch like %q)", component, track, TrackLatest, current.Branch())
+		}
+		s.Target = newest(func(v Version) bool { return OpenSSLSupport[v.Branch()].LTS })
+		if s.Target == nil {
+			return s, fmt.Errorf("openssl: upstream lists no release of an LTS branch")
+		}
+	case branchTrackRE.MatchString(track):
+		s.Target = newest(func(v Version) bool { return v.Branch() == track })
+		if s.Target == nil {
+			return s, fmt.Errorf("%s: track %q matches no upstream release (is the branch right? set the lock's track to an existing branch)", component, track)
+		}
+	default:
+		return s, fmt.Errorf("%s: track %q is not %q, %q, %q or a branch like \"1.26\"", component, track, TrackLatest, TrackStable, TrackLTS)
+	}
+
+	branch := s.Target.Branch()
+	switch component {
+	case lock.OpenSSL:
+		sup, known := OpenSSLSupport[branch]
+		if !known {
+			break
+		}
+		date := sup.End.Format(time.DateOnly)
+		switch {
+		case !now.Before(sup.End):
+			s.EOL = "ended " + date
+			fix := "set the lock's openssl track to \"lts\" or a supported branch"
+			if lts := newest(func(v Version) bool { sp, ok := OpenSSLSupport[v.Branch()]; return ok && sp.LTS && now.Before(sp.End) }); lts != nil {
+				fix = fmt.Sprintf("set the lock's openssl track to %q (LTS until %s) or \"lts\"", lts.Branch(), OpenSSLSupport[lts.Branch()].End.Format(time.DateOnly))
+			}
+			s.Warnings = append(s.Warnings, fmt.Sprintf("OpenSSL %s reached end of life on %s and gets no more security fixes: %s", branch, date, fix))
+		case sup.End.Sub(now) < soonWarning:
+			s.EOL = date
+			s.Warnings = append(s.Warnings, fmt.Sprintf("OpenSSL %s reaches end of life on %s (in %d days): plan a move to a newer branch", branch, date, int(sup.End.Sub(now).Hours()/24)))
+		default:
+			s.EOL = date
+			if sup.LTS {
+				s.EOL += " (LTS)"
+			}
+		}
+	case lock.Nginx:
+		// nginx supports one stable branch at a time: a stable branch is over once a newer
+		// stable one is released (likewise mainline, which the next mainline replaces).
+		parity := s.Target[1] % 2
+		if succ := newest(func(v Version) bool { return v[1]%2 == parity && v.Compare(s.Target) > 0 && v.Branch() != branch }); succ != nil {
+			s.EOL = "superseded by " + succ.Branch()
+			s.Warnings = append(s.Warnings, fmt.Sprintf("nginx %s is no longer maintained: %s superseded it; set the lock's nginx track to %q or %q", branch, succ.Branch(), succ.Branch(), TrackStable))
+		}
+	}
+	return s, nil
+}
