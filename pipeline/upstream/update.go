@@ -9,15 +9,16 @@ import (
 	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
-// Fetcher downloads a release the lock does not pin yet and vouches for it. pipeline/source
-// implements it: c carries the new version's URL and signature URL, the pinned signer
+// Fetcher downloads a release the lock does not pin yet and vouches for it; *source.Fetcher
+// implements it. c carries the new version's URL and signature URL, the pinned signer
 // fingerprints, and an empty SHA256. FetchNew downloads the tarball and, when c.Signature is
 // set, the signature, verifies the signature with a key whose fingerprint is pinned, and
-// returns the tarball's SHA-256 (64 lower-case hex digits).
+// returns the tarball's SHA-256.
 type Fetcher interface {
-	FetchNew(ctx context.Context, c lock.Component) (sha256 string, err error)
+	FetchNew(ctx context.Context, c lock.Component) (source.Verified, error)
 }
 
 // Applied is one change made to the lock.
@@ -26,6 +27,7 @@ type Applied struct {
 	Old, New string // versions, or digests for images
 	SHA256   string // the new tarball's checksum (components only)
 	Signed   bool   // the new tarball's signature was verified
+	SignedBy string // the pinned fingerprint that made it
 }
 
 var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -53,16 +55,20 @@ func Apply(ctx context.Context, l *lock.Lock, rep *Report, f Fetcher) (*lock.Loc
 		if err != nil {
 			return nil, nil, err
 		}
-		sum, err := f.FetchNew(ctx, next)
+		ver, err := f.FetchNew(ctx, next)
+		sum := ver.SHA256
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s %s: %w (the lock is unchanged)", cr.Name, cr.Latest, err)
+		}
+		if next.Signature != nil && !ver.Signed {
+			return nil, nil, fmt.Errorf("%s %s: the lock pins a signature but the fetcher did not verify one (the lock is unchanged)", cr.Name, cr.Latest)
 		}
 		if !sha256RE.MatchString(sum) {
 			return nil, nil, fmt.Errorf("%s %s: the fetcher returned %q, not a SHA-256 (the lock is unchanged)", cr.Name, cr.Latest, sum)
 		}
 		next.SHA256 = sum
 		out.SetComponent(next)
-		done = append(done, Applied{Name: cr.Name, Old: old.Version, New: next.Version, SHA256: sum, Signed: next.Signature != nil})
+		done = append(done, Applied{Name: cr.Name, Old: old.Version, New: next.Version, SHA256: sum, Signed: ver.Signed, SignedBy: ver.SignedBy})
 	}
 	for _, ir := range rep.Images {
 		if !ir.Update || ir.Latest == "" {
@@ -180,3 +186,6 @@ func wholeVersion(s string, start, end int) bool {
 	}
 	return true
 }
+
+// The source package's fetcher is the production Fetcher.
+var _ Fetcher = (*source.Fetcher)(nil)
