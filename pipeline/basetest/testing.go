@@ -1,0 +1,45 @@
+package basetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
+)
+
+// For tests returns the stand-in base image (made or taken from the cache). When the
+// Debian archive cannot be reached or apt is missing it skips, or fails under
+// NGINX_FORGE_E2E=1, saying so.
+func For(t testing.TB, o Options) (v1.Image, *Rootfs) {
+	t.Helper()
+	testenv.Tool(t, "apt-get", "apt")
+	testenv.Tool(t, "dpkg-deb", "dpkg")
+	if o.Logf == nil {
+		o.Logf = t.Logf
+	}
+	r, err := Build(context.Background(), o)
+	if err != nil {
+		testenv.Missing(t, "the stand-in distroless base ("+err.Error()+")",
+			"let the machine reach deb.debian.org, or pre-fill "+DefaultCacheDir+" by running the basetest tests once")
+	}
+	img, err := Image(r, o.Arch)
+	if err != nil {
+		t.Fatalf("making the stand-in base image: %v", err)
+	}
+	return img, r
+}
+
+// PushFor pushes the stand-in base to host/repo:nonroot (host like "127.0.0.1:5000")
+// and returns its digest reference.
+func PushFor(t testing.TB, host, repo string, o Options) name.Digest {
+	t.Helper()
+	img, _ := For(t, o)
+	d, err := Push(context.Background(), img, host+"/"+repo+":nonroot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

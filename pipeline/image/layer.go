@@ -1,0 +1,208 @@
+package image
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// Owner is a numeric uid:gid. Names are never written into layers: the image's
+// /etc/passwd decides what they mean.
+type Owner struct{ UID, GID int }
+
+// Nonroot is distroless's nonroot user, the user the image runs as.
+var Nonroot = Owner{UID: 65532, GID: 65532}
+
+// TreeOptions say how a directory becomes a layer. Everything that could differ between
+// two checkouts or two builds of the same content (mtimes, the builder's uid, its umask,
+// directory read order, hard links) is replaced by what these options say, so the same
+// content always gives the same layer digest.
+type TreeOptions struct {
+	// ModTime is stamped on every entry (SOURCE_DATE_EPOCH).
+	ModTime time.Time
+	// Owners maps a slash-separated path relative to the tree ("var/cache/nginx") to the
+	// owner of that entry and everything beneath it; the longest matching prefix wins.
+	// Everything else is owned by 0:0.
+	Owners map[string]Owner
+	// Modes maps a path to its exact permission bits (including sticky/setgid bits), for
+	// the entry itself only. It wins over NormalizeModes.
+	Modes map[string]fs.FileMode
+	// NormalizeModes replaces permissions with 0755 for directories and files with any
+	// execute bit, 0644 for other files, so the builder's umask cannot leak into the
+	// image. Without it, the permission bits on disk are kept (the base rootfs extracted
+	// from .debs needs that: /tmp is 1777, /root 0700).
+	NormalizeModes bool
+}
+
+// TreeLayer writes dir as an uncompressed tar in a fixed order (lexical by path, parents
+// before children), then returns it as an OCI gzip layer compressed at the best level.
+// Regular files, directories and symbolic links are supported; device files, sockets and
+// fifos are refused (an install tree has no business holding them). Hard links are
+// stored as separate regular files, which keeps the result independent of how the tree
+// was copied.
+func TreeLayer(dir string, o TreeOptions) (v1.Layer, error) {
+	var buf bytes.Buffer
+	if err := WriteTree(&buf, dir, o); err != nil {
+		return nil, err
+	}
+	raw := buf.Bytes()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(raw)), nil
+	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.BestCompression))
+	if err != nil {
+		return nil, fmt.Errorf("making a layer of %s: %w", dir, err)
+	}
+	return l, nil
+}
+
+// WriteTree writes dir to w as a deterministic tar stream (see TreeLayer).
+func WriteTree(w io.Writer, dir string, o TreeOptions) error {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("reading tree %q: %w", dir, err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("reading tree %q: not a directory", dir)
+	}
+	var paths []string
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == dir {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		paths = append(paths, filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("walking tree %q: %w", dir, err)
+	}
+	// WalkDir already visits in lexical order per directory; sorting the full paths
+	// makes the order independent of that detail (and of the OS's separators).
+	sort.Slice(paths, func(i, j int) bool { return tarLess(paths[i], paths[j]) })
+
+	mtime := o.ModTime.UTC()
+	tw := tar.NewWriter(w)
+	for _, rel := range paths {
+		full := filepath.Join(dir, filepath.FromSlash(rel))
+		fi, err := os.Lstat(full)
+		if err != nil {
+			return fmt.Errorf("reading %q: %w", full, err)
+		}
+		own := ownerOf(rel, o.Owners)
+		hdr := &tar.Header{
+			Name:    rel,
+			ModTime: mtime,
+			Uid:     own.UID,
+			Gid:     own.GID,
+			Format:  tar.FormatPAX,
+		}
+		perm := fi.Mode().Perm() | fi.Mode()&(fs.ModeSticky|fs.ModeSetgid|fs.ModeSetuid)
+		switch {
+		case fi.Mode().IsDir():
+			hdr.Typeflag = tar.TypeDir
+			hdr.Name += "/"
+			if o.NormalizeModes {
+				perm = 0o755
+			}
+		case fi.Mode().IsRegular():
+			hdr.Typeflag = tar.TypeReg
+			hdr.Size = fi.Size()
+			if o.NormalizeModes {
+				perm = 0o644
+				if fi.Mode()&0o111 != 0 {
+					perm = 0o755
+				}
+			}
+		case fi.Mode()&fs.ModeSymlink != 0:
+			hdr.Typeflag = tar.TypeSymlink
+			if hdr.Linkname, err = os.Readlink(full); err != nil {
+				return fmt.Errorf("reading link %q: %w", full, err)
+			}
+			perm = 0o777
+		default:
+			return fmt.Errorf("tree %q: %s is a %s; only files, directories and symlinks can go into the image", dir, rel, fi.Mode().Type())
+		}
+		if m, ok := o.Modes[rel]; ok {
+			perm = m
+		}
+		hdr.Mode = tarMode(perm)
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("writing tar header for %s: %w", rel, err)
+		}
+		if hdr.Typeflag == tar.TypeReg {
+			f, err := os.Open(full)
+			if err != nil {
+				return fmt.Errorf("reading %q: %w", full, err)
+			}
+			n, err := io.Copy(tw, f)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("copying %q into the layer: %w", full, err)
+			}
+			if n != hdr.Size {
+				return fmt.Errorf("copying %q into the layer: it changed size while being read", full)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("finishing tar of %q: %w", dir, err)
+	}
+	return nil
+}
+
+// tarLess orders paths component by component, so "a/b" comes before "a-b" and every
+// directory comes right before its contents.
+func tarLess(a, b string) bool {
+	as, bs := strings.Split(a, "/"), strings.Split(b, "/")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		if as[i] != bs[i] {
+			return as[i] < bs[i]
+		}
+	}
+	return len(as) < len(bs)
+}
+
+func ownerOf(rel string, owners map[string]Owner) Owner {
+	best, bestLen := Owner{}, -1
+	for p, o := range owners {
+		p = strings.Trim(path.Clean(p), "/")
+		if (rel == p || strings.HasPrefix(rel, p+"/")) && len(p) > bestLen {
+			best, bestLen = o, len(p)
+		}
+	}
+	return best
+}
+
+// tarMode converts Go's file mode bits to the tar header's Unix bits.
+func tarMode(m fs.FileMode) int64 {
+	mode := int64(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		mode |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		mode |= 0o2000
+	}
+	if m&fs.ModeSticky != 0 {
+		mode |= 0o1000
+	}
+	return mode
+}
