@@ -1,0 +1,214 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// maxBackoff bounds the wait between two attempts.
+const maxBackoff = 30 * time.Second
+
+// permanentError marks a failure that retrying cannot fix.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+func permanent(err error) error { return &permanentError{err} }
+
+// SizeError reports a download larger than the cap.
+type SizeError struct {
+	URL   string
+	Limit int64
+	Size  int64 // the announced size, or -1 when the body simply ran past the limit
+}
+
+func (e *SizeError) Error() string {
+	if e.Size >= 0 {
+		return fmt.Sprintf("%s is %d bytes, over the %d-byte limit (raise it with source.WithMaxSize if the file really is that big)", e.URL, e.Size, e.Limit)
+	}
+	return fmt.Sprintf("%s sent more than the %d-byte limit (raise it with source.WithMaxSize if the file really is that big)", e.URL, e.Limit)
+}
+
+// cached reports whether the verified file is in the cache. The file is hashed again: a cache
+// entry that no longer matches (disk corruption, someone editing it) is removed and fetched
+// again rather than used.
+func (f *Fetcher) cached(file, want string) (bool, error) {
+	fh, err := os.Open(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("opening cached %s: %w", file, err)
+	}
+	defer fh.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fh); err != nil {
+		return false, fmt.Errorf("hashing cached %s: %w", file, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		f.logf("cached %s has sha256 %s, not %s: removing it and fetching again", file, got, want)
+		if err := os.Remove(file); err != nil {
+			return false, fmt.Errorf("removing corrupt cache entry %s: %w", file, err)
+		}
+		return false, nil
+	}
+	return true, nil
+}
+
+// download fetches src into dst through a temporary file in the cache directory, hashing as
+// it writes, and renames it into place only if its SHA-256 is want.
+func (f *Fetcher) download(ctx context.Context, src, dst, name string, limit int64, want string) error {
+	tmpDir := filepath.Join(f.cacheDir, "tmp")
+	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
+		return fmt.Errorf("creating cache directory: %w", err)
+	}
+	var got string
+	err := f.retry(ctx, src, func() error {
+		tmp, err := os.CreateTemp(tmpDir, ".download-*")
+		if err != nil {
+			return permanent(fmt.Errorf("creating temporary file: %w", err))
+		}
+		// Whatever happens below, the temporary file goes: either it was renamed into the
+		// cache (and Remove fails harmlessly) or it must not survive.
+		defer os.Remove(tmp.Name())
+		h := sha256.New()
+		n, err := f.fetchTo(ctx, src, io.MultiWriter(tmp, h), limit)
+		if cerr := tmp.Close(); err == nil && cerr != nil {
+			err = permanent(fmt.Errorf("writing temporary file: %w", cerr))
+		}
+		if err != nil {
+			return err
+		}
+		got = hex.EncodeToString(h.Sum(nil))
+		if got != want {
+			return permanent(&ChecksumError{File: name, URL: src, Want: want, Got: got})
+		}
+		if err := os.Chmod(tmp.Name(), 0o444); err != nil {
+			return permanent(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return permanent(fmt.Errorf("creating cache directory: %w", err))
+		}
+		if err := os.Rename(tmp.Name(), dst); err != nil {
+			return permanent(fmt.Errorf("moving %s into the cache: %w", name, err))
+		}
+		f.logf("fetched %s (%d bytes) from %s, sha256 verified", name, n, src)
+		return nil
+	})
+	var pe *permanentError
+	if errors.As(err, &pe) {
+		return pe.err
+	}
+	return err
+}
+
+// get fetches a small file into memory, with the same retries.
+func (f *Fetcher) get(ctx context.Context, src string, limit int64) ([]byte, error) {
+	var buf bytes.Buffer
+	err := f.retry(ctx, src, func() error {
+		buf.Reset()
+		_, err := f.fetchTo(ctx, src, &buf, limit)
+		return err
+	})
+	var pe *permanentError
+	if errors.As(err, &pe) {
+		return nil, pe.err
+	}
+	return buf.Bytes(), err
+}
+
+// retry runs attempt until it succeeds, fails permanently, or the retries run out, waiting
+// with exponential backoff between attempts.
+func (f *Fetcher) retry(ctx context.Context, src string, attempt func() error) error {
+	wait := f.backoff
+	for i := 0; ; i++ {
+		err := attempt()
+		if err == nil {
+			return nil
+		}
+		var pe *permanentError
+		if errors.As(err, &pe) || ctx.Err() != nil {
+			return err
+		}
+		if i >= f.retries {
+			return fmt.Errorf("%w (gave up after %d attempts)", err, i+1)
+		}
+		f.logf("fetching %s failed (attempt %d of %d): %v; retrying in %s", src, i+1, f.retries+1, err, wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (interrupted while waiting to retry: %v)", err, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, maxBackoff)
+	}
+}
+
+// fetchTo does one GET of src into w. Errors that retrying cannot fix are marked permanent.
+func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit int64) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
+	if err != nil {
+		return 0, permanent(fmt.Errorf("bad URL %q: %w", src, err))
+	}
+	req.Header.Set("User-Agent", "nginx-forge (+https://github.com/nginx-forge/nginx-forge)")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: %w", src, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		err := fmt.Errorf("GET %s: %s", src, resp.Status)
+		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout {
+			return 0, err
+		}
+		return 0, permanent(err)
+	}
+	if resp.ContentLength > limit {
+		return 0, permanent(&SizeError{URL: src, Limit: limit, Size: resp.ContentLength})
+	}
+	// Read one byte past the limit to tell "exactly at the limit" from "over it".
+	n, err := io.Copy(w, io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		// A body cut short (connection reset, io.ErrUnexpectedEOF against Content-Length) is
+		// worth another try.
+		return n, fmt.Errorf("GET %s: reading body after %d bytes: %w", src, n, err)
+	}
+	if n > limit {
+		return n, permanent(&SizeError{URL: src, Limit: limit, Size: -1})
+	}
+	return n, nil
+}
+
+// writeFileAtomic writes b to file through a temporary file in dir.
+func writeFileAtomic(dir, file string, b []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o444); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), file)
+}

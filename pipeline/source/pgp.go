@@ -1,0 +1,318 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	pgperrors "github.com/ProtonMail/go-crypto/openpgp/errors"
+	"github.com/ProtonMail/go-crypto/openpgp/packet"
+)
+
+// SignerError reports a signature made by a key that is not pinned in the lock.
+type SignerError struct {
+	File   string   // the signature file
+	KeyID  string   // 16 hex digits: the issuer key ID found in the signature
+	Issuer string   // the issuer fingerprint, when the signature carries one
+	Pinned []string // the lock's fingerprints
+	// Unchecked lists pinned keys that could not be fetched, so their subkeys could not be
+	// compared with KeyID.
+	Unchecked error
+}
+
+func (e *SignerError) Error() string {
+	who := "key ID " + e.KeyID
+	if e.Issuer != "" {
+		who = "key " + e.Issuer
+	}
+	msg := fmt.Sprintf("signature %s was made by %s, which is not one of the signers pinned in the lock (%s); "+
+		"if upstream has a new release manager, check the key out of band and add its fingerprint to the lock",
+		e.File, who, strings.Join(e.Pinned, ", "))
+	if e.Unchecked != nil {
+		msg += fmt.Sprintf(" (some pinned keys could not be fetched to look for the signing subkey: %v)", e.Unchecked)
+	}
+	return msg
+}
+
+type sigResult struct {
+	fingerprint string
+	created     time.Time
+}
+
+// verifySignature checks the detached signature sig (armored or binary) of the file at path
+// against the pinned fingerprints, fetching the needed keys.
+func (f *Fetcher) verifySignature(ctx context.Context, path string, sig []byte, sigName, sigURL string, pinned []string) (sigResult, error) {
+	body, err := signatureBody(sig)
+	if err != nil {
+		return sigResult{}, fmt.Errorf("reading signature %s from %s: %w", sigName, sigURL, err)
+	}
+	sigs, err := readSignatures(body)
+	if err != nil {
+		return sigResult{}, fmt.Errorf("reading signature %s from %s: %w", sigName, sigURL, err)
+	}
+
+	// Fetch the keys the signature names first (by issuer fingerprint or by the key ID at the
+	// end of a fingerprint). Only when none matches, which is also what a signature by a
+	// subkey looks like, fetch every pinned key and look among their subkeys.
+	var direct []string
+	for _, fp := range pinned {
+		for _, s := range sigs {
+			if issuerMatches(s, fp) {
+				direct = append(direct, fp)
+				break
+			}
+		}
+	}
+	candidates := direct
+	if len(candidates) == 0 {
+		candidates = pinned
+	}
+	var keyring openpgp.EntityList
+	var keyErrs []error
+	for _, fp := range candidates {
+		e, err := f.key(ctx, fp)
+		if err != nil {
+			keyErrs = append(keyErrs, err)
+			continue
+		}
+		keyring = append(keyring, e)
+	}
+	if len(direct) > 0 && len(keyring) == 0 {
+		return sigResult{}, fmt.Errorf("verifying signature %s: %w", sigName, errors.Join(keyErrs...))
+	}
+
+	// The first signature packet whose issuer is in the keyring is the one go-crypto checks
+	// (see verifyDetachedSignature); find it the same way to learn when it was made.
+	var chosen *packet.Signature
+	for _, s := range sigs {
+		if len(keyring.KeysByIdUsage(*s.IssuerKeyId, packet.KeyFlagSign)) > 0 {
+			chosen = s
+			break
+		}
+	}
+	if chosen == nil {
+		s := sigs[0]
+		se := &SignerError{File: sigName, KeyID: fmt.Sprintf("%016X", *s.IssuerKeyId), Pinned: pinned, Unchecked: errors.Join(keyErrs...)}
+		if len(s.IssuerFingerprint) > 0 {
+			se.Issuer = fmt.Sprintf("%X", s.IssuerFingerprint)
+		}
+		if len(direct) > 0 {
+			// The issuer is pinned but its key carries no signing-capable key with that ID.
+			return sigResult{}, fmt.Errorf("signature %s names pinned key %s, but that key has no signing key with ID %s",
+				sigName, strings.Join(direct, ", "), se.KeyID)
+		}
+		return sigResult{}, se
+	}
+
+	// go-crypto judges key and signature expiry at config.Now(). Upstream signing keys expire
+	// and are not always renewed, yet a release signed while the key was valid stays validly
+	// signed: OpenSSL 3.5.7 was signed on 2026-06-09 by BA5473A2..., whose key expired on
+	// 2026-09-08. So the signature is judged at the moment it was made. That is not a bypass:
+	// the signature time is inside the signed data (it cannot be changed without the private
+	// key), a key compromise revocation still counts whenever it was issued (go-crypto treats
+	// it as retroactive), and a signature dated before its key existed is refused.
+	at := chosen.CreationTime
+	if now := f.now(); at.After(now.Add(24 * time.Hour)) {
+		return sigResult{}, fmt.Errorf("signature %s claims to be made on %s, in the future (is this machine's clock right?)",
+			sigName, at.UTC().Format(time.RFC3339))
+	}
+	for _, k := range keyring.KeysById(*chosen.IssuerKeyId) {
+		if at.Before(k.PublicKey.CreationTime) {
+			return sigResult{}, fmt.Errorf("signature %s claims to be made on %s, before its key %X was created on %s",
+				sigName, at.UTC().Format(time.RFC3339), k.PublicKey.Fingerprint, k.PublicKey.CreationTime.UTC().Format(time.RFC3339))
+		}
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return sigResult{}, err
+	}
+	defer fh.Close()
+	cfg := &packet.Config{Time: func() time.Time { return at }}
+	s, signer, err := openpgp.VerifyDetachedSignature(keyring, fh, bytes.NewReader(body), cfg)
+	if (errors.Is(err, pgperrors.ErrSignatureExpired) || errors.Is(err, pgperrors.ErrKeyExpired)) && s != nil && signer != nil {
+		// The cryptographic check passed and so did the revocation and critical-notation
+		// checks (go-crypto runs them before the expiry checks). But go-crypto calls a binding
+		// self-signature made after `at` "expired", and keeps only the newest binding. Keys
+		// get re-signed to extend their life (this OpenSSL key was on 2026-06-10, a day after
+		// it signed 3.5.7), so judge expiry the way gpg does: by the key's current bindings,
+		// at the time of the signature.
+		err = expiredAt(keyring, s, signer, at)
+	}
+	keys := strings.Join(fingerprints(keyring), ", ")
+	if signer != nil {
+		keys = fmt.Sprintf("%X", signer.PrimaryKey.Fingerprint)
+	}
+	switch {
+	case errors.Is(err, pgperrors.ErrKeyExpired), errors.Is(err, pgperrors.ErrSignatureExpired):
+		return sigResult{}, fmt.Errorf("signature %s from %s was made on %s by pinned key %s, which had already expired then: %w "+
+			"(ask upstream for a signature by a valid key, and check it out of band before changing the lock)",
+			sigName, sigURL, at.UTC().Format(time.RFC3339), keys, err)
+	case errors.Is(err, pgperrors.ErrKeyRevoked):
+		return sigResult{}, fmt.Errorf("signature %s from %s was made by pinned key %s, which is revoked: %w "+
+			"(do not use this file; find out from upstream why the key was revoked)", sigName, sigURL, keys, err)
+	case err != nil:
+		return sigResult{}, fmt.Errorf("signature %s from %s does not verify %s with the pinned key %s: %w "+
+			"(the file or the signature was altered, or the signature belongs to another file)",
+			sigName, sigURL, filepath.Base(path), keys, err)
+	case signer == nil:
+		return sigResult{}, fmt.Errorf("signature %s: no signer", sigName)
+	}
+	if ps, _ := signer.PrimarySelfSignature(); ps != nil && signer.PrimaryKey.KeyExpired(ps, f.now()) {
+		f.logf("note: key %X has expired since it signed %s on %s; the signature stays valid",
+			signer.PrimaryKey.Fingerprint, sigName, at.UTC().Format("2006-01-02"))
+	}
+	return sigResult{fingerprint: fmt.Sprintf("%X", signer.PrimaryKey.Fingerprint), created: s.CreationTime}, nil
+}
+
+// expiredAt reports whether the key that made s (primary key or signing subkey of signer) or
+// s itself had expired at time at, going by the key's newest binding signatures.
+func expiredAt(keyring openpgp.EntityList, s *packet.Signature, signer *openpgp.Entity, at time.Time) error {
+	if lifetimeOver(s, at) {
+		return pgperrors.ErrSignatureExpired
+	}
+	primarySig, _ := signer.PrimarySelfSignature()
+	if primarySig == nil {
+		return errors.New("the signing key has no self-signature")
+	}
+	if signer.PrimaryKey.KeyExpired(primarySig, at) || lifetimeOver(primarySig, at) {
+		return pgperrors.ErrKeyExpired
+	}
+	for _, k := range keyring.KeysByIdUsage(*s.IssuerKeyId, packet.KeyFlagSign) {
+		if k.Entity != signer || k.PublicKey == signer.PrimaryKey {
+			continue
+		}
+		if k.PublicKey.KeyExpired(k.SelfSignature, at) || lifetimeOver(k.SelfSignature, at) {
+			return pgperrors.ErrKeyExpired
+		}
+	}
+	return nil
+}
+
+// lifetimeOver is Signature.SigExpired without the "created after at" part.
+func lifetimeOver(s *packet.Signature, at time.Time) bool {
+	if s.SigLifetimeSecs == nil || *s.SigLifetimeSecs == 0 {
+		return false
+	}
+	return at.Unix() > s.CreationTime.Unix()+int64(*s.SigLifetimeSecs)
+}
+
+// issuerMatches reports whether the signature names the primary key fpr as its issuer.
+func issuerMatches(s *packet.Signature, fpr string) bool {
+	if len(s.IssuerFingerprint) > 0 {
+		return strings.EqualFold(fmt.Sprintf("%X", s.IssuerFingerprint), fpr)
+	}
+	return strings.EqualFold(fmt.Sprintf("%016X", *s.IssuerKeyId), fpr[len(fpr)-16:])
+}
+
+func fingerprints(el openpgp.EntityList) []string {
+	var out []string
+	for _, e := range el {
+		out = append(out, fmt.Sprintf("%X", e.PrimaryKey.Fingerprint))
+	}
+	return out
+}
+
+// signatureBody returns the binary packets of an armored (.asc) or binary (.sig) signature.
+func signatureBody(sig []byte) ([]byte, error) {
+	trimmed := bytes.TrimLeft(sig, " \t\r\n")
+	if !bytes.HasPrefix(trimmed, []byte("-----BEGIN PGP")) {
+		return sig, nil
+	}
+	block, err := armor.Decode(bytes.NewReader(trimmed))
+	if err != nil {
+		return nil, fmt.Errorf("decoding armor: %w", err)
+	}
+	if block.Type != openpgp.SignatureType {
+		return nil, fmt.Errorf("armored block is a %q, not a %q", block.Type, openpgp.SignatureType)
+	}
+	return io.ReadAll(block.Body)
+}
+
+// readSignatures parses every signature packet; anything else is an error.
+func readSignatures(body []byte) ([]*packet.Signature, error) {
+	var sigs []*packet.Signature
+	r := packet.NewReader(bytes.NewReader(body))
+	for {
+		p, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		s, ok := p.(*packet.Signature)
+		if !ok {
+			return nil, fmt.Errorf("found a %T packet, want only signature packets", p)
+		}
+		if s.IssuerKeyId == nil {
+			return nil, errors.New("a signature names no issuer key")
+		}
+		sigs = append(sigs, s)
+	}
+	if len(sigs) == 0 {
+		return nil, errors.New("no signature packet")
+	}
+	return sigs, nil
+}
+
+// key returns the public key whose primary fingerprint is fpr, from the cache
+// (<cache>/keys/<FPR>.asc) or fetched from the mirror or key server. Key material is accepted
+// only if it holds a key with exactly that primary fingerprint; anything else in the file
+// (other keys bundled with it) is ignored.
+func (f *Fetcher) key(ctx context.Context, fpr string) (*openpgp.Entity, error) {
+	file := filepath.Join(f.cacheDir, "keys", fpr+".asc")
+	if b, err := os.ReadFile(file); err == nil {
+		e, err := pickKey(b, fpr)
+		if err == nil {
+			return e, nil
+		}
+		f.logf("cached key %s is unusable (%v): fetching it again", file, err)
+		os.Remove(file)
+	}
+	src := f.keyURL(fpr)
+	b, err := f.get(ctx, src, maxSmallFile)
+	if err != nil {
+		return nil, fmt.Errorf("fetching key %s: %w", fpr, err)
+	}
+	e, err := pickKey(b, fpr)
+	if err != nil {
+		return nil, fmt.Errorf("key from %s: %w", src, err)
+	}
+	if err := writeFileAtomic(filepath.Dir(file), file, b); err != nil {
+		return nil, fmt.Errorf("caching key %s: %w", fpr, err)
+	}
+	f.logf("fetched key %s from %s", fpr, src)
+	return e, nil
+}
+
+// pickKey parses armored or binary key material and returns the entity whose primary key
+// has the fingerprint fpr.
+func pickKey(b []byte, fpr string) (*openpgp.Entity, error) {
+	var el openpgp.EntityList
+	var err error
+	if bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("-----BEGIN PGP")) {
+		el, err = openpgp.ReadArmoredKeyRing(bytes.NewReader(b))
+	} else {
+		el, err = openpgp.ReadKeyRing(bytes.NewReader(b))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("parsing OpenPGP key: %w", err)
+	}
+	var found []string
+	for _, e := range el {
+		got := fmt.Sprintf("%X", e.PrimaryKey.Fingerprint)
+		if got == fpr {
+			return e, nil
+		}
+		found = append(found, got)
+	}
+	return nil, fmt.Errorf("refusing key material: asked for fingerprint %s, got %s", fpr, strings.Join(found, ", "))
+}

@@ -1,0 +1,387 @@
+// Package source turns the components of a lock into verified files on disk: it downloads
+// each tarball (from upstream or a mirror) with retries and a size cap into a content-addressed
+// cache, checks its SHA-256 before anything uses it, and checks the upstream PGP signature
+// against the fingerprints pinned in the lock, fetching the signers' keys by fingerprint.
+//
+// Nothing that failed a check ever lands in the cache: downloads go to a temporary file in the
+// cache directory and are renamed into place only after they verified. A cache hit is hashed
+// again before use, so a file changed on disk is caught as surely as one changed in transit.
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+// DefaultKeyServer serves OpenPGP keys by fingerprint as <DefaultKeyServer>/<FINGERPRINT>.
+const DefaultKeyServer = "https://keys.openpgp.org/vks/v1/by-fingerprint"
+
+// DefaultMaxSize caps every download. The largest tarball (OpenSSL) is about 53 MB; the cap
+// is there so a wrong URL or a hostile server cannot fill the disk.
+const DefaultMaxSize = 256 << 20
+
+// DefaultRetries is how many times a failed download is tried again.
+const DefaultRetries = 3
+
+// Small files (signatures, keys) have their own, much smaller cap.
+const maxSmallFile = 1 << 20
+
+// Fetcher downloads and verifies component sources. Create it with New; it is safe for
+// concurrent use.
+type Fetcher struct {
+	cacheDir     string
+	mirror       string
+	keyServer    string
+	keyServerSet bool
+	client       *http.Client
+	logf         func(format string, args ...any)
+	maxSize      int64
+	retries      int
+	backoff      time.Duration
+	now          func() time.Time
+	initErr      error
+}
+
+// Option configures a Fetcher.
+type Option func(*Fetcher)
+
+// WithCacheDir sets the cache directory. The default is $XDG_CACHE_HOME/nginx-forge/sources
+// (~/.cache/nginx-forge/sources).
+func WithCacheDir(dir string) Option { return func(f *Fetcher) { f.cacheDir = dir } }
+
+// WithMirror fetches every file from baseURL instead of upstream: tarballs and signatures as
+// baseURL/<file name> (the last element of the lock's URL), keys as
+// baseURL/<FINGERPRINT>.asc (unless WithKeyServer is also given). The checks are the same, so
+// a mirror needs no trust: plain http is fine.
+func WithMirror(baseURL string) Option {
+	return func(f *Fetcher) { f.mirror = strings.TrimSuffix(baseURL, "/") }
+}
+
+// WithKeyServer fetches keys as baseURL/<FINGERPRINT> (default DefaultKeyServer).
+func WithKeyServer(baseURL string) Option {
+	return func(f *Fetcher) { f.keyServer = strings.TrimSuffix(baseURL, "/"); f.keyServerSet = true }
+}
+
+// WithHTTPClient sets the HTTP client (default: a client with a 30s connect/header timeout and
+// no overall timeout, since a 50 MB tarball on a slow link legitimately takes minutes).
+func WithHTTPClient(c *http.Client) Option { return func(f *Fetcher) { f.client = c } }
+
+// WithLogf receives progress lines. The default is quiet.
+func WithLogf(logf func(format string, args ...any)) Option {
+	return func(f *Fetcher) {
+		if logf != nil {
+			f.logf = logf
+		}
+	}
+}
+
+// WithMaxSize caps the size of a downloaded tarball in bytes (default DefaultMaxSize).
+func WithMaxSize(n int64) Option { return func(f *Fetcher) { f.maxSize = n } }
+
+// WithRetries sets how many times a failed download is retried (default DefaultRetries; 0
+// tries once). Only transient failures are retried: network errors, cut-off bodies, 5xx and
+// 429. A 404, an oversized file or a wrong checksum is not going to get better.
+func WithRetries(n int) Option { return func(f *Fetcher) { f.retries = n } }
+
+// WithBackoff sets the wait before the first retry (default 1s); each further retry waits
+// twice as long, up to 30s.
+func WithBackoff(d time.Duration) Option { return func(f *Fetcher) { f.backoff = d } }
+
+// WithNow sets the clock used to judge whether keys and signatures are currently revoked or
+// expired (default time.Now).
+func WithNow(now func() time.Time) Option { return func(f *Fetcher) { f.now = now } }
+
+// New returns a Fetcher. Problems with the options (no usable cache directory, a bad mirror
+// URL) are reported by the first Fetch, so New can be used in expressions.
+func New(opts ...Option) *Fetcher {
+	f := &Fetcher{
+		keyServer: DefaultKeyServer,
+		logf:      func(string, ...any) {},
+		maxSize:   DefaultMaxSize,
+		retries:   DefaultRetries,
+		backoff:   time.Second,
+		now:       time.Now,
+	}
+	for _, o := range opts {
+		o(f)
+	}
+	if f.client == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.ResponseHeaderTimeout = 30 * time.Second
+		f.client = &http.Client{Transport: tr}
+	}
+	if f.cacheDir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			f.initErr = fmt.Errorf("finding the cache directory: %w (set XDG_CACHE_HOME or use WithCacheDir)", err)
+		}
+		f.cacheDir = filepath.Join(base, "nginx-forge", "sources")
+	}
+	if f.mirror != "" {
+		if u, err := url.Parse(f.mirror); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			f.initErr = fmt.Errorf("mirror %q is not an http(s) URL like http://127.0.0.1:8000/sources", f.mirror)
+		}
+	}
+	if f.maxSize <= 0 {
+		f.initErr = fmt.Errorf("maximum download size %d must be positive", f.maxSize)
+	}
+	if f.retries < 0 {
+		f.retries = 0
+	}
+	return f
+}
+
+// CacheDir is the directory the fetcher caches verified files in.
+func (f *Fetcher) CacheDir() string { return f.cacheDir }
+
+// Verified is a component's tarball after every check passed.
+type Verified struct {
+	// Name and Version are the component's, from the lock.
+	Name    string
+	Version string
+	// Path is the verified tarball in the content-addressed cache
+	// (<cache>/sha256/<hex>/<file name>). Treat it as read-only: it is shared by builds.
+	Path string
+	// SHA256 is the verified digest (lower-case hex), equal to the lock's.
+	SHA256 string
+	// URL is where the tarball was fetched from (the mirror's URL with a mirror), or "" when
+	// it came from the cache.
+	URL string
+	// Signed reports whether a PGP signature was verified. It is false only for a component
+	// that has no signature in the lock: such a component rests on its checksum alone, and
+	// the caller should say so.
+	Signed bool
+	// SignedBy is the primary fingerprint of the pinned key that made the signature.
+	SignedBy string
+	// SignedAt is when the signature says it was made.
+	SignedAt time.Time
+}
+
+// String describes the result in one line for logs.
+func (v Verified) String() string {
+	if !v.Signed {
+		return fmt.Sprintf("%s %s: sha256 %s verified; NO signature pinned in the lock (checksum only)", v.Name, v.Version, v.SHA256)
+	}
+	return fmt.Sprintf("%s %s: sha256 %s verified; signed by %s on %s", v.Name, v.Version, v.SHA256, v.SignedBy, v.SignedAt.UTC().Format("2006-01-02"))
+}
+
+// ChecksumError reports a file whose SHA-256 is not the one pinned in the lock.
+type ChecksumError struct {
+	File string // file name
+	URL  string // where it came from
+	Want string // the lock's digest
+	Got  string // the digest of what was received
+}
+
+func (e *ChecksumError) Error() string {
+	return fmt.Sprintf("checksum mismatch for %s from %s: the lock pins sha256 %s, the file has sha256 %s; "+
+		"the file was not used and nothing was cached. If the mirror is wrong, fix or drop --mirror; "+
+		"if upstream re-released the file, review the change and update the lock with `go run ./ci check-updates --write`",
+		e.File, e.URL, e.Want, e.Got)
+}
+
+var (
+	sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	fprRE    = regexp.MustCompile(`^[0-9A-F]{40}$`)
+)
+
+// Fetch downloads (or finds in the cache) the component's tarball and verifies its SHA-256
+// and, when the lock pins one, its PGP signature.
+func (f *Fetcher) Fetch(ctx context.Context, c lock.Component) (Verified, error) {
+	v, err := f.fetch(ctx, c)
+	if err != nil {
+		return Verified{}, fmt.Errorf("source %s %s: %w", c.Name, c.Version, err)
+	}
+	return v, nil
+}
+
+func (f *Fetcher) fetch(ctx context.Context, c lock.Component) (Verified, error) {
+	if f.initErr != nil {
+		return Verified{}, f.initErr
+	}
+	name := c.FileName()
+	if err := checkFileName(name); err != nil {
+		return Verified{}, fmt.Errorf("url %q: %w", c.URL, err)
+	}
+	if !sha256RE.MatchString(c.SHA256) {
+		return Verified{}, fmt.Errorf("sha256 %q is not 64 lower-case hex digits", c.SHA256)
+	}
+	var sigName string
+	if c.Signature != nil {
+		sigName = c.SignatureFileName()
+		if err := checkFileName(sigName); err != nil {
+			return Verified{}, fmt.Errorf("signature url %q: %w", c.Signature.URL, err)
+		}
+		if sigName == name {
+			return Verified{}, fmt.Errorf("signature url %q names the tarball itself", c.Signature.URL)
+		}
+		if len(c.Signature.Fingerprints) == 0 {
+			return Verified{}, errors.New("signature has no pinned fingerprints")
+		}
+		for _, fp := range c.Signature.Fingerprints {
+			if !fprRE.MatchString(fp) {
+				return Verified{}, fmt.Errorf("pinned fingerprint %q is not 40 upper-case hex digits", fp)
+			}
+		}
+	}
+
+	dir := filepath.Join(f.cacheDir, "sha256", c.SHA256)
+	tarball := filepath.Join(dir, name)
+	v := Verified{Name: c.Name, Version: c.Version, Path: tarball, SHA256: c.SHA256}
+
+	hit, err := f.cached(tarball, c.SHA256)
+	if err != nil {
+		return Verified{}, err
+	}
+	if !hit {
+		src := f.fileURL(c.URL)
+		if err := f.download(ctx, src, tarball, name, f.maxSize, c.SHA256); err != nil {
+			return Verified{}, err
+		}
+		v.URL = src
+	} else {
+		f.logf("%s: cached %s", c.Name, tarball)
+	}
+	if c.Signature == nil {
+		return v, nil
+	}
+
+	// The signature is cached next to the tarball, but only once it verified, so that a
+	// second build needs no network at all. It is verified again on every use: the pinned
+	// fingerprints in the lock may have changed since.
+	sigPath := filepath.Join(dir, sigName)
+	sig, err := os.ReadFile(sigPath)
+	sigURL := "cache " + sigPath
+	fromCache := err == nil
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			return Verified{}, fmt.Errorf("reading cached signature: %w", err)
+		}
+		sigURL = f.fileURL(c.Signature.URL)
+		if sig, err = f.get(ctx, sigURL, maxSmallFile); err != nil {
+			return Verified{}, fmt.Errorf("fetching signature %s: %w", sigName, err)
+		}
+	}
+	res, err := f.verifySignature(ctx, tarball, sig, sigName, sigURL, c.Signature.Fingerprints)
+	if err != nil {
+		if fromCache {
+			// A cached signature that no longer verifies (the lock's pins changed) is not
+			// evidence of tampering upstream: drop it so the next run fetches it afresh.
+			os.Remove(sigPath)
+		}
+		return Verified{}, err
+	}
+	if !fromCache {
+		if err := writeFileAtomic(dir, sigPath, sig); err != nil {
+			return Verified{}, fmt.Errorf("caching signature: %w", err)
+		}
+	}
+	v.Signed, v.SignedBy, v.SignedAt = true, res.fingerprint, res.created
+	f.logf("%s: signature %s made %s by %s verified", c.Name, sigName, res.created.UTC().Format(time.RFC3339), res.fingerprint)
+	return v, nil
+}
+
+// FetchAll fetches and verifies every component of the lock before returning, so that a
+// build can stop before any compiler runs. Components are fetched concurrently; every
+// failure is reported (joined), not only the first. The map is keyed by component name.
+func (f *Fetcher) FetchAll(ctx context.Context, l *lock.Lock) (map[string]Verified, error) {
+	if l == nil {
+		return nil, errors.New("fetching sources: no lock")
+	}
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		out  = make(map[string]Verified, len(l.Components))
+		errs = make(map[string]error)
+	)
+	for _, c := range l.Components {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := f.Fetch(ctx, c)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs[c.Name] = err
+				return
+			}
+			out[c.Name] = v
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		names := make([]string, 0, len(errs))
+		for n := range errs {
+			names = append(names, n)
+		}
+		sort.Slice(names, func(i, j int) bool { return order(names[i]) < order(names[j]) })
+		list := make([]error, 0, len(names))
+		for _, n := range names {
+			list = append(list, errs[n])
+		}
+		return nil, errors.Join(list...)
+	}
+	return out, nil
+}
+
+func order(name string) int {
+	for i, n := range lock.ComponentOrder {
+		if n == name {
+			return i
+		}
+	}
+	return len(lock.ComponentOrder)
+}
+
+// fileURL is where a lock URL is fetched from: upstream, or the mirror's copy of the file.
+func (f *Fetcher) fileURL(upstream string) string {
+	if f.mirror == "" {
+		return upstream
+	}
+	return f.mirror + "/" + url.PathEscape(lastElem(upstream))
+}
+
+// keyURL is where the key with a fingerprint is fetched from.
+func (f *Fetcher) keyURL(fpr string) string {
+	if f.mirror != "" && !f.keyServerSet {
+		return f.mirror + "/" + fpr + ".asc"
+	}
+	return f.keyServer + "/" + fpr
+}
+
+func lastElem(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Path != "" {
+		return filepathBase(u.Path)
+	}
+	return filepathBase(raw)
+}
+
+func filepathBase(p string) string {
+	if i := strings.LastIndex(p, "/"); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// checkFileName refuses names that would escape or confuse the cache layout.
+func checkFileName(name string) error {
+	switch {
+	case name == "", name == ".", name == "..":
+		return fmt.Errorf("does not end in a file name")
+	case strings.ContainsAny(name, `/\`+"\x00"), strings.HasPrefix(name, "."):
+		return fmt.Errorf("file name %q is not a plain file name", name)
+	}
+	return nil
+}
