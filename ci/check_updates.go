@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/actions"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
+	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
+)
+
+// checkUpdatesOut is where check-updates reports (a variable so the command's tests can
+// capture it; in Actions the runner reads workflow commands from standard output).
+var checkUpdatesOut io.Writer = os.Stdout
+
+func init() {
+	register(&command{
+		name:    "check-updates",
+		summary: "look for new upstream releases and base image digests (--write updates the lock)",
+		usage:   "[--write] [--lock FILE] [flags]",
+		long: `
+Reads the releases of nginx, OpenSSL, PCRE2 and zlib from GitHub (nginx.org's download page
+when GitHub fails for nginx), applies each component's track from the lock (nginx: a stable
+branch like "1.26" or "stable"; OpenSSL: a branch like "3.5" or "lts"; others "latest"),
+warns about end-of-life branches, and looks up the digests the builder and runtime image tags
+point at now. It prints a table and exits 0 whether or not something is new.
+
+With --write, each new release is downloaded with its signature, the signature is verified
+against the fingerprints pinned in the lock, and the lock is rewritten with the new version
+and SHA-256 together (and the new image digests). If any download fails verification, the
+lock is left byte-for-byte as it was and the command exits 1.
+
+A GitHub token raises the API rate limit; it is read from the environment variable named by
+--github-token-env (never from a flag, never printed). In GitHub Actions the results also go
+to step outputs (changed, <component>_version, updates, title, summary), the step summary and
+warning annotations.`,
+		flags: func(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
+			write := fs.Bool("write", false, "download, verify and write new releases and image digests into the lock")
+			lockFile := fs.String("lock", lock.DefaultPath, "lock `file` to check (and rewrite with --write)")
+			ghAPI := fs.String("github-api", upstream.DefaultGitHubAPI, "GitHub REST API root `URL`")
+			nginxOrg := fs.String("nginx-org", upstream.DefaultNginxOrg, "nginx.org root `URL` (fallback release list for nginx)")
+			mirror := fs.String("mirror", "", "fetch new tarballs, signatures and keys from this mirror `URL` instead of upstream (checks are the same)")
+			registry := fs.String("registry", "", "look up the base images on this registry `host` instead of their own (e.g. 127.0.0.1:5000)")
+			skipImages := fs.Bool("skip-images", false, "do not look up base image digests")
+			tokenEnv := fs.String("github-token-env", "GITHUB_TOKEN", "environment `variable` holding an optional GitHub token")
+			cacheDir := fs.String("cache", "", "source cache `dir` (default ~/.cache/nginx-forge/sources)")
+			verbose := fs.Bool("v", false, "print each request and decision")
+			return func(ctx context.Context, args []string) error {
+				if len(args) > 0 {
+					return usageErrorf("check-updates takes no arguments, got %q", args)
+				}
+				for _, f := range []struct{ name, val string }{{"--github-api", *ghAPI}, {"--nginx-org", *nginxOrg}, {"--mirror", *mirror}} {
+					if f.val == "" && f.name == "--mirror" {
+						continue
+					}
+					if u, err := url.Parse(f.val); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+						return usageErrorf("%s %q is not an http(s) URL", f.name, f.val)
+					}
+				}
+				if strings.ContainsAny(*registry, "/ ") {
+					return usageErrorf("--registry %q must be a host[:port], like 127.0.0.1:5000", *registry)
+				}
+				return checkUpdates(ctx, checkUpdatesConfig{
+					write: *write, lockFile: *lockFile, githubAPI: *ghAPI, nginxOrg: *nginxOrg,
+					mirror: *mirror, registry: *registry, skipImages: *skipImages,
+					token: os.Getenv(*tokenEnv), cacheDir: *cacheDir, verbose: *verbose,
+				})
+			}
+		},
+	})
+}
+
+type checkUpdatesConfig struct {
+	write                       bool
+	lockFile                    string
+	githubAPI, nginxOrg, mirror string
+	registry                    string
+	skipImages                  bool
+	token                       string
+	cacheDir                    string
+	verbose                     bool
+}
+
+func checkUpdates(ctx context.Context, cfg checkUpdatesConfig) error {
+	rep := actions.New(actions.WithWriter(checkUpdatesOut))
+	rep.Mask(cfg.token)
+	logf := func(string, ...any) {}
+	if cfg.verbose {
+		logf = rep.Logf
+	}
+	l, err := lock.Load(cfg.lockFile)
+	if err != nil {
+		return err
+	}
+
+	clientOpts := []upstream.ClientOption{upstream.WithGitHubAPI(cfg.githubAPI), upstream.WithNginxOrg(cfg.nginxOrg), upstream.WithLogf(logf)}
+	if cfg.token != "" {
+		clientOpts = append(clientOpts, upstream.WithToken(cfg.token))
+	}
+	checker := &upstream.Checker{Releases: upstream.NewClient(clientOpts...), Logf: logf}
+	if !cfg.skipImages {
+		var imgOpts []upstream.ImageOption
+		if cfg.registry != "" {
+			imgOpts = append(imgOpts, upstream.WithRegistry(cfg.registry))
+		}
+		checker.Images = upstream.NewImageResolver(imgOpts...)
+	}
+
+	var report *upstream.Report
+	checkErr := rep.Group("Looking up upstream releases and base images", func() error {
+		var err error
+		report, err = checker.Check(ctx, l)
+		return err
+	})
+	for _, w := range report.Warnings {
+		rep.Warningf("%s", w)
+	}
+
+	var applied []upstream.Applied
+	var writeErr error
+	if cfg.write && checkErr == nil && report.Changed() {
+		writeErr = rep.Group("Downloading and verifying new releases", func() error {
+			opts := []source.Option{source.WithLogf(logf)}
+			if cfg.mirror != "" {
+				opts = append(opts, source.WithMirror(cfg.mirror))
+			}
+			if cfg.cacheDir != "" {
+				opts = append(opts, source.WithCacheDir(cfg.cacheDir))
+			}
+			var err error
+			applied, err = upstream.UpdateFile(ctx, cfg.lockFile, report, source.New(opts...))
+			return err
+		})
+	}
+
+	rows, outputs := updateRows(report)
+	written := cfg.write && writeErr == nil && checkErr == nil && len(applied) > 0
+	outputs["written"] = fmt.Sprint(written)
+	for _, a := range applied {
+		if a.SHA256 != "" && !a.Signed {
+			rep.Warningf("%s %s has no signature pinned in the lock: its checksum rests on the HTTPS download alone; review it", a.Name, a.New)
+		}
+	}
+	if err := rep.UpdateSummary("Upstream updates ("+cfg.lockFile+")", rows); err != nil {
+		return err
+	}
+	if err := rep.SetOutputs(outputs); err != nil {
+		return err
+	}
+
+	switch {
+	case checkErr != nil:
+		return fmt.Errorf("checking for updates (the lock is unchanged): %w", checkErr)
+	case writeErr != nil:
+		rep.Errorf("%s", strings.ReplaceAll(writeErr.Error(), "\n", "; "))
+		return fmt.Errorf("updating %s (it is unchanged): %w", cfg.lockFile, writeErr)
+	case written:
+		fmt.Fprintf(rep.Writer(), "updated %s:\n", cfg.lockFile)
+		for _, a := range applied {
+			how := ""
+			if a.SHA256 != "" {
+				how = " (sha256 " + a.SHA256 + ", checksum only)"
+				if a.Signed {
+					how = " (sha256 " + a.SHA256 + ", signed by " + a.SignedBy + ")"
+				}
+			}
+			fmt.Fprintf(rep.Writer(), "  %s: %s -> %s%s\n", a.Name, orNone(a.Old), a.New, how)
+		}
+	case report.Changed() && !cfg.write:
+		fmt.Fprintf(rep.Writer(), "updates are available: run with --write to verify them and update %s\n", cfg.lockFile)
+	case !report.Changed():
+		fmt.Fprintln(rep.Writer(), "everything is up to date")
+	}
+	return nil
+}
+
+// updateRows turns the report into summary rows and step outputs.
+func updateRows(r *upstream.Report) ([]actions.Row, map[string]string) {
+	out := map[string]string{"changed": fmt.Sprint(r.Changed())}
+	var rows []actions.Row
+	var updates, title []string
+	for _, c := range r.Components {
+		rows = append(rows, actions.Row{Component: c.Name, Old: c.Current, New: c.Latest, EOL: c.EOL})
+		v := c.Current
+		if c.Update {
+			v = c.Latest
+			updates = append(updates, fmt.Sprintf("%s %s -> %s", c.Name, c.Current, c.Latest))
+			title = append(title, c.Name+" "+c.Latest)
+		}
+		out[c.Name+"_version"] = v
+	}
+	for _, i := range r.Images {
+		rows = append(rows, actions.Row{Component: i.Role + " image " + i.Ref, Old: i.Current, New: i.Latest})
+		if i.Update {
+			updates = append(updates, fmt.Sprintf("%s image %s -> %s", i.Role, orNone(i.Current), i.Latest))
+			title = append(title, i.Role+" image digest")
+		}
+		out[i.Role+"_digest"] = i.Latest
+	}
+	out["updates"] = strings.Join(updates, "\n")
+	if len(title) > 0 {
+		out["title"] = "Update " + strings.Join(title, ", ")
+	} else {
+		out["title"] = ""
+	}
+	out["summary"] = actions.UpdateTableMarkdown("Upstream updates", rows)
+	return rows, out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
