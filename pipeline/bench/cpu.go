@@ -1,0 +1,119 @@
+package bench
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ProcStat is the CPU accounting of one process from /proc/<pid>/stat.
+type ProcStat struct {
+	PID, PPID int
+	// User and System are the process's own CPU time; ChildUser and ChildSystem are those of
+	// its children that exited and were waited for.
+	User, System, ChildUser, ChildSystem time.Duration
+}
+
+// ReadProcStat reads /proc/<pid>/stat.
+func ReadProcStat(pid int) (ProcStat, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ProcStat{}, fmt.Errorf("reading CPU time of process %d: %w", pid, err)
+	}
+	return parseProcStat(pid, b)
+}
+
+func parseProcStat(pid int, b []byte) (ProcStat, error) {
+	// The command name (field 2) is in parentheses and may contain spaces and ')'; the
+	// fields after the last ')' are plain: state(3) ppid(4) ... utime(14) stime(15)
+	// cutime(16) cstime(17).
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ProcStat{}, fmt.Errorf("parsing /proc/%d/stat: no ')' in %q", pid, s)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 15 {
+		return ProcStat{}, fmt.Errorf("parsing /proc/%d/stat: %d fields after the name, want >= 15", pid, len(f))
+	}
+	num := func(k int) (int64, error) { return strconv.ParseInt(f[k], 10, 64) }
+	st := ProcStat{PID: pid}
+	ppid, err := num(1)
+	if err != nil {
+		return st, fmt.Errorf("parsing /proc/%d/stat ppid: %w", pid, err)
+	}
+	st.PPID = int(ppid)
+	tick := clockTick()
+	for k, dst := range map[int]*time.Duration{11: &st.User, 12: &st.System, 13: &st.ChildUser, 14: &st.ChildSystem} {
+		v, err := num(k)
+		if err != nil {
+			return st, fmt.Errorf("parsing /proc/%d/stat field %d: %w", pid, k+3, err)
+		}
+		*dst = time.Duration(v) * tick
+	}
+	return st, nil
+}
+
+// TreeCPU is the CPU time used so far by pid and all its live descendants, plus the children
+// they have reaped. For nginx: the master, its workers and cache processes; a worker that
+// exited and was reaped by the master still counts, through the master's child times.
+func TreeCPU(pid int) (time.Duration, error) {
+	root, err := ReadProcStat(pid)
+	if err != nil {
+		return 0, err
+	}
+	// Build the parent -> children map from every process once: /proc/<pid>/task/*/children
+	// needs CONFIG_PROC_CHILDREN, the scan works everywhere.
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("listing /proc: %w", err)
+	}
+	kids := map[int][]ProcStat{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil || p == pid {
+			continue
+		}
+		st, err := ReadProcStat(p)
+		if err != nil {
+			continue // exited while scanning
+		}
+		kids[st.PPID] = append(kids[st.PPID], st)
+	}
+	total := root.User + root.System + root.ChildUser + root.ChildSystem
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, k := range kids[p] {
+			total += k.User + k.System + k.ChildUser + k.ChildSystem
+			queue = append(queue, k.PID)
+		}
+	}
+	return total, nil
+}
+
+// clockTick is the unit of /proc/<pid>/stat times (USER_HZ, almost always 1/100 s), read from
+// the AT_CLKTCK entry of the auxiliary vector the kernel gave this process.
+var clockTick = sync.OnceValue(func() time.Duration {
+	tick := 10 * time.Millisecond
+	b, err := os.ReadFile(filepath.Join("/proc", "self", "auxv"))
+	if err != nil || len(b)%16 != 0 {
+		return tick
+	}
+	const atClkTck = 17
+	for i := 0; i+16 <= len(b); i += 16 {
+		k := binary.NativeEndian.Uint64(b[i:])
+		v := binary.NativeEndian.Uint64(b[i+8:])
+		if k == atClkTck && v > 0 && v <= 1_000_000 {
+			tick = time.Second / time.Duration(v)
+			break
+		}
+	}
+	return tick
+})

@@ -1,0 +1,288 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is one benchmark run: machine, servers, and per scenario the results of every
+// target and their ratios to the baseline.
+type Report struct {
+	Machine    Machine          `json:"machine"`
+	Started    time.Time        `json:"started"`
+	Elapsed    time.Duration    `json:"elapsed_ns"`
+	Duration   time.Duration    `json:"duration_ns"`
+	Rounds     int              `json:"rounds"`
+	Threads    int              `json:"wrk_threads"`
+	ServerCPUs []int            `json:"server_cpus"`
+	ClientCPUs []int            `json:"wrk_cpus"`
+	Baseline   string           `json:"baseline"`
+	Targets    []TargetInfo     `json:"targets"`
+	Scenarios  []ScenarioReport `json:"scenarios"`
+}
+
+// Machine names the machine the numbers were measured on.
+type Machine struct {
+	CPUModel string `json:"cpu_model"`
+	CPUs     int    `json:"cpus"`
+	Kernel   string `json:"kernel"`
+	GOARCH   string `json:"goarch"`
+}
+
+// DescribeMachine reads the CPU model and kernel release.
+func DescribeMachine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), GOARCH: runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+// TargetInfo says what a target ran.
+type TargetInfo struct {
+	Name     string     `json:"name"`
+	Binary   BinaryInfo `json:"binary"`
+	Knobs    Knobs      `json:"knobs"`
+	ErrorLog string     `json:"error_log,omitempty"`
+}
+
+// ScenarioReport holds one scenario's results.
+type ScenarioReport struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Connections int      `json:"connections"`
+	Results     []Result `json:"results"`
+	Ratios      []Ratio  `json:"ratios"`
+}
+
+// Result is one target's runs of one scenario and their summary.
+type Result struct {
+	Target string      `json:"target"`
+	Runs   []RunResult `json:"runs"`
+	// RequestsSec in requests/s, P50 and P99 in milliseconds, CPUPerRequest in microseconds
+	// of server CPU (user+system of master and workers) per request.
+	RequestsSec   Stat `json:"requests_per_sec"`
+	P50           Stat `json:"p50_ms"`
+	P99           Stat `json:"p99_ms"`
+	CPUPerRequest Stat `json:"cpu_us_per_request"`
+}
+
+// RunResult is one wrk run against one server.
+type RunResult struct {
+	Round int `json:"round"`
+	// Order is the position of this run within its round and scenario (1 = first).
+	Order int `json:"order"`
+	WrkResult
+	ServerCPU     time.Duration `json:"server_cpu_ns"`
+	CPUPerRequest time.Duration `json:"cpu_per_request_ns"`
+}
+
+// Ratio compares a target with the baseline: each statistic is over the per-round ratios
+// (target's run / baseline's run in the same round), so a drift of the machine between
+// rounds cancels out. For requests/s above 1 is better; for latency and CPU, below 1.
+type Ratio struct {
+	Target        string `json:"target"`
+	Baseline      string `json:"baseline"`
+	RequestsSec   Stat   `json:"requests_per_sec"`
+	P50           Stat   `json:"p50"`
+	P99           Stat   `json:"p99"`
+	CPUPerRequest Stat   `json:"cpu_per_request"`
+}
+
+// Stat is a median with its spread (smallest and largest value).
+type Stat struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	N      int     `json:"n"`
+}
+
+// NewStat summarizes values.
+func NewStat(v []float64) Stat {
+	if len(v) == 0 {
+		return Stat{Median: math.NaN(), Min: math.NaN(), Max: math.NaN()}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return Stat{Median: med, Min: s[0], Max: s[len(s)-1], N: len(s)}
+}
+
+// Contains reports whether x lies within the spread.
+func (s Stat) Contains(x float64) bool { return s.Min <= x && x <= s.Max }
+
+func summarize(target string, runs []RunResult) Result {
+	var rps, p50, p99, cpu []float64
+	for _, r := range runs {
+		rps = append(rps, r.RequestsSec)
+		p50 = append(p50, ms(r.P50))
+		p99 = append(p99, ms(r.P99))
+		cpu = append(cpu, float64(r.CPUPerRequest)/float64(time.Microsecond))
+	}
+	return Result{Target: target, Runs: runs, RequestsSec: NewStat(rps), P50: NewStat(p50), P99: NewStat(p99), CPUPerRequest: NewStat(cpu)}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func ratio(target, baseline string, a, b []RunResult) Ratio {
+	var rps, p50, p99, cpu []float64
+	for i := range min(len(a), len(b)) {
+		rps = append(rps, div(a[i].RequestsSec, b[i].RequestsSec))
+		p50 = append(p50, div(float64(a[i].P50), float64(b[i].P50)))
+		p99 = append(p99, div(float64(a[i].P99), float64(b[i].P99)))
+		cpu = append(cpu, div(float64(a[i].CPUPerRequest), float64(b[i].CPUPerRequest)))
+	}
+	return Ratio{Target: target, Baseline: baseline, RequestsSec: NewStat(rps), P50: NewStat(p50), P99: NewStat(p99), CPUPerRequest: NewStat(cpu)}
+}
+
+func div(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// fmtStat prints "median (min..max)" with a precision suited to the magnitude.
+func fmtStat(s Stat) string {
+	if math.IsNaN(s.Median) {
+		return "-"
+	}
+	if s.N <= 1 {
+		return num(s.Median)
+	}
+	return fmt.Sprintf("%s (%s..%s)", num(s.Median), num(s.Min), num(s.Max))
+}
+
+func num(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 100:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
+}
+
+func fmtRatio(s Stat) string {
+	if math.IsNaN(s.Median) {
+		return "-"
+	}
+	if s.N <= 1 {
+		return fmt.Sprintf("%.2f", s.Median)
+	}
+	return fmt.Sprintf("%.2f (%.2f..%.2f)", s.Median, s.Min, s.Max)
+}
+
+// Header describes the run in a few lines.
+func (r *Report) Header() []string {
+	lines := []string{fmt.Sprintf("machine: %s, %d CPUs, kernel %s", r.Machine.CPUModel, r.Machine.CPUs, r.Machine.Kernel)}
+	pin := "not pinned (fewer than 2 CPUs, or --no-pin)"
+	if len(r.ServerCPUs) > 0 {
+		pin = fmt.Sprintf("servers on CPU %s, wrk (%d threads) on CPU %s", cpuList(r.ServerCPUs), r.Threads, cpuList(r.ClientCPUs))
+	}
+	lines = append(lines, fmt.Sprintf("%d rounds of %v per scenario and server, alternating order; %s", r.Rounds, r.Duration, pin))
+	for _, t := range r.Targets {
+		lines = append(lines, fmt.Sprintf("%s: %s (nginx %s, %s)", t.Name, t.Binary.Path, t.Binary.Version, t.Binary.OpenSSL))
+	}
+	return lines
+}
+
+// WriteTable prints the results as aligned text: absolute figures per scenario and server,
+// then the ratios to the baseline.
+func (r *Report) WriteTable(w io.Writer) error {
+	for _, l := range r.Header() {
+		fmt.Fprintln(w, l)
+	}
+	fmt.Fprintln(w, "values: median (min..max) over the rounds")
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\tserver\trequests/s\tp50 ms\tp99 ms\tserver CPU µs/request")
+	for _, s := range r.Scenarios {
+		for i, res := range s.Results {
+			name := s.Name
+			if i > 0 {
+				name = ""
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, res.Target, fmtStat(res.RequestsSec), fmtStat(res.P50), fmtStat(res.P99), fmtStat(res.CPUPerRequest))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nratios to %s (per-round ratios: median (min..max); requests/s above 1 is faster, latency and CPU below 1 is better)\n\n", r.Baseline)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\tserver\trequests/s\tp50\tp99\tCPU/request")
+	for _, s := range r.Scenarios {
+		for i, q := range s.Ratios {
+			name := s.Name
+			if i > 0 {
+				name = ""
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, q.Target, fmtRatio(q.RequestsSec), fmtRatio(q.P50), fmtRatio(q.P99), fmtRatio(q.CPUPerRequest))
+		}
+	}
+	return tw.Flush()
+}
+
+// WriteMarkdown renders the report for a GitHub step summary or a README.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	fmt.Fprintf(w, "### Benchmark: %s\n\n", strings.Join(targetNames(r), " vs "))
+	for _, l := range r.Header() {
+		fmt.Fprintf(w, "- %s\n", l)
+	}
+	fmt.Fprint(w, "\nValues are median (min..max) over the rounds.\n\n")
+	fmt.Fprintln(w, "| scenario | server | requests/s | p50 ms | p99 ms | server CPU µs/request |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|")
+	for _, s := range r.Scenarios {
+		for _, res := range s.Results {
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", s.Name, res.Target, fmtStat(res.RequestsSec), fmtStat(res.P50), fmtStat(res.P99), fmtStat(res.CPUPerRequest))
+		}
+	}
+	fmt.Fprintf(w, "\nRatios to %s (per-round ratios; requests/s above 1 is faster, latency and CPU below 1 is better):\n\n", r.Baseline)
+	fmt.Fprintln(w, "| scenario | server | requests/s | p50 | p99 | CPU/request |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|")
+	for _, s := range r.Scenarios {
+		for _, q := range s.Ratios {
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", s.Name, q.Target, fmtRatio(q.RequestsSec), fmtRatio(q.P50), fmtRatio(q.P99), fmtRatio(q.CPUPerRequest))
+		}
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+func targetNames(r *Report) []string {
+	var n []string
+	for _, t := range r.Targets {
+		n = append(n, t.Name)
+	}
+	return n
+}

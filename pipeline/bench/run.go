@@ -1,0 +1,326 @@
+// Package bench measures nginx binaries and configs against each other on loopback: it
+// renders one config template for every server under test, serves the same generated
+// content, drives each server with wrk, and reports requests/s, p50/p99 latency and the
+// server's CPU time per request, each as a median with its spread over alternating rounds,
+// and as ratios to a baseline measured in the same run.
+//
+// Small shared machines are noisy and the load generator competes with the server for the
+// same cores, so the server and wrk are pinned to different CPUs (when there are two or
+// more), the servers are measured in alternating order round after round, and CPU time per
+// request (from /proc, which counts only the server's work) is reported beside requests/s
+// (which also depends on how much CPU wrk got).
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Target is one server under test: a binary and the knobs its config is rendered with.
+type Target struct {
+	Name   string
+	Binary string
+	Knobs  Knobs
+}
+
+// Options tune a benchmark run. Zero values take the documented defaults.
+type Options struct {
+	Scenarios []Scenario    // default: all
+	Duration  time.Duration // per wrk run; default 10s
+	// Warmup is a run per scenario and server before the first round, not recorded (the
+	// first requests fill the page cache, open_file_cache and the TLS session state).
+	// Default 1s; negative disables it.
+	Warmup      time.Duration
+	Connections int // 0: each scenario's own default
+	Threads     int // wrk threads; 0: one per load-generator CPU
+	Rounds      int // default 3
+	Wrk         string
+	// Dir holds content and server prefixes; default a temporary directory, removed after.
+	Dir string
+	// NoPin disables CPU pinning even where there are two or more CPUs.
+	NoPin bool
+	// Logf reports progress; nil is quiet.
+	Logf func(format string, args ...any)
+}
+
+func (o *Options) defaults() {
+	if len(o.Scenarios) == 0 {
+		o.Scenarios = Scenarios
+	}
+	if o.Duration <= 0 {
+		o.Duration = 10 * time.Second
+	}
+	if o.Warmup == 0 {
+		o.Warmup = time.Second
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 3
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+}
+
+// Estimate is about how long Run takes with these options and n targets.
+func (o Options) Estimate(n int) time.Duration {
+	o.defaults()
+	per := o.Duration + 500*time.Millisecond
+	total := time.Duration(o.Rounds*n*len(o.Scenarios)) * per
+	if o.Warmup > 0 {
+		total += time.Duration(n*len(o.Scenarios)) * (max(o.Warmup, time.Second) + 500*time.Millisecond)
+	}
+	return total
+}
+
+// CPUSplit divides the CPUs this process may use between the servers and the load generator:
+// the first half for the servers, the rest for wrk. With fewer than two CPUs nothing is
+// pinned and both slices are nil.
+func CPUSplit() (server, client []int, err error) {
+	cpus, err := allowedCPUs()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(cpus) < 2 {
+		return nil, nil, nil
+	}
+	half := len(cpus) / 2
+	return cpus[:half], cpus[half:], nil
+}
+
+// allowedCPUs parses Cpus_allowed_list of /proc/self/status ("0-3,6").
+func allowedCPUs() ([]int, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return nil, fmt.Errorf("reading the CPUs this process may use: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		v, ok := strings.CutPrefix(line, "Cpus_allowed_list:")
+		if !ok {
+			continue
+		}
+		return parseCPUList(strings.TrimSpace(v))
+	}
+	return nil, fmt.Errorf("no Cpus_allowed_list in /proc/self/status")
+}
+
+func parseCPUList(s string) ([]int, error) {
+	var cpus []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, fmt.Errorf("parsing CPU list %q: %w", s, err)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return nil, fmt.Errorf("parsing CPU list %q: %w", s, err)
+			}
+		}
+		for c := a; c <= b; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}
+
+// Run measures every target with every scenario, Rounds times, and compares each target with
+// targets[baseline]. The servers run side by side on their own ports; in each round every
+// scenario is run on every server, in an order that rotates from round to round so no server
+// is always first (A,B then B,A), and slow drift of the machine spreads evenly.
+func Run(ctx context.Context, targets []Target, baseline int, opts Options) (*Report, error) {
+	opts.defaults()
+	if len(targets) == 0 || baseline < 0 || baseline >= len(targets) {
+		return nil, fmt.Errorf("bench: need targets and a baseline among them")
+	}
+	names := map[string]bool{}
+	for _, t := range targets {
+		if names[t.Name] {
+			return nil, fmt.Errorf("bench: two targets named %q", t.Name)
+		}
+		names[t.Name] = true
+	}
+	serverCPUs, clientCPUs, err := CPUSplit()
+	if err != nil {
+		return nil, err
+	}
+	if opts.NoPin {
+		serverCPUs, clientCPUs = nil, nil
+	}
+	threads := opts.Threads
+	if threads <= 0 {
+		threads = max(len(clientCPUs), 1)
+		if clientCPUs == nil {
+			threads = max(runtime.NumCPU()/2, 1)
+		}
+	}
+
+	dir := opts.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "nginx-forge-bench-")
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	content := filepath.Join(dir, "content")
+	if err := WriteContent(content); err != nil {
+		return nil, err
+	}
+	usr, grp, err := workerUser()
+	if err != nil {
+		return nil, err
+	}
+
+	rep := &Report{
+		Machine:    DescribeMachine(),
+		Started:    time.Now().UTC(),
+		Duration:   opts.Duration,
+		Rounds:     opts.Rounds,
+		Threads:    threads,
+		ServerCPUs: serverCPUs,
+		ClientCPUs: clientCPUs,
+		Baseline:   targets[baseline].Name,
+	}
+
+	// Start every server; stop all on the way out.
+	servers := make([]*Server, len(targets))
+	defer func() {
+		for _, s := range servers {
+			if s != nil {
+				_ = s.Stop()
+			}
+		}
+	}()
+	for i, t := range targets {
+		info, err := Probe(ctx, t.Binary)
+		if err != nil {
+			return nil, fmt.Errorf("target %s: %w", t.Name, err)
+		}
+		ports, err := FreePorts(2)
+		if err != nil {
+			return nil, err
+		}
+		k := t.Knobs
+		if k.WorkerProcesses == "auto" && len(serverCPUs) > 0 {
+			k.WorkerProcesses = strconv.Itoa(len(serverCPUs))
+		}
+		c := Config{
+			Knobs:     k,
+			Prefix:    filepath.Join(dir, fmt.Sprintf("server%d", i)),
+			Content:   content,
+			HTTPPort:  ports[0],
+			HTTPSPort: ports[1],
+			User:      usr,
+			Group:     grp,
+			TempPaths: info.TempPaths(),
+		}
+		s, err := StartServer(ctx, t.Name, info.Path, c, serverCPUs)
+		if err != nil {
+			return nil, err
+		}
+		servers[i] = s
+		rep.Targets = append(rep.Targets, TargetInfo{Name: t.Name, Binary: info, Knobs: k})
+		for _, sc := range opts.Scenarios {
+			if err := sc.Check(c); err != nil {
+				return nil, fmt.Errorf("target %s: %w", t.Name, err)
+			}
+		}
+		opts.Logf("started %s: nginx %s (%s) pid %d on 127.0.0.1:%d/%d", t.Name, info.Version, info.OpenSSL, s.PID(), c.HTTPPort, c.HTTPSPort)
+	}
+
+	runs := map[[2]int][]RunResult{} // [scenario, target] -> rounds
+	wrkRun := func(si, ti int, d time.Duration) (RunResult, error) {
+		sc, s := opts.Scenarios[si], servers[ti]
+		conns := sc.Connections
+		if opts.Connections > 0 {
+			conns = opts.Connections
+		}
+		w := WrkRun{Wrk: opts.Wrk, URL: sc.URL(s.Config), Duration: d, Connections: conns,
+			Threads: threads, Headers: sc.Headers, Timeout: 10 * time.Second, CPUs: clientCPUs}
+		before, err := TreeCPU(s.PID())
+		if err != nil {
+			return RunResult{}, fmt.Errorf("target %s: %w", s.Name, err)
+		}
+		res, out, err := w.Run(ctx)
+		if err != nil {
+			return RunResult{}, fmt.Errorf("target %s, scenario %s: %w", s.Name, sc.Name, err)
+		}
+		after, err := TreeCPU(s.PID())
+		if err != nil {
+			return RunResult{}, fmt.Errorf("target %s: %w", s.Name, err)
+		}
+		if !s.Alive() {
+			return RunResult{}, fmt.Errorf("target %s, scenario %s: %w\n%s", s.Name, sc.Name, errStopped, s.ErrorLog())
+		}
+		if res.Requests == 0 {
+			return RunResult{}, fmt.Errorf("target %s, scenario %s: wrk completed no requests:\n%s\n%s", s.Name, sc.Name, out, s.ErrorLog())
+		}
+		if res.Non2xx3xx > 0 || res.Errors()*100 > res.Requests {
+			return RunResult{}, fmt.Errorf("target %s, scenario %s: %d non-2xx/3xx responses and %d socket errors in %d requests:\n%s\n%s",
+				s.Name, sc.Name, res.Non2xx3xx, res.Errors(), res.Requests, out, s.ErrorLog())
+		}
+		cpu := after - before
+		return RunResult{WrkResult: res, ServerCPU: cpu, CPUPerRequest: cpu / time.Duration(res.Requests)}, nil
+	}
+
+	if opts.Warmup > 0 {
+		for si, sc := range opts.Scenarios {
+			for ti := range targets {
+				opts.Logf("warm-up: %s on %s", sc.Name, targets[ti].Name)
+				if _, err := wrkRun(si, ti, opts.Warmup); err != nil {
+					return nil, fmt.Errorf("warm-up: %w", err)
+				}
+			}
+		}
+	}
+	for round := range opts.Rounds {
+		for si, sc := range opts.Scenarios {
+			for k := range targets {
+				ti := (k + round) % len(targets)
+				r, err := wrkRun(si, ti, opts.Duration)
+				if err != nil {
+					return nil, err
+				}
+				r.Round = round + 1
+				r.Order = k + 1
+				runs[[2]int{si, ti}] = append(runs[[2]int{si, ti}], r)
+				opts.Logf("round %d/%d %s %s: %.0f req/s, p50 %v, p99 %v, %v CPU/req",
+					round+1, opts.Rounds, sc.Name, targets[ti].Name, r.RequestsSec, r.P50, r.P99, r.CPUPerRequest)
+			}
+		}
+	}
+	for si, sc := range opts.Scenarios {
+		conns := sc.Connections
+		if opts.Connections > 0 {
+			conns = opts.Connections
+		}
+		sr := ScenarioReport{Name: sc.Name, Description: sc.Description, Connections: conns}
+		for ti, t := range targets {
+			sr.Results = append(sr.Results, summarize(t.Name, runs[[2]int{si, ti}]))
+		}
+		for ti, t := range targets {
+			if ti != baseline {
+				sr.Ratios = append(sr.Ratios, ratio(t.Name, targets[baseline].Name, runs[[2]int{si, ti}], runs[[2]int{si, baseline}]))
+			}
+		}
+		rep.Scenarios = append(rep.Scenarios, sr)
+	}
+	for i, s := range servers {
+		if log := strings.TrimSpace(s.ErrorLog()); log != "" {
+			rep.Targets[i].ErrorLog = log
+		}
+	}
+	rep.Elapsed = time.Since(rep.Started).Round(time.Second)
+	return rep, nil
+}

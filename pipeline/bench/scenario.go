@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"compress/gzip"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Scenario is one kind of load.
+type Scenario struct {
+	Name        string
+	Description string
+	TLS         bool
+	Path        string   // under html/
+	Headers     []string // extra request headers
+	// Connections is the default number of concurrent connections (the --connections flag
+	// overrides it for every scenario).
+	Connections int
+	// check verifies one response before load is applied, so a misconfigured server cannot
+	// look fast by answering 404s or skipping the compression.
+	check func(resp *http.Response, body []byte) error
+}
+
+// Scenarios are the benchmark's kinds of load, by name.
+var Scenarios = []Scenario{
+	{
+		Name:        "tls-handshake",
+		Description: "a full TLS handshake per request (Connection: close; wrk does not resume sessions), 1 KiB page",
+		TLS:         true, Path: SmallFile, Headers: []string{"Connection: close"}, Connections: 16,
+		check: sizeIs(SmallSize),
+	},
+	{
+		Name:        "tls-keepalive",
+		Description: "TLS keep-alive connections, 1 KiB page",
+		TLS:         true, Path: SmallFile, Connections: 64,
+		check: sizeIs(SmallSize),
+	},
+	{
+		Name:        "http-keepalive",
+		Description: "plain HTTP keep-alive connections, 16 KiB static page",
+		Path:        StaticFile, Connections: 64,
+		check: sizeIs(StaticSize),
+	},
+	{
+		Name:        "gzip",
+		Description: "~100 KB JSON compressed on the fly (Accept-Encoding: gzip), plain HTTP keep-alive",
+		Path:        JSONFile, Headers: []string{"Accept-Encoding: gzip"}, Connections: 16,
+		check: func(resp *http.Response, body []byte) error {
+			if ce := resp.Header.Get("Content-Encoding"); ce != "gzip" {
+				return fmt.Errorf("Content-Encoding %q, want gzip", ce)
+			}
+			zr, err := gzip.NewReader(strings.NewReader(string(body)))
+			if err != nil {
+				return fmt.Errorf("response is not gzip: %w", err)
+			}
+			plain, err := io.ReadAll(zr)
+			if err != nil {
+				return fmt.Errorf("response is not gzip: %w", err)
+			}
+			if want := len(jsonDocBytes()); len(plain) != want {
+				return fmt.Errorf("uncompressed %d bytes, want %d", len(plain), want)
+			}
+			return nil
+		},
+	},
+	{
+		Name:        "tls-large",
+		Description: "10 MiB incompressible file over TLS keep-alive",
+		TLS:         true, Path: LargeFile, Connections: 4,
+		check: sizeIs(LargeSize),
+	},
+}
+
+var jsonDocBytes = sync.OnceValue(jsonDoc)
+
+func sizeIs(n int) func(*http.Response, []byte) error {
+	return func(resp *http.Response, body []byte) error {
+		if len(body) != n {
+			return fmt.Errorf("body is %d bytes, want %d", len(body), n)
+		}
+		return nil
+	}
+}
+
+// ScenarioNames lists the names in order.
+func ScenarioNames() []string {
+	var n []string
+	for _, s := range Scenarios {
+		n = append(n, s.Name)
+	}
+	return n
+}
+
+// SelectScenarios returns the scenarios named in list (comma-separated; "" or "all" for all).
+func SelectScenarios(list string) ([]Scenario, error) {
+	if list == "" || list == "all" {
+		return Scenarios, nil
+	}
+	byName := map[string]Scenario{}
+	for _, s := range Scenarios {
+		byName[s.Name] = s
+	}
+	var out []Scenario
+	seen := map[string]bool{}
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		s, ok := byName[n]
+		if !ok {
+			names := ScenarioNames()
+			sort.Strings(names)
+			return nil, fmt.Errorf("unknown scenario %q (known: %s)", n, strings.Join(names, ", "))
+		}
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// URL is the scenario's address on a server.
+func (s Scenario) URL(c Config) string {
+	if s.TLS {
+		return fmt.Sprintf("https://127.0.0.1:%d/%s", c.HTTPSPort, s.Path)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/%s", c.HTTPPort, s.Path)
+}
+
+// Check fetches the scenario's URL once with the scenario's headers and verifies the
+// response: status 200 and the expected body.
+func (s Scenario) Check(c Config) error {
+	tr := &http.Transport{
+		TLSClientConfig:    &tls.Config{InsecureSkipVerify: true}, // our own self-signed certificate on loopback
+		DisableCompression: true,                                  // see the bytes nginx sends
+	}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 20 * time.Second}
+	url := s.URL(c)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	for _, h := range s.Headers {
+		k, v, _ := strings.Cut(h, ":")
+		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("scenario %s: GET %s: %w", s.Name, url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("scenario %s: GET %s: %w", s.Name, url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("scenario %s: GET %s: status %s", s.Name, url, resp.Status)
+	}
+	if s.check != nil {
+		if err := s.check(resp, body); err != nil {
+			return fmt.Errorf("scenario %s: GET %s: %w", s.Name, url, err)
+		}
+	}
+	return nil
+}
