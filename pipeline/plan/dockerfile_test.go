@@ -1,0 +1,214 @@
+package plan_test
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+)
+
+// The -update flag may be declared by another test file of this package too; declare it
+// only if nobody did (package-level flag vars are created before init functions run).
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files")
+	}
+}
+
+func updating() bool { return flag.Lookup("update").Value.String() == "true" }
+
+const regenerate = "go run ./ci dockerfile -o dockerfiles/Dockerfile"
+
+func defaultDockerfile(t *testing.T, opts ...plan.Option) ([]byte, *plan.Plan) {
+	t.Helper()
+	l := lock.Default()
+	p, err := plan.New(l, opts...)
+	if err != nil {
+		t.Fatalf("plan.New: %v", err)
+	}
+	b, err := plan.RenderDockerfile(p, l)
+	if err != nil {
+		t.Fatalf("RenderDockerfile: %v", err)
+	}
+	return b, p
+}
+
+// TestDockerfileGolden keeps dockerfiles/Dockerfile equal to the rendering of the default
+// lock and options: a flag, script or pin changed in the plan without regenerating fails here.
+func TestDockerfileGolden(t *testing.T) {
+	got, _ := defaultDockerfile(t)
+	file := filepath.Join(testenv.RepoRoot(), "dockerfiles", "Dockerfile")
+	if updating() {
+		if err := os.WriteFile(file, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("reading the committed Dockerfile: %v (create it with `%s`)", err, regenerate)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("dockerfiles/Dockerfile differs from the plan it is rendered from:\n%s\nregenerate it with `%s` (or `go test ./pipeline/plan -run DockerfileGolden -update`) and commit it",
+			firstDiff(want, got), regenerate)
+	}
+}
+
+func firstDiff(committed, rendered []byte) string {
+	a := strings.Split(string(committed), "\n")
+	b := strings.Split(string(rendered), "\n")
+	for i := 0; i < len(a) || i < len(b); i++ {
+		var x, y string
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			return fmt.Sprintf("first difference at line %d:\n  committed: %s\n  plan:      %s", i+1, x, y)
+		}
+	}
+	return "(only line endings differ)"
+}
+
+// TestDockerfileFollowsPlan: the stale-file check is not vacuous; a flag changed in the plan
+// shows up in the rendering, so the golden comparison above catches it.
+func TestDockerfileFollowsPlan(t *testing.T) {
+	l := lock.Default()
+	p, err := plan.New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := plan.RenderDockerfile(p, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Stages[len(p.Stages)-1].Env = append(p.Stages[len(p.Stages)-1].Env, plan.EnvVar{Name: "EXTRA_FLAG", Value: "-fno-plt"})
+	after, err := plan.RenderDockerfile(p, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(before, after) || !bytes.Contains(after, []byte(`EXTRA_FLAG="-fno-plt"`)) {
+		t.Error("an environment variable added to the plan does not appear in the Dockerfile")
+	}
+}
+
+// TestDockerfileCPUArg: the CPU build arg is the only place the CPU level appears, so
+// `--build-arg CPU=...` really changes -march, and rendering for another level changes only
+// the arg's default.
+func TestDockerfileCPUArg(t *testing.T) {
+	def, p := defaultDockerfile(t)
+	v2, _ := defaultDockerfile(t, plan.WithCPU("x86-64-v2"))
+	if strings.Contains(string(def), "-march="+p.CPU) {
+		t.Errorf("the Dockerfile names -march=%s literally; it must use ${CPU}", p.CPU)
+	}
+	n := strings.Count(string(def), "-march=${CPU}")
+	if n < len(p.Stages) {
+		t.Errorf("-march=${CPU} appears %d times, want at least once per stage (%d)", n, len(p.Stages))
+	}
+	for _, s := range p.Stages {
+		if !regexp.MustCompile(`(?m)^FROM builder AS ` + s.Name + `\nARG CPU\n`).Match(def) {
+			t.Errorf("stage %s does not declare ARG CPU, so ${CPU} would expand to nothing there", s.Name)
+		}
+	}
+	want := strings.Replace(string(def), "ARG CPU="+p.CPU+"\n", "ARG CPU=x86-64-v2\n", 1)
+	if string(v2) != want {
+		t.Errorf("rendering for x86-64-v2 differs from the default in more than the CPU arg:\n%s", firstDiff([]byte(want), v2))
+	}
+}
+
+func TestDockerfileContents(t *testing.T) {
+	b, p := defaultDockerfile(t)
+	df := string(b)
+	l := lock.Default()
+	if !strings.HasPrefix(df, "# syntax="+plan.DockerfileSyntax+"\n") {
+		t.Error("the Dockerfile does not start with its syntax line")
+	}
+	for _, c := range l.Components {
+		want := fmt.Sprintf("ADD --checksum=sha256:%s %s /src/%s\n", c.SHA256, c.URL, c.FileName())
+		if !strings.Contains(df, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	for _, want := range []string{
+		"ARG BUILDER_IMAGE=" + l.Images.Builder.Pinned() + "\n",
+		"ARG RUNTIME_IMAGE=" + l.Images.Runtime.Pinned() + "\n",
+		"--mount=type=cache,target=/var/cache/apt,sharing=locked",
+		"--mount=type=cache,target=/var/lib/apt,sharing=locked",
+		"rm -f /etc/apt/apt.conf.d/docker-clean\n",
+		"PGP",
+		"COPY --from=openssl /out/openssl/ /deps/openssl/\n",
+		`DEP_OPENSSL="/deps/openssl"`,
+		"\nFROM ${RUNTIME_IMAGE}\n",
+		"RUN chown -R 65532:65532 /rootfs/var/cache/nginx /rootfs/run/nginx\n",
+		"\nUSER 65532:65532\n",
+		"\nEXPOSE 8080/tcp 8443/tcp 8443/udp\n",
+		"\nSTOPSIGNAL SIGQUIT\n",
+		"\nENTRYPOINT [\"/usr/sbin/nginx\",\"-g\",\"daemon off;\"]\n",
+	} {
+		if !strings.Contains(df, want) {
+			t.Errorf("the Dockerfile lacks %q", want)
+		}
+	}
+	// Every stage script is embedded verbatim, so the Dockerfile runs what Dagger runs.
+	for _, s := range p.Stages {
+		if !strings.Contains(df, "RUN <<'NGINX_FORGE_EOF'\n"+plan.ContainerScript(s)+"NGINX_FORGE_EOF\n") {
+			t.Errorf("stage %s's script is not embedded verbatim", s.Name)
+		}
+		for _, f := range s.Files {
+			if !strings.Contains(df, "NGINX_FORGE_EOF' /work/"+f.Path+"\n"+string(f.Data)+"NGINX_FORGE_EOF\n") {
+				t.Errorf("stage %s's file %s is not embedded verbatim", s.Name, f.Path)
+			}
+		}
+	}
+}
+
+func TestDockerfileRefusals(t *testing.T) {
+	l := lock.Default()
+	fresh := func() *plan.Plan {
+		p, err := plan.New(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name   string
+		break_ func(p *plan.Plan)
+		want   string
+	}{
+		{"script names the CPU level", func(p *plan.Plan) { p.Stages[0].Script += "gcc -march=" + p.CPU + " x.c\n" }, "build arg cannot change"},
+		{"CPU level nowhere in the env", func(p *plan.Plan) {
+			for i := range p.Stages {
+				for j := range p.Stages[i].Env {
+					p.Stages[i].Env[j].Value = strings.ReplaceAll(p.Stages[i].Env[j].Value, "-march="+p.CPU, "")
+				}
+			}
+		}, "would change nothing"},
+		{"heredoc delimiter in a script", func(p *plan.Plan) { p.Stages[1].Script += "NGINX_FORGE_EOF\n" }, "delimiter"},
+		{"file without final newline", func(p *plan.Plan) {
+			last := &p.Stages[len(p.Stages)-1]
+			last.Files = append(last.Files, plan.File{Path: "x", Mode: 0o644, Data: []byte("no newline")})
+		}, "newline"},
+		{"plan from another lock", func(p *plan.Plan) { p.Stages[2].Source.SHA256 = strings.Repeat("0", 64) }, "plan and lock differ"},
+		{"missing final stage", func(p *plan.Plan) { p.Final = "nope" }, `"nope"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := fresh()
+			tc.break_(p)
+			_, err := plan.RenderDockerfile(p, l)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("RenderDockerfile = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
