@@ -30,6 +30,16 @@ type Plan struct {
 	Platform Platform
 	// CPU is the named -march level every stage compiles for (see CPULevels).
 	CPU string
+	// Native is true when CPU is "native": the binary then only runs on CPUs like the build
+	// machine's, so callers should warn (Warnings says so too).
+	Native bool
+	// Modules are the nginx modules compiled in, by the names in Modules (sorted as given).
+	Modules []string
+	// Jobs is the parallelism the caller asked for (0: the executor decides). It is not part
+	// of any stage's identity: the same sources and flags give the same output at any -j.
+	Jobs int
+	// Warnings are things the caller should tell the user (e.g. a non-portable CPU level).
+	Warnings []string
 	// SourceDateEpoch is exported to every stage and used for every timestamp.
 	SourceDateEpoch int64
 	// BuilderImage is the image (ref@digest when pinned) the container executor builds in.
@@ -39,6 +49,9 @@ type Plan struct {
 	// HostTools are the commands the host executor checks for before starting, each with the
 	// package that provides it, so a missing tool gives one clear error.
 	HostTools []Tool
+	// HostLibraries are static libraries the compiler must find (checked with
+	// `cc -print-file-name=NAME`), each with the package that provides it.
+	HostLibraries []Tool
 	// Stages in dependency order: each stage's Deps come before it.
 	Stages []Stage
 	// Final names the stage whose OUT is the install tree the image is made of.

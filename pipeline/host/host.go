@@ -1,0 +1,455 @@
+// Package host runs a build plan on this machine: each stage's script under bash in a scratch
+// directory, with a clean environment, its log captured to a file, and its output cached by
+// a key over everything that affects it. It is the executor the tests use to build the real
+// stack; production builds use the container executor (pipeline/dagger) with the same plan.
+package host
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+)
+
+// DefaultCacheDir is where stage outputs are cached when no WithCacheDir is given.
+const DefaultCacheDir = "/var/cache/nginx-forge/build"
+
+// Executor runs plans on the host.
+type Executor struct {
+	cacheDir string
+	workDir  string
+	logf     func(format string, args ...any)
+	jobs     int
+}
+
+// Option configures an Executor.
+type Option func(*Executor)
+
+// WithCacheDir sets the directory stage outputs are cached in (default DefaultCacheDir).
+// Several processes may share it: a lock per stage key makes the first one build and the
+// others wait and reuse its output.
+func WithCacheDir(dir string) Option { return func(e *Executor) { e.cacheDir = dir } }
+
+// WithWorkDir sets where stages build (default: <cache dir>/tmp). It must be on the cache
+// dir's file system, since finished outputs are renamed into the cache.
+func WithWorkDir(dir string) Option { return func(e *Executor) { e.workDir = dir } }
+
+// WithLogf sets the progress logger (default: quiet).
+func WithLogf(logf func(format string, args ...any)) Option {
+	return func(e *Executor) { e.logf = logf }
+}
+
+// WithJobs sets the make parallelism; it overrides the plan's Jobs. 0 means the plan's, or
+// the number of CPUs.
+func WithJobs(n int) Option { return func(e *Executor) { e.jobs = n } }
+
+// New returns an executor.
+func New(opts ...Option) *Executor {
+	e := &Executor{cacheDir: DefaultCacheDir, logf: func(string, ...any) {}}
+	for _, o := range opts {
+		o(e)
+	}
+	if e.workDir == "" {
+		e.workDir = filepath.Join(e.cacheDir, "tmp")
+	}
+	if e.logf == nil {
+		e.logf = func(string, ...any) {}
+	}
+	return e
+}
+
+// Result is what a Run did.
+type Result struct {
+	// Tree is the install tree: the final stage's OUT, inside the cache. Treat it as
+	// read-only; copy it (CopyTree) to change it.
+	Tree   string
+	Stages []StageResult
+}
+
+// StageResult is one stage's outcome.
+type StageResult struct {
+	Name   string
+	Key    string // the cache key (hex sha256)
+	Cached bool   // reused from the cache; the timings are then this run's (near zero)
+	Out    string // the stage's OUT directory
+	Log    string // the build log (kept in the cache next to OUT)
+	Wall   time.Duration
+	User   time.Duration // CPU time of the script and everything it waited for
+	Sys    time.Duration
+	// Built are the timings of the run that built the cached output (equal to Wall, User
+	// and Sys when the stage was built by this run).
+	Built Timing
+}
+
+// Timing is the wall and CPU time of one stage build.
+type Timing struct {
+	Wall time.Duration `json:"wall_ns"`
+	User time.Duration `json:"user_ns"`
+	Sys  time.Duration `json:"sys_ns"`
+}
+
+// Stage returns the named stage's result.
+func (r *Result) Stage(name string) (StageResult, bool) {
+	for _, s := range r.Stages {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return StageResult{}, false
+}
+
+// Run builds p from sources (component name -> path of its verified tarball) and returns
+// the install tree. Before any stage runs it checks that every source is present with the
+// checksum the plan pins and that the host has the plan's tools; on failure nothing has
+// been created, not even the cache directory.
+func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]string) (*Result, error) {
+	if p.Platform.OS != "linux" || p.Platform.Arch != runtime.GOARCH {
+		return nil, fmt.Errorf("host executor: plan is for %s but this machine is linux/%s: use the container executor, or plan for linux/%s", p.Platform, runtime.GOARCH, runtime.GOARCH)
+	}
+	if err := verifySources(p, sources); err != nil {
+		return nil, err
+	}
+	if err := CheckTools(p); err != nil {
+		return nil, err
+	}
+	cc, err := compilerVersion()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []string{e.cacheDir, e.workDir, filepath.Join(e.cacheDir, "stages"), filepath.Join(e.cacheDir, "locks")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("host executor: creating %s: %w", d, err)
+		}
+	}
+	jobs := e.jobs
+	if jobs <= 0 {
+		jobs = p.Jobs
+	}
+	if jobs <= 0 {
+		jobs = runtime.NumCPU()
+	}
+
+	res := &Result{}
+	keys := map[string]string{}
+	outs := map[string]string{}
+	for _, s := range p.Stages {
+		key := stageKey(p, s, keys, cc)
+		keys[s.Name] = key
+		sr, err := e.runStage(ctx, s, key, sources[s.Source.Component], outs, jobs, p.SourceDateEpoch)
+		if err != nil {
+			return res, err
+		}
+		outs[s.Name] = sr.Out
+		res.Stages = append(res.Stages, sr)
+	}
+	final, ok := outs[p.Final]
+	if !ok {
+		return res, fmt.Errorf("host executor: plan's final stage %q is not one of its stages", p.Final)
+	}
+	res.Tree = final
+	return res, nil
+}
+
+// verifySources checks every stage's tarball against the plan before anything is built: the
+// fetcher verified it once, but a file in a shared cache can change between then and now.
+func verifySources(p *plan.Plan, sources map[string]string) error {
+	for _, s := range p.Stages {
+		path, ok := sources[s.Source.Component]
+		if !ok || path == "" {
+			return fmt.Errorf("host executor: no source tarball given for %s (stage %s): fetch it first", s.Source.Component, s.Name)
+		}
+		got, err := fileSHA256(path)
+		if err != nil {
+			return fmt.Errorf("host executor: reading source %s: %w", path, err)
+		}
+		if got != s.Source.SHA256 {
+			return fmt.Errorf("host executor: source %s for %s %s has sha256 %s, but the lock pins %s: the file is corrupt or tampered with; delete it and fetch again",
+				path, s.Source.Component, s.Source.Version, got, s.Source.SHA256)
+		}
+	}
+	return nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// CheckTools reports, in one error, every tool and library of the plan the host lacks, with
+// the apt-get command that installs them.
+func CheckTools(p *plan.Plan) error {
+	var missing []string
+	pkgs := map[string]bool{}
+	for _, t := range p.HostTools {
+		if _, err := exec.LookPath(t.Command); err != nil {
+			missing = append(missing, fmt.Sprintf("%s (package %s)", t.Command, t.Package))
+			pkgs[t.Package] = true
+		}
+	}
+	if _, err := exec.LookPath("cc"); err == nil {
+		for _, l := range p.HostLibraries {
+			out, err := exec.Command("cc", "-print-file-name="+l.Command).Output()
+			if err != nil || !filepath.IsAbs(strings.TrimSpace(string(out))) {
+				missing = append(missing, fmt.Sprintf("%s (package %s)", l.Command, l.Package))
+				pkgs[l.Package] = true
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	list := make([]string, 0, len(pkgs))
+	for p := range pkgs {
+		list = append(list, p)
+	}
+	sort.Strings(list)
+	return fmt.Errorf("host executor: missing build tools: %s: run `apt-get install %s`",
+		strings.Join(missing, ", "), strings.Join(list, " "))
+}
+
+// compilerVersion identifies the toolchain for the cache key: a new compiler may produce
+// different code from the same inputs.
+func compilerVersion() (string, error) {
+	var b strings.Builder
+	for _, args := range [][]string{{"cc", "--version"}, {"ld", "--version"}} {
+		out, err := exec.Command(args[0], args[1:]...).Output()
+		if err != nil {
+			return "", fmt.Errorf("host executor: running `%s`: %w", strings.Join(args, " "), err)
+		}
+		line, _, _ := strings.Cut(string(out), "\n")
+		b.WriteString(line + "\n")
+	}
+	return b.String(), nil
+}
+
+// keyVersion changes when the executor itself changes what a stage's output means.
+const keyVersion = "nginx-forge host stage v1"
+
+// stageKey hashes everything that can change a stage's output: the script, environment and
+// files, the source tarball's digest, the keys of the stages it reads, the toolchain and the
+// platform. JOBS is left out on purpose: parallelism does not change what is built.
+func stageKey(p *plan.Plan, s plan.Stage, keys map[string]string, cc string) string {
+	h := sha256.New()
+	field := func(name, value string) {
+		fmt.Fprintf(h, "%s %d\n%s\n", name, len(value), value)
+	}
+	field("version", keyVersion)
+	field("platform", p.Platform.String())
+	field("stage", s.Name)
+	field("script", s.Script)
+	for _, e := range s.Env {
+		field("env", e.Name+"="+e.Value)
+	}
+	field("source_date_epoch", strconv.FormatInt(p.SourceDateEpoch, 10))
+	for _, f := range s.Files {
+		sum := sha256.Sum256(f.Data)
+		field("file", fmt.Sprintf("%s %o %x", f.Path, f.Mode, sum))
+	}
+	field("source", s.Source.FileName+" "+s.Source.SHA256)
+	for _, d := range s.Deps {
+		field("dep", d+" "+keys[d])
+	}
+	field("compiler", cc)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// meta is stored next to a cached OUT.
+type meta struct {
+	Stage string `json:"stage"`
+	Key   string `json:"key"`
+	Timing
+}
+
+func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, outs map[string]string, jobs int, epoch int64) (StageResult, error) {
+	final := filepath.Join(e.cacheDir, "stages", key)
+	sr := StageResult{Name: s.Name, Key: key, Out: filepath.Join(final, "out"), Log: filepath.Join(final, "build.log")}
+	start := time.Now()
+
+	unlock, err := lockFile(ctx, filepath.Join(e.cacheDir, "locks", key+".lock"))
+	if err != nil {
+		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
+	}
+	defer unlock()
+
+	if m, ok := readMeta(final); ok {
+		sr.Cached = true
+		sr.Wall = time.Since(start)
+		sr.Built = m.Timing
+		e.logf("stage %s: cached (key %s)", s.Name, key[:12])
+		return sr, nil
+	}
+
+	tmp, err := os.MkdirTemp(e.workDir, s.Name+"-")
+	if err != nil {
+		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
+	}
+	defer os.RemoveAll(tmp)
+	work, out, logPath := filepath.Join(tmp, "work"), filepath.Join(tmp, "out"), filepath.Join(tmp, "build.log")
+	for _, d := range []string{work, out} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return sr, fmt.Errorf("stage %s: %w", s.Name, err)
+		}
+	}
+	for _, f := range s.Files {
+		p := filepath.Join(work, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return sr, fmt.Errorf("stage %s: writing %s: %w", s.Name, f.Path, err)
+		}
+		if err := os.WriteFile(p, f.Data, os.FileMode(f.Mode)); err != nil {
+			return sr, fmt.Errorf("stage %s: writing %s: %w", s.Name, f.Path, err)
+		}
+	}
+	script := filepath.Join(tmp, "script.sh")
+	if err := os.WriteFile(script, []byte(s.Script), 0o644); err != nil {
+		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
+	}
+	defer logFile.Close()
+
+	env := []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=" + work,
+		"LANG=C",
+		"TZ=UTC",
+		"SOURCE_DATE_EPOCH=" + strconv.FormatInt(epoch, 10),
+	}
+	for _, v := range s.Env {
+		env = append(env, v.Name+"="+v.Value)
+	}
+	env = append(env, "SRC="+src, "WORK="+work, "OUT="+out, "JOBS="+strconv.Itoa(jobs))
+	for _, d := range s.Deps {
+		dir, ok := outs[d]
+		if !ok {
+			return sr, fmt.Errorf("stage %s: depends on %s, which has not run: the plan's stages are out of order", s.Name, d)
+		}
+		env = append(env, "DEP_"+strings.ToUpper(d)+"="+dir)
+	}
+
+	e.logf("stage %s: building (key %s, log %s)", s.Name, key[:12], logPath)
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", script)
+	cmd.Dir = work
+	cmd.Env = env
+	cmd.Stdin = nil
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	// A process group, so cancelling kills make and every compiler, not just bash.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	runErr := cmd.Run()
+	sr.Wall = time.Since(start)
+	if ps := cmd.ProcessState; ps != nil {
+		// wait4's rusage of bash includes every descendant it waited for (make, cc, ...).
+		sr.User, sr.Sys = ps.UserTime(), ps.SystemTime()
+	}
+	sr.Built = Timing{Wall: sr.Wall, User: sr.User, Sys: sr.Sys}
+	if runErr != nil {
+		kept := filepath.Join(e.cacheDir, "failed-"+s.Name+".log")
+		_ = copyFile(logPath, kept, 0o644)
+		tail := logTail(logPath, 40)
+		if ctx.Err() != nil {
+			return sr, fmt.Errorf("stage %s: interrupted after %s: %w", s.Name, sr.Wall.Round(time.Second), ctx.Err())
+		}
+		return sr, fmt.Errorf("stage %s failed after %s: %w (log: %s)\n--- last lines of the log ---\n%s",
+			s.Name, sr.Wall.Round(time.Second), runErr, kept, tail)
+	}
+	b, _ := json.MarshalIndent(meta{Stage: s.Name, Key: key, Timing: sr.Built}, "", "  ")
+	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), b, 0o644); err != nil {
+		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
+	}
+	if err := os.RemoveAll(work); err != nil {
+		return sr, fmt.Errorf("stage %s: removing its scratch directory: %w", s.Name, err)
+	}
+	// The rename is the commit: a cache entry either has everything (meta.json last
+	// written, then the whole directory appears at once) or does not exist.
+	if err := os.Rename(tmp, final); err != nil {
+		return sr, fmt.Errorf("stage %s: storing its output in the cache: %w", s.Name, err)
+	}
+	e.logf("stage %s: built in %s (user %s sys %s)", s.Name, sr.Wall.Round(time.Second),
+		sr.User.Round(time.Second), sr.Sys.Round(time.Second))
+	return sr, nil
+}
+
+func readMeta(dir string) (meta, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+	if err != nil {
+		return meta{}, false
+	}
+	var m meta
+	if json.Unmarshal(b, &m) != nil {
+		return meta{}, false
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); err != nil {
+		return meta{}, false
+	}
+	return m, true
+}
+
+// lockFile takes an exclusive flock on path, waiting (and honouring ctx) while another
+// process holds it.
+func lockFile(ctx context.Context, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening lock %s: %w", path, err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("waiting for lock %s: %w", path, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func logTail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,200 @@
+package plan
+
+import (
+	"embed"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+// Option configures New.
+type Option func(*options) error
+
+type options struct {
+	platform Platform
+	cpu      string
+	jobs     int
+	modules  []string
+}
+
+// WithPlatform sets the target platform, "linux/amd64" or "linux/arm64" (default linux/amd64).
+func WithPlatform(p string) Option {
+	return func(o *options) error {
+		os, arch, ok := strings.Cut(p, "/")
+		if !ok || os != "linux" || (arch != "amd64" && arch != "arm64") {
+			return fmt.Errorf("platform %q is not supported: use linux/amd64 or linux/arm64", p)
+		}
+		o.platform = Platform{OS: os, Arch: arch}
+		return nil
+	}
+}
+
+// WithCPU sets the -march level (see CPULevels); "" keeps the platform's default, "native"
+// targets the build machine (allowed, but flagged in Plan.Native and Plan.Warnings).
+func WithCPU(level string) Option {
+	return func(o *options) error { o.cpu = level; return nil }
+}
+
+// WithJobs sets the parallel make jobs (0: the executor decides, usually the CPU count).
+func WithJobs(n int) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("jobs %d: must be 0 (automatic) or more", n)
+		}
+		o.jobs = n
+		return nil
+	}
+}
+
+// WithModules replaces the default nginx module set (DefaultModules) by names from Modules.
+func WithModules(names ...string) Option {
+	return func(o *options) error {
+		o.modules = append([]string(nil), names...)
+		return nil
+	}
+}
+
+//go:embed files/nginx.conf files/index.html
+var shipped embed.FS
+
+// New returns the plan that builds l's components for the options' platform.
+func New(l *lock.Lock, opts ...Option) (*Plan, error) {
+	if l == nil {
+		return nil, fmt.Errorf("plan: no lock given")
+	}
+	if err := l.Validate(); err != nil {
+		return nil, fmt.Errorf("plan: invalid lock: %w", err)
+	}
+	o := options{platform: Platform{OS: "linux", Arch: "amd64"}, modules: DefaultModules}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, fmt.Errorf("plan: %w", err)
+		}
+	}
+	if o.cpu == "" {
+		o.cpu = DefaultCPU(o.platform.Arch)
+	}
+	if err := checkCPU(o.cpu, o.platform.Arch); err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	modFlags, modNames, err := moduleFlags(o.modules)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	if o.cpu == NativeCPU && o.platform.Arch != hostArch() {
+		return nil, fmt.Errorf("plan: CPU level %q cannot be used for %s from a %s machine: name a level", NativeCPU, o.platform, hostArch())
+	}
+
+	p := &Plan{
+		Platform:        o.platform,
+		CPU:             o.cpu,
+		Native:          o.cpu == NativeCPU,
+		Modules:         modNames,
+		Jobs:            o.jobs,
+		SourceDateEpoch: l.SourceDateEpoch,
+		BuilderImage:    l.Images.Builder.Pinned(),
+		BuildPackages:   buildPackages,
+		HostTools:       hostTools,
+		HostLibraries:   hostLibraries,
+		Final:           lock.Nginx,
+	}
+	if p.Native {
+		p.Warnings = append(p.Warnings, `CPU level "native" bakes the build machine's CPU features into the binary: it may crash with SIGILL on any other machine`)
+	}
+	f := newFlags(o.platform.Arch, o.cpu)
+	common := func(extra ...EnvVar) []EnvVar {
+		env := []EnvVar{
+			{"SOURCE_DATE_EPOCH", strconv.FormatInt(l.SourceDateEpoch, 10)},
+			{"TZ", "UTC"},
+			{"LC_ALL", "C"},
+		}
+		return append(env, extra...)
+	}
+	src := func(name string) Source {
+		c := l.MustComponent(name)
+		return Source{Component: c.Name, Version: c.Version, FileName: c.FileName(), SHA256: c.SHA256}
+	}
+
+	p.Stages = []Stage{
+		{
+			Name:   lock.Zlib,
+			Source: src(lock.Zlib),
+			Env:    common(EnvVar{"CFLAGS", f.cflags()}),
+			Script: zlibScript,
+		},
+		{
+			Name:   lock.PCRE2,
+			Source: src(lock.PCRE2),
+			Env:    common(EnvVar{"CFLAGS", f.cflags()}, EnvVar{"LDFLAGS", f.ldflags()}),
+			Script: pcre2Script,
+		},
+		{
+			Name:   lock.OpenSSL,
+			Source: src(lock.OpenSSL),
+			Env: common(
+				EnvVar{"CFLAGS", f.cflags()},
+				EnvVar{"LDFLAGS", f.ldflags()},
+				EnvVar{"OPENSSL_TARGET", opensslTarget(o.platform.Arch)},
+			),
+			Script: opensslScript,
+		},
+	}
+
+	var files []File
+	for _, name := range []string{"nginx.conf", "index.html"} {
+		b, err := shipped.ReadFile("files/" + name)
+		if err != nil {
+			return nil, fmt.Errorf("plan: reading shipped file %s: %w", name, err)
+		}
+		files = append(files, File{Path: "files/" + name, Mode: 0o644, Data: b})
+	}
+	p.Stages = append(p.Stages, Stage{
+		Name:   lock.Nginx,
+		Source: src(lock.Nginx),
+		Deps:   []string{lock.Zlib, lock.PCRE2, lock.OpenSSL},
+		Env: common(
+			EnvVar{"NGINX_CC_OPT", f.nginxCCOpt()},
+			EnvVar{"NGINX_LD_OPT", f.nginxLDOpt()},
+		),
+		Files:  files,
+		Script: nginxScript(modFlags),
+	})
+	return p, nil
+}
+
+// buildPackages are what a Ubuntu 24.04 builder installs (apt-get install --no-install-recommends).
+var buildPackages = []string{
+	"build-essential", // gcc, make, libc6-dev, binutils (ar, strip)
+	"perl",            // OpenSSL's Configure and perlasm
+	"libcrypt-dev",    // libcrypt.a, linked statically into nginx
+	"linux-libc-dev",  // linux/tls.h for OpenSSL's kTLS
+	"ca-certificates", // not needed to compile; lets the builder fetch over https
+}
+
+var hostTools = []Tool{
+	{Command: "cc", Package: "gcc"},
+	{Command: "make", Package: "make"},
+	{Command: "perl", Package: "perl"},
+	{Command: "ar", Package: "binutils"},
+	{Command: "strip", Package: "binutils"},
+	{Command: "tar", Package: "tar"},
+	{Command: "gzip", Package: "gzip"},
+	{Command: "find", Package: "findutils"},
+	{Command: "sed", Package: "sed"},
+}
+
+var hostLibraries = []Tool{
+	{Command: "libcrypt.a", Package: "libcrypt-dev"},
+	{Command: "libc.so", Package: "libc6-dev"},
+}
+
+func opensslTarget(arch string) string {
+	// Naming the target instead of letting ./config guess from uname keeps a cross-platform
+	// container build (arm64 under emulation) from picking the wrong assembly.
+	if arch == "arm64" {
+		return "linux-aarch64"
+	}
+	return "linux-x86_64"
+}

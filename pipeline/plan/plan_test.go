@@ -1,0 +1,322 @@
+package plan_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+func testLock(t *testing.T) *lock.Lock {
+	t.Helper()
+	l, err := lock.Load(testenv.TestLockPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestGolden keeps the rendered plan (stages, flags, environment, scripts) under testdata/,
+// so that no flag changes without a reviewed diff. Regenerate: go test ./pipeline/plan -update
+func TestGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []plan.Option
+	}{
+		{"linux-amd64", nil},
+		{"linux-arm64", []plan.Option{plan.WithPlatform("linux/arm64")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := plan.New(testLock(t), tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := p.Render()
+			file := filepath.Join("testdata", tc.name+".golden")
+			if *update {
+				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatalf("%v (run go test ./pipeline/plan -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("plan rendering differs from %s (if the change is intended, run go test ./pipeline/plan -update and review the diff):\n%s", file, diff(string(want), got))
+			}
+		})
+	}
+}
+
+func diff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			b.WriteString("- " + wl + "\n+ " + gl + "\n")
+		}
+	}
+	return b.String()
+}
+
+func TestDefaults(t *testing.T) {
+	l := testLock(t)
+	p, err := plan.New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Platform.String() != "linux/amd64" || p.CPU != "x86-64-v3" || p.Native || len(p.Warnings) != 0 {
+		t.Errorf("defaults: platform %s cpu %s native %v warnings %v", p.Platform, p.CPU, p.Native, p.Warnings)
+	}
+	var names []string
+	for _, s := range p.Stages {
+		names = append(names, s.Name)
+	}
+	if got := strings.Join(names, " "); got != "zlib pcre2 openssl nginx" {
+		t.Errorf("stages = %s", got)
+	}
+	if p.Final != lock.Nginx {
+		t.Errorf("final = %s", p.Final)
+	}
+	ng, _ := p.Stage(lock.Nginx)
+	if strings.Join(ng.Deps, " ") != "zlib pcre2 openssl" {
+		t.Errorf("nginx deps = %v", ng.Deps)
+	}
+	for _, s := range p.Stages {
+		c := l.MustComponent(s.Source.Component)
+		if s.Source.SHA256 != c.SHA256 || s.Source.FileName != c.FileName() || s.Source.Version != c.Version {
+			t.Errorf("stage %s source %+v does not match the lock's %+v", s.Name, s.Source, c)
+		}
+		if env(s, "SOURCE_DATE_EPOCH") != "1740355200" {
+			t.Errorf("stage %s SOURCE_DATE_EPOCH = %q", s.Name, env(s, "SOURCE_DATE_EPOCH"))
+		}
+	}
+	arm, err := plan.New(l, plan.WithPlatform("linux/arm64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if arm.CPU != "armv8.2-a" {
+		t.Errorf("arm64 default CPU = %s", arm.CPU)
+	}
+}
+
+func env(s plan.Stage, name string) string {
+	for _, e := range s.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+// everything is all the text of a plan that reaches a compiler: env values and scripts
+// without their comment lines.
+func everything(p *plan.Plan) string {
+	var b strings.Builder
+	for _, s := range p.Stages {
+		for _, line := range strings.Split(s.Script, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "#") {
+				b.WriteString(line + "\n")
+			}
+		}
+		for _, e := range s.Env {
+			b.WriteString("\n" + e.Name + "=" + e.Value)
+		}
+	}
+	return b.String()
+}
+
+func TestFlags(t *testing.T) {
+	l := testLock(t)
+	amd, err := plan.New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm, err := plan.New(l, plan.WithPlatform("linux/arm64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*plan.Plan{amd, arm} {
+		all := everything(p)
+		for _, bad := range []string{"-O3", "-march=native", "TCP_FASTOPEN", "-static-libstdc++", "enable-fips", "--with-openssl=", "--with-pcre=", "--with-zlib=", " -g "} {
+			if strings.Contains(all, bad) {
+				t.Errorf("%s plan contains dropped flag %q", p.Platform, bad)
+			}
+		}
+		for _, s := range p.Stages {
+			fl := env(s, "CFLAGS") + env(s, "NGINX_CC_OPT")
+			if fl == "" {
+				continue
+			}
+			for _, want := range []string{"-O2", "-march=" + p.CPU, "-fstack-protector-strong", "-fstack-clash-protection", "-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3", "-fPIE"} {
+				if !strings.Contains(fl, want) {
+					t.Errorf("%s stage %s compile flags %q lack %q", p.Platform, s.Name, fl, want)
+				}
+			}
+			if got := strings.Contains(fl, "-fcf-protection"); got != (p.Platform.Arch == "amd64") {
+				t.Errorf("%s stage %s: -fcf-protection present = %v", p.Platform, s.Name, got)
+			}
+		}
+		ng, _ := p.Stage(lock.Nginx)
+		ld := env(ng, "NGINX_LD_OPT")
+		for _, want := range []string{"-pie", "-Wl,-z,relro,-z,now", "-Wl,--as-needed", "-l:libcrypt.a"} {
+			if !strings.Contains(ld, want) {
+				t.Errorf("nginx link flags %q lack %q", ld, want)
+			}
+		}
+		ossl, _ := p.Stage(lock.OpenSSL)
+		for _, want := range []string{"no-shared", "no-tests", "no-docs"} {
+			if !strings.Contains(ossl.Script, want) {
+				t.Errorf("openssl script lacks %q", want)
+			}
+		}
+		pcre, _ := p.Stage(lock.PCRE2)
+		if !strings.Contains(pcre.Script, "--enable-jit") || !strings.Contains(pcre.Script, "--disable-shared") {
+			t.Errorf("pcre2 script must build a static library with JIT:\n%s", pcre.Script)
+		}
+	}
+}
+
+// TestConfigureLineHasNoExecutorPaths: nginx prints its configure arguments (nginx -V) from
+// a string compiled into the binary, so they must not contain $WORK, $OUT or $DEP_*, which
+// differ between executors and runs.
+func TestConfigureLineHasNoExecutorPaths(t *testing.T) {
+	p, err := plan.New(testLock(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ng, _ := p.Stage(lock.Nginx)
+	start := strings.Index(ng.Script, "./configure")
+	end := strings.Index(ng.Script[start:], "\nmake ")
+	if start < 0 || end < 0 {
+		t.Fatalf("no ./configure ... make in the nginx script:\n%s", ng.Script)
+	}
+	configure := ng.Script[start : start+end]
+	for _, v := range []string{"$WORK", "$OUT", "$DEP_", "$SRC", "${"} {
+		if strings.Contains(configure, v) {
+			t.Errorf("the configure line mentions %s:\n%s", v, configure)
+		}
+	}
+	for _, name := range []string{"NGINX_CC_OPT", "NGINX_LD_OPT"} {
+		if strings.Contains(env(ng, name), "$") || strings.Contains(env(ng, name), "/") {
+			t.Errorf("%s = %q must not contain paths or variables", name, env(ng, name))
+		}
+	}
+	for _, want := range []string{"--prefix=/etc/nginx", "--sbin-path=/usr/sbin/nginx", "--conf-path=/etc/nginx/nginx.conf",
+		"--error-log-path=/dev/stderr", "--http-log-path=/dev/stdout", "--pid-path=/run/nginx/nginx.pid",
+		"--http-client-body-temp-path=/var/cache/nginx/client_body", "--http-proxy-temp-path=/var/cache/nginx/proxy"} {
+		if !strings.Contains(configure, want) {
+			t.Errorf("configure line lacks %s", want)
+		}
+	}
+}
+
+func TestModules(t *testing.T) {
+	l := testLock(t)
+	p, err := plan.New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ng, _ := p.Stage(lock.Nginx)
+	for _, flag := range []string{"--with-threads", "--with-file-aio", "--with-http_ssl_module", "--with-http_v2_module",
+		"--with-http_v3_module", "--with-http_realip_module", "--with-http_gunzip_module", "--with-http_gzip_static_module",
+		"--with-http_slice_module", "--with-http_stub_status_module", "--with-http_sub_module", "--with-stream",
+		"--with-stream_ssl_module", "--with-stream_ssl_preread_module", "--with-pcre-jit"} {
+		if !strings.Contains(ng.Script, flag+" ") {
+			t.Errorf("default nginx configure lacks %s", flag)
+		}
+	}
+	if strings.Contains(ng.Script, "--with-mail ") {
+		t.Error("mail is on by default")
+	}
+
+	p, err = plan.New(l, plan.WithModules("pcre-jit", "http_ssl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(p.Modules, " "); got != "http_ssl pcre-jit" {
+		t.Errorf("modules are ordered by the table, got %q", got)
+	}
+	ng, _ = p.Stage(lock.Nginx)
+	if strings.Contains(ng.Script, "--with-http_v2_module") {
+		t.Error("WithModules did not replace the default set")
+	}
+}
+
+func TestErrors(t *testing.T) {
+	l := testLock(t)
+	bad := *l
+	bad.Components = nil
+	for _, tc := range []struct {
+		name string
+		lock *lock.Lock
+		opts []plan.Option
+		want string
+	}{
+		{"nil lock", nil, nil, "no lock"},
+		{"invalid lock", &bad, nil, "invalid lock"},
+		{"unknown cpu", l, []plan.Option{plan.WithCPU("haswell-ish")}, `CPU level "haswell-ish" is not known for amd64: use one of x86-64, x86-64-v2, x86-64-v3, x86-64-v4`},
+		{"cpu of another arch", l, []plan.Option{plan.WithCPU("armv8.2-a")}, "not known for amd64"},
+		{"x86 cpu on arm", l, []plan.Option{plan.WithPlatform("linux/arm64"), plan.WithCPU("x86-64-v3")}, "not known for arm64: use one of armv8-a"},
+		{"platform", l, []plan.Option{plan.WithPlatform("darwin/arm64")}, `platform "darwin/arm64" is not supported: use linux/amd64 or linux/arm64`},
+		{"module", l, []plan.Option{plan.WithModules("http_v9")}, `unknown nginx module "http_v9": known modules are`},
+		{"module dependency", l, []plan.Option{plan.WithModules("stream_ssl")}, `nginx module "stream_ssl" needs module "stream"`},
+		{"jobs", l, []plan.Option{plan.WithJobs(-1)}, "jobs -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := plan.New(tc.lock, tc.opts...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestNative(t *testing.T) {
+	p, err := plan.New(testLock(t), plan.WithCPU("native"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Native || len(p.Warnings) == 0 || !strings.Contains(p.Warnings[0], "SIGILL") {
+		t.Errorf("native plan: Native=%v Warnings=%v", p.Native, p.Warnings)
+	}
+	if !strings.Contains(p.Render(), "-march=native") {
+		t.Error("native plan does not compile with -march=native")
+	}
+}
+
+func TestShippedFiles(t *testing.T) {
+	p, err := plan.New(testLock(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ng, _ := p.Stage(lock.Nginx)
+	paths := map[string]bool{}
+	for _, f := range ng.Files {
+		if len(f.Data) == 0 {
+			t.Errorf("shipped file %s is empty", f.Path)
+		}
+		paths[f.Path] = true
+		if !strings.Contains(ng.Script, "$WORK/"+f.Path) {
+			t.Errorf("the nginx script does not install %s", f.Path)
+		}
+	}
+	if !paths["files/nginx.conf"] || !paths["files/index.html"] {
+		t.Errorf("shipped files = %v", paths)
+	}
+}

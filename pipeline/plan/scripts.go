@@ -1,0 +1,131 @@
+package plan
+
+import "strings"
+
+// The stage scripts. They run under `bash -euo pipefail` in WORK (see the contract in
+// plan.go) and read their flags from the stage's Env, so the same script serves every CPU
+// level and platform.
+//
+// Reproducibility rules every script follows:
+//   - sources are unpacked to $WORK/src and built in place with relative paths, so __FILE__
+//     (OpenSSL's and nginx's error locations) never holds an executor's directory;
+//   - executor paths ($WORK, $DEP_*) go only into variables the build does not record:
+//     -ffile-prefix-map in CFLAGS for zlib and PCRE2 (their libraries do not embed CFLAGS),
+//     CFLAGS/CPATH/LIBRARY_PATH for nginx (its `nginx -V` prints only the configure
+//     arguments). OpenSSL records its CFLAGS in the library (OpenSSL_version(OPENSSL_CFLAGS),
+//     linked into nginx), so it gets no prefix map at all: a map naming $WORK would itself
+//     put $WORK into the binary, and its relative build leaves nothing to map;
+//   - installs use a fixed --prefix=/usr and DESTDIR=$OUT, so no file in OUT names OUT;
+//   - SOURCE_DATE_EPOCH (from the lock) replaces build dates (OpenSSL's buildinf.h) and
+//     every file in OUT gets that mtime.
+
+// prelude is shared by all scripts.
+const prelude = `umask 022
+mkdir src
+tar -xzf "$SRC" -C src --strip-components=1 --no-same-owner
+cd src
+`
+
+// epilogue stamps OUT's files with SOURCE_DATE_EPOCH so a stage's output is byte-identical
+// across runs (the image layer clamps mtimes too; this keeps cached OUTs comparable).
+const epilogue = `find "$OUT" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+`
+
+const zlibScript = prelude + `# Static only: nginx links libz.a; there is no libz.so to ship or to pick up by mistake.
+export CFLAGS="$CFLAGS -ffile-prefix-map=$WORK=/build/zlib"
+./configure --static --prefix=/usr
+make -j"$JOBS" libz.a
+make install DESTDIR="$OUT"
+rm -rf "$OUT/usr/share"
+` + epilogue
+
+const pcre2Script = prelude + `# Static, 8-bit only (what nginx uses), with the JIT compiler: --with-pcre-jit makes nginx
+# JIT-compile every regex location and map, several times faster than interpreting them.
+export CFLAGS="$CFLAGS -ffile-prefix-map=$WORK=/build/pcre2"
+./configure --prefix=/usr --disable-shared --enable-static --enable-jit \
+  --enable-pcre2-8 --disable-pcre2-16 --disable-pcre2-32 \
+  --disable-pcre2grep-libz --disable-pcre2grep-libbz2 --disable-pcre2test-libreadline
+make -j"$JOBS" libpcre2-8.la
+make install-libLTLIBRARIES install-nodist_includeHEADERS install-includeHEADERS DESTDIR="$OUT"
+rm -f "$OUT"/usr/lib/*.la
+` + epilogue
+
+const opensslScript = prelude + `# Static libraries only (no-shared), built once into OUT and linked by nginx with -I/-L, so
+# changing nginx never rebuilds OpenSSL (nginx's --with-openssl=DIR would, on every configure).
+#   no-module        providers (default, legacy) are built into libcrypto, not loadable .so
+#                    files that a static nginx could not find anyway
+#   no-tests no-docs nothing of the test suite or the manuals is built
+#   enable-ec_nistp_64_gcc_128  constant-time 64-bit P-224/P-256/P-521 (needs __int128,
+#                    which GCC has on both amd64 and arm64): faster ECDHE and ECDSA
+#   enable-ktls      lets "ssl_conf_command Options KTLS" hand TLS records to the kernel
+#                    (sendfile over TLS); it does nothing unless configured
+# --openssldir=/etc/ssl is where the image's CA bundle lives (distroless and Debian agree);
+# it is compiled in as the default certificate and openssl.cnf location.
+# CFLAGS and LDFLAGS come from the environment; they replace OpenSSL's own -O3 -Wall.
+./Configure "$OPENSSL_TARGET" --prefix=/usr --openssldir=/etc/ssl --libdir=lib \
+  no-shared no-module no-tests no-docs enable-ec_nistp_64_gcc_128 enable-ktls
+make -j"$JOBS" build_libs
+make install_dev DESTDIR="$OUT"
+rm -rf "$OUT/usr/share"
+` + epilogue
+
+// nginxScript configures nginx for the runtime contract (see /usr/sbin/nginx and /etc/nginx
+// in the image) against the three static prefixes.
+func nginxScript(moduleFlags []string) string {
+	args := []string{
+		"--prefix=/etc/nginx",
+		"--sbin-path=/usr/sbin/nginx",
+		"--conf-path=/etc/nginx/nginx.conf",
+		// Errors go to stderr from the first message, before nginx.conf is read, so nothing
+		// is ever written to a log file inside a read-only image.
+		"--error-log-path=/dev/stderr",
+		"--http-log-path=/dev/stdout",
+		"--pid-path=/run/nginx/nginx.pid",
+		"--lock-path=/run/nginx/nginx.lock",
+		"--http-client-body-temp-path=/var/cache/nginx/client_body",
+		"--http-proxy-temp-path=/var/cache/nginx/proxy",
+		"--http-fastcgi-temp-path=/var/cache/nginx/fastcgi",
+		"--http-uwsgi-temp-path=/var/cache/nginx/uwsgi",
+		"--http-scgi-temp-path=/var/cache/nginx/scgi",
+		// The image runs as 65532 (distroless "nonroot"), where nginx ignores the user. If it
+		// is started as root anyway, workers drop to the same unprivileged account instead of
+		// the compiled-in default "nobody".
+		"--user=nonroot",
+		"--group=nonroot",
+		"--without-mail_pop3_module", "--without-mail_imap_module", "--without-mail_smtp_module",
+	}
+	args = append(args, moduleFlags...)
+	var b strings.Builder
+	b.WriteString(prelude)
+	b.WriteString(`# The dependencies' headers and static libraries reach the compiler through CPATH and
+# LIBRARY_PATH (searched before the system's), and the build-path maps through CFLAGS:
+# nginx records its configure arguments in the binary (nginx -V), and executor paths must
+# not end up there. A set CFLAGS replaces nginx's default warning flags; NGINX_CC_OPT
+# restates them.
+export CPATH="$DEP_OPENSSL/usr/include:$DEP_PCRE2/usr/include:$DEP_ZLIB/usr/include"
+export LIBRARY_PATH="$DEP_OPENSSL/usr/lib:$DEP_PCRE2/usr/lib:$DEP_ZLIB/usr/lib"
+export CFLAGS="-ffile-prefix-map=$WORK=/build/nginx -ffile-prefix-map=$DEP_OPENSSL=/build/openssl -ffile-prefix-map=$DEP_PCRE2=/build/pcre2 -ffile-prefix-map=$DEP_ZLIB=/build/zlib"
+./configure \
+`)
+	for _, a := range args {
+		b.WriteString("  " + a + " \\\n")
+	}
+	b.WriteString(`  --with-cc-opt="$NGINX_CC_OPT" \
+  --with-ld-opt="$NGINX_LD_OPT"
+make -j"$JOBS"
+make install DESTDIR="$OUT"
+strip --strip-all "$OUT/usr/sbin/nginx"
+
+# Lay OUT out as the image's root (see the runtime contract).
+cd "$OUT"
+rmdir dev                       # made by make install for the /dev/stderr log "directory"
+rm -f etc/nginx/*.default
+mkdir -p usr/share/nginx
+mv etc/nginx/html usr/share/nginx/html
+install -m 0644 "$WORK/files/nginx.conf" etc/nginx/nginx.conf
+install -m 0644 "$WORK/files/index.html" usr/share/nginx/html/index.html
+mkdir -p etc/nginx/conf.d etc/nginx/tls var/cache/nginx run/nginx
+`)
+	b.WriteString(epilogue)
+	return b.String()
+}
