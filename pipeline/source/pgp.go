@@ -112,13 +112,15 @@ func (f *Fetcher) verifySignature(ctx context.Context, path string, sig []byte, 
 		return sigResult{}, se
 	}
 
-	// go-crypto judges key and signature expiry at config.Now(). Upstream signing keys expire
-	// and are not always renewed, yet a release signed while the key was valid stays validly
-	// signed: OpenSSL 3.5.7 was signed on 2026-06-09 by BA5473A2..., whose key expired on
-	// 2026-09-08. So the signature is judged at the moment it was made. That is not a bypass:
-	// the signature time is inside the signed data (it cannot be changed without the private
-	// key), a key compromise revocation still counts whenever it was issued (go-crypto treats
-	// it as retroactive), and a signature dated before its key existed is refused.
+	// go-crypto judges revocation and expiry at config.Now(), so verify at the moment the
+	// signature was made, not today. Upstream signing keys expire and get retired, yet a
+	// release signed while its key was valid stays validly signed: OpenSSL 3.5.7 was signed
+	// on 2026-06-09 by BA5473A2..., whose key expired on 2026-09-08, and a key revoked as
+	// "superseded" or "retired" after it signed still vouches for what it signed before. This
+	// is not a bypass: the signature time is inside the signed data (it cannot be moved
+	// without the private key), a "key compromised" revocation counts whenever it was issued
+	// (go-crypto treats it as retroactive), a key that had expired when it signed is refused
+	// (expiredAt), and so are signatures dated before their key existed or in the future.
 	at := chosen.CreationTime
 	if now := f.now(); at.After(now.Add(24 * time.Hour)) {
 		return sigResult{}, fmt.Errorf("signature %s claims to be made on %s, in the future (is this machine's clock right?)",
