@@ -1,0 +1,249 @@
+// Package dagger runs a build plan (pipeline/plan) in containers on a Dagger engine, the
+// production path of `go run ./ci build`. It is a mapping of the plan and nothing more: the
+// builder image, packages, environment, files and scripts all come from the Plan (and its
+// container helpers, shared with the rendered Dockerfile); this package adds no flag or
+// script of its own, and a test keeps it that way.
+//
+// The pipeline, top to bottom:
+//
+//	connect    fail fast without an engine, then dagger.Connect (the SDK reads its own
+//	           environment: DAGGER_SESSION_PORT, _EXPERIMENTAL_DAGGER_RUNNER_HOST, ...)
+//	builder    plan.BuilderImage + plan.BuildPackages through apt cache volumes
+//	stages     one container per plan stage: the builder, the stage's verified tarball (read
+//	           from the host, where pipeline/source checked its SHA-256 and PGP signature),
+//	           its dependencies' OUT directories, its files and environment, one exec of its
+//	           script. Each stage is its own chain from the builder, so the engine caches it
+//	           by exactly its inputs: a new nginx reuses the zlib, PCRE2 and OpenSSL steps.
+//	export     the final stage's OUT is written to a host directory: the install tree, which
+//	           pipeline/image assembles into the image (there is no second assembly here).
+//	smoke      Serve imports the assembled image into the engine, runs it as a service with
+//	           its ports forwarded to the host, and gives pipeline/smoke a Target.
+//
+// Pushing is done by the host with go-containerregistry (pipeline/image), not by the
+// engine, so registry credentials never enter the engine at all.
+package dagger
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"dagger.io/dagger"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+)
+
+// Executor runs plans on a Dagger engine. Create it with New; Close it when done.
+type Executor struct {
+	logf     func(format string, args ...any)
+	progress io.Writer
+	client   *dagger.Client
+}
+
+// Option configures an Executor.
+type Option func(*Executor)
+
+// WithLogf receives this package's progress lines (default: quiet).
+func WithLogf(logf func(format string, args ...any)) Option {
+	return func(e *Executor) { e.logf = logf }
+}
+
+// WithProgress receives the Dagger engine's own progress output (default: discarded).
+func WithProgress(w io.Writer) Option { return func(e *Executor) { e.progress = w } }
+
+// New returns an executor; it connects on first use (or on Connect).
+func New(opts ...Option) *Executor {
+	e := &Executor{}
+	for _, o := range opts {
+		o(e)
+	}
+	if e.logf == nil {
+		e.logf = func(string, ...any) {}
+	}
+	if e.progress == nil {
+		e.progress = io.Discard
+	}
+	return e
+}
+
+// Connect checks in seconds that an engine is reachable (ErrNoEngine otherwise, suggesting
+// --engine host), then opens the session. Run and Serve call it when needed.
+func (e *Executor) Connect(ctx context.Context) error {
+	if e.client != nil {
+		return nil
+	}
+	via, err := preflight(ctx)
+	if err != nil {
+		return err
+	}
+	e.logf("dagger: connecting through %s", via)
+	c, err := dagger.Connect(ctx, dagger.WithLogOutput(e.progress))
+	if err != nil {
+		return fmt.Errorf("connecting to the Dagger engine through %s: %w", via, err)
+	}
+	e.client = c
+	return nil
+}
+
+// Close ends the session.
+func (e *Executor) Close() error {
+	if e.client == nil {
+		return nil
+	}
+	err := e.client.Close()
+	e.client = nil
+	return err
+}
+
+// Run builds p from sources (component name -> path of its verified tarball, as for the
+// host executor) and writes the install tree, the final stage's OUT, to treeDir (replacing
+// what must be a new or empty directory). Sources are checked against the plan's SHA-256 before the engine sees them.
+func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]string, treeDir string) error {
+	if err := verifySources(p, sources); err != nil {
+		return err
+	}
+	for _, w := range p.Warnings {
+		e.logf("dagger: warning: %s", w)
+	}
+	if p.Native {
+		e.logf("dagger: warning: the binary targets the CPU of the engine's machine, not necessarily this one's or the servers'")
+	}
+	if err := e.Connect(ctx); err != nil {
+		return err
+	}
+
+	builder := e.builder(p)
+	outs := map[string]*dagger.Directory{}
+	for _, s := range p.Stages {
+		src, err := filepath.Abs(sources[s.Source.Component])
+		if err != nil {
+			return fmt.Errorf("dagger executor: source of %s: %w", s.Name, err)
+		}
+		outs[s.Name] = e.stage(p, builder, s, src, outs)
+	}
+	tree, ok := outs[p.Final]
+	if !ok {
+		return fmt.Errorf("dagger executor: the plan's final stage %q is not one of its stages", p.Final)
+	}
+
+	abs, err := emptyDir(treeDir)
+	if err != nil {
+		return err
+	}
+	e.logf("dagger: building %d stages for %s, exporting the install tree to %s", len(p.Stages), p.Platform, abs)
+	if _, err := tree.Export(ctx, abs); err != nil {
+		return fmt.Errorf("dagger executor: building for %s: %w%s", p.Platform, err, stderrTail(err))
+	}
+	return nil
+}
+
+// emptyDir returns dir as an absolute path after checking that it is absent or empty: the
+// export must give exactly the install tree, and must never merge into (or wipe) a
+// directory that holds anything else.
+func emptyDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("dagger executor: install tree directory %q: %w", dir, err)
+	}
+	entries, err := os.ReadDir(abs)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("dagger executor: install tree directory: %w", err)
+	}
+	if len(entries) > 0 {
+		return "", fmt.Errorf("dagger executor: install tree directory %s is not empty: give a new or empty directory", abs)
+	}
+	return abs, nil
+}
+
+// stderrTail is the end of a failed step's standard error, which the engine's error
+// message leaves out.
+func stderrTail(err error) string {
+	var ee *dagger.ExecError
+	if !errors.As(err, &ee) || ee.Stderr == "" {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(ee.Stderr, "\n"), "\n")
+	if len(lines) > 40 {
+		lines = lines[len(lines)-40:]
+	}
+	return fmt.Sprintf(" (exit code %d); the step's last output:\n%s", ee.ExitCode, strings.Join(lines, "\n"))
+}
+
+// builder is the plan's builder image with its build packages installed. The apt caches are
+// cache volumes (per builder image and platform: package lists of different releases must
+// not mix) mounted only for this step, so no stage depends on their contents.
+func (e *Executor) builder(p *plan.Plan) *dagger.Container {
+	c := e.client.Container(dagger.ContainerOpts{Platform: dagger.Platform(p.Platform.String())}).
+		From(p.BuilderImage)
+	for _, dir := range plan.ContainerAptCacheDirs {
+		c = c.WithMountedCache(dir, e.client.CacheVolume(cacheKey(p, dir)),
+			dagger.ContainerWithMountedCacheOpts{Sharing: dagger.CacheSharingModeLocked})
+	}
+	c = c.WithExec(p.ContainerSetupCommand())
+	for _, dir := range plan.ContainerAptCacheDirs {
+		c = c.WithoutMount(dir)
+	}
+	return c
+}
+
+// stage is one plan stage: its own chain from the builder, so its cache key is exactly the
+// builder, its tarball, its dependencies' outputs, its files, its environment and its script.
+func (e *Executor) stage(p *plan.Plan, builder *dagger.Container, s plan.Stage, src string, outs map[string]*dagger.Directory) *dagger.Directory {
+	c := builder.
+		WithFile(plan.ContainerSrc(s), e.client.Host().File(src)).
+		WithDirectory(plan.ContainerWorkDir, e.client.Directory()).
+		WithDirectory(plan.ContainerOut(s.Name), e.client.Directory())
+	for _, d := range s.Deps {
+		c = c.WithDirectory(plan.ContainerDep(d), outs[d])
+	}
+	for _, f := range s.Files {
+		c = c.WithNewFile(filepath.ToSlash(filepath.Join(plan.ContainerWorkDir, f.Path)), string(f.Data),
+			dagger.ContainerWithNewFileOpts{Permissions: int(f.Mode)})
+	}
+	for _, v := range p.ContainerEnv(s) {
+		c = c.WithEnvVariable(v.Name, v.Value)
+	}
+	return c.
+		WithWorkdir(plan.ContainerWorkDir).
+		WithExec(plan.ContainerCommand(s)).
+		Directory(plan.ContainerOut(s.Name))
+}
+
+// cacheKey names an apt cache volume after the builder image and platform it belongs to.
+func cacheKey(p *plan.Plan, dir string) string {
+	sum := sha256.Sum256([]byte(p.BuilderImage + "\x00" + p.Platform.String() + "\x00" + dir))
+	return "nginx-forge-apt-" + hex.EncodeToString(sum[:8])
+}
+
+// verifySources checks every stage's tarball against the plan on the host, before anything
+// reaches the engine: pipeline/source verified it once, but a shared cache can change.
+func verifySources(p *plan.Plan, sources map[string]string) error {
+	for _, s := range p.Stages {
+		path, ok := sources[s.Source.Component]
+		if !ok || path == "" {
+			return fmt.Errorf("dagger executor: no source tarball given for %s (stage %s): fetch it first", s.Source.Component, s.Name)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("dagger executor: reading source %s: %w", path, err)
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("dagger executor: reading source %s: %w", path, err)
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); got != s.Source.SHA256 {
+			return fmt.Errorf("dagger executor: source %s for %s %s has sha256 %s, but the lock pins %s: the file is corrupt or tampered with; delete it and fetch again",
+				path, s.Source.Component, s.Source.Version, got, s.Source.SHA256)
+		}
+	}
+	return nil
+}
