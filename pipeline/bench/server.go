@@ -78,11 +78,11 @@ func (b BinaryInfo) TempPaths() []string {
 
 // Server is a running nginx under test.
 type Server struct {
-	Name   string
-	Config Config
-	cmd    *exec.Cmd
-	done   chan struct{}
-	stderr bytes.Buffer
+	Name    string
+	Config  Config
+	cmd     *exec.Cmd
+	done    chan struct{}
+	stderr  bytes.Buffer
 	waitErr error
 }
 
