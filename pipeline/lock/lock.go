@@ -271,7 +271,9 @@ func checkURL(raw string) error {
 	if u.Scheme != "https" {
 		return fmt.Errorf("%q must be https (use --mirror URL to fetch from a plain-http mirror)", raw)
 	}
-	if u.Host == "" || path.Base(u.Path) == "" || strings.HasSuffix(u.Path, "/") {
+	// The last path element is the name the file is cached and mirrored under, so it must be
+	// a real file name: not empty (no path, or a trailing slash), "." or "..".
+	if base := path.Base(u.Path); u.Host == "" || u.Path == "" || strings.HasSuffix(u.Path, "/") || base == "." || base == ".." {
 		return fmt.Errorf("%q must name a file on a host", raw)
 	}
 	return nil

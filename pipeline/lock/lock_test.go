@@ -1,0 +1,304 @@
+package lock
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const testLockFile = "testdata/trixie.lock.json"
+
+// mutate parses the test lock into generic JSON, lets edit change it, and returns the bytes.
+func mutate(t *testing.T, edit func(m map[string]any)) []byte {
+	t.Helper()
+	b, err := os.ReadFile(testLockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// comp returns the i-th component object (0 zlib, 1 pcre2, 2 openssl, 3 nginx).
+func comp(m map[string]any, i int) map[string]any {
+	return m["components"].([]any)[i].(map[string]any)
+}
+
+func image(m map[string]any, which string) map[string]any {
+	return m["images"].(map[string]any)[which].(map[string]any)
+}
+
+func TestParseRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(m map[string]any)
+		// field is the *FieldError's Field; "" when the error comes from the JSON decoder.
+		field string
+		// want must appear in the message (the field's JSON name for decoder errors).
+		want string
+	}{
+		{"unknown top-level field", func(m map[string]any) { m["mirror"] = "http://x" }, "", `"mirror"`},
+		{"unknown component field", func(m map[string]any) { comp(m, 3)["sha265"] = "x" }, "", `"sha265"`},
+		{"unknown signature field", func(m map[string]any) { comp(m, 2)["signature"].(map[string]any)["key"] = "x" }, "", `"key"`},
+		{"wrong type", func(m map[string]any) { m["schema"] = "1" }, "", "schema"},
+		{"schema", func(m map[string]any) { m["schema"] = 2 }, "schema", "schema 1"},
+		{"epoch", func(m map[string]any) { m["source_date_epoch"] = 0 }, "source_date_epoch", "positive"},
+		{"version with letters", func(m map[string]any) { comp(m, 3)["version"] = "1.26.3a" }, "components[3] (nginx).version", "1.26.3a"},
+		{"version with v", func(m map[string]any) { comp(m, 3)["version"] = "v1.26.3" }, "components[3] (nginx).version", "v1.26.3"},
+		{"version single number", func(m map[string]any) { comp(m, 0)["version"] = "1" }, "components[0] (zlib).version", `"1"`},
+		{"version empty", func(m map[string]any) { delete(comp(m, 1), "version") }, "components[1] (pcre2).version", `""`},
+		{"checksum short", func(m map[string]any) { comp(m, 3)["sha256"] = strings.Repeat("a", 63) }, "components[3] (nginx).sha256", "64"},
+		{"checksum long", func(m map[string]any) { comp(m, 3)["sha256"] = strings.Repeat("a", 65) }, "components[3] (nginx).sha256", "64"},
+		{"checksum upper case", func(m map[string]any) { comp(m, 3)["sha256"] = strings.Repeat("A", 64) }, "components[3] (nginx).sha256", "lower-case"},
+		{"checksum not hex", func(m map[string]any) { comp(m, 3)["sha256"] = strings.Repeat("g", 64) }, "components[3] (nginx).sha256", "hex"},
+		{"checksum with prefix", func(m map[string]any) { comp(m, 3)["sha256"] = "sha256:" + strings.Repeat("a", 64) }, "components[3] (nginx).sha256", "hex"},
+		{"http url", func(m map[string]any) { comp(m, 3)["url"] = "http://nginx.org/download/nginx-1.26.3.tar.gz" }, "components[3] (nginx).url", "https"},
+		{"ftp url", func(m map[string]any) { comp(m, 3)["url"] = "ftp://nginx.org/nginx-1.26.3.tar.gz" }, "components[3] (nginx).url", "https"},
+		{"relative url", func(m map[string]any) { comp(m, 3)["url"] = "nginx-1.26.3.tar.gz" }, "components[3] (nginx).url", "https"},
+		{"url without host", func(m map[string]any) { comp(m, 3)["url"] = "https:///nginx-1.26.3.tar.gz" }, "components[3] (nginx).url", "file on a host"},
+		{"url of a directory", func(m map[string]any) { comp(m, 3)["url"] = "https://nginx.org/download/" }, "components[3] (nginx).url", "file on a host"},
+		{"url without path", func(m map[string]any) { comp(m, 3)["url"] = "https://nginx.org" }, "components[3] (nginx).url", "file on a host"},
+		{"url ending in ..", func(m map[string]any) { comp(m, 3)["url"] = "https://nginx.org/download/.." }, "components[3] (nginx).url", "file on a host"},
+		{"http signature url", func(m map[string]any) {
+			comp(m, 2)["signature"].(map[string]any)["url"] = "http://github.com/openssl-3.5.7.tar.gz.asc"
+		}, "components[2] (openssl).signature.url", "https"},
+		{"fingerprint lower case", func(m map[string]any) {
+			comp(m, 2)["signature"].(map[string]any)["fingerprints"] = []any{strings.ToLower("BA5473A2B0587B07FB27CF2D216094DFD0CB81EF")}
+		}, "components[2] (openssl).signature.fingerprints[0]", "upper-case"},
+		{"fingerprint short (key ID)", func(m map[string]any) {
+			comp(m, 2)["signature"].(map[string]any)["fingerprints"] = []any{"BA5473A2B0587B07FB27CF2D216094DFD0CB81EF", "216094DFD0CB81EF"}
+		}, "components[2] (openssl).signature.fingerprints[1]", "40-digit"},
+		{"fingerprint with spaces", func(m map[string]any) {
+			comp(m, 2)["signature"].(map[string]any)["fingerprints"] = []any{"BA54 73A2 B058 7B07 FB27  CF2D 2160 94DF D0CB 81EF"}
+		}, "components[2] (openssl).signature.fingerprints[0]", "40-digit"},
+		{"no fingerprints", func(m map[string]any) {
+			comp(m, 2)["signature"].(map[string]any)["fingerprints"] = []any{}
+		}, "components[2] (openssl).signature.fingerprints", "at least one"},
+		{"duplicate component", func(m map[string]any) {
+			cs := m["components"].([]any)
+			m["components"] = append(cs, cs[0])
+		}, "components[4] (zlib).name", "twice"},
+		{"missing component", func(m map[string]any) {
+			cs := m["components"].([]any)
+			m["components"] = []any{cs[0], cs[2], cs[3]}
+		}, "components", `"pcre2" is missing`},
+		{"unknown component", func(m map[string]any) { comp(m, 1)["name"] = "pcre" }, "components[1] (pcre).name", `"pcre" is not one of`},
+		{"builder digest not sha256", func(m map[string]any) { image(m, "builder")["digest"] = "sha512:" + strings.Repeat("a", 64) }, "images.builder.digest", "sha256:"},
+		{"runtime digest short", func(m map[string]any) { image(m, "runtime")["digest"] = "sha256:abc" }, "images.runtime.digest", "sha256:abc"},
+		{"runtime digest bare hex", func(m map[string]any) { image(m, "runtime")["digest"] = strings.Repeat("a", 64) }, "images.runtime.digest", "sha256:"},
+		{"empty image ref", func(m map[string]any) { image(m, "runtime")["ref"] = "" }, "images.runtime.ref", "empty"},
+		{"image ref with space", func(m map[string]any) { image(m, "builder")["ref"] = "ubuntu: 24.04" }, "images.builder.ref", "white space"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(mutate(t, tc.edit))
+			if err == nil {
+				t.Fatal("Parse accepted it")
+			}
+			var fe *FieldError
+			if tc.field != "" {
+				if !errors.As(err, &fe) {
+					t.Fatalf("error is not a *FieldError: %v", err)
+				}
+				if fe.Field != tc.field {
+					t.Errorf("Field = %q, want %q (%v)", fe.Field, tc.field, err)
+				}
+				if !strings.HasPrefix(err.Error(), tc.field+": ") {
+					t.Errorf("message does not start with the field: %v", err)
+				}
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error does not mention %q: %v", tc.want, err)
+			}
+		})
+	}
+}
+
+func TestParseTrailingData(t *testing.T) {
+	b, err := os.ReadFile(testLockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, extra := range []string{"{}", "x", `"more"`} {
+		if _, err := Parse(append(b, extra...)); err == nil || !strings.Contains(err.Error(), "trailing") {
+			t.Errorf("trailing %q: err = %v, want a trailing-data error", extra, err)
+		}
+	}
+	if _, err := Parse(append(b, "\n\n"...)); err != nil {
+		t.Errorf("trailing white space refused: %v", err)
+	}
+}
+
+func TestLoadNamesTheFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "bad.lock.json")
+	if err := os.WriteFile(file, mutate(t, func(m map[string]any) { m["schema"] = 9 }), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(file)
+	if err == nil || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), "schema") {
+		t.Errorf("err = %v, want the file name and the field", err)
+	}
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		t.Errorf("Load does not wrap the *FieldError: %v", err)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.json")); err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: err = %v", err)
+	}
+}
+
+// The shipped locks are written by Marshal: parsing and writing them back changes nothing,
+// so a tool that rewrites a lock produces a diff of exactly what it changed.
+func TestMarshalRoundTrip(t *testing.T) {
+	for _, file := range []string{"stack.lock.json", testLockFile} {
+		t.Run(file, func(t *testing.T) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := Parse(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := l.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(out, b) {
+				t.Errorf("Marshal(Parse(%s)) differs from the file:\n%s", file, out)
+			}
+			// Components come out in build order whatever order they went in.
+			l.Components[0], l.Components[3] = l.Components[3], l.Components[0]
+			l.Components[1], l.Components[2] = l.Components[2], l.Components[1]
+			out, err = l.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(out, b) {
+				t.Errorf("Marshal of reordered components is not the stable form:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestWrite(t *testing.T) {
+	l, err := Load(testLockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "stack.lock.json")
+	c := l.MustComponent(Nginx)
+	c.Version = "1.26.4"
+	l.SetComponent(c)
+	if err := l.Write(file); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.MustComponent(Nginx).Version != "1.26.4" {
+		t.Errorf("written lock has nginx %s", back.MustComponent(Nginx).Version)
+	}
+	before, _ := os.ReadFile(file)
+
+	c.SHA256 = "nope"
+	l.SetComponent(c)
+	err = l.Write(file)
+	if err == nil || !strings.Contains(err.Error(), "sha256") || !strings.Contains(err.Error(), file) {
+		t.Fatalf("Write of an invalid lock: err = %v", err)
+	}
+	after, _ := os.ReadFile(file)
+	if !bytes.Equal(before, after) {
+		t.Error("a refused Write changed the file")
+	}
+	ents, _ := os.ReadDir(filepath.Dir(file))
+	if len(ents) != 1 {
+		t.Errorf("Write left %d files in the directory, want 1", len(ents))
+	}
+}
+
+func TestDefault(t *testing.T) {
+	l := Default()
+	want := map[string]string{Zlib: "1.3.1", PCRE2: "10.44", OpenSSL: "3.3.1", Nginx: "1.26.2"}
+	for name, v := range want {
+		c, ok := l.Component(name)
+		if !ok {
+			t.Fatalf("default lock has no %s", name)
+		}
+		if c.Version != v {
+			t.Errorf("default %s is %s, want %s", name, c.Version, v)
+		}
+		if c.Signature == nil || len(c.Signature.Fingerprints) == 0 {
+			t.Errorf("default %s has no pinned signers", name)
+		}
+		if !strings.Contains(c.URL, v) || !strings.HasPrefix(c.URL, "https://") {
+			t.Errorf("default %s URL %s", name, c.URL)
+		}
+	}
+	if l.MustComponent(PCRE2).SignatureFileName() != "pcre2-10.44.tar.gz.sig" {
+		t.Errorf("PCRE2 signature file %q, want the .sig upstream ships", l.MustComponent(PCRE2).SignatureFileName())
+	}
+	if !strings.HasSuffix(l.Images.Runtime.Ref, "-debian13:nonroot") {
+		t.Errorf("runtime image %s: a -debian12 base's glibc is too old for the ubuntu:24.04 build", l.Images.Runtime.Ref)
+	}
+	// Default returns a fresh copy: changing it does not change the next caller's.
+	l.Components[0].Version = "9.9.9"
+	if Default().Components[0].Version == "9.9.9" {
+		t.Error("Default shares state between callers")
+	}
+}
+
+func TestFileNames(t *testing.T) {
+	l, err := Load(testLockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][2]string{
+		Zlib:    {"zlib_1.3.dfsg+really1.3.1.orig.tar.gz", ""},
+		PCRE2:   {"pcre2-10.46.tar.gz", ""},
+		OpenSSL: {"openssl-3.5.7.tar.gz", "openssl-3.5.7.tar.gz.asc"},
+		Nginx:   {"nginx-1.26.3.tar.gz", ""},
+	} {
+		c := l.MustComponent(name)
+		if c.FileName() != want[0] || c.SignatureFileName() != want[1] {
+			t.Errorf("%s: FileName %q SignatureFileName %q, want %q %q", name, c.FileName(), c.SignatureFileName(), want[0], want[1])
+		}
+	}
+}
+
+func TestImagePinned(t *testing.T) {
+	d := "sha256:" + strings.Repeat("a", 64)
+	for _, tc := range []struct {
+		img  Image
+		want string
+	}{
+		{Image{Ref: "docker.io/library/ubuntu:24.04"}, "docker.io/library/ubuntu:24.04"},
+		{Image{Ref: "docker.io/library/ubuntu:24.04", Digest: d}, "docker.io/library/ubuntu:24.04@" + d},
+		{Image{Ref: "docker.io/library/ubuntu@sha256:" + strings.Repeat("b", 64), Digest: d}, "docker.io/library/ubuntu@" + d},
+	} {
+		if got := tc.img.Pinned(); got != tc.want {
+			t.Errorf("%+v.Pinned() = %s, want %s", tc.img, got, tc.want)
+		}
+	}
+}
+
+func TestMustComponentPanicsOnUnknown(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("MustComponent of an unknown name did not panic")
+		}
+	}()
+	Default().MustComponent("libressl")
+}
