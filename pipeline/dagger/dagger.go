@@ -219,7 +219,7 @@ func (e *Executor) stage(p *plan.Plan, builder *dagger.Container, s plan.Stage, 
 // cacheKey names an apt cache volume after the builder image and platform it belongs to.
 func cacheKey(p *plan.Plan, dir string) string {
 	sum := sha256.Sum256([]byte(p.BuilderImage + "\x00" + p.Platform.String() + "\x00" + dir))
-	return "nginx-forge-apt-" + hex.EncodeToString(sum[:8])
+	return "nginx-forge-" + hex.EncodeToString(sum[:8])
 }
 
 // verifySources checks every stage's tarball against the plan on the host, before anything
