@@ -1,0 +1,285 @@
+// Package image turns the install tree of a build into the runtime image and publishes it:
+// one deterministic layer on top of the distroless base, the runtime contract in the
+// config (user, entrypoint, ports, stop signal), provenance in OCI annotations and labels,
+// an SPDX SBOM attached as an OCI referrer, an OCI layout for --output, and a publish
+// sequence that pushes by digest, verifies exactly that digest, and only then moves tags.
+//
+// Everything that goes into the image is a function of the install tree's content, the
+// lock and the options: no clock, no uid, no umask, no directory order. The same inputs
+// give the same digest.
+package image
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+// DefaultSource is the org.opencontainers.image.source of images built from this repository.
+const DefaultSource = "https://github.com/nginx-forge/nginx-forge"
+
+// AnnotationPrefix prefixes the per-component annotations and labels
+// (dev.nginx-forge.openssl.version, dev.nginx-forge.openssl.sha256, ...).
+const AnnotationPrefix = "dev.nginx-forge."
+
+// Standard OCI annotation keys written by Assemble.
+const (
+	AnnotationVersion    = "org.opencontainers.image.version"
+	AnnotationSource     = "org.opencontainers.image.source"
+	AnnotationRevision   = "org.opencontainers.image.revision"
+	AnnotationBaseName   = "org.opencontainers.image.base.name"
+	AnnotationBaseDigest = "org.opencontainers.image.base.digest"
+	AnnotationCreated    = "org.opencontainers.image.created"
+	AnnotationTitle      = "org.opencontainers.image.title"
+	AnnotationLicenses   = "org.opencontainers.image.licenses"
+)
+
+// Libcrypt is the component name of the statically linked libcrypt (libxcrypt) in
+// annotations and in the SBOM.
+const Libcrypt = "libcrypt"
+
+// The runtime contract (see the context document): paths nginx writes at run time, which
+// a read-only root filesystem run mounts tmpfs on.
+var WritableDirs = []string{"var/cache/nginx", "run/nginx"}
+
+// Entrypoint runs nginx in the foreground. nginx.conf must not also say `daemon off;`.
+var Entrypoint = []string{"/usr/sbin/nginx", "-g", "daemon off;"}
+
+// ExposedPorts are http, https (TCP) and HTTP/3 (QUIC over UDP).
+var ExposedPorts = []string{"8080/tcp", "8443/tcp", "8443/udp"}
+
+type options struct {
+	epoch    *int64
+	source   string
+	revision string
+	baseRef  string
+	libcrypt string
+	version  string
+}
+
+// Option configures Assemble (and SBOM, which reads the same provenance).
+type Option func(*options)
+
+// WithSourceDateEpoch overrides the lock's SOURCE_DATE_EPOCH.
+func WithSourceDateEpoch(epoch int64) Option { return func(o *options) { o.epoch = &epoch } }
+
+// WithSource sets org.opencontainers.image.source (default DefaultSource).
+func WithSource(url string) Option { return func(o *options) { o.source = url } }
+
+// WithRevision sets org.opencontainers.image.revision (the git commit); empty leaves it out.
+func WithRevision(rev string) Option { return func(o *options) { o.revision = rev } }
+
+// WithBaseRef names the base image for org.opencontainers.image.base.{name,digest}. A
+// reference with "@sha256:..." gives both; without a digest, the digest of the base
+// v1.Image itself is used. The default is the lock's runtime image (its pinned digest if
+// any). Set it whenever base is not the lock's image (--runtime-image, the test stand-in),
+// or the annotations would name the wrong base.
+func WithBaseRef(ref string) Option { return func(o *options) { o.baseRef = ref } }
+
+// WithLibcrypt records the version of the builder's libcrypt-dev whose libcrypt.a is
+// linked into nginx (annotation dev.nginx-forge.libcrypt.version and an SBOM package).
+// Empty (the default) means nginx does not link libcrypt statically.
+func WithLibcrypt(version string) Option { return func(o *options) { o.libcrypt = version } }
+
+// WithVersion overrides org.opencontainers.image.version (default: the nginx version).
+func WithVersion(v string) Option { return func(o *options) { o.version = v } }
+
+func resolve(l *lock.Lock, opts []Option) options {
+	o := options{source: DefaultSource}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.epoch == nil {
+		e := l.SourceDateEpoch
+		o.epoch = &e
+	}
+	if o.version == "" {
+		if c, ok := l.Component(lock.Nginx); ok {
+			o.version = c.Version
+		}
+	}
+	if o.baseRef == "" {
+		o.baseRef = l.Images.Runtime.Pinned()
+	}
+	return o
+}
+
+// Assemble puts installTree (the nginx stage's output: usr/sbin/nginx, etc/nginx, ...)
+// on base as one layer and writes the runtime config and provenance. See the package
+// comment for what is deterministic.
+func Assemble(base v1.Image, installTree string, l *lock.Lock, opts ...Option) (v1.Image, error) {
+	if l == nil {
+		return nil, fmt.Errorf("assembling image: no lock given")
+	}
+	if err := l.Validate(); err != nil {
+		return nil, fmt.Errorf("assembling image: invalid lock: %w", err)
+	}
+	o := resolve(l, opts)
+	if err := checkTree(installTree); err != nil {
+		return nil, err
+	}
+	created := time.Unix(*o.epoch, 0).UTC()
+
+	baseName, baseDigest, err := baseIdentity(base, o.baseRef)
+	if err != nil {
+		return nil, err
+	}
+	owners := map[string]Owner{}
+	for _, d := range WritableDirs {
+		owners[d] = Nonroot
+	}
+	layer, err := TreeLayer(installTree, TreeOptions{ModTime: created, Owners: owners, NormalizeModes: true})
+	if err != nil {
+		return nil, fmt.Errorf("assembling image from %s: %w", installTree, err)
+	}
+
+	// The base's media types decide the manifest's. distroless is OCI; the annotations
+	// written below are only defined for OCI manifests, so a Docker-typed base is
+	// converted (its layers keep their own media types).
+	img := base
+	if mt, err := base.MediaType(); err != nil {
+		return nil, fmt.Errorf("reading base image media type: %w", err)
+	} else if mt != types.OCIManifestSchema1 {
+		img = mutate.MediaType(mutate.ConfigMediaType(img, types.OCIConfigJSON), types.OCIManifestSchema1)
+	}
+
+	img, err = mutate.Append(img, mutate.Addendum{
+		Layer:     layer,
+		MediaType: types.OCILayer,
+		History: v1.History{
+			Created:   v1.Time{Time: created},
+			CreatedBy: "nginx-forge: " + describeStack(l, o),
+			Comment:   "nginx install tree",
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("adding the install tree layer: %w", err)
+	}
+
+	anns := annotations(l, o, baseName, baseDigest, created)
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("reading base image config: %w", err)
+	}
+	cf = cf.DeepCopy()
+	cf.Created = v1.Time{Time: created}
+	// The base's history entries keep their own times: they describe the base.
+	c := &cf.Config
+	c.User = fmt.Sprintf("%d:%d", Nonroot.UID, Nonroot.GID)
+	c.Entrypoint = append([]string(nil), Entrypoint...)
+	c.Cmd = nil
+	c.WorkingDir = "/"
+	c.StopSignal = "SIGQUIT"
+	c.ExposedPorts = map[string]struct{}{}
+	for _, p := range ExposedPorts {
+		c.ExposedPorts[p] = struct{}{}
+	}
+	c.Labels = map[string]string{}
+	for k, v := range anns {
+		c.Labels[k] = v
+	}
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		return nil, fmt.Errorf("writing image config: %w", err)
+	}
+	return mutate.Annotations(img, anns).(v1.Image), nil
+}
+
+// checkTree refuses an install tree that breaks the runtime contract before anything is
+// assembled, naming what is missing.
+func checkTree(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("install tree %q: %w (pass the nginx stage's output directory)", dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("install tree %q is not a directory (pass the nginx stage's output directory)", dir)
+	}
+	bin := filepath.Join(dir, "usr/sbin/nginx")
+	if fi, err := os.Stat(bin); err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("install tree %q has no executable usr/sbin/nginx (is it the nginx stage's output?)", dir)
+	}
+	for _, d := range append([]string{"etc/nginx"}, WritableDirs...) {
+		if fi, err := os.Stat(filepath.Join(dir, d)); err != nil || !fi.IsDir() {
+			return fmt.Errorf("install tree %q lacks the directory %s, which the runtime contract requires (the nginx stage must create it)", dir, d)
+		}
+	}
+	return nil
+}
+
+// baseIdentity returns the base's name (without tag or digest when a digest is known)
+// and digest for the annotations.
+func baseIdentity(base v1.Image, ref string) (string, string, error) {
+	var digest string
+	nameStr := ref
+	if at := strings.LastIndex(ref, "@"); at >= 0 {
+		nameStr, digest = ref[:at], ref[at+1:]
+		if _, err := v1.NewHash(digest); err != nil {
+			return "", "", fmt.Errorf("base image reference %q: bad digest: %w", ref, err)
+		}
+	}
+	if nameStr != "" {
+		if _, err := name.ParseReference(nameStr); err != nil {
+			return "", "", fmt.Errorf("parsing base image reference %q: %w", ref, err)
+		}
+	}
+	if digest == "" {
+		d, err := base.Digest()
+		if err != nil {
+			return "", "", fmt.Errorf("computing base image digest: %w", err)
+		}
+		digest = d.String()
+	}
+	return nameStr, digest, nil
+}
+
+func annotations(l *lock.Lock, o options, baseName, baseDigest string, created time.Time) map[string]string {
+	a := map[string]string{
+		AnnotationVersion:    o.version,
+		AnnotationSource:     o.source,
+		AnnotationBaseName:   baseName,
+		AnnotationBaseDigest: baseDigest,
+		AnnotationCreated:    created.Format(time.RFC3339),
+		AnnotationTitle:      "nginx-forge",
+		AnnotationLicenses:   licenseExpression(o),
+	}
+	if o.revision != "" {
+		a[AnnotationRevision] = o.revision
+	}
+	for _, c := range l.Components {
+		a[AnnotationPrefix+c.Name+".version"] = c.Version
+		a[AnnotationPrefix+c.Name+".sha256"] = c.SHA256
+	}
+	if o.libcrypt != "" {
+		a[AnnotationPrefix+Libcrypt+".version"] = o.libcrypt
+	}
+	return a
+}
+
+// describeStack is the history line: "nginx 1.26.3 (openssl 3.5.7, pcre2 10.46, zlib 1.3.1)".
+func describeStack(l *lock.Lock, o options) string {
+	var parts []string
+	nginx := ""
+	for _, c := range l.Components {
+		if c.Name == lock.Nginx {
+			nginx = "nginx " + c.Version
+			continue
+		}
+		parts = append(parts, c.Name+" "+c.Version)
+	}
+	sort.Strings(parts)
+	if o.libcrypt != "" {
+		parts = append(parts, "static libcrypt "+o.libcrypt)
+	}
+	return nginx + " (" + strings.Join(parts, ", ") + ")"
+}

@@ -1,0 +1,359 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+// VerifyFunc checks the image at exactly ref (a digest reference) before any tag moves:
+// the smoke tests. A non-nil error stops the publish with every tag where it was.
+type VerifyFunc func(ctx context.Context, ref name.Digest) error
+
+type publishOptions struct {
+	verify      VerifyFunc
+	sbom        []byte
+	sbomCreated time.Time
+	keychain    authn.Keychain
+	remote      []remote.Option
+	logf        func(string, ...any)
+	backoff     *remote.Backoff
+	insecure    bool
+}
+
+// PublishOption configures Publish and PublishIndex.
+type PublishOption func(*publishOptions)
+
+// WithVerify runs f on the pushed digest before tags move (see VerifyFunc).
+func WithVerify(f VerifyFunc) PublishOption { return func(o *publishOptions) { o.verify = f } }
+
+// WithSBOM attaches doc (from SBOM) as a referrer of the image once it is verified and
+// before tags move; created stamps the artifact (SOURCE_DATE_EPOCH).
+func WithSBOM(doc []byte, created time.Time) PublishOption {
+	return func(o *publishOptions) { o.sbom, o.sbomCreated = doc, created }
+}
+
+// WithKeychain replaces the default keychain (Keychain()).
+func WithKeychain(k authn.Keychain) PublishOption { return func(o *publishOptions) { o.keychain = k } }
+
+// WithRemoteOptions adds go-containerregistry remote options (a transport, for example).
+func WithRemoteOptions(opts ...remote.Option) PublishOption {
+	return func(o *publishOptions) { o.remote = append(o.remote, opts...) }
+}
+
+// WithLogf receives one line per step. Lines name references and digests, never
+// credentials.
+func WithLogf(f func(format string, args ...any)) PublishOption {
+	return func(o *publishOptions) { o.logf = f }
+}
+
+// WithRetryBackoff sets how transient registry errors (5xx, 429, resets, EOF) are
+// retried; the default is go-containerregistry's (1s, x3, 3 tries).
+func WithRetryBackoff(b remote.Backoff) PublishOption {
+	return func(o *publishOptions) { o.backoff = &b }
+}
+
+// WithInsecure allows plain HTTP to a registry that is not on loopback (loopback and
+// *.local always use HTTP).
+func WithInsecure() PublishOption { return func(o *publishOptions) { o.insecure = true } }
+
+func (o *publishOptions) remoteOptions(ctx context.Context) []remote.Option {
+	opts := []remote.Option{
+		remote.WithContext(ctx),
+		remote.WithAuthFromKeychain(o.keychain),
+		remote.WithUserAgent("nginx-forge"),
+	}
+	if o.backoff != nil {
+		opts = append(opts, remote.WithRetryBackoff(*o.backoff))
+	}
+	return append(opts, o.remote...)
+}
+
+func newPublishOptions(opts []PublishOption) *publishOptions {
+	o := &publishOptions{logf: func(string, ...any) {}}
+	for _, opt := range opts {
+		opt(o)
+	}
+	if o.keychain == nil {
+		o.keychain = Keychain()
+	}
+	return o
+}
+
+// Keychain is the default credential source: the standard Docker config
+// (~/.docker/config.json, $DOCKER_CONFIG, credential helpers), then GITHUB_TOKEN for
+// ghcr.io.
+func Keychain() authn.Keychain {
+	return authn.NewMultiKeychain(authn.DefaultKeychain, GitHubKeychain(os.Getenv))
+}
+
+// GitHubKeychain answers for ghcr.io with GITHUB_TOKEN (user GITHUB_ACTOR, which ghcr.io
+// does not check) and is anonymous for every other registry or when the token is unset.
+func GitHubKeychain(getenv func(string) string) authn.Keychain {
+	return githubKeychain{getenv}
+}
+
+type githubKeychain struct{ getenv func(string) string }
+
+func (k githubKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
+	if r.RegistryStr() != "ghcr.io" {
+		return authn.Anonymous, nil
+	}
+	tok := k.getenv("GITHUB_TOKEN")
+	if tok == "" {
+		return authn.Anonymous, nil
+	}
+	user := k.getenv("GITHUB_ACTOR")
+	if user == "" {
+		user = "nginx-forge"
+	}
+	return authn.FromConfig(authn.AuthConfig{Username: user, Password: tok}), nil
+}
+
+// Published is what a successful publish did.
+type Published struct {
+	// Digest is the pushed image (or index) by digest.
+	Digest name.Digest
+	// AlreadyPresent is true when the registry had the manifest and nothing was uploaded.
+	AlreadyPresent bool
+	// SBOM is the referrer artifact's digest, when one was attached.
+	SBOM *name.Digest
+	// Tags are the tags now pointing at Digest.
+	Tags []name.Tag
+}
+
+// Publish steps, named in errors.
+const (
+	StepPrepare = "prepare"
+	StepPush    = "push"
+	StepVerify  = "verify"
+	StepSBOM    = "sbom"
+	StepTag     = "tag"
+)
+
+// PublishError says which step failed and what the registry holds afterwards.
+type PublishError struct {
+	Step   string
+	Digest name.Digest
+	// Pushed: the manifest is in the registry (by digest, untagged unless Moved says so).
+	Pushed bool
+	// Verified: the verify function passed.
+	Verified bool
+	// Moved are tags that point at Digest after the failure (a failed restore).
+	Moved []string
+	// Unchanged are tags left where they were (including restored ones).
+	Unchanged []string
+	Err       error
+}
+
+func (e *PublishError) Unwrap() error { return e.Err }
+
+func (e *PublishError) Error() string {
+	return fmt.Sprintf("publish failed at step %q: %v; registry state: %s", e.Step, e.Err, e.State())
+}
+
+// State describes what is left in the registry.
+func (e *PublishError) State() string {
+	var s string
+	switch {
+	case !e.Pushed && e.Step == StepPrepare:
+		s = "nothing pushed"
+	case !e.Pushed:
+		s = fmt.Sprintf("%s not pushed (blobs uploaded so far are unreferenced and will be garbage-collected)", e.Digest)
+	case !e.Verified && e.Step == StepVerify:
+		s = fmt.Sprintf("pushed %s untagged, verification failed", e.Digest)
+	case e.Verified:
+		s = fmt.Sprintf("pushed and verified %s", e.Digest)
+	default:
+		s = fmt.Sprintf("pushed %s", e.Digest)
+	}
+	if len(e.Moved) == 0 {
+		s += "; no tag moved"
+	} else {
+		s += "; tags moved to it: " + strings.Join(e.Moved, ", ")
+	}
+	if len(e.Unchanged) > 0 && len(e.Moved) > 0 {
+		s += "; tags unchanged: " + strings.Join(e.Unchanged, ", ")
+	}
+	return s
+}
+
+// target is what gets published: an image or an index.
+type target interface {
+	Digest() (v1.Hash, error)
+	RawManifest() ([]byte, error)
+}
+
+// Publish pushes img to repo by digest (skipping it if the registry already has that
+// manifest), runs the verify function on exactly that digest, attaches the SBOM, and only
+// then points each tag at the digest. Any failure stops the sequence and leaves every tag
+// where it was: a failure while moving tags puts the tags already moved back where they
+// were (or, if they did not exist, says so). The error is a *PublishError.
+func Publish(ctx context.Context, img v1.Image, repo string, tags []string, opts ...PublishOption) (*Published, error) {
+	o := newPublishOptions(opts)
+	return publish(ctx, img, repo, tags, o, func(ref name.Digest, ropts []remote.Option) error {
+		return remote.Write(ref, img, ropts...)
+	})
+}
+
+func publish(ctx context.Context, t target, repoStr string, tagNames []string, o *publishOptions, push func(name.Digest, []remote.Option) error) (*Published, error) {
+	ropts := o.remoteOptions(ctx)
+	h, err := t.Digest()
+	if err != nil {
+		return nil, &PublishError{Step: StepPrepare, Err: fmt.Errorf("computing digest: %w", err)}
+	}
+	var nopts []name.Option
+	if o.insecure {
+		nopts = append(nopts, name.Insecure)
+	}
+	repo, err := name.NewRepository(repoStr, nopts...)
+	if err != nil {
+		return nil, &PublishError{Step: StepPrepare, Err: fmt.Errorf("parsing repository %q: %w", repoStr, err)}
+	}
+	ref := repo.Digest(h.String())
+	perr := &PublishError{Step: StepPrepare, Digest: ref}
+	fail := func(step string, err error) (*Published, error) {
+		perr.Step, perr.Err = step, err
+		return nil, perr
+	}
+	tags := make([]name.Tag, 0, len(tagNames))
+	seen := map[string]bool{}
+	for _, tn := range tagNames {
+		if seen[tn] {
+			continue
+		}
+		seen[tn] = true
+		tag, err := name.NewTag(repo.String()+":"+tn, nopts...)
+		if err != nil {
+			return fail(StepPrepare, fmt.Errorf("tag %q: %w", tn, err))
+		}
+		tags = append(tags, tag)
+		perr.Unchanged = append(perr.Unchanged, tn)
+	}
+	res := &Published{Digest: ref}
+
+	// Step 1: push by digest, unless the registry already has it.
+	if d, err := remote.Head(ref, ropts...); err == nil && d.Digest == h {
+		res.AlreadyPresent = true
+		o.logf("%s already present, not pushed again", ref)
+	} else if err != nil && !isNotFound(err) {
+		return fail(StepPush, fmt.Errorf("checking whether %s exists: %w", ref, err))
+	} else {
+		o.logf("pushing %s", ref)
+		if err := push(ref, ropts); err != nil {
+			return fail(StepPush, fmt.Errorf("pushing %s: %w", ref, err))
+		}
+	}
+	perr.Pushed = true
+
+	// Step 2: verify exactly that digest.
+	if o.verify != nil {
+		o.logf("verifying %s", ref)
+		if err := o.verify(ctx, ref); err != nil {
+			return fail(StepVerify, err)
+		}
+	} else {
+		o.logf("no verification configured for %s", ref)
+	}
+	perr.Verified = true
+
+	// Step 3: the SBOM, as a referrer of the verified image.
+	if o.sbom != nil {
+		img, ok := t.(v1.Image)
+		if !ok {
+			return fail(StepSBOM, errors.New("an SBOM can only be attached to an image"))
+		}
+		art, err := SBOMArtifact(img, o.sbom, o.sbomCreated)
+		if err != nil {
+			return fail(StepSBOM, err)
+		}
+		ad, err := art.Digest()
+		if err != nil {
+			return fail(StepSBOM, err)
+		}
+		aref := repo.Digest(ad.String())
+		o.logf("attaching SBOM %s", aref)
+		if err := remote.Write(aref, art, ropts...); err != nil {
+			return fail(StepSBOM, fmt.Errorf("pushing SBOM %s: %w", aref, err))
+		}
+		res.SBOM = &aref
+	}
+
+	// Step 4: move the tags, remembering where they were so a failure can put them back.
+	prev := map[string]*remote.Descriptor{}
+	for _, tag := range tags {
+		d, err := remote.Get(tag, ropts...)
+		switch {
+		case err == nil:
+			prev[tag.TagStr()] = d
+		case isNotFound(err):
+		default:
+			return fail(StepTag, fmt.Errorf("reading tag %s before moving it: %w", tag, err))
+		}
+	}
+	for i, tag := range tags {
+		o.logf("tagging %s -> %s", tag, h)
+		if err := remote.Tag(tag, t, ropts...); err != nil {
+			perr.Err = fmt.Errorf("moving tag %s to %s: %w", tag, h, err)
+			perr.Step = StepTag
+			perr.Unchanged = nil
+			for _, later := range tags[i:] {
+				perr.Unchanged = append(perr.Unchanged, later.TagStr())
+			}
+			// Put back the tags moved before this one.
+			for _, done := range tags[:i] {
+				p := prev[done.TagStr()]
+				if p == nil {
+					perr.Moved = append(perr.Moved, done.TagStr()+" (new; the registry API cannot remove a tag alone)")
+					continue
+				}
+				if p.Digest == h {
+					perr.Unchanged = append(perr.Unchanged, done.TagStr())
+					continue
+				}
+				if rerr := remote.Tag(done, p, ropts...); rerr != nil {
+					perr.Moved = append(perr.Moved, fmt.Sprintf("%s (was %s; restoring failed: %v)", done.TagStr(), p.Digest, rerr))
+				} else {
+					perr.Unchanged = append(perr.Unchanged, done.TagStr()+" (restored)")
+				}
+			}
+			return nil, perr
+		}
+		res.Tags = append(res.Tags, tag)
+	}
+	return res, nil
+}
+
+func isNotFound(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && te.StatusCode == http.StatusNotFound
+}
+
+// DefaultTags are the tags of an image built from l: the nginx version, the full stack
+// version ("1.26.2-openssl3.3.1-pcre2-10.44-zlib1.3.1"), and "latest" when asked.
+func DefaultTags(l *lock.Lock, latest bool) []string {
+	v := func(n string) string {
+		c, _ := l.Component(n)
+		return c.Version
+	}
+	tags := []string{
+		v(lock.Nginx),
+		fmt.Sprintf("%s-openssl%s-pcre2-%s-zlib%s", v(lock.Nginx), v(lock.OpenSSL), v(lock.PCRE2), v(lock.Zlib)),
+	}
+	if latest {
+		tags = append(tags, "latest")
+	}
+	return tags
+}

@@ -1,0 +1,384 @@
+package image
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+// SBOM storage, the choice: the SBOM is an OCI referrer artifact, an image manifest with
+// artifactType application/spdx+json, one layer (the SPDX JSON document), the empty config
+// descriptor, and subject = the image's manifest. Reasons: the image's own digest stays
+// independent of the SBOM (so the SBOM can name the image's digest, and signing/attesting
+// tools that expect referrers find it: `oras discover`, `crane` with the referrers API,
+// cosign's tree); and it is the OCI 1.1 way, which registries without the referrers API
+// (distribution 2.8, Debian's docker-registry) still serve through the tag-schema fallback
+// ("sha256-<hex of the image digest>" naming an index of referrers; go-containerregistry
+// maintains it). An annotation-linked blob was rejected: a blob no manifest references is
+// garbage-collected by registries, and an annotation pointing at it would have to be in the
+// image manifest, tying the image digest to the SBOM.
+//
+// In an OCI layout (--output) the artifact is stored as a second manifest in index.json,
+// and the document is also written beside the layout as DIR.spdx.json for people.
+const (
+	SBOMArtifactType = "application/spdx+json"
+	// SBOMMediaType is the layer media type of the SPDX JSON document.
+	SBOMMediaType types.MediaType = "application/spdx+json"
+	// emptyConfigMediaType and emptyConfig are OCI 1.1's empty descriptor for artifacts.
+	emptyConfigMediaType types.MediaType = "application/vnd.oci.empty.v1+json"
+)
+
+var emptyConfig = []byte("{}")
+
+// licenses of the components, as SPDX expressions. libcrypt is libxcrypt (as packaged
+// by Debian and Ubuntu: LGPL-2.1-or-later with some BSD and public domain parts).
+var licenses = map[string]string{
+	lock.Nginx:   "BSD-2-Clause",
+	lock.OpenSSL: "Apache-2.0",
+	lock.PCRE2:   "BSD-3-Clause WITH PCRE2-exception",
+	lock.Zlib:    "Zlib",
+	Libcrypt:     "LGPL-2.1-or-later",
+}
+
+func licenseExpression(o options) string {
+	names := []string{lock.Nginx, lock.OpenSSL, lock.PCRE2, lock.Zlib}
+	if o.libcrypt != "" {
+		names = append(names, Libcrypt)
+	}
+	var parts []string
+	for _, n := range names {
+		l := licenses[n]
+		if strings.Contains(l, " ") {
+			l = "(" + l + ")"
+		}
+		parts = append(parts, l)
+	}
+	return strings.Join(parts, " AND ")
+}
+
+// SPDX 2.3 JSON document (the subset this program writes).
+type spdxDocument struct {
+	SPDXVersion       string             `json:"spdxVersion"`
+	DataLicense       string             `json:"dataLicense"`
+	SPDXID            string             `json:"SPDXID"`
+	Name              string             `json:"name"`
+	DocumentNamespace string             `json:"documentNamespace"`
+	CreationInfo      spdxCreationInfo   `json:"creationInfo"`
+	Packages          []spdxPackage      `json:"packages"`
+	Relationships     []spdxRelationship `json:"relationships"`
+}
+
+type spdxCreationInfo struct {
+	Created  string   `json:"created"`
+	Creators []string `json:"creators"`
+	Comment  string   `json:"comment,omitempty"`
+}
+
+type spdxPackage struct {
+	SPDXID                string            `json:"SPDXID"`
+	Name                  string            `json:"name"`
+	VersionInfo           string            `json:"versionInfo,omitempty"`
+	Supplier              string            `json:"supplier,omitempty"`
+	DownloadLocation      string            `json:"downloadLocation"`
+	FilesAnalyzed         bool              `json:"filesAnalyzed"`
+	Checksums             []spdxChecksum    `json:"checksums,omitempty"`
+	LicenseConcluded      string            `json:"licenseConcluded"`
+	LicenseDeclared       string            `json:"licenseDeclared"`
+	CopyrightText         string            `json:"copyrightText"`
+	PrimaryPackagePurpose string            `json:"primaryPackagePurpose,omitempty"`
+	Comment               string            `json:"comment,omitempty"`
+	ExternalRefs          []spdxExternalRef `json:"externalRefs,omitempty"`
+}
+
+type spdxChecksum struct {
+	Algorithm     string `json:"algorithm"`
+	ChecksumValue string `json:"checksumValue"`
+}
+
+type spdxExternalRef struct {
+	ReferenceCategory string `json:"referenceCategory"`
+	ReferenceType     string `json:"referenceType"`
+	ReferenceLocator  string `json:"referenceLocator"`
+}
+
+type spdxRelationship struct {
+	SPDXElementID      string `json:"spdxElementId"`
+	RelationshipType   string `json:"relationshipType"`
+	RelatedSPDXElement string `json:"relatedSpdxElement"`
+}
+
+// SBOM returns the SPDX 2.3 JSON document describing img, an image made by Assemble from
+// l: the image (by digest), nginx, OpenSSL, PCRE2 and zlib (version, download location,
+// SHA-256 of the source tarball, licence), the static libcrypt when the image says it has
+// one, and the base image (name and digest from the image's annotations). It is a pure
+// function of its inputs: created is SOURCE_DATE_EPOCH, and the namespace is derived from
+// the image digest.
+func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
+	o := resolve(l, opts)
+	digest, err := img.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("computing image digest for the SBOM: %w", err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, fmt.Errorf("reading image manifest for the SBOM: %w", err)
+	}
+	anns := m.Annotations
+	if anns[AnnotationBaseDigest] == "" {
+		return nil, fmt.Errorf("image %s has no %s annotation: SBOM only describes images made by Assemble", digest, AnnotationBaseDigest)
+	}
+	// What the image says about itself wins over options: the SBOM describes this image.
+	libcryptVersion := anns[AnnotationPrefix+Libcrypt+".version"]
+	o.libcrypt = libcryptVersion
+	if v := anns[AnnotationVersion]; v != "" {
+		o.version = v
+	}
+	if s := anns[AnnotationSource]; s != "" {
+		o.source = s
+	}
+	created := time.Unix(*o.epoch, 0).UTC()
+
+	imageID := "SPDXRef-Image"
+	doc := spdxDocument{
+		SPDXVersion:       "SPDX-2.3",
+		DataLicense:       "CC0-1.0",
+		SPDXID:            "SPDXRef-DOCUMENT",
+		Name:              "nginx-forge-" + o.version,
+		DocumentNamespace: o.source + "/spdx/" + digest.Hex,
+		CreationInfo: spdxCreationInfo{
+			Created:  created.Format(time.RFC3339),
+			Creators: []string{"Tool: nginx-forge", "Organization: nginx-forge"},
+			Comment:  "created is the build's SOURCE_DATE_EPOCH, so the same inputs give the same document",
+		},
+	}
+	doc.Packages = append(doc.Packages, spdxPackage{
+		SPDXID:                imageID,
+		Name:                  "nginx-forge",
+		VersionInfo:           o.version,
+		DownloadLocation:      "NOASSERTION",
+		Checksums:             []spdxChecksum{{"SHA256", digest.Hex}},
+		LicenseConcluded:      "NOASSERTION",
+		LicenseDeclared:       licenseExpression(o),
+		CopyrightText:         "NOASSERTION",
+		PrimaryPackagePurpose: "CONTAINER",
+		Comment:               "the image manifest; checksum is its digest",
+		ExternalRefs:          []spdxExternalRef{purl(ociPurl("nginx-forge", digest.String(), ""))},
+	})
+	rels := []spdxRelationship{{"SPDXRef-DOCUMENT", "DESCRIBES", imageID}}
+
+	for _, c := range l.Components {
+		id := "SPDXRef-Package-" + c.Name
+		doc.Packages = append(doc.Packages, spdxPackage{
+			SPDXID:                id,
+			Name:                  c.Name,
+			VersionInfo:           c.Version,
+			DownloadLocation:      c.URL,
+			Checksums:             []spdxChecksum{{"SHA256", c.SHA256}},
+			LicenseConcluded:      licenseOr(c.Name),
+			LicenseDeclared:       licenseOr(c.Name),
+			CopyrightText:         "NOASSERTION",
+			PrimaryPackagePurpose: purpose(c.Name),
+			Comment:               "checksum is the SHA-256 of the source tarball at downloadLocation, verified before the build",
+			ExternalRefs: []spdxExternalRef{purl("pkg:generic/" + c.Name + "@" + url.PathEscape(c.Version) +
+				"?download_url=" + url.QueryEscape(c.URL) + "&checksum=sha256:" + c.SHA256)},
+		})
+		if c.Name == lock.Nginx {
+			rels = append(rels, spdxRelationship{imageID, "CONTAINS", id})
+		} else {
+			rels = append(rels, spdxRelationship{"SPDXRef-Package-nginx", "STATIC_LINK", id})
+		}
+	}
+	if libcryptVersion != "" {
+		id := "SPDXRef-Package-" + Libcrypt
+		doc.Packages = append(doc.Packages, spdxPackage{
+			SPDXID:                id,
+			Name:                  Libcrypt,
+			VersionInfo:           libcryptVersion,
+			DownloadLocation:      "NOASSERTION",
+			LicenseConcluded:      licenses[Libcrypt],
+			LicenseDeclared:       licenses[Libcrypt],
+			CopyrightText:         "NOASSERTION",
+			PrimaryPackagePurpose: "LIBRARY",
+			Comment:               "libxcrypt's libcrypt.a from the builder image's libcrypt-dev package (" + l.Images.Builder.Pinned() + "), linked statically into nginx",
+		})
+		rels = append(rels, spdxRelationship{"SPDXRef-Package-nginx", "STATIC_LINK", id})
+	}
+	baseName := anns[AnnotationBaseName]
+	baseDigest := anns[AnnotationBaseDigest]
+	bd, err := v1.NewHash(baseDigest)
+	if err != nil {
+		return nil, fmt.Errorf("image annotation %s=%q: %w", AnnotationBaseDigest, baseDigest, err)
+	}
+	doc.Packages = append(doc.Packages, spdxPackage{
+		SPDXID:                "SPDXRef-Base",
+		Name:                  baseName,
+		VersionInfo:           baseDigest,
+		DownloadLocation:      "NOASSERTION",
+		Checksums:             []spdxChecksum{{"SHA256", bd.Hex}},
+		LicenseConcluded:      "NOASSERTION",
+		LicenseDeclared:       "NOASSERTION",
+		CopyrightText:         "NOASSERTION",
+		PrimaryPackagePurpose: "CONTAINER",
+		Comment:               "the base image; its own packages are described by its publisher",
+		ExternalRefs:          []spdxExternalRef{purl(ociPurl(repoBase(baseName), baseDigest, repoPath(baseName)))},
+	})
+	rels = append(rels, spdxRelationship{imageID, "DESCENDANT_OF", "SPDXRef-Base"})
+	doc.Relationships = rels
+
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func licenseOr(n string) string {
+	if l, ok := licenses[n]; ok {
+		return l
+	}
+	return "NOASSERTION"
+}
+
+func purpose(n string) string {
+	if n == lock.Nginx {
+		return "APPLICATION"
+	}
+	return "LIBRARY"
+}
+
+func purl(locator string) spdxExternalRef {
+	return spdxExternalRef{ReferenceCategory: "PACKAGE-MANAGER", ReferenceType: "purl", ReferenceLocator: locator}
+}
+
+// ociPurl is the package URL of an OCI image: pkg:oci/NAME@DIGEST?repository_url=REPO.
+func ociPurl(nameStr, digest, repo string) string {
+	p := "pkg:oci/" + nameStr + "@" + url.PathEscape(digest)
+	if repo != "" {
+		p += "?repository_url=" + url.QueryEscape(repo)
+	}
+	return p
+}
+
+// repoPath strips the tag from "gcr.io/distroless/base-nossl-debian13:nonroot".
+func repoPath(ref string) string {
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		return ref[:i]
+	}
+	return ref
+}
+
+// repoBase is the last path element of the repository.
+func repoBase(ref string) string {
+	r := repoPath(ref)
+	return r[strings.LastIndex(r, "/")+1:]
+}
+
+// SBOMArtifact returns the referrer manifest carrying sbom for subject (see the SBOM
+// storage note above). It is a v1.Image so that remote.Write and layout.AppendImage
+// handle it like any image; go-containerregistry updates the referrers fallback tag when
+// the registry lacks the referrers API.
+func SBOMArtifact(subject v1.Image, sbom []byte, created time.Time) (v1.Image, error) {
+	d, err := subject.Digest()
+	if err != nil {
+		return nil, err
+	}
+	size, err := subject.Size()
+	if err != nil {
+		return nil, err
+	}
+	mt, err := subject.MediaType()
+	if err != nil {
+		return nil, err
+	}
+	layer := static.NewLayer(sbom, SBOMMediaType)
+	ld, _ := layer.Digest()
+	cd, cs, _ := v1.SHA256(bytes.NewReader(emptyConfig))
+	m := v1.Manifest{
+		SchemaVersion: 2,
+		MediaType:     types.OCIManifestSchema1,
+		ArtifactType:  SBOMArtifactType,
+		Config: v1.Descriptor{
+			MediaType: emptyConfigMediaType,
+			Digest:    cd,
+			Size:      cs,
+			Data:      emptyConfig,
+		},
+		Layers: []v1.Descriptor{{
+			MediaType:   SBOMMediaType,
+			Digest:      ld,
+			Size:        int64(len(sbom)),
+			Annotations: map[string]string{"org.opencontainers.image.title": "sbom.spdx.json"},
+		}},
+		Subject: &v1.Descriptor{MediaType: mt, Digest: d, Size: size},
+		Annotations: map[string]string{
+			AnnotationCreated: created.UTC().Format(time.RFC3339),
+		},
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return partial.CompressedToImage(&artifact{raw: raw, layer: layer, configDigest: cd})
+}
+
+// artifact is a manifest whose config is OCI's empty descriptor: partial fills in the
+// rest of v1.Image from these four methods.
+type artifact struct {
+	raw          []byte
+	layer        v1.Layer
+	configDigest v1.Hash
+}
+
+func (a *artifact) RawConfigFile() ([]byte, error)      { return emptyConfig, nil }
+func (a *artifact) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }
+func (a *artifact) RawManifest() ([]byte, error)        { return a.raw, nil }
+func (a *artifact) ConfigLayer() (v1.Layer, error) {
+	return static.NewLayer(emptyConfig, emptyConfigMediaType), nil
+}
+func (a *artifact) LayerByDigest(h v1.Hash) (partial.CompressedLayer, error) {
+	if d, _ := a.layer.Digest(); d == h {
+		return a.layer, nil
+	}
+	if h == a.configDigest {
+		return static.NewLayer(emptyConfig, emptyConfigMediaType), nil
+	}
+	return nil, fmt.Errorf("SBOM artifact has no blob %s", h)
+}
+
+// ReadSBOM returns the SPDX document inside an artifact made by SBOMArtifact.
+func ReadSBOM(art v1.Image) ([]byte, error) {
+	m, err := art.Manifest()
+	if err != nil {
+		return nil, err
+	}
+	if m.ArtifactType != SBOMArtifactType || len(m.Layers) != 1 {
+		return nil, fmt.Errorf("manifest is not an SPDX SBOM artifact (artifactType %q, %d layers)", m.ArtifactType, len(m.Layers))
+	}
+	l, err := art.LayerByDigest(m.Layers[0].Digest)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(rc); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
