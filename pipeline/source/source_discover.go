@@ -64,14 +64,14 @@ func (f *Fetcher) fetchNew(ctx context.Context, c lock.Component) (Verified, err
 	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
 		return Verified{}, fmt.Errorf("creating cache directory: %w", err)
 	}
-	tmp, err := os.CreateTemp(tmpDir, ".new-*")
+	// The download keeps its own name inside a private temporary directory, so messages
+	// about it (a signature that does not verify) name the real file.
+	tmpSub, err := os.MkdirTemp(tmpDir, ".new-*")
 	if err != nil {
-		return Verified{}, fmt.Errorf("creating temporary file: %w", err)
+		return Verified{}, fmt.Errorf("creating temporary directory: %w", err)
 	}
-	tmpName := tmp.Name()
-	tmp.Close()
-	// Removed on every path; after a successful rename this fails harmlessly.
-	defer os.Remove(tmpName)
+	defer os.RemoveAll(tmpSub)
+	tmpName := filepath.Join(tmpSub, name)
 
 	src := f.fileURL(c.URL)
 	var sum string

@@ -1,0 +1,145 @@
+package upstreamtest
+
+import (
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+// NewOpenSSL is the release a Scenario offers beyond the test lock's OpenSSL 3.5.7.
+const NewOpenSSL = "3.5.8"
+
+// Scenario is a complete loopback upstream for check-updates: the test lock
+// (pipeline/lock/testdata/trixie.lock.json) copied to a temporary file with OpenSSL's signer
+// pinned to a test key; a GitHub API that lists the locked versions of nginx, PCRE2 and zlib
+// and a newer OpenSSL (next to pre-releases and odd tags that must be ignored); a mirror with
+// the new OpenSSL tarball, its signature by the pinned key and the key itself; and a registry
+// holding the builder and runtime base images under the lock's tags.
+type Scenario struct {
+	Upstream *Server
+	// Registry is the host:port of the loopback registry.
+	Registry string
+	// LockFile is the lock copy to check and rewrite.
+	LockFile string
+	// Pinned is the key the lock pins for OpenSSL; Tarball is the new OpenSSL tarball it signed.
+	Pinned  *Key
+	Tarball []byte
+	// BuilderDigest and RuntimeDigest are what the base image tags point at.
+	BuilderDigest, RuntimeDigest string
+}
+
+// TarballName and SignatureName are the mirror names of the offered release.
+const (
+	TarballName   = "openssl-" + NewOpenSSL + ".tar.gz"
+	SignatureName = TarballName + ".asc"
+)
+
+// NewScenario builds the scenario for the test's lifetime.
+func NewScenario(t testing.TB) *Scenario {
+	t.Helper()
+	s := &Scenario{Upstream: New(t), Pinned: NewKey(t, "OpenSSL Test Signer")}
+
+	l, err := lock.Load(testenv.TestLockPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ossl := l.MustComponent(lock.OpenSSL)
+	ossl.Signature.Fingerprints = []string{s.Pinned.Fingerprint}
+	l.SetComponent(ossl)
+	s.LockFile = filepath.Join(t.TempDir(), "stack.lock.json")
+	if err := l.Write(s.LockFile); err != nil {
+		t.Fatal(err)
+	}
+
+	u := s.Upstream
+	u.SetGitHub("nginx/nginx", "releases", ReleasesJSON("nginx/nginx", "release-1.29.3", "release-1.28.1"))
+	u.SetGitHub("nginx/nginx", "tags",
+		TagsJSON("nginx/nginx", "release-1.29.3", "release-1.28.1", "release-1.28.0"),
+		TagsJSON("nginx/nginx", "release-1.26.3", "release-1.26.2", "before-1.0-branch"))
+	u.SetGitHub("openssl/openssl", "releases", ReleasesJSON("openssl/openssl",
+		"openssl-3.6.1", "openssl-3.6.0", "openssl-3.5.9!draft", "openssl-"+NewOpenSSL, "openssl-3.5.7", "openssl-3.5.8-rc1!pre"))
+	u.SetGitHub("openssl/openssl", "tags", TagsJSON("openssl/openssl",
+		"openssl-3.6.1", "openssl-3.6.0", "openssl-3.6.0-beta1", "openssl-"+NewOpenSSL, "openssl-3.5.7", "OpenSSL_1_1_1w"))
+	u.SetGitHub("PCRE2Project/pcre2", "releases", ReleasesJSON("PCRE2Project/pcre2", "pcre2-10.47-RC1!pre", "pcre2-10.46"))
+	u.SetGitHub("PCRE2Project/pcre2", "tags", TagsJSON("PCRE2Project/pcre2", "pcre2-10.47-RC1", "pcre2-10.46", "pcre2-10.45"))
+	u.SetGitHub("madler/zlib", "releases", ReleasesJSON("madler/zlib", "v1.3.1", "v1.3"))
+	u.SetGitHub("madler/zlib", "tags", TagsJSON("madler/zlib", "v1.3.1.2-audit", "v1.3.1", "v1.3"))
+
+	s.Tarball = Tarball(t, "openssl-"+NewOpenSSL, map[string]string{
+		"VERSION.dat": "MAJOR=3\nMINOR=5\nPATCH=8\n",
+		"README.md":   "OpenSSL " + NewOpenSSL + " (a test stand-in)\n",
+	})
+	u.SetFile(TarballName, s.Tarball)
+	u.SetFile(SignatureName, s.Pinned.Sign(t, s.Tarball))
+	u.SetFile(s.Pinned.Fingerprint+".asc", s.Pinned.Armored)
+
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(reg.Close)
+	s.Registry = strings.TrimPrefix(reg.URL, "http://")
+	s.BuilderDigest = s.PushBase(t, l.Images.Builder.Ref)
+	s.RuntimeDigest = s.PushBase(t, l.Images.Runtime.Ref)
+	return s
+}
+
+// PushBase pushes a fresh random image to the loopback registry under ref's repository and
+// tag (as a base image update would) and returns its digest.
+func (s *Scenario) PushBase(t testing.TB, ref string) string {
+	t.Helper()
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := name.NewTag(s.Registry+"/"+tag.RepositoryStr()+":"+tag.TagStr(), name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := random.Image(512, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(local, img); err != nil {
+		t.Fatalf("pushing %s: %v", local, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.String()
+}
+
+// Tamper serves a tarball that differs from the signed one by one byte.
+func (s *Scenario) Tamper() {
+	b := append([]byte(nil), s.Tarball...)
+	b[len(b)/2] ^= 0x01
+	s.Upstream.SetFile(TarballName, b)
+}
+
+// SignWith replaces the signature by one from k (and serves k's public key, so the failure
+// is about the pin, not a missing key).
+func (s *Scenario) SignWith(t testing.TB, k *Key) {
+	t.Helper()
+	s.Upstream.SetFile(SignatureName, k.Sign(t, s.Tarball))
+	s.Upstream.SetFile(k.Fingerprint+".asc", k.Armored)
+}
+
+// LockBytes returns the lock file's current content.
+func (s *Scenario) LockBytes(t testing.TB) []byte {
+	t.Helper()
+	b, err := os.ReadFile(s.LockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
