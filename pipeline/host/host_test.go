@@ -1,0 +1,336 @@
+package host_test
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/host"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+)
+
+// These tests run real bash scripts through the executor with small plans of their own; the
+// tests in stack_test.go build the real stack.
+
+// tarball writes a .tar.gz holding dir/hello.txt and returns its path and sha256.
+func tarball(t *testing.T, content string) (string, string) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "hello-1.0.tar.gz")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz := gzip.NewWriter(f)
+	tw := tar.NewWriter(gz)
+	tw.WriteHeader(&tar.Header{Name: "hello-1.0/", Typeflag: tar.TypeDir, Mode: 0o755})
+	tw.WriteHeader(&tar.Header{Name: "hello-1.0/hello.txt", Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(content))})
+	tw.Write([]byte(content))
+	tw.Close()
+	gz.Close()
+	f.Close()
+	b, _ := os.ReadFile(p)
+	sum := sha256.Sum256(b)
+	return p, hex.EncodeToString(sum[:])
+}
+
+// smallPlan has two stages: "lib" copies the tarball's file into OUT and records the contract
+// variables; "app" reads lib's OUT through DEP_LIB and a shipped file from WORK.
+func smallPlan(sha string) *plan.Plan {
+	src := plan.Source{Component: "hello", Version: "1.0", FileName: "hello-1.0.tar.gz", SHA256: sha}
+	return &plan.Plan{
+		Platform:        plan.Platform{OS: "linux", Arch: hostArch()},
+		CPU:             "x86-64",
+		SourceDateEpoch: 1700000000,
+		HostTools:       []plan.Tool{{Command: "tar", Package: "tar"}, {Command: "bash", Package: "bash"}},
+		Final:           "app",
+		Stages: []plan.Stage{
+			{
+				Name:   "lib",
+				Source: src,
+				Env:    []plan.EnvVar{{Name: "GREETING", Value: "hi"}},
+				Script: `mkdir src && tar -xzf "$SRC" -C src --strip-components=1
+cp src/hello.txt "$OUT/hello.txt"
+{
+  echo "pwd_is_work=$([ "$(pwd)" = "$WORK" ] && echo yes)"
+  echo "greeting=$GREETING"
+  echo "jobs=$JOBS"
+  echo "epoch=$SOURCE_DATE_EPOCH"
+  echo "tz=$TZ lang=$LANG"
+  echo "leak=${NGINX_FORGE_HOST_TEST_LEAK:-unset}"
+  echo "home_is_work=$([ "$HOME" = "$WORK" ] && echo yes)"
+} > "$OUT/env.txt"
+echo "lib built"
+`,
+			},
+			{
+				Name:   "app",
+				Source: src,
+				Deps:   []string{"lib"},
+				Files:  []plan.File{{Path: "files/app.conf", Mode: 0o644, Data: []byte("conf v1\n")}},
+				Script: `cat "$DEP_LIB/hello.txt" "$WORK/files/app.conf" > "$OUT/app.txt"
+echo "app built"
+`,
+			},
+		},
+	}
+}
+
+func sources(path string) map[string]string { return map[string]string{"hello": path} }
+
+type logs struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logs) logf(format string, a ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, strings.TrimSpace(sprintf(format, a...)))
+}
+
+func (l *logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+func TestRunContractAndCache(t *testing.T) {
+	t.Setenv("NGINX_FORGE_HOST_TEST_LEAK", "leaked")
+	src, sha := tarball(t, "hello world\n")
+	cache := filepath.Join(t.TempDir(), "cache")
+	var lg logs
+	ex := host.New(host.WithCacheDir(cache), host.WithJobs(3), host.WithLogf(lg.logf))
+	ctx := context.Background()
+
+	res, err := ex.Run(ctx, smallPlan(sha), sources(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := os.ReadFile(filepath.Join(res.Tree, "app.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(app) != "hello world\nconf v1\n" {
+		t.Errorf("app.txt = %q", app)
+	}
+	lib, _ := res.Stage("lib")
+	env, _ := os.ReadFile(filepath.Join(lib.Out, "env.txt"))
+	for _, want := range []string{"pwd_is_work=yes", "greeting=hi", "jobs=3", "epoch=1700000000", "tz=UTC lang=C", "leak=unset", "home_is_work=yes"} {
+		if !strings.Contains(string(env), want+"\n") {
+			t.Errorf("stage environment lacks %q:\n%s", want, env)
+		}
+	}
+	if b, _ := os.ReadFile(lib.Log); !strings.Contains(string(b), "lib built") {
+		t.Errorf("stage log %s does not hold the script's output: %q", lib.Log, b)
+	}
+	for _, s := range res.Stages {
+		if s.Cached {
+			t.Errorf("stage %s cached on a cold cache", s.Name)
+		}
+	}
+	if !strings.Contains(lg.String(), "stage lib: built in") {
+		t.Errorf("progress lines:\n%s", lg.String())
+	}
+	if entries, _ := os.ReadDir(filepath.Join(cache, "tmp")); len(entries) != 0 {
+		t.Errorf("scratch directories left behind: %v", entries)
+	}
+
+	// Nothing changed: every stage comes from the cache.
+	res2, err := ex.Run(ctx, smallPlan(sha), sources(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res2.Stages {
+		if !s.Cached {
+			t.Errorf("second run rebuilt stage %s", s.Name)
+		}
+	}
+	if res2.Tree != res.Tree {
+		t.Errorf("second run tree %s, first %s", res2.Tree, res.Tree)
+	}
+	if !strings.Contains(lg.String(), "stage lib: cached (key ") {
+		t.Errorf("progress lines:\n%s", lg.String())
+	}
+
+	// Jobs is not part of the key.
+	res3, err := host.New(host.WithCacheDir(cache), host.WithJobs(1)).Run(ctx, smallPlan(sha), sources(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res3.Stages {
+		if !s.Cached {
+			t.Errorf("a different -j rebuilt stage %s", s.Name)
+		}
+	}
+
+	// A change to the last stage only (its shipped file) rebuilds only that stage.
+	p := smallPlan(sha)
+	p.Stages[1].Files[0].Data = []byte("conf v2\n")
+	res4, err := ex.Run(ctx, p, sources(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := res4.Stage("lib"); !l.Cached {
+		t.Error("changing app's file rebuilt lib")
+	}
+	if a, _ := res4.Stage("app"); a.Cached {
+		t.Error("changing app's file did not rebuild app")
+	}
+	if b, _ := os.ReadFile(filepath.Join(res4.Tree, "app.txt")); string(b) != "hello world\nconf v2\n" {
+		t.Errorf("app.txt after the change = %q", b)
+	}
+
+	// A change to the first stage's environment rebuilds both (app depends on lib's key).
+	p = smallPlan(sha)
+	p.Stages[0].Env[0].Value = "hello"
+	res5, err := ex.Run(ctx, p, sources(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res5.Stages {
+		if s.Cached {
+			t.Errorf("changing lib's env left stage %s cached", s.Name)
+		}
+	}
+}
+
+func TestFailedStageShowsLogTail(t *testing.T) {
+	src, sha := tarball(t, "x\n")
+	cache := filepath.Join(t.TempDir(), "cache")
+	p := smallPlan(sha)
+	p.Stages[1].Script = "echo compiling widget.c\necho 'widget.c:3: error: expected ;' >&2\nexit 7\n"
+	res, err := host.New(host.WithCacheDir(cache)).Run(context.Background(), p, sources(src))
+	if err == nil {
+		t.Fatal("a failing script did not fail the run")
+	}
+	for _, want := range []string{"stage app failed", "exit status 7", "widget.c:3: error: expected ;", "failed-app.log"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if l, _ := res.Stage("lib"); l.Cached || l.Out == "" {
+		t.Errorf("lib result %+v", l)
+	}
+	// The failed stage is not cached: running again runs it again.
+	_, err = host.New(host.WithCacheDir(cache)).Run(context.Background(), p, sources(src))
+	if err == nil || !strings.Contains(err.Error(), "stage app failed") {
+		t.Errorf("second run: %v", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(cache, "stages")); len(entries) != 1 {
+		t.Errorf("cache holds %d entries, want only lib's", len(entries))
+	}
+}
+
+func TestTamperedSourceFailsBeforeAnything(t *testing.T) {
+	src, sha := tarball(t, "original\n")
+	b, _ := os.ReadFile(src)
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(src, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(t.TempDir(), "cache")
+	_, err := host.New(host.WithCacheDir(cache)).Run(context.Background(), smallPlan(sha), sources(src))
+	if err == nil {
+		t.Fatal("a tampered tarball was built")
+	}
+	sum := sha256.Sum256(b)
+	for _, want := range []string{src, sha, hex.EncodeToString(sum[:]), "tampered"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	if _, err := os.Stat(cache); !os.IsNotExist(err) {
+		t.Errorf("the cache directory was created before the check: %v", err)
+	}
+
+	_, err = host.New(host.WithCacheDir(cache)).Run(context.Background(), smallPlan(sha), map[string]string{})
+	if err == nil || !strings.Contains(err.Error(), "no source tarball given for hello") {
+		t.Errorf("missing source: %v", err)
+	}
+}
+
+func TestMissingToolsListedTogether(t *testing.T) {
+	src, sha := tarball(t, "x\n")
+	p := smallPlan(sha)
+	p.HostTools = append(p.HostTools,
+		plan.Tool{Command: "nginx-forge-no-such-compiler", Package: "forge-cc"},
+		plan.Tool{Command: "nginx-forge-no-such-linker", Package: "forge-ld"})
+	p.HostLibraries = []plan.Tool{{Command: "libnginx-forge-absent.a", Package: "libforge-dev"}}
+	cache := filepath.Join(t.TempDir(), "cache")
+	_, err := host.New(host.WithCacheDir(cache)).Run(context.Background(), p, sources(src))
+	if err == nil {
+		t.Fatal("missing tools did not fail the run")
+	}
+	for _, want := range []string{"nginx-forge-no-such-compiler (package forge-cc)", "nginx-forge-no-such-linker (package forge-ld)",
+		"libnginx-forge-absent.a (package libforge-dev)", "apt-get install forge-cc forge-ld libforge-dev"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	if _, err := os.Stat(cache); !os.IsNotExist(err) {
+		t.Errorf("the cache directory was created before the check: %v", err)
+	}
+}
+
+// TestConcurrentRunsBuildOnce: two executors sharing a cache dir (as test packages running in
+// parallel do) build each stage once; the second waits on the lock and reuses the output.
+func TestConcurrentRunsBuildOnce(t *testing.T) {
+	src, sha := tarball(t, "x\n")
+	cache := filepath.Join(t.TempDir(), "cache")
+	p := smallPlan(sha)
+	p.Stages[0].Script = "sleep 1\n" + p.Stages[0].Script
+	var wg sync.WaitGroup
+	results := make([]*host.Result, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = host.New(host.WithCacheDir(cache)).Run(context.Background(), p, sources(src))
+		}()
+	}
+	wg.Wait()
+	built := 0
+	for i := range 2 {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if l, _ := results[i].Stage("lib"); !l.Cached {
+			built++
+		}
+	}
+	if built != 1 {
+		t.Errorf("stage lib was built %d times by two concurrent runs, want 1", built)
+	}
+}
+
+func TestCopyTree(t *testing.T) {
+	src := t.TempDir()
+	os.MkdirAll(filepath.Join(src, "usr/sbin"), 0o755)
+	os.WriteFile(filepath.Join(src, "usr/sbin/tool"), []byte("#!/bin/sh\n"), 0o755)
+	os.Symlink("tool", filepath.Join(src, "usr/sbin/alias"))
+	os.Mkdir(filepath.Join(src, "empty"), 0o700)
+	dst := filepath.Join(t.TempDir(), "out")
+	if err := host.CopyTree(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dst, "usr/sbin/tool")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("tool: %v %v", fi, err)
+	}
+	if l, err := os.Readlink(filepath.Join(dst, "usr/sbin/alias")); err != nil || l != "tool" {
+		t.Errorf("alias -> %q %v", l, err)
+	}
+	if fi, err := os.Stat(filepath.Join(dst, "empty")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("empty dir: %v %v", fi, err)
+	}
+	if err := host.CopyTree(dst, src); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("copying into a non-empty directory: %v", err)
+	}
+}

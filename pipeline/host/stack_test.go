@@ -1,0 +1,433 @@
+package host_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/host"
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
+)
+
+// The acceptance tests of the real build: the whole stack compiled by the host executor from
+// the test lock's real tarballs (testenv.BuiltTree, shared with every other package through
+// the build cache), then checked as the image will run it.
+
+func nginxBin(tree string) string { return filepath.Join(tree, "usr", "sbin", "nginx") }
+
+func testLock(t *testing.T) *lock.Lock {
+	t.Helper()
+	l, err := lock.Load(testenv.TestLockPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestBuiltNginxVersionAndModules(t *testing.T) {
+	tree := testenv.BuiltTree(t)
+	out, err := exec.Command(nginxBin(tree), "-V").CombinedOutput()
+	if err != nil {
+		t.Fatalf("nginx -V: %v\n%s", err, out)
+	}
+	v := string(out)
+	t.Logf("nginx -V:\n%s", v)
+	l := testLock(t)
+	for _, want := range []string{
+		"nginx version: nginx/" + l.MustComponent(lock.Nginx).Version + "\n",
+		"built with OpenSSL " + l.MustComponent(lock.OpenSSL).Version + " ",
+		"TLS SNI support enabled",
+		"--prefix=/etc/nginx", "--sbin-path=/usr/sbin/nginx", "--conf-path=/etc/nginx/nginx.conf",
+		"--error-log-path=/dev/stderr", "--http-log-path=/dev/stdout", "--pid-path=/run/nginx/nginx.pid",
+		"--http-client-body-temp-path=/var/cache/nginx/client_body",
+		"-fstack-protector-strong", "-D_FORTIFY_SOURCE=3", "-march=x86-64-v3",
+		"-Wl,-z,relro,-z,now", "-l:libcrypt.a",
+	} {
+		if !strings.Contains(v, want) {
+			t.Errorf("nginx -V lacks %q", want)
+		}
+	}
+	for _, m := range plan.DefaultModules {
+		mod, _ := lookupModule(m)
+		if !strings.Contains(v, mod+" ") {
+			t.Errorf("nginx -V lacks module flag %s", mod)
+		}
+	}
+	if strings.Contains(v, "--with-mail") {
+		t.Error("mail is compiled in")
+	}
+	// Built against the static OpenSSL (3.5.7), not the host's libssl, and running with it:
+	// nginx prints "(running with OpenSSL X)" only when the two differ.
+	if strings.Contains(v, "running with") {
+		t.Errorf("nginx runs with another OpenSSL than it was built with:\n%s", v)
+	}
+	// The configure line is compiled into the binary: no executor path may appear in it.
+	for _, bad := range []string{testenv.BuildCacheDir(), "/tmp/", "DEP_", "ffile-prefix-map"} {
+		if strings.Contains(v, bad) {
+			t.Errorf("nginx -V mentions %q", bad)
+		}
+	}
+}
+
+func lookupModule(name string) (string, bool) {
+	for _, m := range plan.Modules {
+		if m.Name == name {
+			return m.Flag, true
+		}
+	}
+	return "", false
+}
+
+// TestBuiltNginxNeedsOnlyLibc reads the ELF dynamic section: the binary must need only the
+// libc family (static OpenSSL, PCRE2, zlib and libcrypt), be PIE with full RELRO and a
+// non-executable stack, and be stripped.
+func TestBuiltNginxNeedsOnlyLibc(t *testing.T) {
+	tree := testenv.BuiltTree(t)
+	f, err := elf.Open(nginxBin(tree))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	libs, err := f.ImportedLibraries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("DT_NEEDED: %v", libs)
+	allowed := map[string]bool{"libc.so.6": true, "libm.so.6": true, "libpthread.so.0": true, "libdl.so.2": true,
+		"ld-linux-x86-64.so.2": true, "ld-linux-aarch64.so.1": true}
+	for _, l := range libs {
+		if !allowed[l] {
+			t.Errorf("nginx needs %s: only the libc family is allowed (libcrypt, libpcre2, libssl, libz must be static)", l)
+		}
+	}
+	if !contains(libs, "libc.so.6") {
+		t.Errorf("nginx does not link libc.so.6 dynamically: %v", libs)
+	}
+	syms, _ := f.ImportedSymbols()
+	for _, s := range syms {
+		if s.Name == "crypt" || s.Name == "crypt_r" || strings.HasPrefix(s.Name, "pcre2_") || strings.HasPrefix(s.Name, "SSL_") {
+			t.Errorf("nginx imports %s from %q at run time", s.Name, s.Library)
+		}
+	}
+
+	if f.Type != elf.ET_DYN {
+		t.Errorf("ELF type %v, want ET_DYN (PIE)", f.Type)
+	}
+	flags1, _ := dynValue(f, elf.DT_FLAGS_1)
+	flags, _ := dynValue(f, elf.DT_FLAGS)
+	if flags1&uint64(elf.DF_1_PIE) == 0 {
+		t.Errorf("DT_FLAGS_1 %#x lacks DF_1_PIE", flags1)
+	}
+	if flags1&uint64(elf.DF_1_NOW) == 0 && flags&uint64(elf.DF_BIND_NOW) == 0 {
+		t.Errorf("not linked with -z now (DT_FLAGS %#x, DT_FLAGS_1 %#x)", flags, flags1)
+	}
+	var relro, stack bool
+	for _, p := range f.Progs {
+		switch p.Type {
+		case elf.PT_GNU_RELRO:
+			relro = true
+		case elf.PT_GNU_STACK:
+			stack = true
+			if p.Flags&elf.PF_X != 0 {
+				t.Error("the stack is executable")
+			}
+		}
+	}
+	if !relro || !stack {
+		t.Errorf("PT_GNU_RELRO %v, PT_GNU_STACK %v", relro, stack)
+	}
+	if _, err := dynValue(f, elf.DT_RUNPATH); err == nil {
+		t.Error("nginx has a RUNPATH")
+	}
+	if _, err := dynValue(f, elf.DT_RPATH); err == nil {
+		t.Error("nginx has an RPATH")
+	}
+	if syms, err := f.Symbols(); err == nil && len(syms) > 0 {
+		t.Errorf("nginx is not stripped (%d symbols)", len(syms))
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func dynValue(f *elf.File, tag elf.DynTag) (uint64, error) {
+	v, err := f.DynValue(tag)
+	if err != nil {
+		return 0, err
+	}
+	if len(v) == 0 {
+		return 0, fmt.Errorf("no %v", tag)
+	}
+	return v[0], nil
+}
+
+// TestBuiltNginxHasPCREJITAndNoBuildPaths looks inside the binary: the JIT code path of
+// nginx's regex module is compiled in (its messages exist only under NGX_HAVE_PCRE_JIT), and
+// no path of the build machine (cache, scratch directories) or build flag leaked into it.
+func TestBuiltNginxHasPCREJITAndNoBuildPaths(t *testing.T) {
+	tree := testenv.BuiltTree(t)
+	b, err := os.ReadFile(nginxBin(tree))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("nginx binary: %d bytes", len(b))
+	if !bytes.Contains(b, []byte("pcre2_jit_compile() failed")) {
+		t.Error("nginx was built without PCRE2 JIT support (NGX_HAVE_PCRE_JIT)")
+	}
+	if !bytes.Contains(b, []byte("OpenSSL 3.5.7")) {
+		t.Error("the static OpenSSL's version string is not in the binary")
+	}
+	for _, bad := range []string{testenv.BuildCacheDir(), "nginx-forge/build", "/tmp/", "ffile-prefix-map", testenv.RepoRoot()} {
+		if bytes.Contains(b, []byte(bad)) {
+			i := bytes.Index(b, []byte(bad))
+			lo, hi := max(0, i-80), min(len(b), i+80)
+			t.Errorf("the binary contains the build path or flag %q: ...%q...", bad, b[lo:hi])
+		}
+	}
+}
+
+// TestBuiltTreeLayout checks the install tree against the runtime contract.
+func TestBuiltTreeLayout(t *testing.T) {
+	tree := testenv.BuiltTree(t)
+	l := testLock(t)
+	p, err := plan.New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ng, _ := p.Stage(lock.Nginx)
+	shipped := map[string][]byte{}
+	for _, f := range ng.Files {
+		shipped[f.Path] = f.Data
+	}
+	for _, c := range []struct {
+		path string
+		dir  bool
+		mode os.FileMode
+		want []byte
+	}{
+		{"usr/sbin/nginx", false, 0o755, nil},
+		{"etc/nginx/nginx.conf", false, 0o644, shipped["files/nginx.conf"]},
+		{"etc/nginx/mime.types", false, 0o644, nil},
+		{"etc/nginx/conf.d", true, 0o755, nil},
+		{"etc/nginx/tls", true, 0o755, nil},
+		{"usr/share/nginx/html/index.html", false, 0o644, shipped["files/index.html"]},
+		{"var/cache/nginx", true, 0o755, nil},
+		{"run/nginx", true, 0o755, nil},
+	} {
+		fi, err := os.Lstat(filepath.Join(tree, c.path))
+		if err != nil {
+			t.Errorf("install tree lacks %s: %v", c.path, err)
+			continue
+		}
+		if fi.IsDir() != c.dir || fi.Mode().Perm() != c.mode {
+			t.Errorf("%s: mode %v, want dir=%v %v", c.path, fi.Mode(), c.dir, c.mode)
+		}
+		if c.want != nil {
+			b, _ := os.ReadFile(filepath.Join(tree, c.path))
+			if !bytes.Equal(b, c.want) {
+				t.Errorf("%s differs from the shipped file (pipeline/plan/files)", c.path)
+			}
+		}
+		if got := fi.ModTime().Unix(); got != l.SourceDateEpoch {
+			t.Errorf("%s mtime %d, want SOURCE_DATE_EPOCH %d", c.path, got, l.SourceDateEpoch)
+		}
+	}
+	for _, absent := range []string{"dev", "etc/nginx/html", "etc/nginx/nginx.conf.default", "usr/lib", "usr/include"} {
+		if _, err := os.Lstat(filepath.Join(tree, absent)); err == nil {
+			t.Errorf("install tree has %s", absent)
+		}
+	}
+	var total int64
+	filepath.Walk(tree, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			total += fi.Size()
+		}
+		return nil
+	})
+	t.Logf("install tree: %d bytes", total)
+}
+
+// TestBuiltNginxConfigTest runs `nginx -t` on the shipped configuration the way the image
+// runs nginx: the tree as the root file system (plus the host's libc, which the runtime base
+// image provides), as user 65532, with the compiled-in paths. A private mount namespace keeps
+// the bind mounts away from the host.
+func TestBuiltNginxConfigTest(t *testing.T) {
+	testenv.Root(t)
+	unshare := testenv.Tool(t, "unshare", "util-linux")
+	testenv.Tool(t, "chroot", "coreutils")
+	tree := testenv.BuiltTree(t)
+	root := imageRoot(t, tree)
+	script := `set -eu
+root=$1
+mount --rbind /dev "$root/dev"
+mount -t proc proc "$root/proc"
+for d in /usr/lib /usr/lib64; do
+  if [ -d "$d" ] && [ ! -L "$d" ]; then mkdir -p "$root$d"; mount --bind "$d" "$root$d"; mount -o remount,bind,ro "$root$d"; fi
+done
+exec chroot --userspec=65532:65532 "$root" /usr/sbin/nginx -t
+`
+	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "bash", "-c", script, "bash", root)
+	out, err := cmd.CombinedOutput()
+	t.Logf("nginx -t:\n%s", out)
+	if err != nil {
+		t.Fatalf("nginx -t on the shipped configuration failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{"the configuration file /etc/nginx/nginx.conf syntax is ok", "configuration file /etc/nginx/nginx.conf test is successful"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("nginx -t output lacks %q", want)
+		}
+	}
+}
+
+// imageRoot copies the install tree into a new directory laid out as the image's root file
+// system, with the users of a distroless base and the host's library directories as symlinks
+// or mount points.
+func imageRoot(t *testing.T, tree string) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "root")
+	if err := host.CopyTree(root, tree); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"dev", "proc", "tmp", "etc", "usr/lib"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Merged /usr: /lib, /lib64 (and /bin) are symlinks into /usr on Debian and in distroless.
+	for _, d := range []string{"/lib", "/lib64", "/lib32"} {
+		if target, err := os.Readlink(d); err == nil {
+			os.Symlink(target, filepath.Join(root, d))
+		}
+	}
+	files := map[string]string{
+		"etc/passwd": "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n",
+		"etc/group":  "root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Writable by the image's user, as the image and its tmpfs mounts make them.
+	for _, d := range []string{"var/cache/nginx", "run/nginx", "tmp"} {
+		if err := os.Chown(filepath.Join(root, d), 65532, 65532); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// sourcesFor fetches (from the loopback mirror, into the shared cache) and verifies the test
+// lock's tarballs.
+func sourcesFor(t *testing.T, l *lock.Lock) map[string]string {
+	t.Helper()
+	f := source.New(source.WithMirror(testenv.Mirror(t)), source.WithCacheDir(filepath.Join(testenv.BuildCacheDir(), "sources")))
+	v, err := f.FetchAll(context.Background(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for name, x := range v {
+		m[name] = x.Path
+	}
+	return m
+}
+
+// TestRebuildWithNothingChangedIsCached: a second build of the same plan takes every stage
+// from the cache and gives the same tree.
+func TestRebuildWithNothingChangedIsCached(t *testing.T) {
+	tree := testenv.BuiltTree(t)
+	l := testLock(t)
+	p, err := plan.New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lg logs
+	start := time.Now()
+	res, err := host.New(host.WithCacheDir(testenv.BuildCacheDir()), host.WithLogf(lg.logf)).Run(context.Background(), p, sourcesFor(t, l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("second build: %s\n%s", time.Since(start).Round(time.Millisecond), lg.String())
+	for _, s := range res.Stages {
+		if !s.Cached {
+			t.Errorf("stage %s was rebuilt with nothing changed", s.Name)
+		}
+		t.Logf("stage %s: cached; its build took %s wall, %s user, %s sys", s.Name, s.Built.Wall.Round(time.Second), s.Built.User.Round(time.Second), s.Built.Sys.Round(time.Second))
+	}
+	if res.Tree != tree {
+		t.Errorf("tree %s, BuiltTree gave %s", res.Tree, tree)
+	}
+}
+
+// TestNginxOnlyChangeRebuildsOnlyNginx changes nothing but the nginx stage (an extra,
+// unused environment variable) and checks that only nginx is rebuilt, from the results and
+// the stage logs, and that the rebuilt binary is byte-identical to the cached one although
+// it was built in other directories: the build is reproducible. It compiles nginx again
+// (about 2 minutes of CPU), so -short skips it.
+func TestNginxOnlyChangeRebuildsOnlyNginx(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped in -short mode: it recompiles nginx")
+	}
+	tree := testenv.BuiltTree(t)
+	l := testLock(t)
+	p, err := plan.New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range p.Stages {
+		if p.Stages[i].Name == lock.Nginx {
+			p.Stages[i].Env = append(p.Stages[i].Env, plan.EnvVar{Name: "NGINX_FORGE_TEST_VARIANT", Value: t.Name()})
+		}
+	}
+	var lg logs
+	res, err := host.New(host.WithCacheDir(testenv.BuildCacheDir()), host.WithLogf(lg.logf)).Run(context.Background(), p, sourcesFor(t, l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ng, _ := res.Stage(lock.Nginx)
+	// Drop the variant from the cache so that the next run of this test compiles again.
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(ng.Out)) })
+	t.Logf("progress:\n%s", lg.String())
+	for _, s := range res.Stages {
+		want := s.Name != lock.Nginx
+		if s.Cached != want {
+			t.Errorf("stage %s: cached=%v, want %v", s.Name, s.Cached, want)
+		}
+	}
+	log := lg.String()
+	if !strings.Contains(log, "stage openssl: cached") || !strings.Contains(log, "stage nginx: built in") {
+		t.Errorf("progress lines do not show openssl cached and nginx built:\n%s", log)
+	}
+	b, err := os.ReadFile(ng.Log)
+	if err != nil || !strings.Contains(string(b), "configuring for") && !strings.Contains(string(b), "checking for OS") {
+		t.Errorf("nginx stage log %s does not show a configure run: %v", ng.Log, err)
+	}
+	t.Logf("nginx-only rebuild: %s wall, %s user, %s sys", ng.Wall.Round(time.Second), ng.User.Round(time.Second), ng.Sys.Round(time.Second))
+
+	old, err1 := os.ReadFile(nginxBin(tree))
+	rebuilt, err2 := os.ReadFile(nginxBin(ng.Out))
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if sha256.Sum256(old) != sha256.Sum256(rebuilt) {
+		t.Errorf("the rebuilt nginx differs from the cached one (%d vs %d bytes): the build is not reproducible", len(rebuilt), len(old))
+	}
+}
