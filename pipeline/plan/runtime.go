@@ -1,5 +1,11 @@
 package plan
 
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
 // RuntimeConfig is the runtime contract of the image the install tree goes into: who runs
 // it, how it starts and stops, what it listens on, and which directories it writes.
 type RuntimeConfig struct {
@@ -15,6 +21,29 @@ type RuntimeConfig struct {
 	// WritableDirs (relative to /) are where nginx writes (temp files, pid); they are owned
 	// by User and are the tmpfs mounts of a read-only-root run.
 	WritableDirs []string
+	// TLSDir is where users mount tls.crt, tls.key and tls.conf to turn on 8443 (see
+	// files/nginx.conf).
+	TLSDir string
+}
+
+// Port is one exposed port.
+type Port struct {
+	Number   int
+	Protocol string // "tcp" or "udp"
+}
+
+// PortList returns Ports parsed; the values are this package's own, so they always parse.
+func (r RuntimeConfig) PortList() []Port {
+	var out []Port
+	for _, p := range r.Ports {
+		num, proto, _ := strings.Cut(p, "/")
+		n, err := strconv.Atoi(num)
+		if err != nil {
+			panic(fmt.Sprintf("plan.Runtime: bad port %q", p))
+		}
+		out = append(out, Port{Number: n, Protocol: proto})
+	}
+	return out
 }
 
 // Runtime is the image's runtime contract. The rendered Dockerfile's final stage is made
@@ -25,4 +54,5 @@ var Runtime = RuntimeConfig{
 	StopSignal:   "SIGQUIT",
 	Ports:        []string{"8080/tcp", "8443/tcp", "8443/udp"},
 	WritableDirs: []string{"var/cache/nginx", "run/nginx"},
+	TLSDir:       "/etc/nginx/tls",
 }

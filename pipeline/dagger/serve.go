@@ -1,0 +1,362 @@
+package dagger
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"dagger.io/dagger"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+)
+
+// ServeOptions configure Serve.
+type ServeOptions struct {
+	// TLSDir is a host directory mounted at plan.Runtime.TLSDir (what smoke.TLS.WriteDir
+	// writes: tls.crt, tls.key, tls.conf), owned by the image's user; "" mounts nothing.
+	TLSDir string
+	// ReadyTimeout bounds the wait for the service to answer HTTP (default 2 minutes: the
+	// engine may first have to load the image).
+	ReadyTimeout time.Duration
+}
+
+// Target is the assembled image running as a Dagger service, with its ports forwarded to
+// this machine. It implements pipeline/smoke's Target, so the same smoke suite that tests
+// the image under runc here tests it inside the engine before any tag moves. Close it.
+type Target struct {
+	ctr     *dagger.Container // the imported image with its mounts: Exec runs in a copy of it
+	rootfs  string
+	tmp     string
+	forward map[portKey]string // {tcp 8080} -> "127.0.0.1:41234"
+	noUDP   error             // why UDP could not be forwarded, if it could not
+
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	died error // set when a tunnel ends before Close
+}
+
+// Serve imports img into the engine, starts it as a service (its own entrypoint, as
+// `docker run` would), forwards each of plan.Runtime's ports to a free port on 127.0.0.1,
+// and waits until the first TCP port answers HTTP. The image is the one pipeline/image
+// assembled from Run's install tree; nothing is rebuilt here.
+func (e *Executor) Serve(ctx context.Context, p *plan.Plan, img v1.Image, o ServeOptions) (_ *Target, err error) {
+	if err := e.Connect(ctx); err != nil {
+		return nil, err
+	}
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = 2 * time.Minute
+	}
+	t := &Target{forward: map[portKey]string{}}
+	if t.tmp, err = os.MkdirTemp("", "nginx-forge-dagger-smoke-"); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+
+	// The image goes in as an OCI tarball (Container.Import's format).
+	tarPath := filepath.Join(t.tmp, "image.oci")
+	if err := writeOCITarball(tarPath, filepath.Join(t.tmp, "layout"), img); err != nil {
+		return nil, fmt.Errorf("dagger smoke: writing the image for import: %w", err)
+	}
+	t.ctr = e.client.Container(dagger.ContainerOpts{Platform: dagger.Platform(p.Platform.String())}).
+		Import(e.client.Host().File(tarPath))
+	if o.TLSDir != "" {
+		abs, err := filepath.Abs(o.TLSDir)
+		if err != nil {
+			return nil, err
+		}
+		// Host files arrive owned by root; nginx runs as the image's user and must read the key.
+		t.ctr = t.ctr.WithMountedDirectory(plan.Runtime.TLSDir, e.client.Host().Directory(abs),
+			dagger.ContainerWithMountedDirectoryOpts{Owner: plan.Runtime.User, ReadOnly: true})
+	}
+
+	// The image's files, for the static checks (ELF hardening, no shell, dynamic needs).
+	t.rootfs = filepath.Join(t.tmp, "rootfs")
+	if _, err := t.ctr.Rootfs().Export(ctx, t.rootfs); err != nil {
+		return nil, fmt.Errorf("dagger smoke: exporting the image's root filesystem: %w", err)
+	}
+
+	// Readiness is polled below over the forwarded port, so the engine's own health check
+	// (which would wait for 8443 even when no certificate is mounted) is off.
+	svcCtr := t.ctr
+	var tcp, udp []dagger.PortForward
+	for _, port := range plan.Runtime.PortList() {
+		proto := dagger.NetworkProtocolTcp
+		if port.Protocol == "udp" {
+			proto = dagger.NetworkProtocolUdp
+		}
+		svcCtr = svcCtr.WithExposedPort(port.Number, dagger.ContainerWithExposedPortOpts{
+			Protocol: proto, ExperimentalSkipHealthcheck: true,
+		})
+		front, err := freePort(port.Protocol)
+		if err != nil {
+			return nil, err
+		}
+		fwd := dagger.PortForward{Backend: port.Number, Frontend: front, Protocol: proto}
+		if proto == dagger.NetworkProtocolUdp {
+			udp = append(udp, fwd)
+		} else {
+			tcp = append(tcp, fwd)
+		}
+		t.forward[portKey{port.Protocol, port.Number}] = net.JoinHostPort("127.0.0.1", strconv.Itoa(front))
+	}
+	svc := svcCtr.AsService(dagger.ContainerAsServiceOpts{UseEntrypoint: true})
+
+	// Service.Up holds the tunnels open until its context ends and says nothing about
+	// readiness. UDP has its own tunnel, so an engine that cannot forward UDP costs only
+	// the HTTP/3 check (reported as skipped), not the whole smoke test.
+	upCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	t.stop = stop
+	tcpDone := t.up(upCtx, svc, tcp, nil)
+	if len(udp) > 0 {
+		t.up(upCtx, svc, udp, func(err error) { t.mu.Lock(); t.noUDP = err; t.mu.Unlock() })
+	}
+
+	var first string
+	if len(tcp) > 0 {
+		first = t.forward[portKey{"tcp", tcp[0].Backend}]
+	}
+	e.logf("dagger smoke: service started, waiting for HTTP on %s", first)
+	if err := waitHTTP(ctx, first, o.ReadyTimeout, tcpDone); err != nil {
+		return nil, fmt.Errorf("dagger smoke: the image did not become ready: %w", err)
+	}
+	return t, nil
+}
+
+// up runs Service.Up for ports in the background. It returns a channel closed when the
+// tunnel ends; onErr (or, when nil, the Target's exit state) records why.
+func (t *Target) up(ctx context.Context, svc *dagger.Service, ports []dagger.PortForward, onErr func(error)) <-chan struct{} {
+	done := make(chan struct{})
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		defer close(done)
+		err := svc.Up(ctx, dagger.ServiceUpOpts{Ports: ports})
+		if ctx.Err() != nil {
+			return // Close
+		}
+		if err == nil {
+			err = errors.New("the service exited")
+		}
+		if onErr != nil {
+			onErr(err)
+			return
+		}
+		t.mu.Lock()
+		t.died = err
+		t.mu.Unlock()
+	}()
+	return done
+}
+
+// portKey names a container port: network ("tcp", "udp") and number.
+type portKey struct {
+	network string
+	port    int
+}
+
+// waitHTTP polls addr until it answers an HTTP request (any status: the smoke suite judges
+// the answer), the tunnel ends, or the timeout passes.
+func waitHTTP(ctx context.Context, addr string, timeout time.Duration, tunnelDone <-chan struct{}) error {
+	if addr == "" {
+		return errors.New("plan.Runtime exposes no TCP port")
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: 3 * time.Second}
+	var last error
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		last = err
+		select {
+		case <-tunnelDone:
+			return fmt.Errorf("the service's tunnel ended before it answered (last attempt: %v)", last)
+		case <-ctx.Done():
+			return fmt.Errorf("no HTTP answer on %s within %v (last attempt: %v)", addr, timeout, last)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// freePort finds a port on 127.0.0.1 that is free now for the protocol.
+func freePort(proto string) (int, error) {
+	if proto == "udp" {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("finding a free UDP port: %w", err)
+		}
+		defer c.Close()
+		return c.LocalAddr().(*net.UDPAddr).Port, nil
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free TCP port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Exec runs argv (no shell: the image has none) in a fresh container of the image with the
+// same user and mounts, and returns its output and exit status.
+func (t *Target) Exec(ctx context.Context, argv ...string) (stdout, stderr []byte, exitCode int, err error) {
+	c, err := t.ctr.WithExec(argv, dagger.ContainerWithExecOpts{Expect: dagger.ReturnTypeAny}).Sync(ctx)
+	if err != nil {
+		return nil, nil, -1, fmt.Errorf("running %q in the image: %w", argv, err)
+	}
+	if exitCode, err = c.ExitCode(ctx); err != nil {
+		return nil, nil, -1, err
+	}
+	out, err := c.Stdout(ctx)
+	if err != nil {
+		return nil, nil, -1, err
+	}
+	errOut, err := c.Stderr(ctx)
+	if err != nil {
+		return nil, nil, -1, err
+	}
+	return []byte(out), []byte(errOut), exitCode, nil
+}
+
+// Addr is where the container's port is reached on this machine (a forwarded port).
+func (t *Target) Addr(network string, port int) string {
+	return t.forward[portKey{network, port}]
+}
+
+// DialContext connects from this machine to a forwarded port.
+func (t *Target) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, network, address)
+}
+
+// ListenPacket opens a UDP socket on this machine, from which the forwarded UDP port is
+// reachable; it fails with errors.ErrUnsupported when the engine could not forward UDP.
+func (t *Target) ListenPacket(ctx context.Context, network, address string) (net.PacketConn, error) {
+	t.mu.Lock()
+	noUDP := t.noUDP
+	t.mu.Unlock()
+	if noUDP != nil {
+		return nil, fmt.Errorf("%w: the Dagger engine did not forward UDP: %v", errors.ErrUnsupported, noUDP)
+	}
+	var lc net.ListenConfig
+	return lc.ListenPacket(ctx, network, address)
+}
+
+// RootFS is the image's root filesystem, exported from the engine.
+func (t *Target) RootFS() string { return t.rootfs }
+
+// ProcStatus is not available: a running Dagger service cannot be entered.
+func (t *Target) ProcStatus(ctx context.Context) ([]string, error) {
+	return nil, fmt.Errorf("%w: a running Dagger service cannot be inspected (its /proc is not reachable); the runc smoke test covers this", errors.ErrUnsupported)
+}
+
+// MountInfo is not available, for the same reason as ProcStatus.
+func (t *Target) MountInfo(ctx context.Context) (string, error) {
+	return "", fmt.Errorf("%w: a running Dagger service cannot be inspected (its /proc is not reachable); the runc smoke test covers this", errors.ErrUnsupported)
+}
+
+// Logs returns nothing: the engine shows a service's output in its progress stream
+// (WithProgress) and gives no API to read it back.
+func (t *Target) Logs() []byte { return nil }
+
+// Exited reports whether the service's tunnel ended (the service exited or failed).
+func (t *Target) Exited() (bool, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.died != nil {
+		return true, t.died.Error()
+	}
+	return false, ""
+}
+
+// Close stops the tunnels (the engine then stops the service) and removes the exported
+// files.
+func (t *Target) Close() error {
+	if t.stop != nil {
+		t.stop()
+	}
+	t.wg.Wait()
+	if t.tmp == "" {
+		return nil
+	}
+	return os.RemoveAll(t.tmp)
+}
+
+// writeOCITarball writes img as an OCI image layout (ggcr's layout package) and packs the
+// layout into the tarball Container.Import reads.
+func writeOCITarball(tarPath, layoutDir string, img v1.Image) error {
+	lp, err := layout.Write(layoutDir, empty.Index)
+	if err != nil {
+		return err
+	}
+	if err := lp.AppendImage(img); err != nil {
+		return err
+	}
+	f, err := os.Create(tarPath)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(f)
+	err = filepath.WalkDir(layoutDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == layoutDir {
+			return err
+		}
+		rel, err := filepath.Rel(layoutDir, p)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		h, err := tar.FileInfoHeader(info, "")
+		if err != nil {
+			return err
+		}
+		h.Name = filepath.ToSlash(rel)
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		src, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		_, err = io.Copy(tw, src)
+		return err
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.RemoveAll(layoutDir)
+}
