@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// ci cannot import pipeline/internal/testenv; these are the two things of it these tests use.
+var testLockPath = filepath.Join("..", "pipeline", "lock", "testdata", "trixie.lock.json")
+
+func mirrorDir(t *testing.T) string {
+	dir := os.Getenv("NGINX_FORGE_UPSTREAM")
+	if dir == "" {
+		dir = "/var/cache/nginx-forge/upstream"
+	}
+	m := filepath.Join(dir, "mirror")
+	if _, err := os.Stat(filepath.Join(m, "nginx-1.26.3.tar.gz")); err != nil {
+		if os.Getenv("NGINX_FORGE_E2E") == "1" {
+			t.Fatalf("the upstream tarballs mirror %s is missing: run .ci/fetch-sources %s", m, dir)
+		}
+		t.Skipf("skipped: the upstream tarballs mirror %s is missing: run .ci/fetch-sources %s", m, dir)
+	}
+	return m
+}
+
+// The build command must stop before anything is built or created when its inputs are bad.
+
+func TestBuildMalformedLockCreatesNothing(t *testing.T) {
+	dir := t.TempDir()
+	lockFile := filepath.Join(dir, "bad.lock.json")
+	b, err := os.ReadFile(testLockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(b), `"version": "1.26.3"`, `"version": "1.26.3", "versoin": "x"`, 1)
+	if err := os.WriteFile(lockFile, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, cache := filepath.Join(dir, "tree"), filepath.Join(dir, "cache")
+	var stderr bytes.Buffer
+	err = runBuild(context.Background(), buildFlags{engine: "host", output: out, lockFile: lockFile, platform: "linux/amd64", cache: cache}, &stderr)
+	if err == nil {
+		t.Fatal("a malformed lock was accepted")
+	}
+	for _, want := range []string{lockFile, "versoin", "nothing was built"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	for _, d := range []string{out, cache} {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s was created: %v", d, err)
+		}
+	}
+}
+
+func TestBuildTamperedTarballCreatesNothing(t *testing.T) {
+	mirror := mirrorDir(t)
+	tampered, err := os.ReadFile(filepath.Join(mirror, "nginx-1.26.3.tar.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tampered[len(tampered)/2] ^= 0x01
+	files := http.FileServer(http.Dir(mirror))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/nginx-1.26.3.tar.gz" {
+			w.Write(tampered)
+			return
+		}
+		files.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "xdg")) // the source cache
+	out, cache := filepath.Join(dir, "tree"), filepath.Join(dir, "cache")
+	var stderr bytes.Buffer
+	err = runBuild(context.Background(), buildFlags{engine: "host", output: out, lockFile: testLockPath,
+		mirror: srv.URL, platform: "linux/amd64", cache: cache}, &stderr)
+	if err == nil {
+		t.Fatal("a tampered tarball was accepted")
+	}
+	for _, want := range []string{"nginx-1.26.3.tar.gz", "69ee2b237744036e61d24b836668aad3040dda461fe6f570f1787eab570c75aa", "nothing was built"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	for _, d := range []string{out, cache} {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s was created: %v", d, err)
+		}
+	}
+}
+
+func TestBuildUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	full := filepath.Join(dir, "full")
+	os.MkdirAll(filepath.Join(full, "x"), 0o755)
+	for _, tc := range []struct {
+		name string
+		f    buildFlags
+		want string
+	}{
+		{"engine", buildFlags{engine: "docker", output: filepath.Join(dir, "o")}, `--engine "docker": use dagger or host`},
+		{"no output", buildFlags{engine: "host"}, "--output DIR is required"},
+		{"output not empty", buildFlags{engine: "host", output: full}, "is not empty"},
+		{"cpu", buildFlags{engine: "host", output: filepath.Join(dir, "o"), lockFile: testLockPath, platform: "linux/amd64", cpu: "pentium"}, `CPU level "pentium" is not known`},
+		{"platform", buildFlags{engine: "host", output: filepath.Join(dir, "o"), lockFile: testLockPath, platform: "linux/s390x"}, "linux/amd64 or linux/arm64"},
+		{"module", buildFlags{engine: "host", output: filepath.Join(dir, "o"), lockFile: testLockPath, platform: "linux/amd64", modules: "http_ssl,gopher"}, `unknown nginx module "gopher"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := runBuild(context.Background(), tc.f, &bytes.Buffer{})
+			if err == nil || !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v, want a usage error containing %q", err, tc.want)
+			}
+		})
+	}
+}
