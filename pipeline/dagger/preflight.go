@@ -18,7 +18,7 @@ import (
 // unchanged: this package only looks at them to fail fast, never rewrites them, except that
 // it points _EXPERIMENTAL_DAGGER_CLI_BIN at a `dagger` found in PATH when it is unset.
 const (
-	envSessionPort = "DAGGER_SESSION_PORT"             // set by `dagger run`: an open session
+	envSessionPort = "DAGGER_SESSION_PORT"              // set by `dagger run`: an open session
 	envRunnerHost  = "_EXPERIMENTAL_DAGGER_RUNNER_HOST" // an engine the CLI connects to
 	envCLIBin      = "_EXPERIMENTAL_DAGGER_CLI_BIN"     // the CLI the SDK starts a session with
 )

@@ -41,7 +41,7 @@ type Target struct {
 	rootfs  string
 	tmp     string
 	forward map[portKey]string // {tcp 8080} -> "127.0.0.1:41234"
-	noUDP   error             // why UDP could not be forwarded, if it could not
+	noUDP   error              // why UDP could not be forwarded, if it could not
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
