@@ -49,7 +49,7 @@ const Name = "gcr.io/distroless/base-nossl-debian13:nonroot"
 
 // recipe changes whenever the way the rootfs is made changes, so a cached rootfs made
 // by older code is not reused.
-const recipe = "basetest-3"
+const recipe = "basetest-4"
 
 // Packages are the Debian packages distroless base-nossl-debian13 is made of.
 var Packages = []string{"base-files", "ca-certificates", "libc6", "media-types", "netbase", "tzdata"}
@@ -361,6 +361,17 @@ func makeRootfs(ctx context.Context, debs, root string) error {
 		}
 		if out, err := exec.CommandContext(ctx, "dpkg-deb", "-x", f, dest).CombinedOutput(); err != nil {
 			return fmt.Errorf("dpkg-deb -x %s: %w: %s", f, err, out)
+		}
+		// distroless records each package's control stanza in var/lib/dpkg/status.d/NAME
+		// (scanners and the glibc check read it); so does the stand-in.
+		control, err := exec.CommandContext(ctx, "dpkg-deb", "-f", f).Output()
+		if err != nil {
+			return fmt.Errorf("dpkg-deb -f %s: %w", f, err)
+		}
+		pkg := strings.SplitN(filepath.Base(f), "_", 2)[0]
+		stanza := "Package: " + pkg + "\nStatus: install ok installed\n" + strings.TrimPrefix(string(control), "Package: "+pkg+"\n")
+		if err := writeFile(filepath.Join(root, "var/lib/dpkg/status.d", pkg), []byte(stanza), 0o644); err != nil {
+			return err
 		}
 	}
 	if _, err := os.Stat(certs); err == nil {

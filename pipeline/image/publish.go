@@ -153,6 +153,8 @@ type PublishError struct {
 	Verified bool
 	// Moved are tags that point at Digest after the failure (a failed restore).
 	Moved []string
+	// Restored are tags that were moved during the tag step and then put back.
+	Restored []string
 	// Unchanged are tags left where they were (including restored ones).
 	Unchanged []string
 	Err       error
@@ -181,6 +183,9 @@ func (e *PublishError) State() string {
 	}
 	if len(e.Moved) == 0 {
 		s += "; no tag moved"
+		if len(e.Restored) > 0 {
+			s += " (put back where they were: " + strings.Join(e.Restored, ", ") + ")"
+		}
 	} else {
 		s += "; tags moved to it: " + strings.Join(e.Moved, ", ")
 	}
@@ -326,7 +331,8 @@ func publish(ctx context.Context, t target, repoStr string, tagNames []string, o
 				if rerr := remote.Tag(done, p, ropts...); rerr != nil {
 					perr.Moved = append(perr.Moved, fmt.Sprintf("%s (was %s; restoring failed: %v)", done.TagStr(), p.Digest, rerr))
 				} else {
-					perr.Unchanged = append(perr.Unchanged, done.TagStr()+" (restored)")
+					perr.Unchanged = append(perr.Unchanged, done.TagStr())
+					perr.Restored = append(perr.Restored, done.TagStr())
 				}
 			}
 			return nil, perr

@@ -1,6 +1,8 @@
 package registrytest
 
 import (
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -74,6 +76,8 @@ func NewProxy(t testing.TB, target string) *Proxy {
 		director(r)
 		r.Host = host
 	}
+	// Dial errors while the registry is stopped are the point of a fault test, not news.
+	rp.ErrorLog = log.New(io.Discard, "", 0)
 	p := &Proxy{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
