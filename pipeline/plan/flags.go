@@ -17,7 +17,8 @@ import "strings"
 //     (value 23 on Linux); defining it again changes nothing. Fast Open is turned on per
 //     listener with `listen ... fastopen=N` and the net.ipv4.tcp_fastopen sysctl.
 //   - -static-libstdc++: nginx, OpenSSL, PCRE2 and zlib are C; there is no libstdc++ to link.
-//   - -g: the image ships a stripped binary, and debug info only carries build paths.
+//   - -g for zlib, PCRE2, OpenSSL: the image ships a stripped binary, and debug info only
+//     carries build paths. (nginx's configure adds -g itself; strip removes it.)
 //   - OpenSSL enable-fips: FIPS needs the separately built and installed fips.so provider
 //     plus `openssl fipsinstall`, and only a validated OpenSSL version counts as FIPS; a
 //     static build with the flag set is not FIPS, just slower to build.
@@ -82,17 +83,13 @@ func (f flags) link() []string {
 func (f flags) cflags() string  { return strings.Join(f.compile(), " ") }
 func (f flags) ldflags() string { return strings.Join(f.link(), " ") }
 
-// nginxCCOpt is --with-cc-opt: our compile flags (visible in `nginx -V`, so anyone can audit
-// the hardening of a running binary) plus the warnings nginx's configure would add itself.
-// The stage also sets CFLAGS (the build-path maps), and a set CFLAGS makes nginx's configure
-// skip its own defaults (-O -W -Wall -Wpointer-arith -Wno-unused-parameter -Werror -g), so
-// they are restated here, minus -O (ours wins) and -g (see above). -Werror stays: upstream
-// builds that way, and the builder image is pinned, so a new warning means a deliberate
-// compiler change that deserves a look.
-func (f flags) nginxCCOpt() string {
-	return strings.Join(append(f.compile(),
-		"-W", "-Wall", "-Wpointer-arith", "-Wno-unused-parameter", "-Werror"), " ")
-}
+// nginxCCOpt is --with-cc-opt: our compile flags, visible in `nginx -V` so anyone can audit
+// the hardening of a running binary. nginx's configure puts them after its own defaults
+// (-pipe -O -W -Wall -Wpointer-arith -Wno-unused-parameter -Werror -g), so -O2 wins over -O;
+// -g's debug info is stripped at install. -Werror stays as upstream has it: the builder
+// image is pinned, so a new warning means a deliberate compiler change worth a look, and it
+// is why -U_FORTIFY_SOURCE matters on Ubuntu.
+func (f flags) nginxCCOpt() string { return strings.Join(f.compile(), " ") }
 
 // nginxLDOpt is --with-ld-opt. -l:libcrypt.a links crypt(3) (used by auth_basic) statically:
 // nginx otherwise needs libcrypt.so.1, which a distroless base may not have (nginx then

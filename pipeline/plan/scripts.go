@@ -11,8 +11,7 @@ import "strings"
 //     (OpenSSL's and nginx's error locations) never holds an executor's directory;
 //   - executor paths ($WORK, $DEP_*) go only into variables the build does not record:
 //     -ffile-prefix-map in CFLAGS for zlib and PCRE2 (their libraries do not embed CFLAGS),
-//     CFLAGS/CPATH/LIBRARY_PATH for nginx (its `nginx -V` prints only the configure
-//     arguments). OpenSSL records its CFLAGS in the library (OpenSSL_version(OPENSSL_CFLAGS),
+//     CPATH/LIBRARY_PATH for nginx (its `nginx -V` prints only the configure arguments). OpenSSL records its CFLAGS in the library (OpenSSL_version(OPENSSL_CFLAGS),
 //     linked into nginx), so it gets no prefix map at all: a map naming $WORK would itself
 //     put $WORK into the binary, and its relative build leaves nothing to map;
 //   - installs use a fixed --prefix=/usr and DESTDIR=$OUT, so no file in OUT names OUT;
@@ -98,13 +97,16 @@ func nginxScript(moduleFlags []string) string {
 	var b strings.Builder
 	b.WriteString(prelude)
 	b.WriteString(`# The dependencies' headers and static libraries reach the compiler through CPATH and
-# LIBRARY_PATH (searched before the system's), and the build-path maps through CFLAGS:
-# nginx records its configure arguments in the binary (nginx -V), and executor paths must
-# not end up there. A set CFLAGS replaces nginx's default warning flags; NGINX_CC_OPT
-# restates them.
+# LIBRARY_PATH (searched before the system's): nginx records its configure arguments in the
+# binary (nginx -V), and executor paths must not end up there. CFLAGS stays unset on purpose:
+# a set CFLAGS replaces nginx's own -W -Wall -Werror -g, and would also be used for its
+# feature tests (where -Werror on a test program's harmless warning makes a feature look
+# absent). nginx compiles its sources by relative paths, so __FILE__ holds no build path;
+# the only paths left are in the -g debug info, which strip removes. That is also why this
+# stage has no -ffile-prefix-map: in --with-cc-opt it would itself put $WORK into nginx -V.
 export CPATH="$DEP_OPENSSL/usr/include:$DEP_PCRE2/usr/include:$DEP_ZLIB/usr/include"
 export LIBRARY_PATH="$DEP_OPENSSL/usr/lib:$DEP_PCRE2/usr/lib:$DEP_ZLIB/usr/lib"
-export CFLAGS="-ffile-prefix-map=$WORK=/build/nginx -ffile-prefix-map=$DEP_OPENSSL=/build/openssl -ffile-prefix-map=$DEP_PCRE2=/build/pcre2 -ffile-prefix-map=$DEP_ZLIB=/build/zlib"
+unset CFLAGS
 ./configure \
 `)
 	for _, a := range args {
