@@ -1,0 +1,624 @@
+package smoke
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+)
+
+// checkConfig runs `nginx -t` with the configuration the container has (its mounts).
+func checkConfig(ctx context.Context, r *runner) (Status, string) {
+	so, se, code, err := r.t.Exec(ctx, r.o.Binary, "-t")
+	out := strings.TrimSpace(string(so) + string(se))
+	if err != nil {
+		if st, d, ok := unsupported(err); ok {
+			return st, d
+		}
+		return Fail, "could not run nginx -t: " + err.Error()
+	}
+	if code != 0 {
+		return Fail, fmt.Sprintf("exit status %d:\n%s", code, tail(out, 1500))
+	}
+	return Pass, lastLine(out)
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// nginxV runs `nginx -V` once and keeps its output.
+func (r *runner) nginxV(ctx context.Context) (string, error) {
+	if r.vOutput != "" {
+		return r.vOutput, nil
+	}
+	so, se, code, err := r.t.Exec(ctx, r.o.Binary, "-V")
+	if err != nil {
+		return "", err
+	}
+	out := string(so) + string(se)
+	if code != 0 {
+		return "", fmt.Errorf("nginx -V: exit status %d: %s", code, tail(out, 500))
+	}
+	r.vOutput = out
+	return out, nil
+}
+
+var (
+	reNginxVersion = regexp.MustCompile(`nginx version: nginx/(\S+)`)
+	reOpenSSL      = regexp.MustCompile(`built with OpenSSL (\S+)`)
+	reRunningSSL   = regexp.MustCompile(`running with OpenSSL (\S+)`)
+	// pcre2_config(PCRE2_CONFIG_VERSION) returns "10.46 2025-08-27"; the string is compiled
+	// into every binary that calls pcre2_config (nginx does, to ask about JIT).
+	rePCRE2Version = regexp.MustCompile(`\x00(10\.\d+) (20\d\d-\d\d-\d\d)\x00`)
+)
+
+// checkVersions compares nginx -V's nginx and OpenSSL versions with the lock, and the
+// PCRE2 version compiled into the binary (nginx -V does not print it for a static PCRE2).
+func checkVersions(ctx context.Context, r *runner) (Status, string) {
+	out, err := r.nginxV(ctx)
+	if err != nil {
+		if st, d, ok := unsupported(err); ok {
+			return st, d
+		}
+		return Fail, err.Error()
+	}
+	var problems, got []string
+	compare := func(what, want, have string) {
+		switch {
+		case have == "":
+			problems = append(problems, what+" version not found")
+		case want != "" && have != want:
+			problems = append(problems, fmt.Sprintf("%s %s, want %s", what, have, want))
+		default:
+			got = append(got, what+" "+have)
+		}
+	}
+	compare("nginx", r.o.Expect.Nginx, submatch(reNginxVersion, out))
+	compare("OpenSSL", r.o.Expect.OpenSSL, submatch(reOpenSSL, out))
+	if run := submatch(reRunningSSL, out); run != "" {
+		problems = append(problems, "OpenSSL is linked dynamically (running with "+run+"): the image must carry its own static OpenSSL")
+	}
+	pcre := "" // from the binary, when there is a root filesystem
+	if root := r.t.RootFS(); root != "" {
+		if p, err := resolveIn(root, r.o.Binary); err == nil {
+			if data, err := os.ReadFile(p); err == nil {
+				if m := rePCRE2Version.FindSubmatch(data); m != nil {
+					pcre = string(m[1])
+				}
+			}
+		}
+		compare("PCRE2", r.o.Expect.PCRE2, pcre)
+	} else if r.o.Expect.PCRE2 != "" {
+		problems = append(problems, "PCRE2 version not checked: the runtime gives no root filesystem")
+	}
+	if e := r.o.Expect; e.Nginx == "" && e.OpenSSL == "" && e.PCRE2 == "" {
+		got = append(got, "(no versions expected: pass --expect-lock to compare)")
+	}
+	if len(problems) > 0 {
+		return Fail, strings.Join(problems, "; ")
+	}
+	return Pass, strings.Join(got, ", ")
+}
+
+func submatch(re *regexp.Regexp, s string) string {
+	if m := re.FindStringSubmatch(s); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// configureFlags returns the --with-*/--without-* flags without a value from nginx -V's
+// configure arguments: the modules (and features such as threads) compiled in or out.
+func configureFlags(v string) []string {
+	_, args, ok := strings.Cut(v, "configure arguments:")
+	if !ok {
+		return nil
+	}
+	args, _, _ = strings.Cut(args, "\n")
+	var flags []string
+	for _, f := range strings.Fields(args) {
+		if strings.HasPrefix(f, "--with-") && !strings.Contains(f, "=") {
+			flags = append(flags, f)
+		}
+	}
+	sort.Strings(flags)
+	return flags
+}
+
+func checkModules(ctx context.Context, r *runner) (Status, string) {
+	out, err := r.nginxV(ctx)
+	if err != nil {
+		if st, d, ok := unsupported(err); ok {
+			return st, d
+		}
+		return Fail, err.Error()
+	}
+	have := configureFlags(out)
+	if r.o.Expect.Modules == nil {
+		return Pass, fmt.Sprintf("%d (none expected): %s", len(have), strings.Join(have, " "))
+	}
+	haveSet := map[string]bool{}
+	for _, f := range have {
+		haveSet[f] = true
+	}
+	wantSet := map[string]bool{}
+	var missing, extra []string
+	for _, f := range r.o.Expect.Modules {
+		wantSet[f] = true
+		if !haveSet[f] {
+			missing = append(missing, f)
+		}
+	}
+	for _, f := range have {
+		if !wantSet[f] {
+			extra = append(extra, f)
+		}
+	}
+	sort.Strings(missing)
+	var problems []string
+	if len(missing) > 0 {
+		problems = append(problems, "missing: "+strings.Join(missing, " "))
+	}
+	if len(extra) > 0 {
+		problems = append(problems, "not expected: "+strings.Join(extra, " "))
+	}
+	if len(problems) > 0 {
+		return Fail, strings.Join(problems, "; ")
+	}
+	return Pass, fmt.Sprintf("all %d: %s", len(have), strings.Join(have, " "))
+}
+
+// http3Wanted decides whether HTTP/3 must work: the expected modules say so, else nginx -V.
+func (r *runner) http3Wanted(ctx context.Context) bool {
+	const flag = "--with-http_v3_module"
+	if r.o.Expect.Modules != nil {
+		for _, m := range r.o.Expect.Modules {
+			if m == flag {
+				return true
+			}
+		}
+		return false
+	}
+	out, err := r.nginxV(ctx)
+	return err == nil && strings.Contains(out, flag)
+}
+
+// notRunning explains a dead container, with the end of its output.
+func (r *runner) notRunning() string {
+	if exited, how := r.t.Exited(); exited {
+		return "the container " + how + "; its output:\n" + tail(string(r.t.Logs()), 1500)
+	}
+	return ""
+}
+
+// waitReady waits until the HTTP port accepts connections (once per run).
+func (r *runner) waitReady(ctx context.Context) error {
+	if r.readyChecked {
+		return r.ready
+	}
+	r.readyChecked = true
+	addr := r.t.Addr("tcp", r.o.HTTPPort)
+	deadline := time.Now().Add(r.o.StartTimeout)
+	var last error
+	for time.Now().Before(deadline) {
+		if why := r.notRunning(); why != "" {
+			r.ready = errors.New(why)
+			return r.ready
+		}
+		c, err := r.t.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			r.ready = fmt.Errorf("waiting for %s: %w", addr, ctx.Err())
+			return r.ready
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	r.ready = fmt.Errorf("nothing listened on %s within %s: %v\noutput:\n%s", addr, r.o.StartTimeout, last, tail(string(r.t.Logs()), 1500))
+	return r.ready
+}
+
+func (r *runner) httpClient(tr *http.Transport) *http.Client {
+	if tr == nil {
+		tr = &http.Transport{}
+	}
+	tr.DialContext = r.t.DialContext
+	tr.DisableCompression = true
+	return &http.Client{Transport: tr, Timeout: r.o.CheckTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func (r *runner) get(ctx context.Context, c *http.Client, url string, hdr map[string]string) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp, body, err
+}
+
+func checkHTTP(ctx context.Context, r *runner) (Status, string) {
+	if err := r.waitReady(ctx); err != nil {
+		return Fail, err.Error()
+	}
+	c := r.httpClient(nil)
+	defer c.CloseIdleConnections()
+	resp, body, err := r.get(ctx, c, "http://"+r.t.Addr("tcp", r.o.HTTPPort)+"/", nil)
+	if err != nil {
+		return Fail, err.Error()
+	}
+	if resp.StatusCode != http.StatusOK {
+		return Fail, fmt.Sprintf("GET / answered %s", resp.Status)
+	}
+	return Pass, fmt.Sprintf("GET / %s, %d bytes, %s", resp.Status, len(body), resp.Header.Get("Content-Type"))
+}
+
+func checkHealthz(ctx context.Context, r *runner) (Status, string) {
+	if err := r.waitReady(ctx); err != nil {
+		return Fail, "not listening (see " + CheckHTTP + ")"
+	}
+	c := r.httpClient(nil)
+	defer c.CloseIdleConnections()
+	resp, body, err := r.get(ctx, c, "http://"+r.t.Addr("tcp", r.o.HTTPPort)+"/healthz", nil)
+	if err != nil {
+		return Fail, err.Error()
+	}
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "ok" {
+		return Fail, fmt.Sprintf("GET /healthz answered %s %q", resp.Status, tail(string(body), 100))
+	}
+	return Pass, "GET /healthz 200 ok"
+}
+
+// checkGzip: text is compressed for clients that accept it.
+func checkGzip(ctx context.Context, r *runner) (Status, string) {
+	if err := r.waitReady(ctx); err != nil {
+		return Fail, "not listening (see " + CheckHTTP + ")"
+	}
+	c := r.httpClient(nil)
+	defer c.CloseIdleConnections()
+	url := "http://" + r.t.Addr("tcp", r.o.HTTPPort) + "/"
+	_, plain, err := r.get(ctx, c, url, nil)
+	if err != nil {
+		return Fail, err.Error()
+	}
+	resp, body, err := r.get(ctx, c, url, map[string]string{"Accept-Encoding": "gzip"})
+	if err != nil {
+		return Fail, err.Error()
+	}
+	if ce := resp.Header.Get("Content-Encoding"); ce != "gzip" {
+		return Fail, fmt.Sprintf("GET / with Accept-Encoding: gzip (%d bytes of %s) answered Content-Encoding %q", len(plain), resp.Header.Get("Content-Type"), ce)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return Fail, "response is not gzip: " + err.Error()
+	}
+	un, err := io.ReadAll(zr)
+	if err != nil || !bytes.Equal(un, plain) {
+		return Fail, "gzip body does not decompress to the plain page"
+	}
+	return Pass, fmt.Sprintf("%d -> %d bytes, Vary: %s", len(plain), len(body), resp.Header.Get("Vary"))
+}
+
+func (r *runner) tlsConfig(minV, maxV uint16, alpn ...string) *tls.Config {
+	return &tls.Config{
+		RootCAs:    r.certPool(),
+		ServerName: r.o.TLS.ServerName,
+		MinVersion: minV,
+		MaxVersion: maxV,
+		NextProtos: alpn,
+	}
+}
+
+func (r *runner) tlsDial(ctx context.Context, cfg *tls.Config) (*tls.Conn, error) {
+	raw, err := r.t.DialContext(ctx, "tcp", r.t.Addr("tcp", r.o.HTTPSPort))
+	if err != nil {
+		return nil, err
+	}
+	c := tls.Client(raw, cfg)
+	if err := c.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// tlsPrecondition says why the TLS checks cannot run.
+func (r *runner) tlsPrecondition(ctx context.Context) (Status, string, bool) {
+	if r.o.TLS == nil {
+		return Skip, "no certificate mounted (Options.TLS is nil)", false
+	}
+	if err := r.waitReady(ctx); err != nil {
+		return Fail, "not running (see " + CheckHTTP + ")", false
+	}
+	return Pass, "", true
+}
+
+func checkTLS13(ctx context.Context, r *runner) (Status, string) {
+	if st, d, ok := r.tlsPrecondition(ctx); !ok {
+		return st, d
+	}
+	c, err := r.tlsDial(ctx, r.tlsConfig(tls.VersionTLS13, tls.VersionTLS13))
+	if err != nil {
+		return Fail, "TLS 1.3 handshake: " + err.Error()
+	}
+	defer c.Close()
+	cs := c.ConnectionState()
+	if len(cs.PeerCertificates) == 0 || !cs.PeerCertificates[0].Equal(r.o.TLS.Cert) {
+		return Fail, "the server did not present the mounted certificate"
+	}
+	return Pass, fmt.Sprintf("%s, %s, group %s, certificate verified for %s",
+		tls.VersionName(cs.Version), tls.CipherSuiteName(cs.CipherSuite), cs.CurveID, r.o.TLS.ServerName)
+}
+
+func checkTLSVersions(ctx context.Context, r *runner) (Status, string) {
+	if st, d, ok := r.tlsPrecondition(ctx); !ok {
+		return st, d
+	}
+	c, err := r.tlsDial(ctx, r.tlsConfig(tls.VersionTLS12, tls.VersionTLS12))
+	if err != nil {
+		return Fail, "TLS 1.2 handshake refused: " + err.Error()
+	}
+	cs := c.ConnectionState()
+	c.Close()
+	suite12 := tls.CipherSuiteName(cs.CipherSuite)
+	c, err = r.tlsDial(ctx, r.tlsConfig(tls.VersionTLS10, tls.VersionTLS11))
+	if err == nil {
+		c.Close()
+		return Fail, "TLS 1.1 handshake accepted: ssl_protocols must not allow it"
+	}
+	return Pass, "TLS 1.2 (" + suite12 + ") accepted; TLS 1.1 refused"
+}
+
+// checkResumption: a second connection resumes the first's session (the shared session
+// cache; TLS 1.3 stateful tickets since ssl_session_tickets is off).
+func checkResumption(ctx context.Context, r *runner) (Status, string) {
+	if st, d, ok := r.tlsPrecondition(ctx); !ok {
+		return st, d
+	}
+	cfg := r.tlsConfig(tls.VersionTLS13, tls.VersionTLS13)
+	cfg.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+	var resumed bool
+	for i := 0; i < 2; i++ {
+		c, err := r.tlsDial(ctx, cfg)
+		if err != nil {
+			return Fail, fmt.Sprintf("handshake %d: %v", i+1, err)
+		}
+		// TLS 1.3 tickets arrive after the handshake: read until the server has sent them
+		// (a request makes it talk).
+		fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", r.o.TLS.ServerName)
+		io.Copy(io.Discard, c)
+		resumed = c.ConnectionState().DidResume
+		c.Close()
+	}
+	if !resumed {
+		return Fail, "the second TLS 1.3 connection did a full handshake: no session resumption"
+	}
+	return Pass, "second TLS 1.3 connection resumed the first session"
+}
+
+func checkHTTP2(ctx context.Context, r *runner) (Status, string) {
+	if st, d, ok := r.tlsPrecondition(ctx); !ok {
+		return st, d
+	}
+	c, err := r.tlsDial(ctx, r.tlsConfig(tls.VersionTLS12, 0, "h2", "http/1.1"))
+	if err != nil {
+		return Fail, err.Error()
+	}
+	alpn := c.ConnectionState().NegotiatedProtocol
+	c.Close()
+	if alpn != "h2" {
+		return Fail, fmt.Sprintf("ALPN negotiated %q, want h2", alpn)
+	}
+	tr := &http.Transport{TLSClientConfig: r.tlsConfig(tls.VersionTLS12, 0), ForceAttemptHTTP2: true}
+	hc := r.httpClient(tr)
+	defer hc.CloseIdleConnections()
+	resp, body, err := r.get(ctx, hc, "https://"+r.t.Addr("tcp", r.o.HTTPSPort)+"/", nil)
+	if err != nil {
+		return Fail, "HTTP/2 request: " + err.Error()
+	}
+	if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusOK {
+		return Fail, fmt.Sprintf("GET / over TLS answered %s %s", resp.Proto, resp.Status)
+	}
+	detail := fmt.Sprintf("ALPN h2; GET / %s %s, %d bytes", resp.Proto, resp.Status, len(body))
+	if alt := resp.Header.Get("Alt-Svc"); alt != "" {
+		detail += "; Alt-Svc: " + alt
+	}
+	return Pass, detail
+}
+
+// packetConn hides the UDP socket's extra methods from quic-go, which would otherwise try
+// to grow its buffers and print a warning when it may not; a smoke request needs neither.
+type packetConn struct{ net.PacketConn }
+
+func checkHTTP3(ctx context.Context, r *runner) (Status, string) {
+	if st, d, ok := r.tlsPrecondition(ctx); !ok {
+		return st, d
+	}
+	if !r.http3Wanted(ctx) {
+		return Skip, "built without --with-http_v3_module"
+	}
+	addr := r.t.Addr("udp", r.o.HTTPSPort)
+	raddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return Fail, err.Error()
+	}
+	local := "127.0.0.1:0"
+	if raddr.IP.To4() == nil {
+		local = "[::1]:0"
+	}
+	pc, err := r.t.ListenPacket(ctx, "udp", local)
+	if err != nil {
+		return Fail, "opening a UDP socket: " + err.Error()
+	}
+	qt := &quic.Transport{Conn: packetConn{pc}}
+	defer qt.Close()
+	h3 := &http3.Transport{
+		TLSClientConfig: r.tlsConfig(tls.VersionTLS13, tls.VersionTLS13),
+		QUICConfig:      &quic.Config{HandshakeIdleTimeout: 5 * time.Second, MaxIdleTimeout: 10 * time.Second},
+		Dial: func(ctx context.Context, _ string, tlsCfg *tls.Config, cfg *quic.Config) (*quic.Conn, error) {
+			return qt.DialEarly(ctx, raddr, tlsCfg, cfg)
+		},
+	}
+	defer h3.Close()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/", nil)
+	if err != nil {
+		return Fail, err.Error()
+	}
+	resp, err := h3.RoundTrip(req)
+	if err != nil {
+		return Fail, "HTTP/3 request to udp " + addr + ": " + err.Error()
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if resp.ProtoMajor != 3 || resp.StatusCode != http.StatusOK {
+		return Fail, fmt.Sprintf("GET / over QUIC answered %s %s", resp.Proto, resp.Status)
+	}
+	return Pass, fmt.Sprintf("GET / %s %s over QUIC, %d bytes", resp.Proto, resp.Status, len(body))
+}
+
+// checkUser: every process (master and workers) runs as the unprivileged user, with real,
+// effective, saved and filesystem ids all equal to it.
+func checkUser(ctx context.Context, r *runner) (Status, string) {
+	if why := r.notRunning(); why != "" {
+		return Fail, why
+	}
+	st, err := r.t.ProcStatus(ctx)
+	if err != nil {
+		if s, d, ok := unsupported(err); ok {
+			return s, d
+		}
+		return Fail, err.Error()
+	}
+	want := strconv.Itoa(r.o.UID)
+	var bad, names []string
+	for _, s := range st {
+		name, uids, gids := statusField(s, "Name"), strings.Fields(statusField(s, "Uid")), strings.Fields(statusField(s, "Gid"))
+		names = append(names, name)
+		for _, u := range uids {
+			if u != want {
+				bad = append(bad, fmt.Sprintf("%s (pid %s) has Uid %s", name, statusField(s, "Pid"), strings.Join(uids, " ")))
+				break
+			}
+		}
+		for _, g := range gids {
+			if g == "0" {
+				bad = append(bad, fmt.Sprintf("%s (pid %s) has Gid %s", name, statusField(s, "Pid"), strings.Join(gids, " ")))
+				break
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return Fail, strings.Join(bad, "; ")
+	}
+	return Pass, fmt.Sprintf("%d processes (%s), all uid %s", len(st), strings.Join(dedupe(names), ", "), want)
+}
+
+func statusField(status, key string) string {
+	for _, l := range strings.Split(status, "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && k == key {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func dedupe(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// checkReadOnly: the container's / is mounted read-only (mountinfo field 6 is the
+// mount's own options).
+func checkReadOnly(ctx context.Context, r *runner) (Status, string) {
+	if why := r.notRunning(); why != "" {
+		return Fail, why
+	}
+	mi, err := r.t.MountInfo(ctx)
+	if err != nil {
+		if s, d, ok := unsupported(err); ok {
+			return s, d
+		}
+		return Fail, err.Error()
+	}
+	var rootOpts string
+	var writable []string
+	for _, l := range strings.Split(mi, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 6 {
+			continue
+		}
+		if f[4] == "/" {
+			rootOpts = f[5] // the last mount on / wins
+		}
+		if opts := strings.Split(f[5], ","); opts[0] == "rw" && !strings.HasPrefix(f[4], "/proc") &&
+			!strings.HasPrefix(f[4], "/dev") && !strings.HasPrefix(f[4], "/sys") {
+			writable = append(writable, f[4])
+		}
+	}
+	if rootOpts == "" {
+		return Fail, "no / mount in the container's mountinfo"
+	}
+	if strings.Split(rootOpts, ",")[0] != "ro" {
+		return Fail, "/ is mounted " + rootOpts
+	}
+	sort.Strings(writable)
+	return Pass, "/ mounted " + rootOpts + "; writable: " + strings.Join(writable, " ")
+}
+
+// checkErrorLog: nginx said nothing at the emerg, alert or crit levels (a failed
+// setrlimit, a refused listener...).
+func checkErrorLog(ctx context.Context, r *runner) (Status, string) {
+	logs := string(r.t.Logs())
+	var bad []string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, "[emerg]") || strings.Contains(l, "[alert]") || strings.Contains(l, "[crit]") {
+			bad = append(bad, l)
+		}
+	}
+	if len(bad) > 0 {
+		return Fail, strings.Join(bad, "\n")
+	}
+	if why := r.notRunning(); why != "" {
+		return Fail, why
+	}
+	n := strings.Count(logs, "\n")
+	return Pass, fmt.Sprintf("%d lines, no emerg/alert/crit", n)
+}

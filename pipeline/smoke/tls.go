@@ -1,0 +1,153 @@
+package smoke
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// TLS is the certificate the test generates and mounts at /etc/nginx/tls, and the pool
+// that trusts it.
+type TLS struct {
+	CertPEM, KeyPEM []byte
+	Cert            *x509.Certificate
+	Pool            *x509.CertPool
+	// ServerName is the name the clients ask for (in the certificate's SANs).
+	ServerName string
+}
+
+// NewTLS makes a fresh self-signed ECDSA P-256 certificate for localhost and 127.0.0.1,
+// valid for a day.
+func NewTLS() (*TLS, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating TLS key: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+	if err != nil {
+		return nil, fmt.Errorf("generating certificate serial: %w", err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: "localhost", Organization: []string{"nginx-forge smoke test"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		DNSNames:              []string{"localhost"},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("creating TLS certificate: %w", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the generated certificate: %w", err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("encoding TLS key: %w", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &TLS{
+		CertPEM:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:     pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
+		Cert:       cert,
+		Pool:       pool,
+		ServerName: "localhost",
+	}, nil
+}
+
+// WriteDir writes the directory users mount at /etc/nginx/tls: tls.crt, tls.key and
+// tls.conf (conf, see TLSConf). The key is readable only by uid/gid (the container's user),
+// as a Kubernetes secret with fsGroup would be; ownership is only set when running as root.
+func (t *TLS) WriteDir(dir string, conf []byte, uid, gid int) error {
+	files := []struct {
+		name string
+		data []byte
+		mode os.FileMode
+	}{
+		{"tls.crt", t.CertPEM, 0o644},
+		{"tls.key", t.KeyPEM, 0o600},
+		{"tls.conf", conf, 0o644},
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("making TLS directory: %w", err)
+	}
+	for _, f := range files {
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, f.data, f.mode); err != nil {
+			return fmt.Errorf("writing %s: %w", p, err)
+		}
+		if os.Geteuid() == 0 {
+			if err := os.Chown(p, uid, gid); err != nil {
+				return fmt.Errorf("chown %s: %w", p, err)
+			}
+		}
+	}
+	return nil
+}
+
+// The shipped nginx.conf documents tls.conf between these markers, as comment lines.
+const (
+	tlsConfBegin = "# ---- BEGIN tls.conf ----"
+	tlsConfEnd   = "# ---- END tls.conf ----"
+)
+
+// TLSConf extracts the tls.conf documented in an nginx.conf (the image's own, so the test
+// proves the documentation works). Without http3 the QUIC lines are dropped, as the
+// documentation says to do for a build without the http_v3 module.
+func TLSConf(nginxConf []byte, http3 bool) ([]byte, error) {
+	var out bytes.Buffer
+	in := false
+	found := false
+	sc := bufio.NewScanner(bytes.NewReader(nginxConf))
+	for sc.Scan() {
+		line := sc.Text()
+		switch strings.TrimSpace(line) {
+		case tlsConfBegin:
+			in = true
+			continue
+		case tlsConfEnd:
+			if in {
+				found = true
+			}
+			in = false
+			continue
+		}
+		if !in {
+			continue
+		}
+		body, ok := strings.CutPrefix(line, "#")
+		if !ok {
+			return nil, fmt.Errorf("nginx.conf: line %q inside the tls.conf block is not a comment", line)
+		}
+		body = strings.TrimPrefix(body, " ")
+		if !http3 && (strings.Contains(body, " quic") || strings.Contains(body, "Alt-Svc")) &&
+			!strings.HasPrefix(strings.TrimSpace(body), "#") {
+			continue
+		}
+		out.WriteString(body + "\n")
+	}
+	if !found || out.Len() == 0 {
+		return nil, errors.New("nginx.conf has no tls.conf block (between \"" + tlsConfBegin + "\" and \"" + tlsConfEnd + "\")")
+	}
+	return out.Bytes(), nil
+}
