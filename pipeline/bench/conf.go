@@ -274,6 +274,9 @@ func (c Config) Render() ([]byte, error) {
 
 // Variant is one change of the knobs, as the tuning sweep tries it.
 type Variant struct {
+	// Knob is the setting changed ("worker_processes"); variants of one knob are
+	// alternatives, of which the best combination takes at most one.
+	Knob string
 	// Name says what changed, e.g. "worker_connections 4096 + worker_rlimit_nofile 8192".
 	Name  string
 	Apply func(*Knobs)
@@ -285,7 +288,9 @@ type Variant struct {
 // the server gets, so the worker count variants mean something on this machine.
 func Variants(base Knobs, serverCPUs int) []Variant {
 	var vs []Variant
-	add := func(name string, f func(*Knobs)) { vs = append(vs, Variant{Name: name, Apply: f}) }
+	add := func(name string, f func(*Knobs)) {
+		vs = append(vs, Variant{Knob: strings.Fields(name)[0], Name: name, Apply: f})
+	}
 
 	// The tuning document went from 4 to 8 workers on 4 CPUs; try one worker and twice the CPUs.
 	for _, n := range []int{1, 2 * serverCPUs} {

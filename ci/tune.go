@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/bench"
+)
+
+// shippedConfig is the image's nginx.conf in the checkout.
+const shippedConfig = "pipeline/plan/files/nginx.conf"
+
+func init() {
+	register(&command{
+		name:    "tune",
+		summary: "sweep nginx.conf performance knobs one at a time against the shipped config",
+		usage:   "(--tree DIR | --nginx BIN) [--config FILE] [flags]",
+		long: `
+The tuning method of measuring before changing, automated: reads the knobs of the shipped
+nginx.conf (--config; default the install tree's etc/nginx/nginx.conf with --tree, else
+` + shippedConfig + `), then changes one knob at a time: worker_processes, worker_connections
+with worker_rlimit_nofile, open_file_cache, keepalive_requests, ssl_session_cache,
+ssl_session_tickets, sendfile. Every variant runs side by side with the unchanged baseline in
+the same rounds (same binary, same content, the benchmark's generated config with only the
+knob changed), so each delta is measured against the same baseline run.
+
+A variant is "better" on a scenario when every round was faster than the baseline without
+costing more CPU per request (or cost less CPU per request in every round without being
+slower), "worse" in the mirror cases, and "noise" otherwise. The best combination takes, for
+each knob, the variant that was better somewhere and worse nowhere, and is measured against
+the baseline again. If nothing beats the noise it says so: the shipped config stays.
+
+wrk does not resume TLS sessions, so ssl_session_cache and tickets show their cost, not their
+benefit for returning clients; worker_processes "auto" means the number of server CPUs.
+
+Scenarios (--scenarios):
+` + scenarioHelp(),
+		flags: func(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
+			tree := fs.String("tree", "", "built install `dir`; tunes DIR/usr/sbin/nginx")
+			nginx := fs.String("nginx", "", "nginx `binary` to tune (instead of --tree)")
+			config := fs.String("config", "", "nginx.conf whose knobs are the baseline (default: see above)")
+			o := benchFlags(fs, "tls-handshake,tls-keepalive,http-keepalive", 5*time.Second)
+			jsonOut := fs.String("json", "", "write the full sweep as JSON to `file`")
+			mdOut := fs.String("markdown", "", "write the Markdown tables to `file`")
+			return func(ctx context.Context, args []string) error {
+				if len(args) > 0 {
+					return usageErrorf("tune takes no arguments, got %q", args)
+				}
+				bin, err := builtBinary(*tree, *nginx)
+				if err != nil {
+					return err
+				}
+				conf := *config
+				if conf == "" {
+					conf = shippedConfig
+					if *tree != "" {
+						conf = filepath.Join(*tree, "etc", "nginx", "nginx.conf")
+					}
+				}
+				f, err := os.Open(conf)
+				if err != nil {
+					return usageErrorf("--config: %v (give the nginx.conf whose knobs are the baseline)", err)
+				}
+				base, err := bench.ParseKnobs(f)
+				f.Close()
+				if err != nil {
+					return fmt.Errorf("reading the baseline knobs from %s: %w", conf, err)
+				}
+				if err := base.Validate(); err != nil {
+					return fmt.Errorf("baseline knobs from %s: %w", conf, err)
+				}
+				opts, err := o.options()
+				if err != nil {
+					return err
+				}
+				// One baseline plus one server per variant (up to 9), plus the confirmation.
+				tr, err := runBounded(ctx, opts, *o.timeout, len(bench.Variants(base, 1))+3, func(ctx context.Context) (*bench.TuneReport, error) {
+					return bench.Tune(ctx, bin, base, opts)
+				})
+				if err != nil {
+					return err
+				}
+				return emit(tr.WriteTable, tr.WriteMarkdown, tr.WriteJSON, *jsonOut, *mdOut)
+			}
+		},
+	})
+}
