@@ -109,6 +109,10 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]str
 	if err := verifySources(p, sources); err != nil {
 		return err
 	}
+	abs, err := emptyDir(treeDir)
+	if err != nil {
+		return err
+	}
 	for _, w := range p.Warnings {
 		e.logf("dagger: warning: %s", w)
 	}
@@ -133,10 +137,6 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]str
 		return fmt.Errorf("dagger executor: the plan's final stage %q is not one of its stages", p.Final)
 	}
 
-	abs, err := emptyDir(treeDir)
-	if err != nil {
-		return err
-	}
 	e.logf("dagger: building %d stages for %s, exporting the install tree to %s", len(p.Stages), p.Platform, abs)
 	if _, err := tree.Export(ctx, abs); err != nil {
 		return fmt.Errorf("dagger executor: building for %s: %w%s", p.Platform, err, stderrTail(err))
