@@ -348,7 +348,7 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 		if !ok {
 			return sr, fmt.Errorf("stage %s: depends on %s, which has not run: the plan's stages are out of order", s.Name, d)
 		}
-		env = append(env, "DEP_"+strings.ToUpper(d)+"="+dir)
+		env = append(env, plan.DepVar(d)+"="+dir)
 	}
 
 	e.logf("stage %s: building (key %s, log %s)", s.Name, key[:12], logPath)
