@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
+)
+
+// manifestOut receives the published index reference (or, with --dry-run, the index
+// manifest); a variable so tests can capture it.
+var manifestOut io.Writer = os.Stdout
+
+func init() {
+	register(&command{
+		name:    "manifest",
+		summary: "assemble a multi-platform index from per-platform digests, push it, then tag it",
+		usage:   "--image REPO:TAG[,TAG...] [--dry-run] DIGEST_REF...",
+		long: `
+For the workflow that builds each architecture on its own runner: every runner pushes its
+image by digest, and this command joins them. Each DIGEST_REF is REPO@sha256:... (or just
+sha256:..., meaning --image's repository). The platform of each entry is read from that
+image's config; entries are sorted by platform, so the index digest does not depend on the
+argument order; two images of one platform are refused.
+
+The index is pushed by digest first, then the tags move (same safety as publishing an image:
+a failure leaves every tag where it was and says what is left in the registry). Transient
+registry errors are retried. Credentials come from the Docker config and, for ghcr.io,
+GITHUB_TOKEN; they are never printed.
+
+Prints REPO@sha256:... of the index. --dry-run reads the per-platform images, prints the
+index manifest and the tags it would move, and writes nothing.`,
+		flags: func(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
+			imageFlag := fs.String("image", "", "`REPO:TAG[,TAG...]` to publish the index as (required)")
+			dryRun := fs.Bool("dry-run", false, "print the index and tags without pushing anything")
+			insecure := fs.Bool("insecure", false, "allow plain HTTP to a registry that is not on loopback")
+			verbose := fs.Bool("v", false, "print each registry step on standard error")
+			return func(ctx context.Context, args []string) error {
+				repo, tags, err := parseImageTags(*imageFlag)
+				if err != nil {
+					return err
+				}
+				if len(args) == 0 {
+					return usageErrorf("give at least one per-platform DIGEST_REF (REPO@sha256:...)")
+				}
+				refs := make([]string, 0, len(args))
+				for _, a := range args {
+					if strings.HasPrefix(a, "sha256:") {
+						a = repo + "@" + a
+					}
+					var nopts []name.Option
+					if *insecure {
+						nopts = append(nopts, name.Insecure)
+					}
+					if _, err := name.NewDigest(a, nopts...); err != nil {
+						return usageErrorf("argument %q is not a digest reference (REPO@sha256:... or sha256:...): %v", a, err)
+					}
+					refs = append(refs, a)
+				}
+				var opts []image.PublishOption
+				if *insecure {
+					opts = append(opts, image.WithInsecure())
+				}
+				if *verbose {
+					opts = append(opts, image.WithLogf(func(format string, a ...any) {
+						fmt.Fprintf(os.Stderr, format+"\n", a...)
+					}))
+				}
+				return runManifest(ctx, repo, tags, refs, *dryRun, opts)
+			}
+		},
+	})
+}
+
+// parseImageTags splits "REPO:TAG[,TAG...]" ("ghcr.io/o/nginx:1.26.3,latest").
+func parseImageTags(s string) (string, []string, error) {
+	if s == "" {
+		return "", nil, usageErrorf("--image REPO:TAG[,TAG...] is required")
+	}
+	colon := strings.LastIndex(s, ":")
+	if colon < 0 || colon < strings.LastIndex(s, "/") {
+		return "", nil, usageErrorf("--image %q has no tag; write REPO:TAG[,TAG...]", s)
+	}
+	repo := s[:colon]
+	if _, err := name.NewRepository(repo); err != nil {
+		return "", nil, usageErrorf("--image %q: parsing repository %q: %v", s, repo, err)
+	}
+	var tags []string
+	for _, t := range strings.Split(s[colon+1:], ",") {
+		t = strings.TrimSpace(t)
+		if _, err := name.NewTag(repo + ":" + t); err != nil || t == "" {
+			return "", nil, usageErrorf("--image %q: bad tag %q", s, t)
+		}
+		tags = append(tags, t)
+	}
+	return repo, tags, nil
+}
+
+func runManifest(ctx context.Context, repo string, tags, refs []string, dryRun bool, opts []image.PublishOption) error {
+	if dryRun {
+		idx, err := image.BuildIndex(ctx, refs, opts...)
+		if err != nil {
+			return err
+		}
+		raw, err := idx.RawManifest()
+		if err != nil {
+			return err
+		}
+		d, err := idx.Digest()
+		if err != nil {
+			return err
+		}
+		var pretty any
+		_ = json.Unmarshal(raw, &pretty)
+		out, _ := json.MarshalIndent(pretty, "", "  ")
+		fmt.Fprintf(manifestOut, "%s\n", out)
+		fmt.Fprintf(manifestOut, "dry run: would push %s@%s and move tags %s; nothing written\n", repo, d, strings.Join(tags, ", "))
+		return nil
+	}
+	res, err := image.Index(ctx, repo, refs, tags, opts...)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(manifestOut, res.Digest.String())
+	return nil
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+func pushPlatform(t *testing.T, repo, arch string) string {
+	t.Helper()
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, _ := img.ConfigFile()
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", arch
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	ref, _ := name.NewDigest(repo + "@" + d.String())
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	return d.String()
+}
+
+func runManifestCmd(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	old := manifestOut
+	manifestOut = &out
+	defer func() { manifestOut = old }()
+	code := run(context.Background(), append([]string{"manifest"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestManifestCommand(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	repo := strings.TrimPrefix(srv.URL, "http://") + "/nginx-forge"
+	amd := pushPlatform(t, repo, "amd64")
+	arm := pushPlatform(t, repo, "arm64")
+
+	// Dry run: prints the index, writes nothing.
+	code, out, errs := runManifestCmd(t, "--image", repo+":1.26.3,latest", "--dry-run", amd, repo+"@"+arm)
+	if code != 0 || !strings.Contains(out, `"architecture": "arm64"`) || !strings.Contains(out, "nothing written") {
+		t.Fatalf("dry run: code %d\n%s\n%s", code, out, errs)
+	}
+	if _, err := remote.Head(mustTagRef(t, repo+":latest")); err == nil {
+		t.Fatal("dry run created the tag")
+	}
+
+	code, out, errs = runManifestCmd(t, "--image", repo+":1.26.3,latest", amd, arm)
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, errs)
+	}
+	idx, err := remote.Index(mustTagRef(t, repo+":latest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := idx.Digest()
+	if strings.TrimSpace(out) != repo+"@"+d.String() {
+		t.Errorf("printed %q, tag latest is %s", out, d)
+	}
+	im, _ := idx.IndexManifest()
+	if len(im.Manifests) != 2 || im.Manifests[0].Platform.Architecture != "amd64" {
+		t.Errorf("index %+v", im.Manifests)
+	}
+
+	for _, bad := range [][]string{
+		{amd},                              // no --image
+		{"--image", repo, amd},             // no tag
+		{"--image", repo + ":x"},           // no digests
+		{"--image", repo + ":x", "latest"}, // not a digest
+	} {
+		if code, _, errs := runManifestCmd(t, bad...); code != 2 {
+			t.Errorf("manifest %v: exit %d (want 2): %s", bad, code, errs)
+		}
+	}
+}
+
+func mustTagRef(t *testing.T, s string) name.Tag {
+	t.Helper()
+	tag, err := name.NewTag(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tag
+}
