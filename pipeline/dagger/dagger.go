@@ -32,6 +32,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -103,8 +104,9 @@ func (e *Executor) Close() error {
 }
 
 // Run builds p from sources (component name -> path of its verified tarball, as for the
-// host executor) and writes the install tree, the final stage's OUT, to treeDir (replacing
-// what must be a new or empty directory). Sources are checked against the plan's SHA-256 before the engine sees them.
+// host executor) and writes the install tree, the final stage's OUT, to treeDir, which must
+// be new or empty. Bad input (a tarball whose SHA-256 is not the plan's, a non-empty
+// treeDir) is refused before the engine is contacted.
 func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]string, treeDir string) error {
 	if err := verifySources(p, sources); err != nil {
 		return err
@@ -126,6 +128,11 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]str
 	builder := e.builder(p)
 	outs := map[string]*dagger.Directory{}
 	for _, s := range p.Stages {
+		for _, d := range s.Deps {
+			if outs[d] == nil {
+				return fmt.Errorf("dagger executor: stage %s depends on %q, which is not an earlier stage of the plan", s.Name, d)
+			}
+		}
 		src, err := filepath.Abs(sources[s.Source.Component])
 		if err != nil {
 			return fmt.Errorf("dagger executor: source of %s: %w", s.Name, err)
@@ -204,7 +211,7 @@ func (e *Executor) stage(p *plan.Plan, builder *dagger.Container, s plan.Stage, 
 		c = c.WithDirectory(plan.ContainerDep(d), outs[d])
 	}
 	for _, f := range s.Files {
-		c = c.WithNewFile(filepath.ToSlash(filepath.Join(plan.ContainerWorkDir, f.Path)), string(f.Data),
+		c = c.WithNewFile(path.Join(plan.ContainerWorkDir, f.Path), string(f.Data),
 			dagger.ContainerWithNewFileOpts{Permissions: int(f.Mode)})
 	}
 	for _, v := range p.ContainerEnv(s) {
@@ -226,23 +233,23 @@ func cacheKey(p *plan.Plan, dir string) string {
 // reaches the engine: pipeline/source verified it once, but a shared cache can change.
 func verifySources(p *plan.Plan, sources map[string]string) error {
 	for _, s := range p.Stages {
-		path, ok := sources[s.Source.Component]
-		if !ok || path == "" {
+		file, ok := sources[s.Source.Component]
+		if !ok || file == "" {
 			return fmt.Errorf("dagger executor: no source tarball given for %s (stage %s): fetch it first", s.Source.Component, s.Name)
 		}
-		f, err := os.Open(path)
+		f, err := os.Open(file)
 		if err != nil {
-			return fmt.Errorf("dagger executor: reading source %s: %w", path, err)
+			return fmt.Errorf("dagger executor: reading source %s: %w", file, err)
 		}
 		h := sha256.New()
 		_, err = io.Copy(h, f)
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("dagger executor: reading source %s: %w", path, err)
+			return fmt.Errorf("dagger executor: reading source %s: %w", file, err)
 		}
 		if got := hex.EncodeToString(h.Sum(nil)); got != s.Source.SHA256 {
 			return fmt.Errorf("dagger executor: source %s for %s %s has sha256 %s, but the lock pins %s: the file is corrupt or tampered with; delete it and fetch again",
-				path, s.Source.Component, s.Source.Version, got, s.Source.SHA256)
+				file, s.Source.Component, s.Source.Version, got, s.Source.SHA256)
 		}
 	}
 	return nil

@@ -34,6 +34,14 @@ const probeTimeout = 10 * time.Second
 // ErrNoEngine is returned (wrapped) when no Dagger engine can be reached or started.
 var ErrNoEngine = errors.New("no Dagger engine reachable")
 
+// CheckEngine reports, in seconds and without connecting, whether a Dagger engine can be
+// reached or started (an error wrapping ErrNoEngine otherwise). Callers run it before slow
+// work such as downloading sources, so that a machine without an engine fails at once.
+func CheckEngine(ctx context.Context) error {
+	_, err := preflight(ctx)
+	return err
+}
+
 // preflight checks, in seconds, that dagger.Connect has a way to reach an engine: an open
 // session (DAGGER_SESSION_PORT), a runner host (_EXPERIMENTAL_DAGGER_RUNNER_HOST), or a
 // container runtime that works, for the dagger CLI to start its engine in. It returns what
