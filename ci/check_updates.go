@@ -156,6 +156,7 @@ func checkUpdates(ctx context.Context, cfg checkUpdatesConfig) error {
 
 	switch {
 	case checkErr != nil:
+		rep.Errorf("%s", strings.ReplaceAll(checkErr.Error(), "\n", "; "))
 		return fmt.Errorf("checking for updates (the lock is unchanged): %w", checkErr)
 	case writeErr != nil:
 		rep.Errorf("%s", strings.ReplaceAll(writeErr.Error(), "\n", "; "))

@@ -132,8 +132,11 @@ func (ch *Checker) Check(ctx context.Context, l *lock.Lock) (*Report, error) {
 // fails (rate limit, outage), with a warning so the fallback is visible.
 func (ch *Checker) releases(ctx context.Context, name string, rep *Report, logf func(string, ...any)) ([]Version, string, error) {
 	vs, err := ch.Releases.GitHubReleases(ctx, name)
-	if err == nil {
+	if err == nil && len(vs) > 0 {
 		return vs, "github", nil
+	}
+	if err == nil {
+		err = fmt.Errorf("GitHub lists no release tags for %s", Repos[name].GitHub)
 	}
 	if name != lock.Nginx {
 		return nil, "", fmt.Errorf("%s: %w", name, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -46,7 +47,13 @@ func NewImageResolver(opts ...ImageOption) *ImageResolver {
 // Digest returns the digest of the manifest (for a multi-platform image, the index) that ref
 // names now, by a HEAD request, which does not count against Docker Hub's pull limit.
 func (r *ImageResolver) Digest(ctx context.Context, ref string) (string, error) {
-	parsed, err := name.ParseReference(ref)
+	// A ref that also carries a digest ("ubuntu:24.04@sha256:...") is followed by its tag:
+	// finding out where the tag points now is the whole point.
+	tagOnly := ref
+	if at := strings.Index(tagOnly, "@"); at >= 0 {
+		tagOnly = tagOnly[:at]
+	}
+	parsed, err := name.ParseReference(tagOnly)
 	if err != nil {
 		return "", fmt.Errorf("parsing image reference %q: %w", ref, err)
 	}

@@ -274,3 +274,19 @@ func lineDiff(a, b string) (removed, added []string) {
 	added = append(added, y[j:]...)
 	return removed, added
 }
+
+// GitHub answering, but with no nginx release tags at all, also falls back to nginx.org.
+func TestCheckFallsBackToNginxOrgOnEmptyList(t *testing.T) {
+	s := upstreamtest.NewScenario(t)
+	html, err := os.ReadFile(filepath.Join("testdata", "nginx.org", "download.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Upstream.SetNginxOrg(html)
+	s.Upstream.SetGitHub("nginx/nginx", "releases", upstreamtest.ReleasesJSON("nginx/nginx"))
+	s.Upstream.SetGitHub("nginx/nginx", "tags", upstreamtest.TagsJSON("nginx/nginx", "before-1.0-branch"))
+	rep := check(t, s)
+	if n := rep.Components[3]; n.Source != "nginx.org" || n.Latest != "1.26.3" {
+		t.Errorf("nginx = %+v; want 1.26.3 from nginx.org", n)
+	}
+}
