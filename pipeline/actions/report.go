@@ -52,7 +52,7 @@ func UpdateTableText(title string, rows []Row) string {
 		case !r.Changed():
 			nw = "(unchanged)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Component, orDash(r.Old), nw, orDash(r.EOL))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Component, short(orDash(r.Old)), short(nw), orDash(r.EOL))
 	}
 	tw.Flush()
 	return b.String()
@@ -91,6 +91,15 @@ func (r *Reporter) ImageOutputs(res ImageResult) error {
 	}
 	md.WriteString("\n")
 	return r.AddSummary(md.String(), txt.String())
+}
+
+// short abbreviates a digest for the terminal table (the markdown keeps it whole): the first
+// 12 hex digits identify an image for a reader, as in docker's output.
+func short(s string) string {
+	if strings.HasPrefix(s, "sha256:") && len(s) == len("sha256:")+64 {
+		return s[:len("sha256:")+12] + "..."
+	}
+	return s
 }
 
 func orDash(s string) string {
