@@ -72,6 +72,7 @@ func (f *Fetcher) download(ctx context.Context, src, dst, name string, limit int
 	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
 		return fmt.Errorf("creating cache directory: %w", err)
 	}
+	cleanTemp(tmpDir)
 	var got string
 	err := f.retry(ctx, src, func() error {
 		tmp, err := os.CreateTemp(tmpDir, ".download-*")
@@ -157,6 +158,14 @@ func (f *Fetcher) retry(ctx context.Context, src string, attempt func() error) e
 
 // fetchTo does one GET of src into w. Errors that retrying cannot fix are marked permanent.
 func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit int64) (int64, error) {
+	// A server that stops sending in mid-body would otherwise hold the build forever (the
+	// client has no overall timeout, on purpose): cancel the request when no byte has
+	// arrived for the stall timeout, and let the retry loop try again.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stalled := fmt.Errorf("no data received for %s", f.stall)
+	timer := time.AfterFunc(f.stall, func() { cancel(stalled) })
+	defer timer.Stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
 	if err != nil {
 		return 0, permanent(fmt.Errorf("bad URL %q: %w", src, err))
@@ -164,6 +173,9 @@ func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit in
 	req.Header.Set("User-Agent", "nginx-forge (+https://github.com/nginx-forge/nginx-forge)")
 	resp, err := f.client.Do(req)
 	if err != nil {
+		if context.Cause(ctx) == stalled {
+			err = stalled
+		}
 		return 0, fmt.Errorf("GET %s: %w", src, err)
 	}
 	defer resp.Body.Close()
@@ -178,8 +190,12 @@ func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit in
 		return 0, permanent(&SizeError{URL: src, Limit: limit, Size: resp.ContentLength})
 	}
 	// Read one byte past the limit to tell "exactly at the limit" from "over it".
-	n, err := io.Copy(w, io.LimitReader(resp.Body, limit+1))
+	body := &progressReader{r: resp.Body, progress: func() { timer.Reset(f.stall) }}
+	n, err := io.Copy(w, io.LimitReader(body, limit+1))
 	if err != nil {
+		if context.Cause(ctx) == stalled {
+			err = stalled
+		}
 		// A body cut short (connection reset, io.ErrUnexpectedEOF against Content-Length) is
 		// worth another try.
 		return n, fmt.Errorf("GET %s: reading body after %d bytes: %w", src, n, err)
@@ -188,6 +204,34 @@ func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit in
 		return n, permanent(&SizeError{URL: src, Limit: limit, Size: -1})
 	}
 	return n, nil
+}
+
+// progressReader calls progress whenever bytes arrive.
+type progressReader struct {
+	r        io.Reader
+	progress func()
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.progress()
+	}
+	return n, err
+}
+
+// cleanTemp removes temporary downloads left by a process that was killed mid-download. Only
+// old ones: a younger one may belong to a build running right now.
+func cleanTemp(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > 24*time.Hour {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // writeFileAtomic writes b to file through a temporary file in dir.

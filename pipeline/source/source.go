@@ -50,6 +50,7 @@ type Fetcher struct {
 	maxSize      int64
 	retries      int
 	backoff      time.Duration
+	stall        time.Duration
 	now          func() time.Time
 	initErr      error
 }
@@ -99,6 +100,10 @@ func WithRetries(n int) Option { return func(f *Fetcher) { f.retries = n } }
 // twice as long, up to 30s.
 func WithBackoff(d time.Duration) Option { return func(f *Fetcher) { f.backoff = d } }
 
+// WithStallTimeout sets how long a download may receive nothing before it is abandoned and
+// retried (default one minute).
+func WithStallTimeout(d time.Duration) Option { return func(f *Fetcher) { f.stall = d } }
+
 // WithNow sets the clock used to judge whether keys and signatures are currently revoked or
 // expired (default time.Now).
 func WithNow(now func() time.Time) Option { return func(f *Fetcher) { f.now = now } }
@@ -112,6 +117,7 @@ func New(opts ...Option) *Fetcher {
 		maxSize:   DefaultMaxSize,
 		retries:   DefaultRetries,
 		backoff:   time.Second,
+		stall:     time.Minute,
 		now:       time.Now,
 	}
 	for _, o := range opts {
@@ -136,6 +142,9 @@ func New(opts ...Option) *Fetcher {
 	}
 	if f.maxSize <= 0 {
 		f.initErr = fmt.Errorf("maximum download size %d must be positive", f.maxSize)
+	}
+	if f.stall <= 0 {
+		f.initErr = fmt.Errorf("stall timeout %s must be positive", f.stall)
 	}
 	if f.retries < 0 {
 		f.retries = 0

@@ -725,3 +725,46 @@ func TestRevokedKey(t *testing.T) {
 		})
 	}
 }
+
+// A server that stops sending in mid-body is abandoned after the stall timeout and the
+// download is retried.
+func TestStalledDownload(t *testing.T) {
+	l := testLock(t)
+	nginx := l.MustComponent(lock.Nginx)
+	body := readMirror(t, nginx.FileName())
+	var mu sync.Mutex
+	n := 0
+	url, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		first := n == 1
+		mu.Unlock()
+		if !first {
+			http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.Write(body[:len(body)/2])
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	start := time.Now()
+	cache := t.TempDir()
+	v, err := fastFetcher(t, cache, url, source.WithStallTimeout(300*time.Millisecond)).Fetch(context.Background(), nginx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Errorf("%d requests, want 2 (one stalled, one whole)", n)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %s: the stalled request was not abandoned", d)
+	}
+	b, _ := os.ReadFile(v.Path)
+	if sha(b) != nginx.SHA256 {
+		t.Error("cached file is not the whole tarball")
+	}
+}
