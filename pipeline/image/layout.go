@@ -9,12 +9,44 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
+
+// WriteOutput writes img for --output: a path ending in ".tar" gets a tarball that
+// `docker load` and `podman load` read (named refName, a full reference such as
+// "ghcr.io/nginx-forge/nginx:1.26.3"); any other path gets an OCI layout directory (see
+// WriteLayout). Either way the SBOM, when given, is also written as PATH.spdx.json.
+func WriteOutput(path string, img v1.Image, refName string, sbom []byte, created time.Time) error {
+	if !strings.HasSuffix(path, ".tar") {
+		tag := refName
+		if r, err := name.NewTag(refName); err == nil {
+			tag = r.TagStr()
+		}
+		return WriteLayout(path, img, tag, sbom, created)
+	}
+	if refName == "" {
+		refName = "nginx-forge:latest"
+	}
+	tag, err := name.NewTag(refName)
+	if err != nil {
+		return fmt.Errorf("parsing image name %q for the tarball: %w", refName, err)
+	}
+	if err := tarball.WriteToFile(path, tag, img); err != nil {
+		return fmt.Errorf("writing image tarball %s: %w", path, err)
+	}
+	if sbom != nil {
+		if err := os.WriteFile(path+".spdx.json", sbom, 0o644); err != nil {
+			return fmt.Errorf("writing SBOM beside the tarball: %w", err)
+		}
+	}
+	return nil
+}
 
 // WriteLayout writes img as an OCI image layout directory (for --output), readable by
 // umoci, skopeo (oci:DIR:TAG), crane and go-containerregistry's layout package.
