@@ -10,6 +10,9 @@ import (
 	"text/tabwriter"
 )
 
+// ControlName is the sweep's second copy of the baseline.
+const ControlName = "baseline again (control)"
+
 // TuneReport is the tuning sweep: every one-knob variant measured against the same baseline
 // in one run, each variant's verdict, and the combination of the winners measured again.
 type TuneReport struct {
@@ -40,18 +43,35 @@ type KnobResult struct {
 type ScenarioVerdict struct {
 	Scenario string `json:"scenario"`
 	Ratio    Ratio  `json:"ratio"`
-	// Verdict is "better" when every round was faster (requests/s) without costing more CPU
-	// per request, or every round cost less CPU per request without being slower; "worse" in
-	// the mirror cases; otherwise "noise": the spread includes no change.
+	// Verdict is "better" when every round was faster (requests/s) by more than the noise
+	// floor without costing more CPU per request, or every round cost less CPU per request
+	// by more than the floor without being slower; "worse" in the mirror cases; "noise"
+	// otherwise; "too few rounds" with fewer than MinRounds.
 	Verdict string `json:"verdict"`
 }
 
-func verdict(q Ratio) string {
+// MinRounds is the fewest rounds a verdict needs: with one or two, "every round" is luck.
+const MinRounds = 3
+
+// NoiseFloor is how far from 1 a ratio must be, at least, to count.
+const NoiseFloor = 0.02
+
+// floor is the noise floor of one statistic: the control's largest deviation from 1 (the
+// baseline config measured as a second server: any difference is noise), at least NoiseFloor.
+func floor(control Stat) float64 {
+	return max(NoiseFloor, math.Abs(control.Min-1), math.Abs(control.Max-1))
+}
+
+func verdict(q, control Ratio) string {
+	if q.RequestsSec.N < MinRounds {
+		return "too few rounds"
+	}
 	rps, cpu := q.RequestsSec, q.CPUPerRequest
+	fr, fc := floor(control.RequestsSec), floor(control.CPUPerRequest)
 	switch {
-	case rps.Min > 1 && cpu.Median <= 1, cpu.Max < 1 && rps.Median >= 1:
+	case rps.Min > 1+fr && cpu.Median <= 1, cpu.Max < 1-fc && rps.Median >= 1:
 		return "better"
-	case rps.Max < 1 && cpu.Median >= 1, cpu.Min > 1 && rps.Median <= 1:
+	case rps.Max < 1-fr && cpu.Median >= 1, cpu.Min > 1+fc && rps.Median <= 1:
 		return "worse"
 	}
 	return "noise"
@@ -74,7 +94,9 @@ func Tune(ctx context.Context, bin string, base Knobs, opts Options) (*TuneRepor
 		n = max(1, len(mustCPUs()))
 	}
 	variants := Variants(base, n)
-	targets := []Target{{Name: "baseline", Binary: bin, Knobs: base}}
+	// The control is the baseline config again, as its own server: its ratios to the
+	// baseline are pure noise, and set the floor a variant must clear.
+	targets := []Target{{Name: "baseline", Binary: bin, Knobs: base}, {Name: ControlName, Binary: bin, Knobs: base}}
 	for _, v := range variants {
 		k := base
 		v.Apply(&k)
@@ -89,8 +111,8 @@ func Tune(ctx context.Context, bin string, base Knobs, opts Options) (*TuneRepor
 		kr := KnobResult{Variant: v.Name, Knob: v.Knob}
 		logSum := 0.0
 		for _, s := range sweep.Scenarios {
-			q := s.Ratios[i]
-			sv := ScenarioVerdict{Scenario: s.Name, Ratio: q, Verdict: verdict(q)}
+			q := s.Ratios[i+1] // Ratios[0] is the control's
+			sv := ScenarioVerdict{Scenario: s.Name, Ratio: q, Verdict: verdict(q, s.Ratios[0])}
 			switch sv.Verdict {
 			case "better":
 				kr.Better++
@@ -152,6 +174,14 @@ func (tr *TuneReport) WriteTable(w io.Writer) error {
 	fmt.Fprintln(w, "one knob at a time vs baseline (per-round ratios: median (min..max))")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "variant\tscenario\trequests/s\tp99\tCPU/request\tverdict")
+	for i, s := range tr.Sweep.Scenarios {
+		name := ControlName
+		if i > 0 {
+			name = ""
+		}
+		q := s.Ratios[0]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, s.Name, fmtRatio(q.RequestsSec), fmtRatio(q.P99), fmtRatio(q.CPUPerRequest), "(noise floor)")
+	}
 	for _, kr := range tr.Knobs {
 		for i, sv := range kr.Scenarios {
 			name := kr.Variant
@@ -166,7 +196,7 @@ func (tr *TuneReport) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	if len(tr.Best) == 0 {
-		_, err := fmt.Fprintln(w, "best combination: the baseline; no variant was better in every round of some scenario without being worse in another.")
+		_, err := fmt.Fprintln(w, "best combination: the baseline; no variant beat it in every round by more than the control's noise in some scenario without being worse in another.")
 		return err
 	}
 	fmt.Fprintf(w, "best combination: %s\n  knobs: %s\n\n", strings.Join(tr.Best, "; "), describeKnobs(tr.BestKnobs))
@@ -179,6 +209,10 @@ func (tr *TuneReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "### Tuning sweep\n\nBaseline knobs: `%s`\n\n", describeKnobs(tr.Base))
 	fmt.Fprintln(w, "| variant | scenario | requests/s | p99 | CPU/request | verdict |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|")
+	for _, s := range tr.Sweep.Scenarios {
+		q := s.Ratios[0]
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | (noise floor) |\n", ControlName, s.Name, fmtRatio(q.RequestsSec), fmtRatio(q.P99), fmtRatio(q.CPUPerRequest))
+	}
 	for _, kr := range tr.Knobs {
 		for _, sv := range kr.Scenarios {
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", kr.Variant, sv.Scenario, fmtRatio(sv.Ratio.RequestsSec), fmtRatio(sv.Ratio.P99), fmtRatio(sv.Ratio.CPUPerRequest), sv.Verdict)
