@@ -768,3 +768,47 @@ func TestStalledDownload(t *testing.T) {
 		t.Error("cached file is not the whole tarball")
 	}
 }
+
+// BenchmarkFetchAll measures fetching the test lock's four tarballs from a loopback mirror
+// into an empty cache ("cold") and verifying them from the cache ("cached": a second build).
+// Run: go test ./pipeline/source -run '^$' -bench FetchAll
+func BenchmarkFetchAll(b *testing.B) {
+	l, err := lock.Load(testenv.TestLockPath())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var size int64
+	for _, c := range l.Components {
+		fi, err := os.Stat(filepath.Join(testenv.MirrorDir(b), c.FileName()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		size += fi.Size()
+	}
+	mirror := testenv.Mirror(b)
+	ctx := context.Background()
+	b.Run("cold", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			b.StopTimer()
+			cache := b.TempDir()
+			b.StartTimer()
+			if _, err := source.New(source.WithCacheDir(cache), source.WithMirror(mirror)).FetchAll(ctx, l); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		cache := b.TempDir()
+		f := source.New(source.WithCacheDir(cache), source.WithMirror(mirror))
+		if _, err := f.FetchAll(ctx, l); err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(size)
+		for b.Loop() {
+			if _, err := f.FetchAll(ctx, l); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
