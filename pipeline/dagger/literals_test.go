@@ -22,7 +22,7 @@ var recipeRE = regexp.MustCompile(strings.Join([]string{
 	`\bbash\b|\bsh\b|pipefail|\$\(|\$\{|&&|\|\|`,
 	`\b(gcc|cc|clang|strip|ld|ar|tar|chown|chmod|mkdir|rm|install|nproc|curl|wget)\b`,
 	`\b[A-Z]*FLAGS\b|_OPT\b|\bDEP_|\bJOBS\b|\bSRC\b|\bOUT\b|\bWORK\b`,
-	`^/`, // container paths come from plan constants
+	`^/[A-Za-z]`, // container paths come from plan constants
 }, "|"))
 
 // allowed are phrases of messages that look like the above but are not recipe.

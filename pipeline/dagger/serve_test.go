@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/crane"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
@@ -122,5 +125,38 @@ func TestWaitHTTP(t *testing.T) {
 	err = waitHTTP(context.Background(), dead, time.Second, nil)
 	if err == nil || !strings.Contains(err.Error(), dead) {
 		t.Errorf("waitHTTP on a dead port = %v, want a timeout naming %s", err, dead)
+	}
+}
+
+// TestSmokePreparesTLSFromTheImage: Smoke reads the tls.conf documented in the image's own
+// nginx.conf before it needs the engine; an image without one is refused with its path.
+func TestSmokePreparesTLSFromTheImage(t *testing.T) {
+	p, _ := testPlan(t)
+	noEngineEnv(t, t.TempDir())
+	final, _ := p.Stage(p.Final)
+	var conf []byte
+	for _, f := range final.Files {
+		if filepath.Base(f.Path) == "nginx.conf" {
+			conf = f.Data
+		}
+	}
+	if conf == nil {
+		t.Fatal("the plan ships no nginx.conf")
+	}
+	layer, err := crane.Layer(map[string][]byte{nginxConf: conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New().Smoke(context.Background(), p, img, smoke.Options{})
+	if !errors.Is(err, ErrNoEngine) {
+		t.Errorf("Smoke of an image with the shipped nginx.conf = %v; want to get as far as the engine (ErrNoEngine here)", err)
+	}
+	_, err = New().Smoke(context.Background(), p, empty.Image, smoke.Options{})
+	if err == nil || !strings.Contains(err.Error(), "has no "+nginxConf) {
+		t.Errorf("Smoke of an image without nginx.conf = %v", err)
 	}
 }

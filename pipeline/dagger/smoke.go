@@ -1,0 +1,97 @@
+package dagger
+
+import (
+	"archive/tar"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
+)
+
+// Smoke runs pipeline/smoke's suite against img served by the engine, the way
+// smoke.Image does under runc here: a fresh certificate and the tls.conf documented in the
+// image's own nginx.conf are mounted at plan.Runtime.TLSDir, the image is started as a
+// service, and every check runs against it. The error is for failures to get that far;
+// failed checks are in the report, and report.Err() must stop any tag from moving.
+//
+// Checks a Dagger service cannot answer (its processes and mounts) are reported as skipped
+// with the reason; the runc smoke test covers them.
+func (e *Executor) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smoke.Options) (smoke.Report, error) {
+	conf, err := imageFile(img, nginxConf)
+	if err != nil {
+		return smoke.Report{}, fmt.Errorf("dagger smoke: %w", err)
+	}
+	tlsConf, err := smoke.TLSConf(conf, slices.Contains(p.Modules, http3Module))
+	if err != nil {
+		return smoke.Report{}, fmt.Errorf("dagger smoke: the image's nginx.conf: %w", err)
+	}
+	mat, err := smoke.NewTLS()
+	if err != nil {
+		return smoke.Report{}, err
+	}
+	dir, err := os.MkdirTemp("", "nginx-forge-dagger-tls-")
+	if err != nil {
+		return smoke.Report{}, err
+	}
+	defer os.RemoveAll(dir)
+	uid, gid := runtimeUser()
+	if err := mat.WriteDir(dir, tlsConf, uid, gid); err != nil {
+		return smoke.Report{}, err
+	}
+	o.TLS = mat
+	if o.UID == 0 {
+		o.UID = uid
+	}
+
+	t, err := e.Serve(ctx, p, img, ServeOptions{TLSDir: dir})
+	if err != nil {
+		return smoke.Report{}, err
+	}
+	defer t.Close()
+	return smoke.Run(ctx, t, o), nil
+}
+
+// nginxConf is the image's nginx.conf (the runtime contract), which documents tls.conf.
+const nginxConf = "etc/nginx/nginx.conf"
+
+// http3Module is the plan's name of the module that decides whether tls.conf keeps its
+// QUIC lines.
+const http3Module = "http_v3"
+
+// imageFile reads a regular file (path relative to /) from the image's flattened
+// filesystem.
+func imageFile(img v1.Image, want string) ([]byte, error) {
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil, fmt.Errorf("the image has no %s", want)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the image: %w", err)
+		}
+		if strings.TrimPrefix(path.Clean(h.Name), "/") == want && h.Typeflag == tar.TypeReg {
+			return io.ReadAll(tr)
+		}
+	}
+}
+
+// runtimeUser is plan.Runtime.User as numbers.
+func runtimeUser() (uid, gid int) {
+	u, g, _ := strings.Cut(plan.Runtime.User, ":")
+	uid, _ = strconv.Atoi(u)
+	gid, _ = strconv.Atoi(g)
+	return uid, gid
+}
