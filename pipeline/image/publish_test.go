@@ -272,3 +272,32 @@ func TestPublishNeverPrintsCredentials(t *testing.T) {
 type staticKeychain struct{ a authn.Authenticator }
 
 func (k staticKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { return k.a, nil }
+
+// PullBase resolves a multi-platform base to the asked platform and refuses a
+// single-platform base of another one.
+func TestPullBase(t *testing.T) {
+	reg := newInProcessRegistry(t)
+	repo := reg.Host + "/distroless/base"
+	var refs []string
+	for _, arch := range []string{"amd64", "arm64"} {
+		res, err := Publish(context.Background(), syntheticBase(t, arch), repo, nil, quick()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, res.Digest.String())
+	}
+	idx, err := Index(context.Background(), repo, refs, []string{"nonroot"}, quick()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := PullBase(context.Background(), idx.Digest.String(), v1.Platform{OS: "linux", Architecture: "arm64"}, quick()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := digestOf(t, img); d != strings.TrimPrefix(refs[1], repo+"@") {
+		t.Errorf("arm64 base resolved to %s, want %s", d, refs[1])
+	}
+	if _, err := PullBase(context.Background(), refs[0], v1.Platform{OS: "linux", Architecture: "arm64"}, quick()...); err == nil || !strings.Contains(err.Error(), "want linux/arm64") {
+		t.Errorf("amd64 image as arm64 base: %v", err)
+	}
+}
