@@ -70,7 +70,12 @@ func WithMirror(baseURL string) Option {
 	return func(f *Fetcher) { f.mirror = strings.TrimSuffix(baseURL, "/") }
 }
 
-// WithKeyServer fetches keys as baseURL/<FINGERPRINT> (default DefaultKeyServer).
+// WithKeyServer fetches keys as baseURL/<FINGERPRINT> (default DefaultKeyServer), or, when
+// baseURL contains %s, as baseURL with the fingerprint in place of %s (for key servers that
+// take it as a query, e.g. "https://keyserver.ubuntu.com/pks/lookup?op=get&search=0x%s").
+// keys.openpgp.org serves a key without the user IDs whose owner has not confirmed them, and
+// such a key cannot be used; a mirror's <FINGERPRINT>.asc taken from the upstream's own
+// release (Debian's debian/upstream/signing-key.asc) does not have that problem.
 func WithKeyServer(baseURL string) Option {
 	return func(f *Fetcher) { f.keyServer = strings.TrimSuffix(baseURL, "/"); f.keyServerSet = true }
 }
@@ -79,7 +84,8 @@ func WithKeyServer(baseURL string) Option {
 // no overall timeout, since a 50 MB tarball on a slow link legitimately takes minutes).
 func WithHTTPClient(c *http.Client) Option { return func(f *Fetcher) { f.client = c } }
 
-// WithLogf receives progress lines. The default is quiet.
+// WithLogf receives progress lines. The default is quiet. FetchAll fetches components
+// concurrently, so logf may be called from several goroutines at once.
 func WithLogf(logf func(format string, args ...any)) Option {
 	return func(f *Fetcher) {
 		if logf != nil {
@@ -366,6 +372,9 @@ func (f *Fetcher) fileURL(upstream string) string {
 func (f *Fetcher) keyURL(fpr string) string {
 	if f.mirror != "" && !f.keyServerSet {
 		return f.mirror + "/" + fpr + ".asc"
+	}
+	if strings.Contains(f.keyServer, "%s") {
+		return strings.ReplaceAll(f.keyServer, "%s", fpr)
 	}
 	return f.keyServer + "/" + fpr
 }

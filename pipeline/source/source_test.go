@@ -530,6 +530,20 @@ func TestKeyServer(t *testing.T) {
 	if !v.Signed || kc.total() != 1 || mc.count("/"+opensslKey+".asc") != 0 {
 		t.Errorf("signed=%v, key server requests %d, mirror key requests %d", v.Signed, kc.total(), mc.count("/"+opensslKey+".asc"))
 	}
+
+	// A key server that takes the fingerprint as a query.
+	var query string
+	qs, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		query = r.URL.RawQuery
+		w.Write(readMirror(t, opensslKey+".asc"))
+	}))
+	f = fastFetcher(t, t.TempDir(), mirror, source.WithKeyServer(qs+"/pks/lookup?op=get&search=0x%s"))
+	if _, err := f.Fetch(context.Background(), l.MustComponent(lock.OpenSSL)); err != nil {
+		t.Fatal(err)
+	}
+	if query != "op=get&search=0x"+opensslKey {
+		t.Errorf("key server query %q", query)
+	}
 }
 
 // truncating serves body, but the first `failures` responses announce the full length, send
