@@ -24,6 +24,8 @@ type Client struct {
 	nginxOrg  string
 	token     string
 	logf      func(format string, args ...any)
+	retries   int
+	backoff   time.Duration
 }
 
 // ClientOption configures a Client.
@@ -42,6 +44,12 @@ func WithToken(tok string) ClientOption { return func(c *Client) { c.token = tok
 // WithHTTPClient replaces the HTTP client (default: 60 s timeout per request).
 func WithHTTPClient(h *http.Client) ClientOption { return func(c *Client) { c.http = h } }
 
+// WithRetries sets how often a GitHub API request that failed on the network or with a 5xx
+// status is tried again (default 2), and the first wait (doubling after each try; default 2s).
+func WithRetries(n int, backoff time.Duration) ClientOption {
+	return func(c *Client) { c.retries, c.backoff = max(n, 0), backoff }
+}
+
 // WithLogf reports each request (URLs only; no headers, so no token).
 func WithLogf(logf func(format string, args ...any)) ClientOption {
 	return func(c *Client) { c.logf = logf }
@@ -54,6 +62,8 @@ func NewClient(opts ...ClientOption) *Client {
 		githubAPI: DefaultGitHubAPI,
 		nginxOrg:  DefaultNginxOrg,
 		logf:      func(string, ...any) {},
+		retries:   2,
+		backoff:   2 * time.Second,
 	}
 	for _, o := range opts {
 		o(c)

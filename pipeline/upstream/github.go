@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // DefaultGitHubAPI is the GitHub REST API root.
@@ -98,25 +99,9 @@ func (c *Client) ghList(ctx context.Context, path string, into any) error {
 		if u.Scheme != base.Scheme || u.Host != base.Host {
 			return fmt.Errorf("listing %s: next-page link %q leaves the API host %s", path, next, base.Host)
 		}
-		c.logf("GET %s", u.Redacted())
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		resp, body, err := c.ghGet(ctx, u)
 		if err != nil {
 			return fmt.Errorf("listing %s: %w", path, err)
-		}
-		req.Header.Set("Accept", "application/vnd.github+json")
-		req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
-		req.Header.Set("User-Agent", userAgent)
-		if c.token != "" {
-			req.Header.Set("Authorization", "Bearer "+c.token)
-		}
-		resp, err := c.http.Do(req)
-		if err != nil {
-			return fmt.Errorf("listing %s: %w", path, err)
-		}
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-		resp.Body.Close()
-		if err != nil {
-			return fmt.Errorf("listing %s: reading the response: %w", path, err)
 		}
 		if resp.StatusCode != http.StatusOK {
 			return ghError(path, resp, body, c.token != "")
@@ -136,6 +121,50 @@ func (c *Client) ghList(ctx context.Context, path string, into any) error {
 		return fmt.Errorf("listing %s: decoding items: %w", path, err)
 	}
 	return nil
+}
+
+// ghGet does one GET of an API page, retrying network errors and 5xx answers (GitHub has
+// brief outages; a daily job should not fail on one). Other statuses are returned as they are.
+func (c *Client) ghGet(ctx context.Context, u *url.URL) (*http.Response, []byte, error) {
+	wait := c.backoff
+	for attempt := 0; ; attempt++ {
+		c.logf("GET %s", u.Redacted())
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		req.Header.Set("Accept", "application/vnd.github+json")
+		req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+		req.Header.Set("User-Agent", userAgent)
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := c.http.Do(req)
+		var body []byte
+		if err == nil {
+			body, err = io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+			resp.Body.Close()
+			if err == nil && resp.StatusCode < 500 {
+				return resp, body, nil
+			}
+			if err == nil {
+				err = fmt.Errorf("HTTP %d", resp.StatusCode)
+			}
+		}
+		if attempt >= c.retries || ctx.Err() != nil {
+			if resp != nil && body != nil {
+				return resp, body, nil
+			}
+			return nil, nil, err
+		}
+		c.logf("GET %s failed (%v); retrying in %s", u.Redacted(), err, wait)
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
 }
 
 // ErrRateLimited is returned (wrapped) when GitHub refuses for the API rate limit.

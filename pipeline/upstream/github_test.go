@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
@@ -129,10 +130,15 @@ func TestGitHubRateLimit(t *testing.T) {
 	if !errors.Is(err, upstream.ErrRateLimited) || !strings.Contains(err.Error(), "GITHUB_TOKEN") {
 		t.Errorf("err = %v, want ErrRateLimited with a hint to set GITHUB_TOKEN", err)
 	}
+	// A 5xx is retried (twice here), then reported.
 	s.FailGitHub("openssl/openssl", http.StatusBadGateway)
-	_, err = upstream.NewClient(upstream.WithGitHubAPI(s.GitHubAPI())).GitHubReleases(context.Background(), lock.OpenSSL)
+	n := len(s.Requests())
+	_, err = upstream.NewClient(upstream.WithGitHubAPI(s.GitHubAPI()), upstream.WithRetries(2, time.Millisecond)).GitHubReleases(context.Background(), lock.OpenSSL)
 	if err == nil || errors.Is(err, upstream.ErrRateLimited) || !strings.Contains(err.Error(), "HTTP 502") {
 		t.Errorf("err = %v, want an HTTP 502 error", err)
+	}
+	if got := len(s.Requests()) - n; got != 3 {
+		t.Errorf("made %d requests for a failing page, want 3 (one try and two retries)", got)
 	}
 }
 

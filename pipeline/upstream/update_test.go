@@ -23,7 +23,7 @@ func check(t *testing.T, s *upstreamtest.Scenario) *upstream.Report {
 		t.Fatal(err)
 	}
 	ch := &upstream.Checker{
-		Releases: upstream.NewClient(upstream.WithGitHubAPI(s.Upstream.GitHubAPI()), upstream.WithNginxOrg(s.Upstream.NginxOrg())),
+		Releases: upstream.NewClient(upstream.WithGitHubAPI(s.Upstream.GitHubAPI()), upstream.WithNginxOrg(s.Upstream.NginxOrg()), upstream.WithRetries(1, time.Millisecond)),
 		Images:   upstream.NewImageResolver(upstream.WithRegistry(s.Registry)),
 		Now:      func() time.Time { return time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC) },
 	}
