@@ -826,3 +826,22 @@ func BenchmarkFetchAll(b *testing.B) {
 		}
 	})
 }
+
+// A signature dated after the current time (by the fetcher's clock) is refused: either the
+// clock is wrong or the date is forged, and both deserve a look.
+func TestSignatureFromTheFuture(t *testing.T) {
+	l := testLock(t)
+	tarball := readMirror(t, "nginx-1.26.3.tar.gz")
+	created := time.Now().Add(-time.Hour)
+	key := testKey(t, "future", created)
+	dir := mirrorWith(t, map[string][]byte{
+		"nginx-1.26.3.tar.gz.asc": detachSign(t, key, tarball, created.Add(time.Minute), true),
+		fpr(key) + ".asc":         armoredPublic(t, key),
+	})
+	url, _ := serve(t, http.FileServer(http.Dir(dir)))
+	past := func() time.Time { return created.Add(-72 * time.Hour) }
+	_, err := fastFetcher(t, t.TempDir(), url, source.WithNow(past)).Fetch(context.Background(), signedNginx(l, "nginx-1.26.3.tar.gz.asc", fpr(key)))
+	if err == nil || !strings.Contains(err.Error(), "in the future") {
+		t.Fatalf("err = %v, want a refusal of a future signature", err)
+	}
+}
