@@ -88,6 +88,7 @@ type Bundle struct {
 	logf     func(string, ...any)
 	spec     map[string]any // umoci's config.json, as generated
 	config   v1.Config      // the image's config
+	digest   v1.Hash
 	uid, gid int
 
 	mu         sync.Mutex
@@ -131,6 +132,10 @@ func Prepare(ctx context.Context, img v1.Image, opts ...Option) (b *Bundle, err 
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, fmt.Errorf("reading image config: %w", err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("computing image digest: %w", err)
 	}
 	dir, err := os.MkdirTemp(o.dir, "ocirun-")
 	if err != nil {
@@ -179,6 +184,7 @@ func Prepare(ctx context.Context, img v1.Image, opts ...Option) (b *Bundle, err 
 		logf:       o.logf,
 		spec:       spec,
 		config:     cf.Config,
+		digest:     digest,
 		uid:        uid,
 		gid:        gid,
 		containers: map[string]*Container{},
@@ -211,6 +217,9 @@ func (b *Bundle) RootFS() string { return filepath.Join(b.dir, "bundle", "rootfs
 
 // Config is the image's configuration (user, entrypoint, exposed ports, stop signal).
 func (b *Bundle) Config() v1.Config { return b.config }
+
+// Digest is the image's manifest digest.
+func (b *Bundle) Digest() v1.Hash { return b.digest }
 
 // User is the numeric uid and gid the image's processes run as.
 func (b *Bundle) User() (uid, gid int) { return b.uid, b.gid }

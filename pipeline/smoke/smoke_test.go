@@ -1,0 +1,178 @@
+package smoke_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/basetest"
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
+	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
+)
+
+// realImage is the image the pipeline ships, made from its real parts: the stand-in
+// distroless base (Debian trixie packages), the install tree built by the host executor
+// from the test lock's tarballs, assembled by pipeline/image.
+func realImage(t *testing.T, base basetest.Options) (v1.Image, *lock.Lock) {
+	t.Helper()
+	testenv.Root(t)
+	testenv.Tool(t, "runc", "runc")
+	testenv.Tool(t, "umoci", "umoci")
+	l, err := lock.Load(testenv.TestLockPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := basetest.For(t, base)
+	tree := testenv.BuiltTree(t)
+	img, err := image.Assemble(b, tree, l, image.WithBaseRef(basetest.Name))
+	if err != nil {
+		t.Fatalf("assembling the image: %v", err)
+	}
+	return img, l
+}
+
+// expect is what the test lock and the default module set promise.
+func expect(t *testing.T, l *lock.Lock) smoke.Expect {
+	t.Helper()
+	p, err := plan.New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := smoke.Expect{Modules: []string{}}
+	for _, name := range p.Modules {
+		for _, m := range plan.Modules {
+			if m.Name == name {
+				e.Modules = append(e.Modules, m.Flag)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		dst  *string
+	}{{lock.Nginx, &e.Nginx}, {lock.OpenSSL, &e.OpenSSL}, {lock.PCRE2, &e.PCRE2}} {
+		comp, ok := l.Component(c.name)
+		if !ok {
+			t.Fatalf("test lock has no %s", c.name)
+		}
+		*c.dst = comp.Version
+	}
+	return e
+}
+
+func table(t *testing.T, rep smoke.Report) string {
+	t.Helper()
+	var sb strings.Builder
+	if err := rep.Print(&sb); err != nil {
+		t.Fatal(err)
+	}
+	return sb.String()
+}
+
+// TestShippedImagePasses is the acceptance path: push the real image to the real
+// registry, pull it back by digest, run it in runc and pass every check, none skipped.
+func TestShippedImagePasses(t *testing.T) {
+	img, l := realImage(t, basetest.Options{})
+	reg := registrytest.Start(t)
+	ref := reg.Ref("nginx-forge/smoke:test")
+	if _, err := basetest.Push(context.Background(), img, ref); err != nil {
+		t.Fatal(err)
+	}
+	want, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	byDigest := reg.Ref("nginx-forge/smoke@" + want.String())
+	rep, got, err := smoke.Ref(ctx, byDigest, smoke.ImageOptions{Options: smoke.Options{Expect: expect(t, l), Logf: t.Logf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s\n%s", byDigest, table(t, rep))
+	if got != want {
+		t.Errorf("ran image %s, pushed %s", got, want)
+	}
+	if err := rep.Err(); err != nil {
+		t.Error(err)
+	}
+	for _, r := range rep.Results {
+		if r.Status == smoke.Skip {
+			t.Errorf("check %q was skipped (%s): the shipped image must be checked in full", r.Name, r.Detail)
+		}
+	}
+}
+
+// TestBrokenServerBlockFails: a conf.d file nginx refuses fails the suite, and the table
+// names "nginx -t" with nginx's own message (which names the file).
+func TestBrokenServerBlockFails(t *testing.T) {
+	img, l := realImage(t, basetest.Options{})
+	confD := t.TempDir()
+	os.Chmod(confD, 0o755)
+	if err := os.WriteFile(filepath.Join(confD, "broken.conf"), []byte("server {\n    listen 8080;\n    this_is_not_a_directive on;\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rep, err := smoke.Image(ctx, img, smoke.ImageOptions{
+		Options: smoke.Options{Expect: expect(t, l), Logf: t.Logf, StartTimeout: 10 * time.Second},
+		ConfD:   confD,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", table(t, rep))
+	if rep.OK() {
+		t.Fatal("the suite passed with a broken conf.d file")
+	}
+	res, _ := rep.Result(smoke.CheckConfig)
+	if res.Status != smoke.Fail || !strings.Contains(res.Detail, "this_is_not_a_directive") || !strings.Contains(res.Detail, "broken.conf") {
+		t.Errorf("%s: %s %q, want a failure quoting nginx's message about broken.conf", smoke.CheckConfig, res.Status, res.Detail)
+	}
+	if !strings.Contains(rep.Err().Error(), smoke.CheckConfig) {
+		t.Errorf("error %q does not name %q", rep.Err(), smoke.CheckConfig)
+	}
+	if res, _ := rep.Result(smoke.CheckHTTP); res.Status != smoke.Fail || !strings.Contains(res.Detail, "exited with status 1") {
+		t.Errorf("%s: %s %q, want a failure saying nginx exited", smoke.CheckHTTP, res.Status, res.Detail)
+	}
+	// The static checks do not depend on the config.
+	for _, name := range []string{smoke.CheckPIE, smoke.CheckDynamicNeeds, smoke.CheckNoShell} {
+		if res, _ := rep.Result(name); res.Status != smoke.Pass {
+			t.Errorf("%s: %s %s", name, res.Status, res.Detail)
+		}
+	}
+}
+
+// TestBaseWithoutLibcFails: on a base without glibc the dynamic needs check names the
+// missing files and nothing starts.
+func TestBaseWithoutLibcFails(t *testing.T) {
+	img, l := realImage(t, basetest.Options{NoLibc: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rep, err := smoke.Image(ctx, img, smoke.ImageOptions{
+		Options: smoke.Options{Expect: expect(t, l), Logf: t.Logf, StartTimeout: 10 * time.Second},
+		// tls.conf's QUIC lines depend on nginx -V, which cannot run here: the expected
+		// modules decide instead (Expect.Modules is set).
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", table(t, rep))
+	res, _ := rep.Result(smoke.CheckDynamicNeeds)
+	if res.Status != smoke.Fail || !strings.Contains(res.Detail, "libc.so.6: not found") || !strings.Contains(res.Detail, "ld-linux") {
+		t.Errorf("%s: %s %q, want a failure naming libc.so.6 and the missing interpreter", smoke.CheckDynamicNeeds, res.Status, res.Detail)
+	}
+	for _, name := range []string{smoke.CheckConfig, smoke.CheckHTTP, smoke.CheckUser} {
+		if res, _ := rep.Result(name); res.Status != smoke.Fail {
+			t.Errorf("%s: %s %q, want a failure (nginx cannot start without libc)", name, res.Status, res.Detail)
+		}
+	}
+}
