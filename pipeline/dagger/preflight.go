@@ -75,10 +75,15 @@ func preflight(ctx context.Context) (string, error) {
 			continue
 		}
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		out, err := exec.CommandContext(pctx, bin, "info").CombinedOutput()
+		var stderr strings.Builder
+		cmd := exec.CommandContext(pctx, bin, "info")
+		cmd.Stderr = &stderr
+		err = cmd.Run()
 		cancel()
 		if err != nil {
-			missing = append(missing, fmt.Sprintf("`%s info` failed: %s", rt, firstLine(out, err)))
+			// The reason ("Cannot connect to the Docker daemon ...") is on stderr; stdout
+			// holds the client's half of the report.
+			missing = append(missing, fmt.Sprintf("`%s info` failed: %s", rt, firstLine([]byte(stderr.String()), err)))
 			continue
 		}
 		if cli == "" {
