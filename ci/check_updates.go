@@ -91,7 +91,9 @@ func checkUpdates(ctx context.Context, cfg checkUpdatesConfig) error {
 	rep := actions.New(actions.WithWriter(checkUpdatesOut))
 	rep.Mask(cfg.token)
 	logf := func(string, ...any) {}
-	if cfg.verbose {
+	// In Actions the detail goes into collapsed log groups, where it costs nothing and helps
+	// when a scheduled run fails; on a terminal it waits for -v.
+	if cfg.verbose || rep.InActions() {
 		logf = rep.Logf
 	}
 	l, err := lock.Load(cfg.lockFile)
