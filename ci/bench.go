@@ -35,8 +35,9 @@ func init() {
 Runs two nginx servers side by side on loopback: A, the built one (--tree: an install tree's
 usr/sbin/nginx, or --nginx: any binary), and B, the baseline (--baseline, default Debian's
 /usr/sbin/nginx). Both get the same generated nginx.conf (self-contained: pid, logs and temp
-paths under a temporary prefix, so compiled-in paths do not matter) and the same generated
-content and self-signed certificate, and are driven by wrk.
+paths under a temporary prefix, so compiled-in paths do not matter; access log off) with the
+performance knobs of the shipped config (--config), the same generated content and an ECDSA
+P-256 self-signed certificate, and are driven by wrk over loopback.
 
 Scenarios (--scenarios, comma-separated; default all):
 ` + scenarioHelp() + `
@@ -55,6 +56,7 @@ and in GitHub Actions the Markdown table goes to the step summary. Every wrk run
 			tree := fs.String("tree", "", "built install `dir`; A is DIR/usr/sbin/nginx")
 			nginx := fs.String("nginx", "", "A's nginx `binary` (instead of --tree)")
 			baseline := fs.String("baseline", "/usr/sbin/nginx", "B's nginx `binary`")
+			config := fs.String("config", "", "nginx.conf whose performance knobs both servers get (default: the shipped one, from --tree or the checkout)")
 			o := benchFlags(fs, "all", 10*time.Second)
 			jsonOut := fs.String("json", "", "write the full report as JSON to `file`")
 			mdOut := fs.String("markdown", "", "write the Markdown table to `file`")
@@ -73,8 +75,11 @@ and in GitHub Actions the Markdown table goes to the step summary. Every wrk run
 				if err != nil {
 					return err
 				}
+				k, _, err := shippedKnobs(*tree, *config)
+				if err != nil {
+					return err
+				}
 				rep, err := runBounded(ctx, opts, *o.timeout, 2, func(ctx context.Context) (*bench.Report, error) {
-					k := bench.DefaultKnobs()
 					return bench.Run(ctx, []bench.Target{{Name: "built", Binary: a, Knobs: k}, {Name: "baseline", Binary: *baseline, Knobs: k}}, 1, opts)
 				})
 				if err != nil {

@@ -54,24 +54,9 @@ Scenarios (--scenarios):
 				if err != nil {
 					return err
 				}
-				conf := *config
-				if conf == "" {
-					conf = shippedConfig
-					if *tree != "" {
-						conf = filepath.Join(*tree, "etc", "nginx", "nginx.conf")
-					}
-				}
-				f, err := os.Open(conf)
+				base, _, err := shippedKnobs(*tree, *config)
 				if err != nil {
-					return usageErrorf("--config: %v (give the nginx.conf whose knobs are the baseline)", err)
-				}
-				base, err := bench.ParseKnobs(f)
-				f.Close()
-				if err != nil {
-					return fmt.Errorf("reading the baseline knobs from %s: %w", conf, err)
-				}
-				if err := base.Validate(); err != nil {
-					return fmt.Errorf("baseline knobs from %s: %w", conf, err)
+					return err
 				}
 				opts, err := o.options()
 				if err != nil {
@@ -88,4 +73,49 @@ Scenarios (--scenarios):
 			}
 		},
 	})
+}
+
+// shippedKnobs reads the knobs of the config named by --config, or by default of the shipped
+// nginx.conf: the install tree's etc/nginx/nginx.conf with --tree, else the checkout's.
+func shippedKnobs(tree, config string) (bench.Knobs, string, error) {
+	conf := config
+	if conf == "" {
+		conf = findUp(shippedConfig)
+		if tree != "" {
+			conf = filepath.Join(tree, "etc", "nginx", "nginx.conf")
+		}
+	}
+	f, err := os.Open(conf)
+	if err != nil {
+		return bench.Knobs{}, conf, usageErrorf("--config: %v (give the nginx.conf whose knobs to use)", err)
+	}
+	defer f.Close()
+	k, err := bench.ParseKnobs(f)
+	if err != nil {
+		return bench.Knobs{}, conf, fmt.Errorf("reading the knobs of %s: %w", conf, err)
+	}
+	if err := k.Validate(); err != nil {
+		return bench.Knobs{}, conf, fmt.Errorf("knobs of %s: %w", conf, err)
+	}
+	return k, conf, nil
+}
+
+// findUp returns rel under the nearest directory, from the working directory upwards, that
+// has it (the checkout's root when run from a subdirectory), or rel itself.
+func findUp(rel string) string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return rel
+	}
+	for {
+		p := filepath.Join(dir, rel)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return rel
+		}
+		dir = parent
+	}
 }
