@@ -3,6 +3,7 @@ package smoke_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -174,5 +175,62 @@ func TestBaseWithoutLibcFails(t *testing.T) {
 		if res, _ := rep.Result(name); res.Status != smoke.Fail {
 			t.Errorf("%s: %s %q, want a failure (nginx cannot start without libc)", name, res.Status, res.Detail)
 		}
+	}
+}
+
+// TestCISmokeCommand is the command users and CI run: `go run ./ci smoke --image REF`
+// against the real registry; it prints the table and exits 0, or 1 naming the failed
+// checks (here with a broken server block mounted with --conf-d).
+func TestCISmokeCommand(t *testing.T) {
+	img, _ := realImage(t, basetest.Options{})
+	goTool := testenv.Tool(t, "go", "golang")
+	reg := registrytest.Start(t)
+	d, err := basetest.Push(context.Background(), img, reg.Ref("nginx-forge/nginx:smoke"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "ci")
+	build := exec.Command(goTool, "build", "-o", bin, "./ci")
+	build.Dir = testenv.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./ci: %v\n%s", err, out)
+	}
+	ciSmoke := func(args ...string) (int, string, string) {
+		var stdout, stderr strings.Builder
+		cmd := exec.Command(bin, append([]string{"smoke", "--image", d.String()}, args...)...)
+		cmd.Dir = testenv.RepoRoot()
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("ci smoke %s: exit %d\n%s%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
+		return code, stdout.String(), stderr.String()
+	}
+
+	code, stdout, _ := ciSmoke("--expect-lock", testenv.TestLockPath())
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{d.DigestStr(), "CHECK", smoke.CheckHTTP3, "nginx 1.26.3, OpenSSL 3.5.7, PCRE2 10.46", "0 failed, 0 skipped"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+
+	confD := t.TempDir()
+	os.Chmod(confD, 0o755)
+	if err := os.WriteFile(filepath.Join(confD, "site.conf"), []byte("server { listen 8080; locaton / { } }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := ciSmoke("--conf-d", confD)
+	if code != 1 || !strings.Contains(stderr, "smoke checks failed: ") || !strings.Contains(stderr, smoke.CheckConfig) {
+		t.Errorf("broken conf.d: exit %d, stderr %q; want 1 naming %q", code, stderr, smoke.CheckConfig)
+	}
+	if !strings.Contains(stdout, `unknown directive "locaton"`) {
+		t.Errorf("table lacks nginx's message:\n%s", stdout)
 	}
 }
