@@ -41,7 +41,6 @@ type Target struct {
 	rootfs  string
 	tmp     string
 	forward map[portKey]string // {tcp 8080} -> "127.0.0.1:41234"
-	noUDP   error              // why UDP could not be forwarded, if it could not
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -94,9 +93,12 @@ func (e *Executor) Serve(ctx context.Context, p *plan.Plan, img v1.Image, o Serv
 	}
 
 	// Readiness is polled below over the forwarded port, so the engine's own health check
-	// (which would wait for 8443 even when no certificate is mounted) is off.
+	// (which would wait for 8443 even when no certificate is mounted) is off. Only TCP ports
+	// are forwarded: Dagger's host tunnels listen with net.Listen on the client, which has
+	// no UDP, so the HTTP/3 check cannot reach the service from here (ListenPacket says so
+	// and the check is skipped; the runc smoke test covers QUIC).
 	svcCtr := t.ctr
-	var tcp, udp []dagger.PortForward
+	var tcp []dagger.PortForward
 	for _, port := range plan.Runtime.PortList() {
 		proto := dagger.NetworkProtocolTcp
 		if port.Protocol == "udp" {
@@ -105,29 +107,23 @@ func (e *Executor) Serve(ctx context.Context, p *plan.Plan, img v1.Image, o Serv
 		svcCtr = svcCtr.WithExposedPort(port.Number, dagger.ContainerWithExposedPortOpts{
 			Protocol: proto, ExperimentalSkipHealthcheck: true,
 		})
-		front, err := freePort(port.Protocol)
+		if proto != dagger.NetworkProtocolTcp {
+			continue
+		}
+		front, err := freePort()
 		if err != nil {
 			return nil, err
 		}
-		fwd := dagger.PortForward{Backend: port.Number, Frontend: front, Protocol: proto}
-		if proto == dagger.NetworkProtocolUdp {
-			udp = append(udp, fwd)
-		} else {
-			tcp = append(tcp, fwd)
-		}
+		tcp = append(tcp, dagger.PortForward{Backend: port.Number, Frontend: front, Protocol: proto})
 		t.forward[portKey{port.Protocol, port.Number}] = net.JoinHostPort("127.0.0.1", strconv.Itoa(front))
 	}
 	svc := svcCtr.AsService(dagger.ContainerAsServiceOpts{UseEntrypoint: true})
 
 	// Service.Up holds the tunnels open until its context ends and says nothing about
-	// readiness. UDP has its own tunnel, so an engine that cannot forward UDP costs only
-	// the HTTP/3 check (reported as skipped), not the whole smoke test.
+	// readiness: it runs in the background until Close, and readiness is polled.
 	upCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	t.stop = stop
-	tcpDone := t.up(upCtx, svc, tcp, nil)
-	if len(udp) > 0 {
-		t.up(upCtx, svc, udp, func(err error) { t.mu.Lock(); t.noUDP = err; t.mu.Unlock() })
-	}
+	tcpDone := t.up(upCtx, svc, tcp)
 
 	var first string
 	if len(tcp) > 0 {
@@ -141,8 +137,8 @@ func (e *Executor) Serve(ctx context.Context, p *plan.Plan, img v1.Image, o Serv
 }
 
 // up runs Service.Up for ports in the background. It returns a channel closed when the
-// tunnel ends; onErr (or, when nil, the Target's exit state) records why.
-func (t *Target) up(ctx context.Context, svc *dagger.Service, ports []dagger.PortForward, onErr func(error)) <-chan struct{} {
+// tunnel ends; Exited reports why, if it ended before Close.
+func (t *Target) up(ctx context.Context, svc *dagger.Service, ports []dagger.PortForward) <-chan struct{} {
 	done := make(chan struct{})
 	t.wg.Add(1)
 	go func() {
@@ -154,10 +150,6 @@ func (t *Target) up(ctx context.Context, svc *dagger.Service, ports []dagger.Por
 		}
 		if err == nil {
 			err = errors.New("the service exited")
-		}
-		if onErr != nil {
-			onErr(err)
-			return
 		}
 		t.mu.Lock()
 		t.died = err
@@ -200,16 +192,8 @@ func waitHTTP(ctx context.Context, addr string, timeout time.Duration, tunnelDon
 	}
 }
 
-// freePort finds a port on 127.0.0.1 that is free now for the protocol.
-func freePort(proto string) (int, error) {
-	if proto == "udp" {
-		c, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			return 0, fmt.Errorf("finding a free UDP port: %w", err)
-		}
-		defer c.Close()
-		return c.LocalAddr().(*net.UDPAddr).Port, nil
-	}
+// freePort finds a TCP port on 127.0.0.1 that is free now.
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("finding a free TCP port: %w", err)
@@ -250,17 +234,10 @@ func (t *Target) DialContext(ctx context.Context, network, address string) (net.
 	return d.DialContext(ctx, network, address)
 }
 
-// ListenPacket opens a UDP socket on this machine, from which the forwarded UDP port is
-// reachable; it fails with errors.ErrUnsupported when the engine could not forward UDP.
+// ListenPacket is not available: the engine forwards only TCP to this machine (see Serve),
+// so no local UDP socket reaches the service.
 func (t *Target) ListenPacket(ctx context.Context, network, address string) (net.PacketConn, error) {
-	t.mu.Lock()
-	noUDP := t.noUDP
-	t.mu.Unlock()
-	if noUDP != nil {
-		return nil, fmt.Errorf("%w: the Dagger engine did not forward UDP: %v", errors.ErrUnsupported, noUDP)
-	}
-	var lc net.ListenConfig
-	return lc.ListenPacket(ctx, network, address)
+	return nil, fmt.Errorf("%w: Dagger forwards only TCP ports to the host, so UDP (QUIC) cannot reach the service; the runc smoke test covers HTTP/3", errors.ErrUnsupported)
 }
 
 // RootFS is the image's root filesystem, exported from the engine.
@@ -277,7 +254,7 @@ func (t *Target) MountInfo(ctx context.Context) (string, error) {
 }
 
 // Logs returns nothing: the engine shows a service's output in its progress stream
-// (WithProgress) and gives no API to read it back.
+// (WithProgress) and gives no API to read it back. (nil means "not available", not "empty".)
 func (t *Target) Logs() []byte { return nil }
 
 // Exited reports whether the service's tunnel ended (the service exited or failed).

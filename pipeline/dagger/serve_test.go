@@ -160,3 +160,22 @@ func TestSmokePreparesTLSFromTheImage(t *testing.T) {
 		t.Errorf("Smoke of an image without nginx.conf = %v", err)
 	}
 }
+
+// TestTargetUnsupported: what a Dagger service cannot give is ErrUnsupported (a skipped
+// check with the reason), never an empty success.
+func TestTargetUnsupported(t *testing.T) {
+	var tg Target
+	ctx := context.Background()
+	if _, err := tg.ListenPacket(ctx, "udp", "127.0.0.1:0"); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("ListenPacket = %v, want ErrUnsupported", err)
+	}
+	if _, err := tg.ProcStatus(ctx); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("ProcStatus = %v, want ErrUnsupported", err)
+	}
+	if _, err := tg.MountInfo(ctx); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("MountInfo = %v, want ErrUnsupported", err)
+	}
+	if exited, _ := tg.Exited(); exited {
+		t.Error("a target whose tunnel never ended reports Exited")
+	}
+}
