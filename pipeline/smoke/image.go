@@ -3,12 +3,14 @@ package smoke
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
@@ -44,6 +46,31 @@ func Ref(ctx context.Context, ref string, o ImageOptions) (Report, v1.Hash, erro
 	defer b.Close()
 	rep, err := runBundle(ctx, b, o)
 	return rep, b.Digest(), err
+}
+
+// Verify returns a function for image.WithVerify (image.VerifyFunc): it runs the checks on
+// exactly the pushed digest, prints the table to table (nil: not printed) and fails, naming
+// the failed checks, unless all passed, so a failed smoke test never moves a tag.
+func Verify(o ImageOptions, table io.Writer) func(ctx context.Context, ref name.Digest) error {
+	return func(ctx context.Context, ref name.Digest) error {
+		rep, got, err := Ref(ctx, ref.String(), o)
+		if err != nil {
+			return fmt.Errorf("smoke testing %s: %w", ref, err)
+		}
+		if table != nil {
+			fmt.Fprintf(table, "smoke checks of %s\n\n", ref)
+			if err := rep.Print(table); err != nil {
+				return err
+			}
+		}
+		if got.String() != ref.DigestStr() {
+			return fmt.Errorf("smoke testing %s: the registry served %s", ref, got)
+		}
+		if err := rep.Err(); err != nil {
+			return fmt.Errorf("smoke testing %s: %w", ref, err)
+		}
+		return nil
+	}
 }
 
 // Image runs img in runc the way it is meant to run (its user, read-only root, tmpfs on

@@ -2,6 +2,7 @@ package smoke_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,12 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/basetest"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/ocirun"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
@@ -152,31 +156,59 @@ func TestBrokenServerBlockFails(t *testing.T) {
 	}
 }
 
-// TestBaseWithoutLibcFails: on a base without glibc the dynamic needs check names the
-// missing files and nothing starts.
-func TestBaseWithoutLibcFails(t *testing.T) {
-	img, l := realImage(t, basetest.Options{NoLibc: true})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	rep, err := smoke.Image(ctx, img, smoke.ImageOptions{
-		Options: smoke.Options{Expect: expect(t, l), Logf: t.Logf, StartTimeout: 10 * time.Second},
-		// tls.conf's QUIC lines depend on nginx -V, which cannot run here: the expected
-		// modules decide instead (Expect.Modules is set).
-	})
+// TestBaseWithoutLibcMovesNoTag: an image on a base without glibc, published with the
+// smoke checks as the verify step, fails at "verify" naming "dynamic needs" (the missing
+// libc.so.6 and loader), and the tag keeps pointing at the good image.
+func TestBaseWithoutLibcMovesNoTag(t *testing.T) {
+	good, l := realImage(t, basetest.Options{})
+	bad, _ := realImage(t, basetest.Options{NoLibc: true})
+	reg := registrytest.Start(t)
+	repo := reg.Ref("nginx-forge/nginx")
+	goodRef, err := basetest.Push(context.Background(), good, repo+":1.26.3")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("\n%s", table(t, rep))
-	res, _ := rep.Result(smoke.CheckDynamicNeeds)
-	if res.Status != smoke.Fail || !strings.Contains(res.Detail, "libc.so.6: not found") || !strings.Contains(res.Detail, "ld-linux") {
-		t.Errorf("%s: %s %q, want a failure naming libc.so.6 and the missing interpreter", smoke.CheckDynamicNeeds, res.Status, res.Detail)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var tableOut strings.Builder
+	verify := smoke.Verify(smoke.ImageOptions{Options: smoke.Options{Expect: expect(t, l), Logf: t.Logf, StartTimeout: 10 * time.Second}}, &tableOut)
+	_, err = image.Publish(ctx, bad, repo, []string{"1.26.3"}, image.WithVerify(verify))
+	t.Logf("\n%s", tableOut.String())
+	var pe *image.PublishError
+	if !errors.As(err, &pe) || pe.Step != image.StepVerify || len(pe.Moved) != 0 {
+		t.Fatalf("publishing the libc-less image: %v, want a *PublishError at step verify with no tag moved", err)
 	}
-	for _, name := range []string{smoke.CheckConfig, smoke.CheckHTTP, smoke.CheckUser} {
-		if res, _ := rep.Result(name); res.Status != smoke.Fail {
-			t.Errorf("%s: %s %q, want a failure (nginx cannot start without libc)", name, res.Status, res.Detail)
+	if !strings.Contains(err.Error(), smoke.CheckDynamicNeeds) {
+		t.Errorf("error %q does not name %q", err, smoke.CheckDynamicNeeds)
+	}
+	for _, want := range []string{"libc.so.6: not found", "interpreter /lib64/ld-linux-x86-64.so.2"} {
+		if !strings.Contains(tableOut.String(), want) {
+			t.Errorf("table lacks %q", want)
 		}
 	}
+	desc, err := remote.Head(mustRef(t, repo+":1.26.3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if desc.Digest.String() != goodRef.DigestStr() {
+		t.Errorf("tag 1.26.3 moved to %s, want it still at %s", desc.Digest, goodRef.DigestStr())
+	}
 }
+
+func mustRef(t *testing.T, s string) name.Reference {
+	t.Helper()
+	r, err := name.ParseReference(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// The runc container is a smoke Target, and smoke.Verify is an image.VerifyFunc.
+var (
+	_ smoke.Target     = (*ocirun.Container)(nil)
+	_ image.VerifyFunc = smoke.Verify(smoke.ImageOptions{}, nil)
+)
 
 // TestCISmokeCommand is the command users and CI run: `go run ./ci smoke --image REF`
 // against the real registry; it prints the table and exits 0, or 1 naming the failed
