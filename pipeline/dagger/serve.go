@@ -234,10 +234,13 @@ func (t *Target) DialContext(ctx context.Context, network, address string) (net.
 	return d.DialContext(ctx, network, address)
 }
 
+// noUDP says why the HTTP/3 check cannot run against a Dagger service.
+const noUDP = "Dagger forwards only TCP ports to the host, so UDP (QUIC) cannot reach the service; the runc smoke test covers HTTP/3"
+
 // ListenPacket is not available: the engine forwards only TCP to this machine (see Serve),
 // so no local UDP socket reaches the service.
 func (t *Target) ListenPacket(ctx context.Context, network, address string) (net.PacketConn, error) {
-	return nil, fmt.Errorf("%w: Dagger forwards only TCP ports to the host, so UDP (QUIC) cannot reach the service; the runc smoke test covers HTTP/3", errors.ErrUnsupported)
+	return nil, fmt.Errorf("%w: %s", errors.ErrUnsupported, noUDP)
 }
 
 // RootFS is the image's root filesystem, exported from the engine.
