@@ -49,8 +49,8 @@ type Target struct {
 }
 
 // Serve imports img into the engine, starts it as a service (its own entrypoint, as
-// `docker run` would), forwards each of plan.Runtime's ports to a free port on 127.0.0.1,
-// and waits until the first TCP port answers HTTP. The image is the one pipeline/image
+// `docker run` would), forwards each of plan.Runtime's TCP ports to a free port on this
+// machine, and polls until the first one answers HTTP. The image is the one pipeline/image
 // assembled from Run's install tree; nothing is rebuilt here.
 func (e *Executor) Serve(ctx context.Context, p *plan.Plan, img v1.Image, o ServeOptions) (_ *Target, err error) {
 	if err := e.Connect(ctx); err != nil {
@@ -129,7 +129,7 @@ func (e *Executor) Serve(ctx context.Context, p *plan.Plan, img v1.Image, o Serv
 	if len(tcp) > 0 {
 		first = t.forward[portKey{"tcp", tcp[0].Backend}]
 	}
-	e.logf("dagger smoke: service started, waiting for HTTP on %s", first)
+	e.logf("dagger smoke: starting the image as a service, waiting for HTTP on %s", first)
 	if err := waitHTTP(ctx, first, o.ReadyTimeout, tcpDone); err != nil {
 		return nil, fmt.Errorf("dagger smoke: the image did not become ready: %w", err)
 	}
