@@ -118,6 +118,7 @@ func TLSConf(nginxConf []byte, http3 bool) ([]byte, error) {
 	var out bytes.Buffer
 	in := false
 	found := false
+	var pending []string
 	sc := bufio.NewScanner(bytes.NewReader(nginxConf))
 	for sc.Scan() {
 		line := sc.Text()
@@ -140,10 +141,19 @@ func TLSConf(nginxConf []byte, http3 bool) ([]byte, error) {
 			return nil, fmt.Errorf("nginx.conf: line %q inside the tls.conf block is not a comment", line)
 		}
 		body = strings.TrimPrefix(body, " ")
-		if !http3 && (strings.Contains(body, " quic") || strings.Contains(body, "Alt-Svc")) &&
-			!strings.HasPrefix(strings.TrimSpace(body), "#") {
+		// Comments are held until the line they describe: dropped with it, or written.
+		if strings.HasPrefix(strings.TrimSpace(body), "#") {
+			pending = append(pending, body)
 			continue
 		}
+		if !http3 && (strings.Contains(body, " quic") || strings.Contains(body, "Alt-Svc")) {
+			pending = nil
+			continue
+		}
+		for _, c := range pending {
+			out.WriteString(c + "\n")
+		}
+		pending = nil
 		out.WriteString(body + "\n")
 	}
 	if !found || out.Len() == 0 {
