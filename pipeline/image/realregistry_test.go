@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,16 +98,16 @@ func TestPublishFaultsRealRegistry(t *testing.T) {
 			arm: func(p *registrytest.Proxy, reg *registrytest.Registry) {
 				// The first blob upload is let through to its final PUT; the next
 				// upload request finds the registry dead (the proxy answers 502).
-				var committed bool
+				var committed atomic.Bool // the proxy serves requests concurrently
 				p.SetRule(func(r registrytest.Request) registrytest.Action {
 					if !registrytest.IsBlobUpload(r) {
 						return registrytest.Pass
 					}
-					if committed {
+					if committed.Load() {
 						reg.Stop()
 					}
 					if r.Method == "PUT" {
-						committed = true
+						committed.Store(true)
 					}
 					return registrytest.Pass
 				})
