@@ -274,6 +274,32 @@ func TestBuiltNginxConfigTest(t *testing.T) {
 	testenv.Tool(t, "chroot", "coreutils")
 	tree := testenv.BuiltTree(t)
 	root := imageRoot(t, tree)
+	out, err := nginxT(unshare, root)
+	t.Logf("nginx -t:\n%s", out)
+	if err != nil {
+		t.Fatalf("nginx -t on the shipped configuration failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{"the configuration file /etc/nginx/nginx.conf syntax is ok", "configuration file /etc/nginx/nginx.conf test is successful"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("nginx -t output lacks %q", want)
+		}
+	}
+
+	// The harness can fail: a broken nginx.conf is reported as such.
+	conf := filepath.Join(root, "etc", "nginx", "nginx.conf")
+	b, _ := os.ReadFile(conf)
+	if err := os.WriteFile(conf, append(b, []byte("\nnginx_forge_no_such_directive on;\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = nginxT(unshare, root)
+	if err == nil || !strings.Contains(out, `unknown directive "nginx_forge_no_such_directive"`) {
+		t.Errorf("nginx -t accepted a broken configuration: %v\n%s", err, out)
+	}
+}
+
+// nginxT runs /usr/sbin/nginx -t chrooted into root as 65532, in a private mount namespace
+// where root has the host's /dev, /proc and (read-only) library directories.
+func nginxT(unshare, root string) (string, error) {
 	script := `set -eu
 root=$1
 mount --rbind /dev "$root/dev"
@@ -281,19 +307,13 @@ mount -t proc proc "$root/proc"
 for d in /usr/lib /usr/lib64; do
   if [ -d "$d" ] && [ ! -L "$d" ]; then mkdir -p "$root$d"; mount --bind "$d" "$root$d"; mount -o remount,bind,ro "$root$d"; fi
 done
+# As runc does for a container's user: hand stdio to 65532, so that nginx can open
+# /dev/stderr and /dev/stdout (its compiled-in log paths) through /proc/self/fd.
+chown 65532:65532 /proc/self/fd/1 /proc/self/fd/2
 exec chroot --userspec=65532:65532 "$root" /usr/sbin/nginx -t
 `
-	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "bash", "-c", script, "bash", root)
-	out, err := cmd.CombinedOutput()
-	t.Logf("nginx -t:\n%s", out)
-	if err != nil {
-		t.Fatalf("nginx -t on the shipped configuration failed: %v\n%s", err, out)
-	}
-	for _, want := range []string{"the configuration file /etc/nginx/nginx.conf syntax is ok", "configuration file /etc/nginx/nginx.conf test is successful"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("nginx -t output lacks %q", want)
-		}
-	}
+	out, err := exec.Command(unshare, "--mount", "--propagation", "private", "bash", "-c", script, "bash", root).CombinedOutput()
+	return string(out), err
 }
 
 // imageRoot copies the install tree into a new directory laid out as the image's root file
