@@ -457,10 +457,6 @@ func checkHTTP2(ctx context.Context, r *runner) (Status, string) {
 	return Pass, detail
 }
 
-// packetConn hides the UDP socket's extra methods from quic-go, which would otherwise try
-// to grow its buffers and print a warning when it may not; a smoke request needs neither.
-type packetConn struct{ net.PacketConn }
-
 func checkHTTP3(ctx context.Context, r *runner) (Status, string) {
 	if st, d, ok := r.tlsPrecondition(ctx); !ok {
 		return st, d
@@ -481,7 +477,7 @@ func checkHTTP3(ctx context.Context, r *runner) (Status, string) {
 	if err != nil {
 		return Fail, "opening a UDP socket: " + err.Error()
 	}
-	qt := &quic.Transport{Conn: packetConn{pc}}
+	qt := &quic.Transport{Conn: pc}
 	defer qt.Close()
 	h3 := &http3.Transport{
 		TLSClientConfig: r.tlsConfig(tls.VersionTLS13, tls.VersionTLS13),
