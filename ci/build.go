@@ -176,13 +176,15 @@ func runHostBuild(ctx context.Context, f buildFlags, p *plan.Plan, sources map[s
 		return err
 	}
 	tw := tabwriter.NewWriter(stderr, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "stage\tresult\twall\tuser\tsys\t")
+	// For a cached stage, the timings are those of the run that built it (what a cold
+	// build of it costs on the machine that built it).
+	fmt.Fprintln(tw, "stage\tresult\tbuild wall\tuser\tsys\t")
 	for _, s := range res.Stages {
 		state := "built"
 		if s.Cached {
 			state = "cached"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", s.Name, state, dur(s.Wall), dur(s.User), dur(s.Sys))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", s.Name, state, dur(s.Built.Wall), dur(s.Built.User), dur(s.Built.Sys))
 	}
 	tw.Flush()
 	logf("build: install tree for %s (cpu %s) in %s, took %s", p.Platform, p.CPU, f.output, time.Since(start).Round(time.Second))
