@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,11 +25,21 @@ import (
 
 // nginxImage is the real image: the stand-in distroless base plus the install tree the host
 // executor built from the test lock.
+var built struct {
+	sync.Mutex
+	img v1.Image
+}
+
 func nginxImage(t *testing.T) v1.Image {
 	t.Helper()
 	testenv.Root(t)
 	testenv.Tool(t, "runc", "runc")
 	testenv.Tool(t, "umoci", "umoci")
+	built.Lock()
+	defer built.Unlock()
+	if built.img != nil {
+		return built.img
+	}
 	l, err := lock.Load(testenv.TestLockPath())
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +49,7 @@ func nginxImage(t *testing.T) v1.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
+	built.img = img
 	return img
 }
 
