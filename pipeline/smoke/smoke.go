@@ -208,7 +208,7 @@ const (
 	CheckHealthz      = "healthz"
 	CheckGzip         = "gzip"
 	CheckTLS13        = "TLS 1.3 on 8443"
-	CheckTLSVersions  = "TLS 1.2 on, 1.1 off"
+	CheckTLSVersions  = "TLS 1.2 on / 1.1 off"
 	CheckResumption   = "TLS session resumption"
 	CheckHTTP2        = "HTTP/2 (ALPN h2)"
 	CheckHTTP3        = "HTTP/3 over QUIC"
