@@ -311,3 +311,33 @@ func TestPullFromRegistry(t *testing.T) {
 		t.Errorf("pulling a missing tag: %v", err)
 	}
 }
+
+// TestHostNetwork: with the host's network the server is reached on the host's loopback.
+func TestHostNetwork(t *testing.T) {
+	img := nginxImage(t)
+	for _, p := range []string{"8080", "8443"} {
+		l, err := net.Listen("tcp", "127.0.0.1:"+p)
+		if err != nil {
+			t.Skipf("port %s is busy on this host (%v): the host-network mode cannot be tried now", p, err)
+		}
+		l.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := prepare(t, ctx, img)
+	c, err := b.Start(ctx, ocirun.WithHostNetwork())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(ctx)
+	waitHTTP(t, ctx, c)
+	// An ordinary client on the host gets there too.
+	resp, err := http.Get("http://127.0.0.1:8080/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("host GET /healthz: %s", resp.Status)
+	}
+}
