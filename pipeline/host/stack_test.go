@@ -448,6 +448,25 @@ func TestNginxOnlyChangeRebuildsOnlyNginx(t *testing.T) {
 		t.Fatal(err1, err2)
 	}
 	if sha256.Sum256(old) != sha256.Sum256(rebuilt) {
-		t.Errorf("the rebuilt nginx differs from the cached one (%d vs %d bytes): the build is not reproducible", len(rebuilt), len(old))
+		t.Errorf("the rebuilt nginx differs from the cached one (%d vs %d bytes, first at %s): the build is not reproducible",
+			len(rebuilt), len(old), firstDiff(nginxBin(tree), old, rebuilt))
 	}
+}
+
+// firstDiff names the offset and ELF section of the first byte where two binaries differ.
+func firstDiff(file string, a, b []byte) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	where := fmt.Sprintf("offset %#x", i)
+	if f, err := elf.Open(file); err == nil {
+		defer f.Close()
+		for _, s := range f.Sections {
+			if s.Type != elf.SHT_NOBITS && uint64(i) >= s.Offset && uint64(i) < s.Offset+s.FileSize {
+				where += " in section " + s.Name
+			}
+		}
+	}
+	return where
 }

@@ -18,7 +18,7 @@ import "strings"
 //     listener with `listen ... fastopen=N` and the net.ipv4.tcp_fastopen sysctl.
 //   - -static-libstdc++: nginx, OpenSSL, PCRE2 and zlib are C; there is no libstdc++ to link.
 //   - -g for zlib, PCRE2, OpenSSL: the image ships a stripped binary, and debug info only
-//     carries build paths. (nginx's configure adds -g itself; strip removes it.)
+//     carries build paths. (nginx's configure adds -g itself; -g0 undoes it, see nginxCCOpt.)
 //   - OpenSSL enable-fips: FIPS needs the separately built and installed fips.so provider
 //     plus `openssl fipsinstall`, and only a validated OpenSSL version counts as FIPS; a
 //     static build with the flag set is not FIPS, just slower to build.
@@ -85,11 +85,13 @@ func (f flags) ldflags() string { return strings.Join(f.link(), " ") }
 
 // nginxCCOpt is --with-cc-opt: our compile flags, visible in `nginx -V` so anyone can audit
 // the hardening of a running binary. nginx's configure puts them after its own defaults
-// (-pipe -O -W -Wall -Wpointer-arith -Wno-unused-parameter -Werror -g), so -O2 wins over -O;
-// -g's debug info is stripped at install. -Werror stays as upstream has it: the builder
-// image is pinned, so a new warning means a deliberate compiler change worth a look, and it
-// is why -U_FORTIFY_SOURCE matters on Ubuntu.
-func (f flags) nginxCCOpt() string { return strings.Join(f.compile(), " ") }
+// (-pipe -O -W -Wall -Wpointer-arith -Wno-unused-parameter -Werror -g), so -O2 wins over -O
+// and -g0 over -g: the debug info would be stripped anyway, but the linker's build-id is a
+// hash over everything including it, and debug info names the build directories, so with -g
+// the same sources built in two directories give two binaries. -Werror stays as upstream
+// has it: the builder image is pinned, so a new warning means a deliberate compiler change
+// worth a look, and it is why -U_FORTIFY_SOURCE matters on Ubuntu.
+func (f flags) nginxCCOpt() string { return strings.Join(append(f.compile(), "-g0"), " ") }
 
 // nginxLDOpt is --with-ld-opt. -l:libcrypt.a links crypt(3) (used by auth_basic) statically:
 // nginx otherwise needs libcrypt.so.1, which a distroless base may not have (nginx then
