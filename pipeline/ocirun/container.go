@@ -222,6 +222,16 @@ func (c *Container) Exec(ctx context.Context, argv ...string) (stdout, stderr []
 	c.b.log("runc exec %s %s", c.id, strings.Join(argv, " "))
 	err = cmd.Run()
 	var ee *exec.ExitError
+	if errors.As(err, &ee) && runcLostContainer(se.String()) {
+		// The container died between our look and runc's: wait for runc run to notice,
+		// then run argv in a fresh container as above.
+		select {
+		case <-c.done:
+			return c.b.run(ctx, c.opts, argv)
+		case <-time.After(5 * time.Second):
+		case <-ctx.Done():
+		}
+	}
 	switch {
 	case err == nil:
 		return so.Bytes(), se.Bytes(), 0, nil
@@ -446,4 +456,15 @@ func tail(s string, n int) string {
 		return s
 	}
 	return "..." + s[len(s)-n:]
+}
+
+// runcLostContainer tells runc's own "no such (running) container" errors from the exit
+// status of the command it ran.
+func runcLostContainer(stderr string) bool {
+	for _, s := range []string{"container does not exist", "cannot exec in a stopped container", "cannot exec a container that has stopped"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
 }
