@@ -345,6 +345,10 @@ func (r *runner) tlsDial(ctx context.Context, cfg *tls.Config) (*tls.Conn, error
 	if err != nil {
 		return nil, err
 	}
+	// Reads after the handshake are bounded too (the resumption check reads to EOF).
+	if d, ok := ctx.Deadline(); ok {
+		raw.SetDeadline(d)
+	}
 	c := tls.Client(raw, cfg)
 	if err := c.HandshakeContext(ctx); err != nil {
 		raw.Close()
