@@ -191,11 +191,9 @@ func specUser(s map[string]any) (uid, gid int, err error) {
 	user, _ := proc["user"].(map[string]any)
 	u, okU := user["uid"].(float64)
 	g, okG := user["gid"].(float64)
-	if !okU {
-		u = 0
+	if user == nil || (!okU && !okG) {
+		return 0, 0, fmt.Errorf("umoci's runtime config has no process user")
 	}
-	if !okG {
-		g = 0
-	}
+	// umoci leaves out a zero id (omitempty): root.
 	return int(u), int(g), nil
 }
