@@ -302,7 +302,15 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 		return sr, nil
 	}
 
-	tmp, err := os.MkdirTemp(e.workDir, s.Name+"-")
+	// Scratch directories are named after the key, and the key's lock is held: any other
+	// directory of this key is left over from a killed run, and can go.
+	prefix := key[:16] + "-" + s.Name + "-"
+	if stale, _ := filepath.Glob(filepath.Join(e.workDir, prefix+"*")); len(stale) > 0 {
+		for _, d := range stale {
+			os.RemoveAll(d)
+		}
+	}
+	tmp, err := os.MkdirTemp(e.workDir, prefix)
 	if err != nil {
 		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
 	}

@@ -447,6 +447,7 @@ func TestNginxOnlyChangeRebuildsOnlyNginx(t *testing.T) {
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
+	compareTrees(t, tree, ng.Out)
 	if sha256.Sum256(old) != sha256.Sum256(rebuilt) {
 		t.Errorf("the rebuilt nginx differs from the cached one (%d vs %d bytes, first at %s): the build is not reproducible",
 			len(rebuilt), len(old), firstDiff(nginxBin(tree), old, rebuilt))
@@ -469,4 +470,45 @@ func firstDiff(file string, a, b []byte) string {
 		}
 	}
 	return where
+}
+
+// compareTrees reports every file whose content, mode or mtime differs between two trees.
+func compareTrees(t *testing.T, a, b string) {
+	t.Helper()
+	type entry struct {
+		mode  os.FileMode
+		mtime int64
+		sum   [32]byte
+	}
+	walk := func(root string) map[string]entry {
+		m := map[string]entry{}
+		filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, p)
+			e := entry{mode: fi.Mode(), mtime: fi.ModTime().Unix()}
+			if fi.Mode().IsRegular() {
+				b, _ := os.ReadFile(p)
+				e.sum = sha256.Sum256(b)
+			}
+			m[rel] = e
+			return nil
+		})
+		return m
+	}
+	ma, mb := walk(a), walk(b)
+	for p, ea := range ma {
+		eb, ok := mb[p]
+		if !ok {
+			t.Errorf("%s is only in the first tree", p)
+		} else if ea != eb {
+			t.Errorf("%s differs between two builds: %+v vs %+v", p, ea, eb)
+		}
+	}
+	for p := range mb {
+		if _, ok := ma[p]; !ok {
+			t.Errorf("%s is only in the second tree", p)
+		}
+	}
 }
