@@ -34,8 +34,10 @@ slower), "worse" in the mirror cases, and "noise" otherwise. The best combinatio
 each knob, the variant that was better somewhere and worse nowhere, and is measured against
 the baseline again. If nothing beats the noise it says so: the shipped config stays.
 
-wrk does not resume TLS sessions, so ssl_session_cache and tickets show their cost, not their
-benefit for returning clients; worker_processes "auto" means the number of server CPUs.
+wrk resumes each connection's previous TLS session when the server allows it, so the
+tls-resume scenario (a new connection per request) shows what ssl_session_cache and tickets
+save; tls-handshake uses a listener with resumption off and ignores them. worker_processes
+"auto" means the number of server CPUs.
 
 Scenarios (--scenarios):
 ` + scenarioHelp(),
@@ -43,7 +45,7 @@ Scenarios (--scenarios):
 			tree := fs.String("tree", "", "built install `dir`; tunes DIR/usr/sbin/nginx")
 			nginx := fs.String("nginx", "", "nginx `binary` to tune (instead of --tree)")
 			config := fs.String("config", "", "nginx.conf whose knobs are the baseline (default: see above)")
-			o := benchFlags(fs, "tls-handshake,tls-keepalive,http-keepalive", 5*time.Second)
+			o := benchFlags(fs, "tls-resume,tls-keepalive,http-keepalive", 5*time.Second)
 			jsonOut := fs.String("json", "", "write the full sweep as JSON to `file`")
 			mdOut := fs.String("markdown", "", "write the Markdown tables to `file`")
 			return func(ctx context.Context, args []string) error {

@@ -179,8 +179,11 @@ type Config struct {
 	Prefix string
 	// Content is the directory with html/ and tls/, shared by all servers under test.
 	Content string
-	// HTTPPort and HTTPSPort are loopback ports.
-	HTTPPort, HTTPSPort int
+	// HTTPPort and HTTPSPort are loopback ports. FullHandshakePort (optional) serves the same
+	// content over TLS with session resumption disabled (ssl_session_cache off, tickets
+	// off), so every connection costs a full handshake: wrk keeps each connection slot's TLS
+	// session and resumes it when the configured cache allows.
+	HTTPPort, HTTPSPort, FullHandshakePort int
 	// User and Group are set when nginx starts as root (workers switch to them and must be
 	// able to read Content).
 	User, Group string
@@ -254,6 +257,16 @@ http {
             gzip_comp_level {{.GzipCompLevel}};
         }
     }
+{{- if .FullHandshakePort}}
+
+    # Every connection a full handshake: no session cache, no tickets.
+    server {
+        listen 127.0.0.1:{{.FullHandshakePort}} ssl;
+        ssl_session_cache off;
+        ssl_session_tickets off;
+        root {{.Content}}/html;
+    }
+{{- end}}
 }
 `))
 

@@ -70,7 +70,7 @@ func TestParseShippedConfig(t *testing.T) {
 
 func TestRenderGolden(t *testing.T) {
 	c := Config{Knobs: DefaultKnobs(), Prefix: "/tmp/bench/server0", Content: "/tmp/bench/content",
-		HTTPPort: 18080, HTTPSPort: 18443, User: "nobody", Group: "nogroup",
+		HTTPPort: 18080, HTTPSPort: 18443, FullHandshakePort: 18444, User: "nobody", Group: "nogroup",
 		TempPaths: []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"}}
 	c.OpenFileCache, c.OpenFileCacheValid, c.WorkerRlimitNofile = "max=1024 inactive=10s", "120s", 8192
 	got, err := c.Render()

@@ -207,7 +207,7 @@ func Run(ctx context.Context, targets []Target, baseline int, opts Options) (*Re
 		if err != nil {
 			return nil, fmt.Errorf("target %s: %w", t.Name, err)
 		}
-		ports, err := FreePorts(2)
+		ports, err := FreePorts(3)
 		if err != nil {
 			return nil, err
 		}
@@ -216,14 +216,15 @@ func Run(ctx context.Context, targets []Target, baseline int, opts Options) (*Re
 			k.WorkerProcesses = strconv.Itoa(len(serverCPUs))
 		}
 		c := Config{
-			Knobs:     k,
-			Prefix:    filepath.Join(dir, fmt.Sprintf("server%d", i)),
-			Content:   content,
-			HTTPPort:  ports[0],
-			HTTPSPort: ports[1],
-			User:      usr,
-			Group:     grp,
-			TempPaths: info.TempPaths(),
+			Knobs:             k,
+			Prefix:            filepath.Join(dir, fmt.Sprintf("server%d", i)),
+			Content:           content,
+			HTTPPort:          ports[0],
+			HTTPSPort:         ports[1],
+			FullHandshakePort: ports[2],
+			User:              usr,
+			Group:             grp,
+			TempPaths:         info.TempPaths(),
 		}
 		s, err := StartServer(ctx, t.Name, info.Path, c, serverCPUs)
 		if err != nil {

@@ -17,8 +17,10 @@ type Scenario struct {
 	Name        string
 	Description string
 	TLS         bool
-	Path        string   // under html/
-	Headers     []string // extra request headers
+	// FullHandshake sends the load to the listener where sessions are never resumed.
+	FullHandshake bool
+	Path          string   // under html/
+	Headers       []string // extra request headers
 	// Connections is the default number of concurrent connections (the --connections flag
 	// overrides it for every scenario).
 	Connections int
@@ -31,7 +33,13 @@ type Scenario struct {
 var Scenarios = []Scenario{
 	{
 		Name:        "tls-handshake",
-		Description: "a full TLS handshake per request (Connection: close; wrk does not resume sessions), 1 KiB page",
+		Description: "a new connection and a full TLS handshake per request (Connection: close, to a listener with session resumption off), 1 KiB page",
+		TLS:         true, FullHandshake: true, Path: SmallFile, Headers: []string{"Connection: close"}, Connections: 16,
+		check: sizeIs(SmallSize),
+	},
+	{
+		Name:        "tls-resume",
+		Description: "a new connection per request (Connection: close) resuming the TLS session (wrk resumes each connection's last session; the config's ssl_session_cache/tickets decide), 1 KiB page",
 		TLS:         true, Path: SmallFile, Headers: []string{"Connection: close"}, Connections: 16,
 		check: sizeIs(SmallSize),
 	},
@@ -126,6 +134,9 @@ func SelectScenarios(list string) ([]Scenario, error) {
 
 // URL is the scenario's address on a server.
 func (s Scenario) URL(c Config) string {
+	if s.TLS && s.FullHandshake && c.FullHandshakePort != 0 {
+		return fmt.Sprintf("https://127.0.0.1:%d/%s", c.FullHandshakePort, s.Path)
+	}
 	if s.TLS {
 		return fmt.Sprintf("https://127.0.0.1:%d/%s", c.HTTPSPort, s.Path)
 	}

@@ -128,7 +128,10 @@ func StartServer(ctx context.Context, name, bin string, c Config, cpus []int) (*
 	go func() { s.waitErr = s.cmd.Wait(); close(s.done) }()
 
 	deadline := time.Now().Add(15 * time.Second)
-	for _, port := range []int{c.HTTPPort, c.HTTPSPort} {
+	for _, port := range []int{c.HTTPPort, c.HTTPSPort, c.FullHandshakePort} {
+		if port == 0 {
+			continue
+		}
 		for {
 			conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
 			if err == nil {

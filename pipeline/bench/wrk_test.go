@@ -213,7 +213,7 @@ func startTestServer(t *testing.T, bin string, k Knobs) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports, err := FreePorts(2)
+	ports, err := FreePorts(3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func startTestServer(t *testing.T, bin string, k Knobs) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := Config{Knobs: k, Prefix: filepath.Join(dir, "server"), Content: content, HTTPPort: ports[0], HTTPSPort: ports[1],
+	c := Config{Knobs: k, Prefix: filepath.Join(dir, "server"), Content: content, HTTPPort: ports[0], HTTPSPort: ports[1], FullHandshakePort: ports[2],
 		User: usr, Group: grp, TempPaths: info.TempPaths()}
 	s, err := StartServer(context.Background(), "test", info.Path, c, nil)
 	if err != nil {
