@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -45,7 +46,7 @@ func TestBuildMalformedLockCreatesNothing(t *testing.T) {
 	}
 	out, cache := filepath.Join(dir, "tree"), filepath.Join(dir, "cache")
 	var stderr bytes.Buffer
-	err = runBuild(context.Background(), buildFlags{engine: "host", output: out, lockFile: lockFile, platform: "linux/amd64", cache: cache}, &stderr)
+	err = runBuild(context.Background(), buildFlags{engine: "host", tree: out, lockFile: lockFile, platform: "linux/amd64", cache: cache}, io.Discard, &stderr)
 	if err == nil {
 		t.Fatal("a malformed lock was accepted")
 	}
@@ -81,8 +82,8 @@ func TestBuildTamperedTarballCreatesNothing(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "xdg")) // the source cache
 	out, cache := filepath.Join(dir, "tree"), filepath.Join(dir, "cache")
 	var stderr bytes.Buffer
-	err = runBuild(context.Background(), buildFlags{engine: "host", output: out, lockFile: testLockPath,
-		mirror: srv.URL, platform: "linux/amd64", cache: cache}, &stderr)
+	err = runBuild(context.Background(), buildFlags{engine: "host", tree: out, lockFile: testLockPath,
+		mirror: srv.URL, platform: "linux/amd64", cache: cache}, io.Discard, &stderr)
 	if err == nil {
 		t.Fatal("a tampered tarball was accepted")
 	}
@@ -107,15 +108,25 @@ func TestBuildUsageErrors(t *testing.T) {
 		f    buildFlags
 		want string
 	}{
-		{"engine", buildFlags{engine: "docker", output: filepath.Join(dir, "o")}, `--engine "docker": use dagger or host`},
-		{"no output", buildFlags{engine: "host"}, "--output DIR is required"},
-		{"output not empty", buildFlags{engine: "host", output: full}, "is not empty"},
-		{"cpu", buildFlags{engine: "host", output: filepath.Join(dir, "o"), lockFile: testLockPath, platform: "linux/amd64", cpu: "pentium"}, `CPU level "pentium" is not known`},
-		{"platform", buildFlags{engine: "host", output: filepath.Join(dir, "o"), lockFile: testLockPath, platform: "linux/s390x"}, "linux/amd64 or linux/arm64"},
-		{"module", buildFlags{engine: "host", output: filepath.Join(dir, "o"), lockFile: testLockPath, platform: "linux/amd64", modules: "http_ssl,gopher"}, `unknown nginx module "gopher"`},
+		{"engine", buildFlags{engine: "docker", tree: filepath.Join(dir, "o")}, `--engine "docker": use dagger or host`},
+		{"tree not empty", buildFlags{engine: "host", tree: full}, "is not empty"},
+		{"output exists", buildFlags{engine: "host", output: full}, "exists: choose a new path"},
+		{"push without image", buildFlags{engine: "host", push: true}, "--push needs --image"},
+		{"push without smoke", buildFlags{engine: "host", push: true, image: "127.0.0.1:5000/x", noSmoke: true}, "always smoke-tested"},
+		{"digest-only without push", buildFlags{engine: "host", digestOnly: true}, "only makes sense with --push"},
+		{"digest-only with tags", buildFlags{engine: "host", push: true, digestOnly: true, image: "127.0.0.1:5000/x:1"}, "moves no tag"},
+		{"latest with tags", buildFlags{engine: "host", push: true, latest: true, image: "127.0.0.1:5000/x:1"}, "add latest there"},
+		{"bad image", buildFlags{engine: "host", image: "UPPER/Case"}, `parsing repository "UPPER/Case"`},
+		{"bad tag", buildFlags{engine: "host", image: "r.example/x:ok,b@d"}, `bad tag "b@d"`},
+		{"bundle without tree", buildFlags{engine: "host", bundle: true, output: filepath.Join(dir, "o")}, "--bundle needs --tree"},
+		{"builder image on host", buildFlags{engine: "host", builderImage: "ubuntu:24.04"}, "--builder-image applies to --engine dagger"},
+		{"runtime image", buildFlags{engine: "host", tree: filepath.Join(dir, "o"), lockFile: testLockPath, platform: "linux/amd64", runtimeImage: "::bad"}, `--runtime-image "::bad"`},
+		{"cpu", buildFlags{engine: "host", tree: filepath.Join(dir, "o"), lockFile: testLockPath, platform: "linux/amd64", cpu: "pentium"}, `CPU level "pentium" is not known`},
+		{"platform", buildFlags{engine: "host", tree: filepath.Join(dir, "o"), lockFile: testLockPath, platform: "linux/s390x"}, "linux/amd64 or linux/arm64"},
+		{"module", buildFlags{engine: "host", tree: filepath.Join(dir, "o"), lockFile: testLockPath, platform: "linux/amd64", modules: "http_ssl,gopher"}, `unknown nginx module "gopher"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := runBuild(context.Background(), tc.f, &bytes.Buffer{})
+			err := runBuild(context.Background(), tc.f, io.Discard, io.Discard)
 			if err == nil || !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error = %v, want a usage error containing %q", err, tc.want)
 			}

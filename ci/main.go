@@ -64,22 +64,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	runFn := c.flags(fs)
-	fs.Usage = func() {
-		out := fs.Output()
+	usage := func(out io.Writer) {
 		fmt.Fprintf(out, "Usage: go run ./ci %s %s\n\n", c.name, c.usage)
 		if c.long != "" {
 			fmt.Fprintln(out, strings.TrimSpace(c.long))
 			fmt.Fprintln(out)
 		}
 		fmt.Fprintln(out, "Flags:")
+		fs.SetOutput(out)
 		fs.PrintDefaults()
 	}
+	// flag prints a parse error itself, then calls Usage: keep that short, and print the
+	// whole usage once, to standard output, when it was asked for.
+	fs.Usage = func() {}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
+			usage(stdout)
 			return 0
 		}
+		fmt.Fprintf(stderr, "Run 'go run ./ci %s --help' for its flags.\n", c.name)
 		return 2
 	}
 	if err := runFn(ctx, fs.Args()); err != nil {

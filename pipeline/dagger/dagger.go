@@ -254,3 +254,17 @@ func verifySources(p *plan.Plan, sources map[string]string) error {
 	}
 	return nil
 }
+
+// PackageVersion returns the version of a Debian package installed in p's builder (after the
+// plan's setup command), e.g. libcrypt-dev, whose static library is linked into nginx and
+// so belongs in the image's SBOM.
+func (e *Executor) PackageVersion(ctx context.Context, p *plan.Plan, pkg string) (string, error) {
+	if err := e.Connect(ctx); err != nil {
+		return "", err
+	}
+	out, err := e.builder(p).WithExec([]string{"dpkg-query", "-W", "-f=${Version}", pkg}).Stdout(ctx)
+	if err != nil {
+		return "", fmt.Errorf("reading the version of %s in the builder %s: %w%s", pkg, p.BuilderImage, err, stderrTail(err))
+	}
+	return strings.TrimSpace(out), nil
+}

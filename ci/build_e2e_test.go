@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/basetest"
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
+)
+
+// buildCacheDir is the tests' shared stage cache (pipeline/internal/testenv.BuildCacheDir),
+// so this test reuses the stack the other packages' tests built.
+func buildCacheDir() string {
+	if d := os.Getenv("NGINX_FORGE_BUILD_CACHE"); d != "" {
+		return d
+	}
+	return "/var/cache/nginx-forge/build"
+}
+
+func needHostSmoke(t *testing.T) {
+	t.Helper()
+	missing := ""
+	for _, tool := range []string{"runc", "umoci"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = tool + " is not installed (apt-get install runc umoci, or .ci/install-deps)"
+		}
+	}
+	if os.Geteuid() != 0 {
+		missing = "the smoke tests run runc, which needs root"
+	}
+	if missing == "" {
+		return
+	}
+	if os.Getenv("NGINX_FORGE_E2E") == "1" {
+		t.Fatalf("%s", missing)
+	}
+	t.Skipf("skipped: %s", missing)
+}
+
+// TestBuildPushEndToEnd is `ci build --engine host --push --output` against the real
+// registry: the stack from the real tarballs (through a loopback mirror), the image on the
+// stand-in distroless base, the smoke tests in runc on the pushed digest, the default tags,
+// the SBOM, the tarball, and, run again, the same digest with nothing pushed and the
+// GitHub Actions outputs set.
+func TestBuildPushEndToEnd(t *testing.T) {
+	mirror := mirrorDir(t)
+	needHostSmoke(t)
+	reg := registrytest.Start(t)
+	base := basetest.PushFor(t, reg.Host, "distroless/base-nossl-debian13", basetest.Options{})
+	srv := httptest.NewServer(http.FileServer(http.Dir(mirror)))
+	defer srv.Close()
+	l, err := lock.Load(testLockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := reg.Host + "/nginx-forge"
+	dir := t.TempDir()
+	flags := func(output string) buildFlags {
+		return buildFlags{engine: "host", lockFile: testLockPath, mirror: srv.URL, platform: "linux/amd64",
+			cache: buildCacheDir(), image: repo, push: true, runtimeImage: base.String(),
+			output: output, revision: "0123456789abcdef0123456789abcdef01234567"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
+	defer cancel()
+
+	var stdout, stderr bytes.Buffer
+	if err := runBuild(ctx, flags(filepath.Join(dir, "nginx.tar")), &stdout, &stderr); err != nil {
+		t.Fatalf("build --push: %v\n%s", err, stderr.String())
+	}
+	digestLine := strings.TrimSpace(stdout.String())
+	d, err := name.NewDigest(digestLine)
+	if err != nil {
+		t.Fatalf("stdout %q is not REPO@sha256:...: %v\nstderr:\n%s", stdout.String(), err, stderr.String())
+	}
+	if d.Context().String() != repo {
+		t.Errorf("pushed to %s, want %s", d.Context(), repo)
+	}
+	for _, tag := range image.DefaultTags(l, false) {
+		ref, err := name.ParseReference(repo + ":" + tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		desc, err := remote.Head(ref)
+		if err != nil {
+			t.Errorf("tag %s: %v", tag, err)
+			continue
+		}
+		if desc.Digest.String() != d.DigestStr() {
+			t.Errorf("tag %s points at %s, want %s", tag, desc.Digest, d.DigestStr())
+		}
+	}
+	if latest, _ := name.ParseReference(repo + ":latest"); latest == nil {
+		t.Fatal("parsing the latest reference")
+	} else if _, err := remote.Head(latest); err == nil {
+		t.Error("latest was moved without --latest")
+	}
+	for _, f := range []string{"nginx.tar", "nginx.tar.spdx.json"} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("--output did not write %s: %v", f, err)
+		}
+	}
+	pushed, err := remote.Image(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := pushed.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Annotations[image.AnnotationPrefix+image.Libcrypt+".version"]; got == "" {
+		t.Error("the image does not record the static libcrypt's version")
+	}
+	if got, want := m.Annotations["org.opencontainers.image.base.name"], base.Context().String(); got != want {
+		t.Errorf("base.name annotation = %q, want the --runtime-image's repository %q", got, want)
+	}
+	if got, want := m.Annotations["org.opencontainers.image.base.digest"], base.DigestStr(); got != want {
+		t.Errorf("base.digest annotation = %q, want the --runtime-image's digest %q", got, want)
+	}
+
+	// Again, as a GitHub Actions step: the same digest, nothing uploaded, outputs set.
+	outFile := filepath.Join(dir, "github_output")
+	if err := os.WriteFile(outFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GITHUB_ACTIONS", "true")
+	t.Setenv("GITHUB_OUTPUT", outFile)
+	t.Setenv("GITHUB_STEP_SUMMARY", filepath.Join(dir, "step_summary"))
+	stdout.Reset()
+	stderr.Reset()
+	if err := runBuild(ctx, flags(filepath.Join(dir, "layout")), &stdout, &stderr); err != nil {
+		t.Fatalf("second build --push: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), d.String()) {
+		t.Errorf("the second build gave another digest (not reproducible): %q, first %s", stdout.String(), d)
+	}
+	if !strings.Contains(stderr.String(), "already in the registry") {
+		t.Errorf("the second build pushed again:\n%s", stderr.String())
+	}
+	outs, _ := os.ReadFile(outFile)
+	if !strings.Contains(string(outs), d.DigestStr()) {
+		t.Errorf("GITHUB_OUTPUT lacks the digest:\n%s", outs)
+	}
+}
