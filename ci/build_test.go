@@ -133,3 +133,26 @@ func TestBuildUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildWithoutEngineFailsFirst: the default `ci build` (Dagger) on a machine without an
+// engine fails with the engine error before it fetches a source or creates an output.
+func TestBuildWithoutEngineFailsFirst(t *testing.T) {
+	for _, v := range []string{"DAGGER_SESSION_PORT", "_EXPERIMENTAL_DAGGER_RUNNER_HOST", "_EXPERIMENTAL_DAGGER_CLI_BIN", "DAGGER_SESSION_TOKEN"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	t.Setenv("PATH", t.TempDir()) // no docker, podman or dagger CLI
+	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "xdg"))
+	out := filepath.Join(dir, "nginx.tar")
+	err := runBuild(context.Background(), buildFlags{engine: "dagger", lockFile: testLockPath, platform: "linux/amd64",
+		mirror: "http://127.0.0.1:9/never-contacted", output: out, image: "127.0.0.1:5000/nginx-forge/nginx:test", push: true}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "no Dagger engine") || !strings.Contains(err.Error(), "--engine host") {
+		t.Fatalf("err = %v, want the no-engine error suggesting --engine host", err)
+	}
+	for _, p := range []string{out, filepath.Join(dir, "xdg")} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s exists after a build that could not start: %v", p, err)
+		}
+	}
+}
