@@ -7,11 +7,9 @@ import (
 	"io"
 	"log"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
-	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
 
@@ -89,50 +87,37 @@ func runSmoke(ctx context.Context, ref string, o smoke.ImageOptions, stdout io.W
 	return rep.Err()
 }
 
-// smokeExpect builds the expectations from a lock file and a module list.
+// smokeExpect builds the expectations from a lock file (versions, when given) and a module
+// list, as build does from its lock and plan.
 func smokeExpect(lockFile, modules string) (smoke.Expect, error) {
-	var e smoke.Expect
 	l := lock.Default()
 	if lockFile != "" {
 		var err error
 		if l, err = lock.Load(lockFile); err != nil {
-			return e, usageErrorf("--expect-lock: loading %s: %v", lockFile, err)
+			return smoke.Expect{}, usageErrorf("--expect-lock: loading %s: %v", lockFile, err)
 		}
-		for _, c := range []struct {
-			name string
-			dst  *string
-		}{{lock.Nginx, &e.Nginx}, {lock.OpenSSL, &e.OpenSSL}, {lock.PCRE2, &e.PCRE2}} {
-			comp, ok := l.Component(c.name)
-			if !ok {
-				return e, usageErrorf("--expect-lock: %s has no %s component", lockFile, c.name)
+		for _, name := range []string{lock.Nginx, lock.OpenSSL, lock.PCRE2} {
+			if _, ok := l.Component(name); !ok {
+				return smoke.Expect{}, usageErrorf("--expect-lock: %s has no %s component", lockFile, name)
 			}
-			*c.dst = comp.Version
 		}
+	}
+	planModules := modules
+	if modules == "any" {
+		planModules = ""
+	}
+	// Modules do not depend on the platform.
+	p, err := newPlan(l, buildFlags{platform: "linux/amd64", modules: planModules})
+	if err != nil {
+		return smoke.Expect{}, usageErrorf("--modules: %v", err)
+	}
+	e := planExpect(l, p)
+	if lockFile == "" {
+		// Without a lock the versions are reported, not compared.
+		e.Nginx, e.OpenSSL, e.PCRE2 = "", "", ""
 	}
 	if modules == "any" {
-		return e, nil
-	}
-	var opts []plan.Option
-	if modules != "" {
-		var names []string
-		for _, m := range strings.Split(modules, ",") {
-			if m = strings.TrimSpace(m); m != "" {
-				names = append(names, m)
-			}
-		}
-		opts = append(opts, plan.WithModules(names...))
-	}
-	p, err := plan.New(l, opts...)
-	if err != nil {
-		return e, usageErrorf("--modules: %v", err)
-	}
-	e.Modules = []string{}
-	for _, name := range p.Modules {
-		for _, m := range plan.Modules {
-			if m.Name == name {
-				e.Modules = append(e.Modules, m.Flag)
-			}
-		}
+		e.Modules = nil
 	}
 	return e, nil
 }

@@ -212,6 +212,34 @@ var (
 	fprRE    = regexp.MustCompile(`^[0-9A-F]{40}$`)
 )
 
+// fileNames checks and returns the names the tarball and its signature (empty when the
+// lock pins none) are stored under, and the pinned fingerprints' form.
+func fileNames(c lock.Component) (name, sigName string, err error) {
+	name = c.FileName()
+	if err := checkFileName(name); err != nil {
+		return "", "", fmt.Errorf("url %q: %w", c.URL, err)
+	}
+	if c.Signature == nil {
+		return name, "", nil
+	}
+	sigName = c.SignatureFileName()
+	if err := checkFileName(sigName); err != nil {
+		return "", "", fmt.Errorf("signature url %q: %w", c.Signature.URL, err)
+	}
+	if sigName == name {
+		return "", "", fmt.Errorf("signature url %q names the tarball itself", c.Signature.URL)
+	}
+	if len(c.Signature.Fingerprints) == 0 {
+		return "", "", errors.New("signature has no pinned fingerprints")
+	}
+	for _, fp := range c.Signature.Fingerprints {
+		if !fprRE.MatchString(fp) {
+			return "", "", fmt.Errorf("pinned fingerprint %q is not 40 upper-case hex digits", fp)
+		}
+	}
+	return name, sigName, nil
+}
+
 // Fetch downloads (or finds in the cache) the component's tarball and verifies its SHA-256
 // and, when the lock pins one, its PGP signature.
 func (f *Fetcher) Fetch(ctx context.Context, c lock.Component) (Verified, error) {
@@ -226,30 +254,12 @@ func (f *Fetcher) fetch(ctx context.Context, c lock.Component) (Verified, error)
 	if f.initErr != nil {
 		return Verified{}, f.initErr
 	}
-	name := c.FileName()
-	if err := checkFileName(name); err != nil {
-		return Verified{}, fmt.Errorf("url %q: %w", c.URL, err)
-	}
 	if !sha256RE.MatchString(c.SHA256) {
 		return Verified{}, fmt.Errorf("sha256 %q is not 64 lower-case hex digits", c.SHA256)
 	}
-	var sigName string
-	if c.Signature != nil {
-		sigName = c.SignatureFileName()
-		if err := checkFileName(sigName); err != nil {
-			return Verified{}, fmt.Errorf("signature url %q: %w", c.Signature.URL, err)
-		}
-		if sigName == name {
-			return Verified{}, fmt.Errorf("signature url %q names the tarball itself", c.Signature.URL)
-		}
-		if len(c.Signature.Fingerprints) == 0 {
-			return Verified{}, errors.New("signature has no pinned fingerprints")
-		}
-		for _, fp := range c.Signature.Fingerprints {
-			if !fprRE.MatchString(fp) {
-				return Verified{}, fmt.Errorf("pinned fingerprint %q is not 40 upper-case hex digits", fp)
-			}
-		}
+	name, sigName, err := fileNames(c)
+	if err != nil {
+		return Verified{}, err
 	}
 
 	dir := filepath.Join(f.cacheDir, "sha256", c.SHA256)

@@ -37,27 +37,9 @@ func (f *Fetcher) fetchNew(ctx context.Context, c lock.Component) (Verified, err
 	if f.initErr != nil {
 		return Verified{}, f.initErr
 	}
-	name := c.FileName()
-	if err := checkFileName(name); err != nil {
-		return Verified{}, fmt.Errorf("url %q: %w", c.URL, err)
-	}
-	var sigName string
-	if c.Signature != nil {
-		sigName = c.SignatureFileName()
-		if err := checkFileName(sigName); err != nil {
-			return Verified{}, fmt.Errorf("signature url %q: %w", c.Signature.URL, err)
-		}
-		if sigName == name {
-			return Verified{}, fmt.Errorf("signature url %q names the tarball itself", c.Signature.URL)
-		}
-		if len(c.Signature.Fingerprints) == 0 {
-			return Verified{}, errors.New("signature has no pinned fingerprints")
-		}
-		for _, fp := range c.Signature.Fingerprints {
-			if !fprRE.MatchString(fp) {
-				return Verified{}, fmt.Errorf("pinned fingerprint %q is not 40 upper-case hex digits", fp)
-			}
-		}
+	name, sigName, err := fileNames(c)
+	if err != nil {
+		return Verified{}, err
 	}
 
 	tmpDir := filepath.Join(f.cacheDir, "tmp")

@@ -86,7 +86,9 @@ func TestImportRules(t *testing.T) {
 			func(imp string) bool { return strings.HasPrefix(imp, "github.com/sethvargo/go-githubactions") }},
 		{"lock imports nothing of ours",
 			func(dir string) bool { return dir == "pipeline/lock" },
-			func(imp string) bool { return strings.HasPrefix(imp, module+"/") && !strings.Contains(imp, "/internal/testenv") }},
+			func(imp string) bool {
+				return strings.HasPrefix(imp, module+"/") && !strings.Contains(imp, "/internal/testenv")
+			}},
 	}
 	for _, r := range rules {
 		for dir, imps := range all {
