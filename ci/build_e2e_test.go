@@ -71,7 +71,7 @@ func TestBuildPushEndToEnd(t *testing.T) {
 	flags := func(output string) buildFlags {
 		return buildFlags{engine: "host", lockFile: testLockPath, mirror: srv.URL, platform: "linux/amd64",
 			cache: buildCacheDir(), image: repo, push: true, runtimeImage: base.String(),
-			output: output, revision: "0123456789abcdef0123456789abcdef01234567"}
+			output: output, revision: "0123456789abcdef0123456789abcdef01234567", verbose: true}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
 	defer cancel()
@@ -80,6 +80,7 @@ func TestBuildPushEndToEnd(t *testing.T) {
 	if err := runBuild(ctx, flags(filepath.Join(dir, "nginx.tar")), &stdout, &stderr); err != nil {
 		t.Fatalf("build --push: %v\n%s", err, stderr.String())
 	}
+	t.Logf("first build (the smoke table included):\n%s", stderr.String())
 	digestLine := strings.TrimSpace(stdout.String())
 	d, err := name.NewDigest(digestLine)
 	if err != nil {
