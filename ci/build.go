@@ -83,6 +83,10 @@ What comes out:
 Without --tree, --output or --push the image is built and smoke-tested only (a pull
 request check). With only --tree no image is assembled.
 
+Several platforms (--platform linux/amd64,linux/arm64, Dagger engine): one build per
+platform, each image pushed by digest and smoke-tested, then one multi-platform index pushed
+by digest and tagged.
+
 The smoke tests (see 'ci smoke --help') run in runc on this machine with --engine host (root,
 runc and umoci needed) and as a Dagger service with --engine dagger. A pushed image is always
 smoke-tested; --no-smoke skips them for --output/--tree only.
@@ -115,7 +119,7 @@ Examples:
 			fs.StringVar(&f.mirror, "mirror", "", "fetch every file as `URL`/<file name> instead of upstream (same checks)")
 			fs.StringVar(&f.cpu, "cpu", "", "CPU `level` to compile for: x86-64-v2, x86-64-v3 (amd64 default), x86-64-v4, armv8.2-a (arm64 default), ..., or native (not portable)")
 			fs.IntVar(&f.jobs, "jobs", 0, "parallel compile jobs (0: one per CPU)")
-			fs.StringVar(&f.platform, "platform", "linux/amd64", "target `platform`: linux/amd64 or linux/arm64 (one per run; join them with 'ci manifest')")
+			fs.StringVar(&f.platform, "platform", "linux/amd64", "target `platforms`: linux/amd64, linux/arm64, or both comma-separated (dagger: one build per platform, pushed as one index)")
 			fs.StringVar(&f.modules, "modules", "", "comma-separated nginx `modules` replacing the default set (e.g. http_ssl,http_v2,pcre-jit)")
 			fs.StringVar(&f.cache, "cache", host.DefaultCacheDir, "host engine: stage cache `DIR`")
 			fs.BoolVar(&f.verbose, "v", false, "verbose: show downloads, verification, registry steps and the smoke table")
@@ -213,6 +217,16 @@ func parseImage(s string) (string, []string, error) {
 	return repo, tags, nil
 }
 
+// target is one platform's build: its plan, base, and (once built) its image.
+type target struct {
+	plan     *plan.Plan
+	platform v1.Platform
+	base     v1.Image
+	img      v1.Image
+	sbom     []byte
+	digest   v1.Hash
+}
+
 func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error {
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
 	vlogf := func(string, ...any) {}
@@ -222,6 +236,21 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 	if err := f.check(); err != nil {
 		return err
 	}
+	platforms := splitList(f.platform)
+	if len(platforms) == 0 {
+		return usageErrorf("--platform is empty: give linux/amd64, linux/arm64 or both, comma-separated")
+	}
+	if len(platforms) > 1 {
+		if f.engine == "host" {
+			return usageErrorf("--platform %s: the host engine builds for this machine only; build several platforms with --engine dagger", f.platform)
+		}
+		if f.output != "" || f.tree != "" {
+			return usageErrorf("--platform %s: --output and --tree take one platform; build them one platform at a time", f.platform)
+		}
+		if f.digestOnly {
+			return usageErrorf("--digest-only pushes one platform's image for 'ci manifest'; with several platforms build pushes the index itself")
+		}
+	}
 
 	l, err := loadLock(f.lockFile, vlogf)
 	if err != nil {
@@ -230,11 +259,17 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 	if err := overrideImages(l, f); err != nil {
 		return err
 	}
-	p, err := newPlan(l, f)
-	if err != nil {
-		return usageErrorf("%v", err)
+	var targets []*target
+	for _, pl := range platforms {
+		ff := f
+		ff.platform = pl
+		p, err := newPlan(l, ff)
+		if err != nil {
+			return usageErrorf("%v", err)
+		}
+		targets = append(targets, &target{plan: p, platform: v1.Platform{OS: p.Platform.OS, Architecture: p.Platform.Arch}})
 	}
-	for _, w := range p.Warnings {
+	for _, w := range targets[0].plan.Warnings {
 		logf("warning: %s", w)
 	}
 	for _, c := range l.Components {
@@ -242,22 +277,23 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 			logf("warning: %s %s has no upstream signature in the lock: only its SHA-256 is checked", c.Name, c.Version)
 		}
 	}
-	var pubOpts []image.PublishOption
-	pubOpts = append(pubOpts, image.WithKeychain(image.Keychain()), image.WithLogf(vlogf))
+	pubOpts := []image.PublishOption{image.WithKeychain(image.Keychain()), image.WithLogf(vlogf)}
 	if f.insecure {
 		pubOpts = append(pubOpts, image.WithInsecure())
 	}
-	platform := v1.Platform{OS: p.Platform.OS, Architecture: p.Platform.Arch}
+	runtimeRef := l.Images.Runtime.Pinned()
 
-	// Preflight: what can fail without compiling fails now.
+	// Preflight: what can fail without compiling fails now, before any download.
 	var dx *dagger.Executor
 	if f.engine == "dagger" {
 		if err := dagger.CheckEngine(ctx); err != nil {
 			return err
 		}
 		if f.wantsImage() {
-			if err := image.CheckBaseGlibc(ctx, p.BuilderImage, l.Images.Runtime.Pinned(), platform, remoteOpts(f)...); err != nil {
-				return fmt.Errorf("checking the builder and runtime images (nothing was built): %w", err)
+			for _, t := range targets {
+				if err := image.CheckBaseGlibc(ctx, t.plan.BuilderImage, runtimeRef, t.platform, remoteOpts(f)...); err != nil {
+					return fmt.Errorf("checking the builder and runtime images for %s (nothing was built): %w", t.plan.Platform, err)
+				}
 			}
 		}
 		dopts := []dagger.Option{dagger.WithLogf(vlogf)}
@@ -267,20 +303,20 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 		dx = dagger.New(dopts...)
 		defer dx.Close()
 	}
-	var base v1.Image
 	if f.wantsImage() {
 		if f.engine == "host" && !f.noSmoke {
 			if err := checkHostSmoke(); err != nil {
 				return err
 			}
 		}
-		ref := l.Images.Runtime.Pinned()
-		if base, err = image.PullBase(ctx, ref, platform, pubOpts...); err != nil {
-			return fmt.Errorf("pulling the runtime image %s (nothing was built; --runtime-image overrides it): %w", ref, err)
-		}
-		if f.engine == "host" {
-			if err := checkHostGlibc(base, ref); err != nil {
-				return err
+		for _, t := range targets {
+			if t.base, err = image.PullBase(ctx, runtimeRef, t.platform, pubOpts...); err != nil {
+				return fmt.Errorf("pulling the runtime image %s for %s (nothing was built; --runtime-image overrides it): %w", runtimeRef, t.plan.Platform, err)
+			}
+			if f.engine == "host" {
+				if err := checkHostGlibc(t.base, runtimeRef); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -300,14 +336,119 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 	}
 	logf("sources: %d verified in %s", len(sources), time.Since(start).Round(time.Millisecond))
 
-	// Build the install tree.
+	for _, t := range targets {
+		if err := buildTarget(ctx, f, l, t, dx, sources, logf, stderr); err != nil {
+			return err
+		}
+	}
+	if !f.wantsImage() {
+		return nil
+	}
+
+	var repo string
+	var tags []string
+	if f.image != "" {
+		repo, tags, _ = parseImage(f.image)
+	}
+	created := time.Unix(l.SourceDateEpoch, 0).UTC()
+	if f.output != "" {
+		t := targets[0]
+		refName := outputRefName(repo, tags, l)
+		if err := image.WriteOutput(f.output, t.img, refName, t.sbom, created); err != nil {
+			return fmt.Errorf("writing --output %s: %w", f.output, err)
+		}
+		logf("output: %s (as %s; SBOM %s.spdx.json)", f.output, refName, f.output)
+	}
+
+	smokeTable := io.Discard
+	if f.verbose {
+		smokeTable = stderr
+	}
+	if !f.push {
+		if f.noSmoke {
+			logf("smoke: skipped (--no-smoke)")
+			return nil
+		}
+		for _, t := range targets {
+			expect := planExpect(l, t.plan)
+			var rep smoke.Report
+			if f.engine == "host" {
+				rep, err = smoke.Image(ctx, t.img, smoke.ImageOptions{Options: smoke.Options{Expect: expect}})
+			} else {
+				rep, err = dx.Smoke(ctx, t.plan, t.img, smoke.Options{Expect: expect})
+			}
+			if err != nil {
+				return fmt.Errorf("smoke-testing image %s (%s): %w", t.digest, t.plan.Platform, err)
+			}
+			rep.Print(smokeTable)
+			if err := rep.Err(); err != nil {
+				if !f.verbose {
+					rep.Print(stderr)
+				}
+				return fmt.Errorf("smoke-testing image %s (%s): %w", t.digest, t.plan.Platform, err)
+			}
+			logf("smoke: %d checks passed on %s (%s)", countPassed(rep), t.digest, t.plan.Platform)
+		}
+		return nil
+	}
+
+	// Publish: each platform's image by digest, smoke-tested on exactly that digest; then
+	// the tags, on the image itself or, for several platforms, on the index of them.
+	if len(tags) == 0 && !f.digestOnly {
+		tags = image.DefaultTags(l, f.latest)
+	}
+	imageTags := tags
+	if len(targets) > 1 {
+		imageTags = nil
+	}
+	var pub *image.Published
+	var digestRefs []string
+	for _, t := range targets {
+		opts := append(pubOpts[:len(pubOpts):len(pubOpts)], image.WithVerify(verifier(f, l, t, dx, smokeTable)), image.WithSBOM(t.sbom, created))
+		if pub, err = image.Publish(ctx, t.img, repo, imageTags, opts...); err != nil {
+			return err
+		}
+		state := "pushed"
+		if pub.AlreadyPresent {
+			state = "already in the registry"
+		}
+		logf("push: %s (%s) %s, smoke-tested", pub.Digest, t.plan.Platform, state)
+		digestRefs = append(digestRefs, pub.Digest.String())
+	}
+	if len(targets) > 1 {
+		if pub, err = image.Index(ctx, repo, digestRefs, tags, pubOpts...); err != nil {
+			return err
+		}
+		logf("push: index %s of %s", pub.Digest, strings.Join(platforms, ", "))
+	}
+	var tagRefs []string
+	for _, t := range pub.Tags {
+		tagRefs = append(tagRefs, t.String())
+	}
+	logf("push: tags moved to %s: %s", pub.Digest.DigestStr(), listOrNone(tagRefs))
+	fmt.Fprintln(stdout, pub.Digest.String())
+	// Standard output carries only the digest reference (for scripts); in GitHub Actions the
+	// step outputs (digest, image, tags) are set as well.
+	if r := actions.New(actions.WithWriter(stderr)); r.InActions() {
+		return r.ImageOutputs(actions.ImageResult{Image: repo, Digest: pub.Digest.DigestStr(), Tags: tagRefs})
+	}
+	return nil
+}
+
+// buildTarget builds one platform's install tree with the engine and, when an image is
+// wanted, assembles the image and its SBOM.
+func buildTarget(ctx context.Context, f buildFlags, l *lock.Lock, t *target, dx *dagger.Executor, sources map[string]string, logf func(string, ...any), stderr io.Writer) error {
+	p := t.plan
 	var treeDir, libcrypt string
+	var err error
 	switch f.engine {
 	case "host":
 		if treeDir, err = runHostBuild(ctx, f, p, sources, logf, stderr); err != nil {
 			return err
 		}
-		libcrypt, err = hostPackageVersion(ctx, "libcrypt-dev")
+		if f.wantsImage() {
+			libcrypt, err = hostPackageVersion(ctx, "libcrypt-dev")
+		}
 	default:
 		treeDir = f.tree
 		if treeDir == "" {
@@ -346,113 +487,54 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 	if !f.wantsImage() {
 		return nil
 	}
-
-	// Assemble the image.
 	imgOpts := []image.Option{image.WithBaseRef(l.Images.Runtime.Pinned()), image.WithLibcrypt(libcrypt)}
 	if f.revision != "" {
 		imgOpts = append(imgOpts, image.WithRevision(f.revision))
 	}
-	img, err := image.Assemble(base, treeDir, l, imgOpts...)
-	if err != nil {
-		return fmt.Errorf("assembling the image: %w", err)
+	if t.img, err = image.Assemble(t.base, treeDir, l, imgOpts...); err != nil {
+		return fmt.Errorf("assembling the image for %s: %w", p.Platform, err)
 	}
-	sbom, err := image.SBOM(img, l, imgOpts...)
-	if err != nil {
-		return fmt.Errorf("writing the SBOM: %w", err)
+	if t.sbom, err = image.SBOM(t.img, l, imgOpts...); err != nil {
+		return fmt.Errorf("writing the SBOM for %s: %w", p.Platform, err)
 	}
-	digest, err := img.Digest()
-	if err != nil {
-		return fmt.Errorf("computing the image digest: %w", err)
+	// Layers are computed now, while the tree (a temporary directory for Dagger) exists.
+	if t.digest, err = t.img.Digest(); err != nil {
+		return fmt.Errorf("computing the image digest for %s: %w", p.Platform, err)
 	}
-	logf("image: %s (%s on %s)", digest, p.Platform, l.Images.Runtime.Pinned())
-	created := time.Unix(l.SourceDateEpoch, 0).UTC()
-
-	var repo string
-	var tags []string
-	if f.image != "" {
-		repo, tags, _ = parseImage(f.image)
-	}
-	if f.output != "" {
-		refName := outputRefName(repo, tags, l)
-		if err := image.WriteOutput(f.output, img, refName, sbom, created); err != nil {
-			return fmt.Errorf("writing --output %s: %w", f.output, err)
-		}
-		logf("output: %s (as %s; SBOM %s.spdx.json)", f.output, refName, f.output)
-	}
-
-	expect := planExpect(l, p)
-	smokeTable := io.Discard
-	if f.verbose {
-		smokeTable = stderr
-	}
-	if !f.push {
-		if f.noSmoke {
-			logf("smoke: skipped (--no-smoke)")
-			return nil
-		}
-		var rep smoke.Report
-		if f.engine == "host" {
-			rep, err = smoke.Image(ctx, img, smoke.ImageOptions{Options: smoke.Options{Expect: expect}})
-		} else {
-			rep, err = dx.Smoke(ctx, p, img, smoke.Options{Expect: expect})
-		}
-		if err != nil {
-			return fmt.Errorf("smoke-testing image %s: %w", digest, err)
-		}
-		rep.Print(smokeTable)
-		if err := rep.Err(); err != nil {
-			if !f.verbose {
-				rep.Print(stderr)
-			}
-			return fmt.Errorf("smoke-testing image %s: %w", digest, err)
-		}
-		logf("smoke: %d checks passed on %s", countPassed(rep), digest)
-		return nil
-	}
-
-	// Publish: by digest, smoke-test exactly that digest, then tags.
-	if len(tags) == 0 && !f.digestOnly {
-		tags = image.DefaultTags(l, f.latest)
-	}
-	var verify image.VerifyFunc
-	if f.engine == "host" {
-		verify = smoke.Verify(smoke.ImageOptions{Options: smoke.Options{Expect: expect}, Insecure: f.insecure,
-			Remote: remoteOpts(f)}, smokeTable)
-	} else {
-		verify = func(ctx context.Context, ref name.Digest) error {
-			pushed, err := remote.Image(ref, append(remoteOpts(f), remote.WithContext(ctx))...)
-			if err != nil {
-				return fmt.Errorf("pulling %s back: %w", ref, err)
-			}
-			rep, err := dx.Smoke(ctx, p, pushed, smoke.Options{Expect: expect})
-			if err != nil {
-				return err
-			}
-			rep.Print(smokeTable)
-			return rep.Err()
-		}
-	}
-	pubOpts = append(pubOpts, image.WithVerify(verify), image.WithSBOM(sbom, created))
-	pub, err := image.Publish(ctx, img, repo, tags, pubOpts...)
-	if err != nil {
-		return err
-	}
-	state := "pushed"
-	if pub.AlreadyPresent {
-		state = "already in the registry"
-	}
-	var tagRefs []string
-	for _, t := range pub.Tags {
-		tagRefs = append(tagRefs, t.String())
-	}
-	logf("push: %s %s, smoke-tested; tags moved: %s", pub.Digest, state, listOrNone(tagRefs))
-	fmt.Fprintln(stdout, pub.Digest.String())
-	// Standard output carries only the digest reference (for scripts); in GitHub Actions the
-	// step outputs (digest, image, tags) are set as well.
-	if r := actions.New(actions.WithWriter(stderr)); r.InActions() {
-		return r.ImageOutputs(actions.ImageResult{Image: repo, Digest: pub.Digest.DigestStr(), Tags: tagRefs})
-	}
+	logf("image: %s (%s on %s)", t.digest, p.Platform, l.Images.Runtime.Pinned())
 	return nil
+}
+
+// verifier is the smoke test Publish runs on the pushed digest: in runc here (host engine),
+// or as a Dagger service on the image pulled back from the registry.
+func verifier(f buildFlags, l *lock.Lock, t *target, dx *dagger.Executor, table io.Writer) image.VerifyFunc {
+	expect := planExpect(l, t.plan)
+	if f.engine == "host" {
+		return smoke.Verify(smoke.ImageOptions{Options: smoke.Options{Expect: expect}, Insecure: f.insecure,
+			Remote: remoteOpts(f)}, table)
+	}
+	return func(ctx context.Context, ref name.Digest) error {
+		pushed, err := remote.Image(ref, append(remoteOpts(f), remote.WithContext(ctx))...)
+		if err != nil {
+			return fmt.Errorf("pulling %s back: %w", ref, err)
+		}
+		rep, err := dx.Smoke(ctx, t.plan, pushed, smoke.Options{Expect: expect})
+		if err != nil {
+			return err
+		}
+		rep.Print(table)
+		return rep.Err()
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func listOrNone(s []string) string {
