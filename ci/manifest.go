@@ -79,26 +79,18 @@ index manifest and the tags it would move, and writes nothing.`,
 	})
 }
 
-// parseImageTags splits "REPO:TAG[,TAG...]" ("ghcr.io/o/nginx:1.26.3,latest").
+// parseImageTags splits "REPO:TAG[,TAG...]" ("ghcr.io/o/nginx:1.26.3,latest"); an index
+// is published under tags, so at least one is required.
 func parseImageTags(s string) (string, []string, error) {
 	if s == "" {
 		return "", nil, usageErrorf("--image REPO:TAG[,TAG...] is required")
 	}
-	colon := strings.LastIndex(s, ":")
-	if colon < 0 || colon < strings.LastIndex(s, "/") {
+	repo, tags, err := parseImage(s)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(tags) == 0 {
 		return "", nil, usageErrorf("--image %q has no tag; write REPO:TAG[,TAG...]", s)
-	}
-	repo := s[:colon]
-	if _, err := name.NewRepository(repo); err != nil {
-		return "", nil, usageErrorf("--image %q: parsing repository %q: %v", s, repo, err)
-	}
-	var tags []string
-	for _, t := range strings.Split(s[colon+1:], ",") {
-		t = strings.TrimSpace(t)
-		if _, err := name.NewTag(repo + ":" + t); err != nil || t == "" {
-			return "", nil, usageErrorf("--image %q: bad tag %q", s, t)
-		}
-		tags = append(tags, t)
 	}
 	return repo, tags, nil
 }
