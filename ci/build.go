@@ -447,7 +447,7 @@ func buildTarget(ctx context.Context, f buildFlags, l *lock.Lock, t *target, dx 
 			return err
 		}
 		if f.wantsImage() {
-			libcrypt, err = hostPackageVersion(ctx, "libcrypt-dev")
+			libcrypt, err = hostPackageVersion(ctx, plan.LibcryptPackage)
 		}
 	default:
 		treeDir = f.tree
@@ -465,7 +465,7 @@ func buildTarget(ctx context.Context, f buildFlags, l *lock.Lock, t *target, dx 
 		}
 		logf("build: install tree for %s (cpu %s) built in %s", p.Platform, p.CPU, time.Since(start).Round(time.Second))
 		if f.wantsImage() {
-			libcrypt, err = dx.PackageVersion(ctx, p, "libcrypt-dev")
+			libcrypt, err = dx.PackageVersion(ctx, p, plan.LibcryptPackage)
 		}
 	}
 	if err != nil {
@@ -648,7 +648,8 @@ func checkHostGlibc(base v1.Image, ref string) error {
 }
 
 func hostPackageVersion(ctx context.Context, pkg string) (string, error) {
-	out, err := exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Version}", pkg).Output()
+	argv := plan.PackageVersionCommand(pkg)
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
 	if err != nil {
 		return "", fmt.Errorf("reading the version of %s on this machine (dpkg-query): %w", pkg, err)
 	}

@@ -262,7 +262,7 @@ func (e *Executor) PackageVersion(ctx context.Context, p *plan.Plan, pkg string)
 	if err := e.Connect(ctx); err != nil {
 		return "", err
 	}
-	out, err := e.builder(p).WithExec([]string{"dpkg-query", "-W", "-f=${Version}", pkg}).Stdout(ctx)
+	out, err := e.builder(p).WithExec(plan.PackageVersionCommand(pkg)).Stdout(ctx)
 	if err != nil {
 		return "", fmt.Errorf("reading the version of %s in the builder %s: %w%s", pkg, p.BuilderImage, err, stderrTail(err))
 	}

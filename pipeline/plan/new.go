@@ -164,11 +164,21 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 	return p, nil
 }
 
+// LibcryptPackage is the Debian/Ubuntu package whose libcrypt.a is linked into nginx: its
+// version belongs in the image's SBOM (see PackageVersionCommand).
+const LibcryptPackage = "libcrypt-dev"
+
+// PackageVersionCommand is the argv that prints an installed package's version, run where
+// the build ran (the builder container, or this machine).
+func PackageVersionCommand(pkg string) []string {
+	return []string{"dpkg-query", "-W", "-f=${Version}", pkg}
+}
+
 // buildPackages are what a Ubuntu 24.04 builder installs (apt-get install --no-install-recommends).
 var buildPackages = []string{
 	"build-essential", // gcc, make, libc6-dev, binutils (ar, strip)
 	"perl",            // OpenSSL's Configure and perlasm
-	"libcrypt-dev",    // libcrypt.a, linked statically into nginx
+	LibcryptPackage,   // libcrypt.a, linked statically into nginx
 	"linux-libc-dev",  // linux/tls.h for OpenSSL's kTLS
 	"ca-certificates", // not needed to compile; lets the builder fetch over https
 }
@@ -186,7 +196,7 @@ var hostTools = []Tool{
 }
 
 var hostLibraries = []Tool{
-	{Command: "libcrypt.a", Package: "libcrypt-dev"},
+	{Command: "libcrypt.a", Package: LibcryptPackage},
 	{Command: "libc.so", Package: "libc6-dev"},
 }
 
