@@ -501,7 +501,11 @@ func buildTarget(ctx context.Context, f buildFlags, l *lock.Lock, t *target, dx 
 	if t.digest, err = t.img.Digest(); err != nil {
 		return fmt.Errorf("computing the image digest for %s: %w", p.Platform, err)
 	}
-	logf("image: %s (%s on %s)", t.digest, p.Platform, l.Images.Runtime.Pinned())
+	size, err := image.SizeOf(t.img)
+	if err != nil {
+		return fmt.Errorf("measuring the image for %s: %w", p.Platform, err)
+	}
+	logf("image: %s (%s on %s), %s", t.digest, p.Platform, l.Images.Runtime.Pinned(), size)
 	return nil
 }
 

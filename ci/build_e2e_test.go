@@ -86,6 +86,9 @@ func TestBuildPushEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("stdout %q is not REPO@sha256:...: %v\nstderr:\n%s", stdout.String(), err, stderr.String())
 	}
+	if !strings.Contains(stderr.String(), "bytes compressed: base ") {
+		t.Errorf("the build log does not give the image's size:\n%s", stderr.String())
+	}
 	if d.Context().String() != repo {
 		t.Errorf("pushed to %s, want %s", d.Context(), repo)
 	}
