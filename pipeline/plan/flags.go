@@ -9,7 +9,8 @@ import "strings"
 //     copies; -O3's extra inlining and unrolling grows the binary (and i-cache pressure)
 //     without a measured gain, and OpenSSL's hot loops are hand-written assembly that no -O
 //     level touches. -O2 is what nginx.org's and the distributions' packages ship, so our
-//     benchmark compares like with like; try -O3 with `ci bench` before changing it.
+//     benchmark compares like with like; try -O3 with `ci bench` before changing it. zlib is
+//     the exception: it gets -O3, measured (see zlibScript).
 //   - -march=native as the default: bakes the build machine's CPU (AVX-512 on our CI hosts)
 //     into the binary, which then crashes with SIGILL elsewhere. A named level is the
 //     default (see CPULevels); "native" stays available on request.
