@@ -121,7 +121,7 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 		{
 			Name:   lock.Zlib,
 			Source: src(lock.Zlib),
-			Env:    common(EnvVar{"CFLAGS", f.cflags()}),
+			Env:    common(EnvVar{"CFLAGS", f.zlibCFlags()}),
 			Script: zlibScript,
 		},
 		{

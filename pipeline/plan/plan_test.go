@@ -152,11 +152,15 @@ func TestFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []*plan.Plan{amd, arm} {
-		// -O3 is measured to pay off for zlib only (see zlibScript); nothing else gets it.
+		// -O3 is measured to pay off for zlib only, and -DUNALIGNED_OK for zlib on amd64 only
+		// (see zlibCFlags); nothing else gets them.
 		for _, s := range p.Stages {
 			one := everything(&plan.Plan{Stages: []plan.Stage{s}})
 			if got, want := strings.Contains(one, "-O3"), s.Name == lock.Zlib; got != want {
 				t.Errorf("%s stage %s: -O3 present = %v, want %v", p.Platform, s.Name, got, want)
+			}
+			if got, want := strings.Contains(one, "UNALIGNED_OK"), s.Name == lock.Zlib && p.Platform.Arch == "amd64"; got != want {
+				t.Errorf("%s stage %s: -DUNALIGNED_OK present = %v, want %v", p.Platform, s.Name, got, want)
 			}
 		}
 		all := everything(p)

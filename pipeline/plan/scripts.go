@@ -31,9 +31,8 @@ const epilogue = `find "$OUT" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 `
 
 const zlibScript = prelude + `# Static only: nginx links libz.a; there is no libz.so to ship or to pick up by mistake.
-# -O3 (after the shared -O2, so it wins) is zlib's own default and, unlike for nginx, pays off:
-# ci bench gzip, server CPU per request 0.95x the -O2 build's (see README, Is it faster?).
-export CFLAGS="$CFLAGS -O3 -ffile-prefix-map=$WORK=/build/zlib"
+# CFLAGS has zlib's own additions (-O3, -DUNALIGNED_OK on amd64): pipeline/plan/flags.go.
+export CFLAGS="$CFLAGS -ffile-prefix-map=$WORK=/build/zlib"
 ./configure --static --prefix=/usr
 make -j"$JOBS" libz.a
 make install DESTDIR="$OUT"
