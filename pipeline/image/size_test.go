@@ -12,7 +12,8 @@ import (
 )
 
 // TestSizeOfReadsNoBaseBlob measures an image whose base lives in a registry: the sizes
-// match the layers', and the only blob read is none (the top layer is local).
+// match the layers', and no blob is fetched (compressed sizes come from the manifest, and
+// the top layer is local).
 func TestSizeOfReadsNoBaseBlob(t *testing.T) {
 	reg := newInProcessRegistry(t)
 	ref, err := name.ParseReference(reg.Host + "/base:1")
