@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -27,6 +28,7 @@ test fails when it drifts; regenerate it with:
 			cpu := fs.String("cpu", "", "default of the CPU build arg, a -march level (default: the platform's default level)")
 			platform := fs.String("platform", "linux/amd64", "platform the stages' flags are rendered for")
 			modules := fs.String("modules", "", "comma-separated nginx modules (default: the default module set)")
+			mirror := fs.String("mirror", "", "fetch every source from `URL`/<file name> instead of upstream (same checksums), as build --mirror does")
 			out := fs.String("o", "", "write to `FILE` instead of standard output")
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 {
@@ -50,8 +52,14 @@ test fails when it drifts; regenerate it with:
 				for _, w := range p.Warnings {
 					fmt.Fprintln(os.Stderr, "warning:", w)
 				}
-				b, err := plan.RenderDockerfile(p, l)
-				if err != nil {
+				var ropts []plan.DockerfileOption
+				if *mirror != "" {
+					ropts = append(ropts, plan.WithSourceMirror(*mirror))
+				}
+				b, err := plan.RenderDockerfile(p, l, ropts...)
+				if errors.Is(err, plan.ErrMirrorURL) {
+					return usageErrorf("--mirror: %v", err)
+				} else if err != nil {
 					return err
 				}
 				if *out == "" {

@@ -36,6 +36,7 @@ func TestDockerfileCommandBadFlags(t *testing.T) {
 		{"dockerfile", "--cpu", "pentium4"},
 		{"dockerfile", "--platform", "linux/s390x"},
 		{"dockerfile", "extra"},
+		{"dockerfile", "--mirror", "ftp://mirror.example/src"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(context.Background(), args, &stdout, &stderr); code != 2 {

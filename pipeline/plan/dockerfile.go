@@ -2,7 +2,9 @@ package plan
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 
@@ -34,10 +36,19 @@ const (
 // The CPU level reaches the compiler through the CPU build arg: every "-march=<p.CPU>" in
 // the stages' environment is rendered as "-march=${CPU}", and rendering fails when the
 // level appears anywhere the arg cannot reach (a script) or nowhere at all.
-func RenderDockerfile(p *Plan, l *lock.Lock) ([]byte, error) {
+func RenderDockerfile(p *Plan, l *lock.Lock, opts ...DockerfileOption) ([]byte, error) {
+	var o dockerfileOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	final, ok := p.Stage(p.Final)
 	if !ok {
 		return nil, fmt.Errorf("rendering the Dockerfile: the final stage %q is not in the plan", p.Final)
+	}
+	if o.mirror != "" {
+		if u, err := url.Parse(o.mirror); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("rendering the Dockerfile: mirror %q: %w", o.mirror, ErrMirrorURL)
+		}
 	}
 	march := regexp.MustCompile(`-march=` + regexp.QuoteMeta(p.CPU) + `(\s|$)`)
 
@@ -64,6 +75,9 @@ func RenderDockerfile(p *Plan, l *lock.Lock) ([]byte, error) {
 #   %s  the -march level: %s;
 #       "native" targets the build machine's CPU and may crash (SIGILL) elsewhere
 `, p.Platform, strings.Join(p.Modules, " "), ArgBuilderImage, ArgRuntimeImage, ArgCPU, cpuNames(p.Platform.Arch))
+	if o.mirror != "" {
+		w("#\n# Sources are fetched from the mirror %s, not upstream (same checksums).\n", o.mirror)
+	}
 	w("\nARG %s=%s\n", ArgBuilderImage, p.BuilderImage)
 	w("ARG %s=%s\n", ArgRuntimeImage, l.Images.Runtime.Pinned())
 	w("ARG %s=%s\n", ArgCPU, p.CPU)
@@ -91,7 +105,11 @@ func RenderDockerfile(p *Plan, l *lock.Lock) ([]byte, error) {
 		}
 		w("\nFROM builder AS %s\n", s.Name)
 		w("ARG %s\n", ArgCPU)
-		w("ADD --checksum=sha256:%s %s %s\n", c.SHA256, c.URL, ContainerSrc(s))
+		src := c.URL
+		if o.mirror != "" {
+			src = o.mirror + "/" + url.PathEscape(c.FileName())
+		}
+		w("ADD --checksum=sha256:%s %s %s\n", c.SHA256, src, ContainerSrc(s))
 		for _, d := range s.Deps {
 			w("COPY --from=%s %s/ %s/\n", d, ContainerOut(d), ContainerDep(d))
 		}
@@ -143,6 +161,23 @@ func RenderDockerfile(p *Plan, l *lock.Lock) ([]byte, error) {
 	ep, _ := json.Marshal(Runtime.Entrypoint)
 	w("ENTRYPOINT %s\n", ep)
 	return []byte(b.String()), nil
+}
+
+// DockerfileOption changes how RenderDockerfile renders.
+type DockerfileOption func(*dockerfileOptions)
+
+// ErrMirrorURL is returned (wrapped) for a mirror RenderDockerfile cannot use.
+var ErrMirrorURL = errors.New("not an http(s) URL like http://127.0.0.1:8000/sources")
+
+type dockerfileOptions struct {
+	mirror string
+}
+
+// WithSourceMirror makes every ADD fetch baseURL/<file name> instead of the lock's upstream
+// URL, as "ci build --mirror" fetches. ADD --checksum still pins each file's SHA-256, so a
+// mirror needs no trust and may be plain http.
+func WithSourceMirror(baseURL string) DockerfileOption {
+	return func(o *dockerfileOptions) { o.mirror = strings.TrimSuffix(baseURL, "/") }
 }
 
 // heredoc writes "<<'END'<after>\n<body>END\n" (a quoted delimiter: BuildKit expands

@@ -212,3 +212,62 @@ func TestDockerfileRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestDockerfileSourceMirror: with a mirror every ADD fetches MIRROR/<file name> and keeps
+// the lock's checksum; nothing else changes but the header line saying so; a mirror that is
+// not an http(s) URL is refused, naming it.
+func TestDockerfileSourceMirror(t *testing.T) {
+	l := lock.Default()
+	p, err := plan.New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream, err := plan.RenderDockerfile(p, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mirrored, err := plan.RenderDockerfile(p, l, plan.WithSourceMirror("http://127.0.0.1:8000/src/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adds int
+	for _, line := range strings.Split(string(mirrored), "\n") {
+		if !strings.HasPrefix(line, "ADD ") {
+			continue
+		}
+		adds++
+		f := strings.Fields(line)
+		if len(f) != 4 || !strings.HasPrefix(f[2], "http://127.0.0.1:8000/src/") {
+			t.Errorf("ADD does not fetch from the mirror: %s", line)
+		}
+	}
+	if adds != len(l.Components) {
+		t.Errorf("%d ADD lines, want one per component (%d)", adds, len(l.Components))
+	}
+	for _, c := range l.Components {
+		want := "ADD --checksum=sha256:" + c.SHA256 + " http://127.0.0.1:8000/src/" + c.FileName() + " "
+		if !strings.Contains(string(mirrored), want) {
+			t.Errorf("no %q line", want)
+		}
+	}
+	// Apart from the ADD lines and the header's note, the two renderings are the same.
+	strip := func(b []byte) string {
+		var keep []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "ADD ") || strings.Contains(line, "mirror") || line == "#" {
+				continue
+			}
+			keep = append(keep, line)
+		}
+		return strings.Join(keep, "\n")
+	}
+	if strip(upstream) != strip(mirrored) {
+		t.Error("the mirror changed more than the ADD lines")
+	}
+	for _, bad := range []string{"ftp://mirror.example/src", "127.0.0.1:8000", "http://"} {
+		_, err := plan.RenderDockerfile(p, l, plan.WithSourceMirror(bad))
+		if err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("mirror %q: err = %v, want an error naming it", bad, err)
+		}
+	}
+}
