@@ -137,6 +137,11 @@ func Prepare(ctx context.Context, img v1.Image, opts ...Option) (b *Bundle, err 
 	if err != nil {
 		return nil, fmt.Errorf("computing image digest: %w", err)
 	}
+	// The digest above is the image's own (the one pulled); umoci is given the same
+	// blobs under OCI media types.
+	if img, err = asOCI(img); err != nil {
+		return nil, fmt.Errorf("preparing image %s: %w", digest, err)
+	}
 	dir, err := os.MkdirTemp(o.dir, "ocirun-")
 	if err != nil {
 		return nil, fmt.Errorf("making bundle directory: %w", err)
