@@ -43,3 +43,26 @@ func PushFor(t testing.TB, host, repo string, o Options) name.Digest {
 	}
 	return d
 }
+
+// BuilderFor pushes the stand-in builder image (see BuilderImage) to host/repo:SUITE and
+// returns its digest reference. Without root, debootstrap or the Debian archive it skips,
+// or fails under NGINX_FORGE_E2E=1, saying so.
+func BuilderFor(t testing.TB, host, repo string, o Options) name.Digest {
+	t.Helper()
+	testenv.Tool(t, "debootstrap", "debootstrap")
+	testenv.Root(t)
+	if o.Logf == nil {
+		o.Logf = t.Logf
+	}
+	img, err := BuilderImage(context.Background(), o)
+	if err != nil {
+		testenv.Missing(t, "the stand-in builder image ("+err.Error()+")",
+			"let the machine reach deb.debian.org, or pre-fill "+DefaultCacheDir+" by running the ci package's Dockerfile test once")
+	}
+	o.defaults()
+	d, err := Push(context.Background(), img, host+"/"+repo+":"+o.Suite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
