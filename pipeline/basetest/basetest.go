@@ -110,10 +110,7 @@ type Rootfs struct {
 // lock in the cache directory.
 func Build(ctx context.Context, o Options) (*Rootfs, error) {
 	o.defaults()
-	if err := os.MkdirAll(o.CacheDir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating base cache %s: %w", o.CacheDir, err)
-	}
-	unlock, err := lockDir(o.CacheDir)
+	unlock, err := lockCache(o.CacheDir)
 	if err != nil {
 		return nil, err
 	}
@@ -503,7 +500,12 @@ func without(list []string, drop string) []string {
 	return out
 }
 
-func lockDir(dir string) (func(), error) {
+// lockCache creates the cache directory if needed and takes its file lock, serialising
+// the test packages that make or read the stand-ins at the same time.
+func lockCache(dir string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating base cache %s: %w", dir, err)
+	}
 	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("locking base cache %s: %w", dir, err)

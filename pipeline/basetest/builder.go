@@ -29,10 +29,7 @@ const builderRecipe = "builder-1"
 // Needs root and debootstrap.
 func BuilderImage(ctx context.Context, o Options) (v1.Image, error) {
 	o.defaults()
-	if err := os.MkdirAll(o.CacheDir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating base cache %s: %w", o.CacheDir, err)
-	}
-	unlock, err := lockDir(o.CacheDir)
+	unlock, err := lockCache(o.CacheDir)
 	if err != nil {
 		return nil, err
 	}
