@@ -23,7 +23,7 @@ const builderRecipe = "builder-1"
 // bash but no compiler. That is the point: the Dockerfile's builder stage must install the
 // build packages with apt itself, as it does on ubuntu:24.04.
 //
-// The layer is cached as a gzip tarball under o.CacheDir (about 45 MB), so only the first
+// The layer is cached as a gzip tarball under o.CacheDir (about 50 MB), so only the first
 // run on a machine runs debootstrap (about 40 s and 40 MB from the Debian archive). Its
 // package lists and downloaded .debs are removed: the Dockerfile runs apt-get update.
 // Needs root and debootstrap.
@@ -96,8 +96,8 @@ func makeBuilderLayer(ctx context.Context, o Options, dest string) error {
 			}
 		}
 	}
-	// GNU tar keeps what the image needs and image.TreeLayer deliberately drops: owners
-	// (_apt's directories), hard links, setuid bits.
+	// GNU tar keeps what a Debian system has and image.TreeLayer deliberately drops: owners
+	// other than root (/etc/shadow's group), setuid and setgid bits, hard links.
 	partial := filepath.Join(tmp, "layer.tar.gz")
 	if err := run("tar", "--numeric-owner", "--sort=name", "-C", root, "-czf", partial, "."); err != nil {
 		return fmt.Errorf("packing the builder stand-in: %w", err)
