@@ -186,17 +186,26 @@ func Image(r *Rootfs, arch string) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("making the base layer: %w", err)
 	}
-	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	img, err = mutate.Append(img, mutate.Addendum{
-		Layer:     layer,
-		MediaType: types.OCILayer,
-		History: v1.History{
-			Created:   v1.Time{Time: epoch},
-			CreatedBy: "nginx-forge basetest: " + strings.Join(sortedPairs(r.Versions), " "),
-			Comment:   "stand-in for " + Name,
+	return singleLayerImage(layer, arch, v1.Time{Time: epoch}, v1.History{
+		Created:   v1.Time{Time: epoch},
+		CreatedBy: "nginx-forge basetest: " + strings.Join(sortedPairs(r.Versions), " "),
+		Comment:   "stand-in for " + Name,
+	}, v1.Config{
+		User:       "65532",
+		WorkingDir: "/home/nonroot",
+		Env: []string{
+			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
 		},
 	})
+}
+
+// singleLayerImage is an OCI image for linux/arch made of layer alone, with the given
+// creation time, history entry and container config.
+func singleLayerImage(layer v1.Layer, arch string, created v1.Time, h v1.History, config v1.Config) (v1.Image, error) {
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	img, err := mutate.Append(img, mutate.Addendum{Layer: layer, MediaType: types.OCILayer, History: h})
 	if err != nil {
 		return nil, err
 	}
@@ -206,13 +215,8 @@ func Image(r *Rootfs, arch string) (v1.Image, error) {
 	}
 	cf = cf.DeepCopy()
 	cf.Architecture, cf.OS = arch, "linux"
-	cf.Created = v1.Time{Time: epoch}
-	cf.Config.User = "65532"
-	cf.Config.WorkingDir = "/home/nonroot"
-	cf.Config.Env = []string{
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
-	}
+	cf.Created = created
+	cf.Config = config
 	return mutate.ConfigFile(img, cf)
 }
 

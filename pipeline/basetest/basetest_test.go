@@ -7,30 +7,30 @@ import (
 	"strings"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
 )
 
-// The stand-in has distroless's file set: glibc and its loader, the users, the CA bundle,
-// tzdata, a sticky /tmp, nonroot's home owned by 65532, and no shell.
-func TestStandInBase(t *testing.T) {
-	img, r := For(t, Options{})
-	t.Logf("rootfs %s: %v", r.Dir, r.Versions)
+type fileEntry struct {
+	hdr  *tar.Header
+	body string // the content of regular files under 1 MiB
+}
 
-	type entry struct {
-		hdr  *tar.Header
-		body string
-	}
-	files := map[string]entry{}
+// imageFiles lists the image's flattened filesystem by path ("etc/passwd": no leading
+// "./", no trailing "/").
+func imageFiles(t *testing.T, img v1.Image) map[string]fileEntry {
+	t.Helper()
+	files := map[string]fileEntry{}
 	rc := mutate.Extract(img)
 	defer rc.Close()
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			break
+			return files
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -40,8 +40,17 @@ func TestStandInBase(t *testing.T) {
 			b, _ := io.ReadAll(tr)
 			body = string(b)
 		}
-		files[strings.TrimSuffix(h.Name, "/")] = entry{h, body}
+		files[strings.TrimSuffix(strings.TrimPrefix(h.Name, "./"), "/")] = fileEntry{h, body}
 	}
+}
+
+// The stand-in has distroless's file set: glibc and its loader, the users, the CA bundle,
+// tzdata, a sticky /tmp, nonroot's home owned by 65532, and no shell.
+func TestStandInBase(t *testing.T) {
+	img, r := For(t, Options{})
+	t.Logf("rootfs %s: %v", r.Dir, r.Versions)
+
+	files := imageFiles(t, img)
 	for _, p := range []string{
 		"usr/lib/x86_64-linux-gnu/libc.so.6", "usr/lib64/ld-linux-x86-64.so.2", "lib64",
 		"etc/ssl/certs/ca-certificates.crt", "usr/share/zoneinfo/UTC", "etc/services", "etc/mime.types",

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -47,25 +45,9 @@ func BuilderImage(ctx context.Context, o Options) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the builder layer %s: %w", cached, err)
 	}
-	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	img, err = mutate.Append(img, mutate.Addendum{
-		Layer:     layer,
-		MediaType: types.OCILayer,
-		History:   v1.History{CreatedBy: "debootstrap --variant=minbase " + o.Suite, Comment: "nginx-forge basetest: stand-in builder image"},
-	})
-	if err != nil {
-		return nil, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS = o.Arch, "linux"
-	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-	cf.Config.Cmd = []string{"bash"}
-	return mutate.ConfigFile(img, cf)
+	return singleLayerImage(layer, o.Arch, v1.Time{},
+		v1.History{CreatedBy: "debootstrap --variant=minbase " + o.Suite, Comment: "nginx-forge basetest: stand-in builder image"},
+		v1.Config{Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, Cmd: []string{"bash"}})
 }
 
 func makeBuilderLayer(ctx context.Context, o Options, dest string) error {
