@@ -52,6 +52,11 @@ type Component struct {
 	URL       string     `json:"url"`
 	SHA256    string     `json:"sha256"`
 	Signature *Signature `json:"signature,omitempty"`
+	// Unsigned says why a component has no Signature (e.g. "Debian repacks the tarball, so
+	// upstream's signature does not cover it"). It is written into the SBOM and the build
+	// log, and a component with neither is what UnsignedWithoutReason lists: a published
+	// image must not rest on a checksum alone without anyone having said why.
+	Unsigned string `json:"unsigned,omitempty"`
 }
 
 // Signature is a detached upstream PGP signature and the keys allowed to have made it.
@@ -177,7 +182,48 @@ func Parse(b []byte) (*Lock, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
+	if err := emptyUnsigned(b); err != nil {
+		return nil, err
+	}
 	return &l, nil
+}
+
+// emptyUnsigned reports an "unsigned" field that is present but empty: decoded, it is the
+// same as no field at all, and an empty reason must not pass for one that was never given.
+func emptyUnsigned(b []byte) error {
+	var raw struct {
+		Components []map[string]json.RawMessage `json:"components"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("parsing: %w", err)
+	}
+	for i, c := range raw.Components {
+		r, ok := c["unsigned"]
+		if !ok {
+			continue
+		}
+		var reason string
+		if err := json.Unmarshal(r, &reason); err == nil && reason == "" {
+			var name string
+			json.Unmarshal(c["name"], &name)
+			return &FieldError{fmt.Sprintf("components[%d] (%s).unsigned", i, name), unsignedEmpty}
+		}
+	}
+	return nil
+}
+
+const unsignedEmpty = "is empty: say why the component has no signature (e.g. \"upstream publishes no signatures\"), or drop the field"
+
+// UnsignedWithoutReason lists, in build order, the components that have neither a signature
+// nor an "unsigned" reason. A build that publishes refuses to go on while it is not empty.
+func (l *Lock) UnsignedWithoutReason() []string {
+	var out []string
+	for _, name := range ComponentOrder {
+		if c, ok := l.Component(name); ok && c.Signature == nil && c.Unsigned == "" {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 var (
@@ -224,6 +270,14 @@ func (l *Lock) Validate() error {
 		}
 		if !sha256RE.MatchString(c.SHA256) {
 			return &FieldError{f + ".sha256", fmt.Sprintf("%q is not 64 lower-case hex digits", c.SHA256)}
+		}
+		if c.Unsigned != "" {
+			if c.Signature != nil {
+				return &FieldError{f + ".unsigned", "is set together with a signature: a component is either signed (signature) or says why it is not (unsigned); drop one"}
+			}
+			if strings.TrimSpace(c.Unsigned) == "" {
+				return &FieldError{f + ".unsigned", unsignedEmpty}
+			}
 		}
 		if s := c.Signature; s != nil {
 			if err := checkURL(s.URL); err != nil {

@@ -86,6 +86,10 @@ func TestParseRejects(t *testing.T) {
 		{"no fingerprints", func(m map[string]any) {
 			comp(m, 2)["signature"].(map[string]any)["fingerprints"] = []any{}
 		}, "components[2] (openssl).signature.fingerprints", "at least one"},
+		{"unsigned with a signature", func(m map[string]any) { comp(m, 2)["unsigned"] = "no reason" }, "components[2] (openssl).unsigned", "together with a signature"},
+		{"unsigned empty", func(m map[string]any) { comp(m, 3)["unsigned"] = "" }, "components[3] (nginx).unsigned", "say why"},
+		{"unsigned blank", func(m map[string]any) { comp(m, 0)["unsigned"] = " \t" }, "components[0] (zlib).unsigned", "say why"},
+		{"unsigned not text", func(m map[string]any) { comp(m, 0)["unsigned"] = true }, "", "unsigned"},
 		{"duplicate component", func(m map[string]any) {
 			cs := m["components"].([]any)
 			m["components"] = append(cs, cs[0])
@@ -301,4 +305,36 @@ func TestMustComponentPanicsOnUnknown(t *testing.T) {
 		}
 	}()
 	Default().MustComponent("libressl")
+}
+
+// Components with neither a signature nor an "unsigned" reason are listed, in build order;
+// the test lock gives every unsigned component a reason.
+func TestUnsignedWithoutReason(t *testing.T) {
+	l, err := Load(testLockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.UnsignedWithoutReason(); len(got) != 0 {
+		t.Errorf("test lock: UnsignedWithoutReason() = %v, want none", got)
+	}
+	for _, name := range []string{Zlib, PCRE2, Nginx} {
+		if c := l.MustComponent(name); c.Signature != nil || c.Unsigned == "" {
+			t.Errorf("test lock: %s has signature %v and unsigned %q; want a reason and no signature", name, c.Signature, c.Unsigned)
+		}
+	}
+	if got := Default().UnsignedWithoutReason(); len(got) != 0 {
+		t.Errorf("default lock: UnsignedWithoutReason() = %v, want none (every component is signed)", got)
+	}
+
+	nginx := l.MustComponent(Nginx)
+	nginx.Unsigned = ""
+	l.SetComponent(nginx)
+	openssl := l.MustComponent(OpenSSL)
+	openssl.Signature = nil
+	l.SetComponent(openssl)
+	// Out of build order in the slice: the result is still in build order.
+	l.Components[2], l.Components[3] = l.Components[3], l.Components[2]
+	if got := l.UnsignedWithoutReason(); strings.Join(got, ",") != "openssl,nginx" {
+		t.Errorf("UnsignedWithoutReason() = %v, want [openssl nginx]", got)
+	}
 }
