@@ -24,6 +24,48 @@ type RuntimeConfig struct {
 	// TLSDir is where users mount tls.crt, tls.key and tls.conf to turn on 8443 (see
 	// files/nginx.conf).
 	TLSDir string
+	// WorkingDir is the process's working directory. nginx resolves relative paths
+	// against its prefix, never the working directory, so the image says "/" rather than
+	// inheriting the base's (distroless: /home/nonroot), which a different base may lack.
+	WorkingDir string
+}
+
+// UID is the numeric user id of User: the owner of WritableDirs in the image's layer and
+// of the tmpfs mounts of a read-only-root run.
+func (r RuntimeConfig) UID() int { uid, _ := r.ids(); return uid }
+
+// GID is the numeric group id of User.
+func (r RuntimeConfig) GID() int { _, gid := r.ids(); return gid }
+
+// ids parses User. It must be numeric uid:gid: a name would be resolved through the
+// image's /etc/passwd, which image assembly cannot see when it chowns the layer, and
+// Kubernetes' runAsNonRoot refuses a non-numeric user it cannot prove is not root. The
+// values are this package's own, so a bad one is a programming error.
+func (r RuntimeConfig) ids() (int, int) {
+	u, g, ok := strings.Cut(r.User, ":")
+	uid, errU := strconv.Atoi(u)
+	gid, errG := strconv.Atoi(g)
+	if !ok || errU != nil || errG != nil || uid < 0 || gid < 0 {
+		panic(fmt.Sprintf("plan.Runtime: User %q is not numeric uid:gid (like 65532:65532)", r.User))
+	}
+	return uid, gid
+}
+
+// ScratchDir is the conventional scratch directory (sticky, world-writable). nginx itself
+// never writes there (its temp paths are under var/cache/nginx), but a read-only root
+// leaves the base's /tmp unwritable, and the README's `docker run` line mounts a tmpfs
+// on it for any other program run in the container that expects a writable /tmp.
+const ScratchDir = "/tmp"
+
+// Tmpfs lists the absolute paths a read-only-root run mounts a fresh tmpfs on: each of
+// WritableDirs, then ScratchDir. pipeline/ocirun mounts exactly these by default, and the
+// README's `docker run --read-only --tmpfs ...` line names the same three.
+func (r RuntimeConfig) Tmpfs() []string {
+	out := make([]string, 0, len(r.WritableDirs)+1)
+	for _, d := range r.WritableDirs {
+		out = append(out, "/"+d)
+	}
+	return append(out, ScratchDir)
 }
 
 // Port is one exposed port.
@@ -46,8 +88,9 @@ func (r RuntimeConfig) PortList() []Port {
 	return out
 }
 
-// Runtime is the image's runtime contract. The rendered Dockerfile's final stage is made
-// from it; the image pipeline/image assembles must carry the same configuration.
+// Runtime is the image's runtime contract, defined here once: the rendered Dockerfile's
+// final stage is made from it, pipeline/image writes it into the assembled image's config
+// and layer, pipeline/ocirun mounts its Tmpfs, and the smoke checks expect it.
 var Runtime = RuntimeConfig{
 	User:         "65532:65532",
 	Entrypoint:   []string{"/usr/sbin/nginx", "-g", "daemon off;"},
@@ -55,4 +98,5 @@ var Runtime = RuntimeConfig{
 	Ports:        []string{"8080/tcp", "8443/tcp", "8443/udp"},
 	WritableDirs: []string{"var/cache/nginx", "run/nginx"},
 	TLSDir:       "/etc/nginx/tls",
+	WorkingDir:   "/",
 }
