@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
 // DefaultSource is the org.opencontainers.image.source of images built from this repository.
@@ -47,16 +48,6 @@ const (
 // Libcrypt is the component name of the statically linked libcrypt (libxcrypt) in
 // annotations and in the SBOM.
 const Libcrypt = "libcrypt"
-
-// The runtime contract (see the context document): paths nginx writes at run time, which
-// a read-only root filesystem run mounts tmpfs on.
-var WritableDirs = []string{"var/cache/nginx", "run/nginx"}
-
-// Entrypoint runs nginx in the foreground. nginx.conf must not also say `daemon off;`.
-var Entrypoint = []string{"/usr/sbin/nginx", "-g", "daemon off;"}
-
-// ExposedPorts are http, https (TCP) and HTTP/3 (QUIC over UDP).
-var ExposedPorts = []string{"8080/tcp", "8443/tcp", "8443/udp"}
 
 type options struct {
 	epoch    *int64
@@ -134,23 +125,30 @@ func Assemble(base v1.Image, installTree string, l *lock.Lock, opts ...Option) (
 	if err != nil {
 		return nil, err
 	}
+	// The runtime contract (plan.Runtime, read here and not copied, so the Dockerfile, the
+	// smoke checks and this image cannot disagree) decides who owns what the image writes
+	// at run time; the rest of the tree is root's, so nginx cannot rewrite its own config.
+	rt := plan.Runtime
 	owners := map[string]Owner{}
-	for _, d := range WritableDirs {
-		owners[d] = Nonroot
+	for _, d := range rt.WritableDirs {
+		owners[d] = Owner{UID: rt.UID(), GID: rt.GID()}
 	}
 	layer, err := TreeLayer(installTree, TreeOptions{ModTime: created, Owners: owners, NormalizeModes: true})
 	if err != nil {
 		return nil, fmt.Errorf("assembling image from %s: %w", installTree, err)
 	}
 
-	// The base's media types decide the manifest's. distroless is OCI; the annotations
-	// written below are only defined for OCI manifests, so a Docker-typed base is
-	// converted (its layers keep their own media types).
-	img := base
-	if mt, err := base.MediaType(); err != nil {
-		return nil, fmt.Errorf("reading base image media type: %w", err)
-	} else if mt != types.OCIManifestSchema1 {
-		img = mutate.MediaType(mutate.ConfigMediaType(img, types.OCIConfigJSON), types.OCIManifestSchema1)
+	// Media types: OCI throughout, whatever the base uses. The alternative, Docker schema
+	// 2 throughout on a Docker-typed base, cannot carry what this image is: manifest
+	// annotations (the provenance below), the SBOM referrer's subject and the OCI layout
+	// of --output are OCI features. So a Docker-typed base's manifest, config and layer
+	// descriptors are retyped to their OCI equivalents, pointing at the same blobs (base
+	// layer digests unchanged). distroless is OCI already and passes through untouched,
+	// which keeps its digests where they were. Before this, a Docker-typed base gave an
+	// OCI manifest listing Docker-typed layers, which umoci refuses (issue 13).
+	img, err := ToOCI(base)
+	if err != nil {
+		return nil, fmt.Errorf("base image %s: %w", o.baseRef, err)
 	}
 
 	img, err = mutate.Append(img, mutate.Addendum{
@@ -175,13 +173,14 @@ func Assemble(base v1.Image, installTree string, l *lock.Lock, opts ...Option) (
 	cf.Created = v1.Time{Time: created}
 	// The base's history entries keep their own times: they describe the base.
 	c := &cf.Config
-	c.User = fmt.Sprintf("%d:%d", Nonroot.UID, Nonroot.GID)
-	c.Entrypoint = append([]string(nil), Entrypoint...)
+	c.User = rt.User
+	c.Entrypoint = append([]string(nil), rt.Entrypoint...)
+	// The base's Cmd would become arguments to nginx.
 	c.Cmd = nil
-	c.WorkingDir = "/"
-	c.StopSignal = "SIGQUIT"
+	c.WorkingDir = rt.WorkingDir
+	c.StopSignal = rt.StopSignal
 	c.ExposedPorts = map[string]struct{}{}
-	for _, p := range ExposedPorts {
+	for _, p := range rt.Ports {
 		c.ExposedPorts[p] = struct{}{}
 	}
 	c.Labels = map[string]string{}
@@ -209,7 +208,7 @@ func checkTree(dir string) error {
 	if fi, err := os.Stat(bin); err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
 		return fmt.Errorf("install tree %q has no executable usr/sbin/nginx (is it the nginx stage's output?)", dir)
 	}
-	for _, d := range append([]string{"etc/nginx"}, WritableDirs...) {
+	for _, d := range append([]string{"etc/nginx"}, plan.Runtime.WritableDirs...) {
 		if fi, err := os.Stat(filepath.Join(dir, d)); err != nil || !fi.IsDir() {
 			return fmt.Errorf("install tree %q lacks the directory %s, which the runtime contract requires (the nginx stage must create it)", dir, d)
 		}

@@ -17,14 +17,17 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
 // Owner is a numeric uid:gid. Names are never written into layers: the image's
 // /etc/passwd decides what they mean.
 type Owner struct{ UID, GID int }
 
-// Nonroot is distroless's nonroot user, the user the image runs as.
-var Nonroot = Owner{UID: 65532, GID: 65532}
+// Nonroot is the user the image runs as (plan.Runtime.User, distroless's nonroot): the
+// owner of the runtime contract's writable directories, and of a stand-in base's home.
+var Nonroot = Owner{UID: plan.Runtime.UID(), GID: plan.Runtime.GID()}
 
 // TreeOptions say how a directory becomes a layer. Everything that could differ between
 // two checkouts or two builds of the same content (mtimes, the builder's uid, its umask,
