@@ -40,16 +40,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
 )
 
 // DefaultRuncRoot is runc's state directory for our containers (runc --root). It is not
 // runc's default (/run/runc), so our containers never mix with anybody else's, and a
 // leftover can be found with `runc --root /run/nginx-forge/runc list`.
 const DefaultRuncRoot = "/run/nginx-forge/runc"
-
-// DefaultTmpfs are the directories an nginx-forge image writes to (the runtime contract):
-// temp files, the pid file, and /tmp. They are tmpfs owned by the container's user.
-var DefaultTmpfs = []string{"/var/cache/nginx", "/run/nginx", "/tmp"}
 
 // Option configures Pull and Prepare.
 type Option func(*options)
@@ -137,9 +135,10 @@ func Prepare(ctx context.Context, img v1.Image, opts ...Option) (b *Bundle, err 
 	if err != nil {
 		return nil, fmt.Errorf("computing image digest: %w", err)
 	}
-	// The digest above is the image's own (the one pulled); umoci is given the same
-	// blobs under OCI media types.
-	if img, err = asOCI(img); err != nil {
+	// The digest above is the image's own (the one pulled); umoci, which unpacks only OCI
+	// images, is given the same blobs under OCI media types: images from `docker build`
+	// or BuildKit, and ones this tool pushed before it typed everything OCI, are not.
+	if img, err = image.ToOCI(img); err != nil {
 		return nil, fmt.Errorf("preparing image %s: %w", digest, err)
 	}
 	dir, err := os.MkdirTemp(o.dir, "ocirun-")

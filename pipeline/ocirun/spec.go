@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
 // RunOption configures one container (Start, Run).
@@ -38,7 +40,9 @@ func WithMount(src, dst string, ro bool) RunOption {
 	}
 }
 
-// WithTmpfs replaces DefaultTmpfs: each path becomes a fresh tmpfs owned by the image's user.
+// WithTmpfs replaces the default tmpfs mounts (plan.Runtime.Tmpfs(): the runtime
+// contract's writable directories and /tmp): each path becomes a fresh tmpfs owned by the
+// image's user.
 func WithTmpfs(paths ...string) RunOption {
 	return func(o *runOptions) { o.tmpfs = append([]string{}, paths...) }
 }
@@ -77,7 +81,9 @@ func newRunOptions(opts []RunOption) runOptions {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Max < hard {
 		hard = rl.Max
 	}
-	o := runOptions{tmpfs: DefaultTmpfs, stopTimeout: 10 * time.Second, noFile: [2]uint64{min(1024, hard), hard}}
+	// The tmpfs mounts come from the runtime contract: nothing in an image's config says
+	// where it writes, and a read-only root needs them to start.
+	o := runOptions{tmpfs: plan.Runtime.Tmpfs(), stopTimeout: 10 * time.Second, noFile: [2]uint64{min(1024, hard), hard}}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -131,7 +137,7 @@ func (b *Bundle) writeSpec(dir string, o runOptions) error {
 	mounts, _ := s["mounts"].([]any)
 	for _, p := range o.tmpfs {
 		mode := "mode=0755"
-		if p == "/tmp" {
+		if p == plan.ScratchDir { // sticky and world-writable, like /tmp anywhere
 			mode = "mode=1777"
 		}
 		mounts = append(mounts, map[string]any{
