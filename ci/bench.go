@@ -15,9 +15,6 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/bench"
 )
 
-// benchOut is where bench and tune print (a variable so tests can capture it).
-var benchOut io.Writer = os.Stdout
-
 func scenarioHelp() string {
 	var b strings.Builder
 	for _, s := range bench.Scenarios {
@@ -52,7 +49,7 @@ not depend on how much CPU wrk got.
 The table goes to standard output, --json writes everything (every run) for CI artifacts,
 and in GitHub Actions the Markdown table goes to the step summary. Every wrk run is bounded
 (duration + 30 s); servers are stopped with SIGQUIT, then killed.`,
-		flags: func(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
+		flags: func(fs *flag.FlagSet) runFunc {
 			tree := fs.String("tree", "", "built install `dir`; A is DIR/usr/sbin/nginx")
 			nginx := fs.String("nginx", "", "A's nginx `binary` (instead of --tree)")
 			baseline := fs.String("baseline", "/usr/sbin/nginx", "B's nginx `binary`")
@@ -60,7 +57,7 @@ and in GitHub Actions the Markdown table goes to the step summary. Every wrk run
 			o := benchFlags(fs, "all", 10*time.Second)
 			jsonOut := fs.String("json", "", "write the full report as JSON to `file`")
 			mdOut := fs.String("markdown", "", "write the Markdown table to `file`")
-			return func(ctx context.Context, args []string) error {
+			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
 					return usageErrorf("bench takes no arguments, got %q", args)
 				}
@@ -71,7 +68,7 @@ and in GitHub Actions the Markdown table goes to the step summary. Every wrk run
 				if *baseline == "" {
 					return usageErrorf("--baseline must name an nginx binary")
 				}
-				opts, err := o.options()
+				opts, err := o.options(stderr)
 				if err != nil {
 					return err
 				}
@@ -85,7 +82,7 @@ and in GitHub Actions the Markdown table goes to the step summary. Every wrk run
 				if err != nil {
 					return err
 				}
-				return emit(rep.WriteTable, rep.WriteMarkdown, rep.WriteJSON, *jsonOut, *mdOut)
+				return emit(stdout, rep.WriteTable, rep.WriteMarkdown, rep.WriteJSON, *jsonOut, *mdOut)
 			}
 		},
 	})
@@ -134,7 +131,7 @@ func benchFlags(fs *flag.FlagSet, scenarios string, duration time.Duration) *ben
 	}
 }
 
-func (o *benchOpts) options() (bench.Options, error) {
+func (o *benchOpts) options(stderr io.Writer) (bench.Options, error) {
 	sc, err := bench.SelectScenarios(*o.scenarios)
 	if err != nil {
 		return bench.Options{}, usageErrorf("--scenarios: %v", err)
@@ -152,7 +149,7 @@ func (o *benchOpts) options() (bench.Options, error) {
 	opts := bench.Options{Scenarios: sc, Duration: *o.duration, Warmup: warm, Connections: *o.connections,
 		Threads: *o.thr, Rounds: *o.rounds, Wrk: *o.wrk, NoPin: *o.noPin}
 	if *o.verbose {
-		opts.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
+		opts.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }
 	}
 	return opts, nil
 }
@@ -177,8 +174,8 @@ func runBounded[T any](ctx context.Context, opts bench.Options, timeout time.Dur
 
 // emit prints the table, writes the JSON and Markdown files, and in GitHub Actions adds the
 // Markdown to the step summary.
-func emit(table, markdown, jsonw func(io.Writer) error, jsonOut, mdOut string) error {
-	if err := table(benchOut); err != nil {
+func emit(stdout io.Writer, table, markdown, jsonw func(io.Writer) error, jsonOut, mdOut string) error {
+	if err := table(stdout); err != nil {
 		return err
 	}
 	var md bytes.Buffer
@@ -199,7 +196,7 @@ func emit(table, markdown, jsonw func(io.Writer) error, jsonOut, mdOut string) e
 			return fmt.Errorf("writing --markdown: %w", err)
 		}
 	}
-	if r := actions.New(actions.WithWriter(benchOut)); r.InActions() {
+	if r := actions.New(actions.WithWriter(stdout)); r.InActions() {
 		if err := r.AddSummary(md.String(), ""); err != nil {
 			return err
 		}

@@ -5,27 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/bench"
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
-// benchTool finds a command the real run needs; like testenv.Tool (internal to pipeline/),
-// a missing one skips, or fails under NGINX_FORGE_E2E=1.
-func benchTool(t *testing.T, cmd, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(cmd)
-	if err != nil {
-		if os.Getenv("NGINX_FORGE_E2E") == "1" {
-			t.Fatalf("%s is missing (NGINX_FORGE_E2E=1): apt-get install %s", cmd, pkg)
-		}
-		t.Skipf("skipped: %s is missing: apt-get install %s", cmd, pkg)
-	}
-	return p
-}
+func benchTool(t *testing.T, cmd, pkg string) string { return testenv.Tool(t, cmd, pkg) }
 
 func TestBenchHelpDocumentsScenarios(t *testing.T) {
 	var out, errb bytes.Buffer
@@ -65,8 +53,6 @@ func TestBenchCommand(t *testing.T) {
 	js := filepath.Join(t.TempDir(), "bench.json")
 	md := filepath.Join(t.TempDir(), "bench.md")
 	var out bytes.Buffer
-	benchOut = &out
-	defer func() { benchOut = os.Stdout }()
 	var errb bytes.Buffer
 	code := run(context.Background(), []string{"bench", "--nginx", nginx, "--baseline", nginx,
 		"--scenarios", "http-keepalive", "--duration", "1s", "--rounds", "2", "--warmup", "0",

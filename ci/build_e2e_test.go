@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,35 +18,14 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
-
-// buildCacheDir is the tests' shared stage cache (pipeline/internal/testenv.BuildCacheDir),
-// so this test reuses the stack the other packages' tests built.
-func buildCacheDir() string {
-	if d := os.Getenv("NGINX_FORGE_BUILD_CACHE"); d != "" {
-		return d
-	}
-	return "/var/cache/nginx-forge/build"
-}
 
 func needHostSmoke(t *testing.T) {
 	t.Helper()
-	missing := ""
-	for _, tool := range []string{"runc", "umoci"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = tool + " is not installed (apt-get install runc umoci, or .ci/install-deps)"
-		}
-	}
-	if os.Geteuid() != 0 {
-		missing = "the smoke tests run runc, which needs root"
-	}
-	if missing == "" {
-		return
-	}
-	if os.Getenv("NGINX_FORGE_E2E") == "1" {
-		t.Fatalf("%s", missing)
-	}
-	t.Skipf("skipped: %s", missing)
+	testenv.Tool(t, "runc", "runc")
+	testenv.Tool(t, "umoci", "umoci")
+	testenv.Root(t)
 }
 
 // TestBuildPushEndToEnd is `ci build --engine host --push --output` against the real
@@ -56,7 +34,7 @@ func needHostSmoke(t *testing.T) {
 // the SBOM, the tarball, and, run again, the same digest with nothing pushed and the
 // GitHub Actions outputs set.
 func TestBuildPushEndToEnd(t *testing.T) {
-	mirror := mirrorDir(t)
+	mirror := testenv.MirrorDir(t)
 	needHostSmoke(t)
 	reg := registrytest.Start(t)
 	base := basetest.PushFor(t, reg.Host, "distroless/base-nossl-debian13", basetest.Options{})
@@ -70,7 +48,7 @@ func TestBuildPushEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	flags := func(output string) buildFlags {
 		return buildFlags{engine: "host", lockFile: testLockPath, mirror: srv.URL, platform: "linux/amd64",
-			cache: buildCacheDir(), image: repo, push: true, runtimeImage: base.String(),
+			cache: testenv.BuildCacheDir(), image: repo, push: true, runtimeImage: base.String(),
 			output: output, revision: "0123456789abcdef0123456789abcdef01234567", verbose: true}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)

@@ -11,25 +11,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
-// ci cannot import pipeline/internal/testenv; these are the two things of it these tests use.
-var testLockPath = filepath.Join("..", "pipeline", "lock", "testdata", "trixie.lock.json")
-
-func mirrorDir(t *testing.T) string {
-	dir := os.Getenv("NGINX_FORGE_UPSTREAM")
-	if dir == "" {
-		dir = "/var/cache/nginx-forge/upstream"
-	}
-	m := filepath.Join(dir, "mirror")
-	if _, err := os.Stat(filepath.Join(m, "nginx-1.26.3.tar.gz")); err != nil {
-		if os.Getenv("NGINX_FORGE_E2E") == "1" {
-			t.Fatalf("the upstream tarballs mirror %s is missing: run .ci/fetch-sources %s", m, dir)
-		}
-		t.Skipf("skipped: the upstream tarballs mirror %s is missing: run .ci/fetch-sources %s", m, dir)
-	}
-	return m
-}
+var testLockPath = testenv.TestLockPath()
 
 // The build command must stop before anything is built or created when its inputs are bad.
 
@@ -63,7 +49,7 @@ func TestBuildMalformedLockCreatesNothing(t *testing.T) {
 }
 
 func TestBuildTamperedTarballCreatesNothing(t *testing.T) {
-	mirror := mirrorDir(t)
+	mirror := testenv.MirrorDir(t)
 	tampered, err := os.ReadFile(filepath.Join(mirror, "nginx-1.26.3.tar.gz"))
 	if err != nil {
 		t.Fatal(err)

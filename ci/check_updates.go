@@ -11,13 +11,8 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/actions"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
-	"github.com/nginx-forge/nginx-forge/pipeline/source"
 	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 )
-
-// checkUpdatesOut is where check-updates reports (a variable so the command's tests can
-// capture it; in Actions the runner reads workflow commands from standard output).
-var checkUpdatesOut io.Writer = os.Stdout
 
 func init() {
 	register(&command{
@@ -40,7 +35,7 @@ A GitHub token raises the API rate limit; it is read from the environment variab
 --github-token-env (never from a flag, never printed). In GitHub Actions the results also go
 to step outputs (changed, <component>_version, updates, title, summary), the step summary and
 warning annotations.`,
-		flags: func(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
+		flags: func(fs *flag.FlagSet) runFunc {
 			write := fs.Bool("write", false, "download, verify and write new releases and image digests into the lock")
 			lockFile := fs.String("lock", lock.DefaultPath, "lock `file` to check (and rewrite with --write)")
 			ghAPI := fs.String("github-api", upstream.DefaultGitHubAPI, "GitHub REST API root `URL`")
@@ -51,7 +46,7 @@ warning annotations.`,
 			tokenEnv := fs.String("github-token-env", "GITHUB_TOKEN", "environment `variable` holding an optional GitHub token")
 			cacheDir := fs.String("cache", "", "source cache `dir` (default ~/.cache/nginx-forge/sources)")
 			verbose := fs.Bool("v", false, "print each request and decision")
-			return func(ctx context.Context, args []string) error {
+			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
 					return usageErrorf("check-updates takes no arguments, got %q", args)
 				}
@@ -66,7 +61,7 @@ warning annotations.`,
 				if strings.ContainsAny(*registry, "/ ") {
 					return usageErrorf("--registry %q must be a host[:port], like 127.0.0.1:5000", *registry)
 				}
-				return checkUpdates(ctx, checkUpdatesConfig{
+				return checkUpdates(ctx, stdout, stderr, checkUpdatesConfig{
 					write: *write, lockFile: *lockFile, githubAPI: *ghAPI, nginxOrg: *nginxOrg,
 					mirror: *mirror, registry: *registry, skipImages: *skipImages,
 					token: os.Getenv(*tokenEnv), cacheDir: *cacheDir, verbose: *verbose,
@@ -87,8 +82,8 @@ type checkUpdatesConfig struct {
 	verbose                     bool
 }
 
-func checkUpdates(ctx context.Context, cfg checkUpdatesConfig) error {
-	rep := actions.New(actions.WithWriter(checkUpdatesOut))
+func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdatesConfig) error {
+	rep := actions.New(actions.WithWriter(stdout))
 	rep.Mask(cfg.token)
 	logf := func(string, ...any) {}
 	// In Actions the detail goes into collapsed log groups, where it costs nothing and helps
@@ -128,15 +123,9 @@ func checkUpdates(ctx context.Context, cfg checkUpdatesConfig) error {
 	var writeErr error
 	if cfg.write && checkErr == nil && report.Changed() {
 		writeErr = rep.Group("Downloading and verifying new releases", func() error {
-			opts := []source.Option{source.WithLogf(logf)}
-			if cfg.mirror != "" {
-				opts = append(opts, source.WithMirror(cfg.mirror))
-			}
-			if cfg.cacheDir != "" {
-				opts = append(opts, source.WithCacheDir(cfg.cacheDir))
-			}
+			f := upstream.NewFetcher(upstream.FetchConfig{Mirror: cfg.mirror, CacheDir: cfg.cacheDir, Logf: logf})
 			var err error
-			applied, err = upstream.UpdateFile(ctx, cfg.lockFile, report, source.New(opts...))
+			applied, err = upstream.UpdateFile(ctx, cfg.lockFile, report, f)
 			return err
 		})
 	}

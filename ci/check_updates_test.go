@@ -17,9 +17,6 @@ import (
 func runCheckUpdates(t *testing.T, s *upstreamtest.Scenario, extra ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	old := checkUpdatesOut
-	checkUpdatesOut = &out
-	defer func() { checkUpdatesOut = old }()
 	args := append([]string{"check-updates",
 		"--lock", s.LockFile,
 		"--github-api", s.Upstream.GitHubAPI(),

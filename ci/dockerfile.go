@@ -5,11 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/dockerfile"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
-	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
 func init() {
@@ -23,14 +24,14 @@ The committed dockerfiles/Dockerfile is the rendering of the default lock and op
 test fails when it drifts; regenerate it with:
 
   go run ./ci dockerfile -o dockerfiles/Dockerfile`,
-		flags: func(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
+		flags: func(fs *flag.FlagSet) runFunc {
 			lockFile := fs.String("lock", "", "lock file (default: the lock shipped in "+lock.DefaultPath+")")
 			cpu := fs.String("cpu", "", "default of the CPU build arg, a -march level (default: the platform's default level)")
 			platform := fs.String("platform", "linux/amd64", "platform the stages' flags are rendered for")
 			modules := fs.String("modules", "", "comma-separated nginx modules (default: the default module set)")
 			mirror := fs.String("mirror", "", "fetch every source from `URL`/<file name> instead of upstream (same checksums), as build --mirror does")
 			out := fs.String("o", "", "write to `FILE` instead of standard output")
-			return func(ctx context.Context, args []string) error {
+			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
 					return usageErrorf("unexpected arguments: %s", strings.Join(args, " "))
 				}
@@ -41,29 +42,24 @@ test fails when it drifts; regenerate it with:
 						return fmt.Errorf("loading lock %s: %w", *lockFile, err)
 					}
 				}
-				opts := []plan.Option{plan.WithPlatform(*platform), plan.WithCPU(*cpu)}
+				r := dockerfile.Request{Platform: *platform, CPU: *cpu, Mirror: *mirror}
 				if *modules != "" {
-					opts = append(opts, plan.WithModules(strings.Split(*modules, ",")...))
+					r.Modules = strings.Split(*modules, ",")
 				}
-				p, err := plan.New(l, opts...)
-				if err != nil {
+				b, warnings, err := dockerfile.RenderLock(l, r)
+				switch {
+				case errors.Is(err, dockerfile.ErrPlan):
 					return usageErrorf("%v", err)
-				}
-				for _, w := range p.Warnings {
-					fmt.Fprintln(os.Stderr, "warning:", w)
-				}
-				var ropts []plan.DockerfileOption
-				if *mirror != "" {
-					ropts = append(ropts, plan.WithSourceMirror(*mirror))
-				}
-				b, err := plan.RenderDockerfile(p, l, ropts...)
-				if errors.Is(err, plan.ErrMirrorURL) {
+				case errors.Is(err, dockerfile.ErrMirrorURL):
 					return usageErrorf("--mirror: %v", err)
-				} else if err != nil {
+				case err != nil:
 					return err
 				}
+				for _, w := range warnings {
+					fmt.Fprintln(stderr, "warning:", w)
+				}
 				if *out == "" {
-					_, err = os.Stdout.Write(b)
+					_, err = stdout.Write(b)
 					return err
 				}
 				if err := os.WriteFile(*out, b, 0o644); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/buildkittest"
 	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
 // TestDockerfileBuildsAndPassesSmoke builds the Dockerfile `ci dockerfile` renders with a
@@ -28,7 +29,7 @@ import (
 // runtime the stand-in distroless base; both are served by the loopback registry, where
 // the image is pushed. A second build with nothing changed must run no step.
 func TestDockerfileBuildsAndPassesSmoke(t *testing.T) {
-	mirror := mirrorDir(t)
+	mirror := testenv.MirrorDir(t)
 	needHostSmoke(t)
 	reg := registrytest.Start(t)
 	bk := buildkittest.Start(t, buildkittest.Options{PlainHTTP: []string{reg.Host}})

@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 )
 
 // command is one subcommand: `go run ./ci NAME [flags]`.
@@ -24,8 +26,12 @@ type command struct {
 	usage   string // the argument synopsis after the name, e.g. "[flags]"
 	long    string // paragraphs shown by NAME --help, before the flags
 	// flags declares the subcommand's flags on fs and returns the function that runs it.
-	flags func(fs *flag.FlagSet) func(ctx context.Context, args []string) error
+	flags func(fs *flag.FlagSet) runFunc
 }
+
+// runFunc runs a subcommand with its arguments. It writes only to the stdout and stderr it
+// is given, so commands can run side by side in tests.
+type runFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 var commands = map[string]*command{}
 
@@ -37,7 +43,7 @@ func register(c *command) {
 }
 
 // errUsage marks an error caused by how the command was called (exit code 2).
-var errUsage = errors.New("usage")
+var errUsage = forge.ErrUsage
 
 func usageErrorf(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
@@ -85,7 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Run 'go run ./ci %s --help' for its flags.\n", c.name)
 		return 2
 	}
-	if err := runFn(ctx, fs.Args()); err != nil {
+	if err := runFn(ctx, fs.Args(), stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "ci %s: %v\n", c.name, err)
 		if errors.Is(err, errUsage) {
 			return 2

@@ -6,17 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 )
-
-// manifestOut receives the published index reference (or, with --dry-run, the index
-// manifest); a variable so tests can capture it.
-var manifestOut io.Writer = os.Stdout
 
 func init() {
 	register(&command{
@@ -37,12 +32,12 @@ GITHUB_TOKEN; they are never printed.
 
 Prints REPO@sha256:... of the index. --dry-run reads the per-platform images, prints the
 index manifest and the tags it would move, and writes nothing.`,
-		flags: func(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
+		flags: func(fs *flag.FlagSet) runFunc {
 			imageFlag := fs.String("image", "", "`REPO:TAG[,TAG...]` to publish the index as (required)")
 			dryRun := fs.Bool("dry-run", false, "print the index and tags without pushing anything")
 			insecure := fs.Bool("insecure", false, "allow plain HTTP to a registry that is not on loopback")
 			verbose := fs.Bool("v", false, "print each registry step on standard error")
-			return func(ctx context.Context, args []string) error {
+			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				repo, tags, err := parseImageTags(*imageFlag)
 				if err != nil {
 					return err
@@ -70,10 +65,10 @@ index manifest and the tags it would move, and writes nothing.`,
 				}
 				if *verbose {
 					opts = append(opts, image.WithLogf(func(format string, a ...any) {
-						fmt.Fprintf(os.Stderr, format+"\n", a...)
+						fmt.Fprintf(stderr, format+"\n", a...)
 					}))
 				}
-				return runManifest(ctx, repo, tags, refs, *dryRun, opts)
+				return runManifest(ctx, stdout, repo, tags, refs, *dryRun, opts)
 			}
 		},
 	})
@@ -95,7 +90,7 @@ func parseImageTags(s string) (string, []string, error) {
 	return repo, tags, nil
 }
 
-func runManifest(ctx context.Context, repo string, tags, refs []string, dryRun bool, opts []image.PublishOption) error {
+func runManifest(ctx context.Context, stdout io.Writer, repo string, tags, refs []string, dryRun bool, opts []image.PublishOption) error {
 	if dryRun {
 		idx, err := image.BuildIndex(ctx, refs, opts...)
 		if err != nil {
@@ -112,14 +107,14 @@ func runManifest(ctx context.Context, repo string, tags, refs []string, dryRun b
 		var pretty any
 		_ = json.Unmarshal(raw, &pretty)
 		out, _ := json.MarshalIndent(pretty, "", "  ")
-		fmt.Fprintf(manifestOut, "%s\n", out)
-		fmt.Fprintf(manifestOut, "dry run: would push %s@%s and move tags %s; nothing written\n", repo, d, strings.Join(tags, ", "))
+		fmt.Fprintf(stdout, "%s\n", out)
+		fmt.Fprintf(stdout, "dry run: would push %s@%s and move tags %s; nothing written\n", repo, d, strings.Join(tags, ", "))
 		return nil
 	}
 	res, err := image.Index(ctx, repo, refs, tags, opts...)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(manifestOut, res.Digest.String())
+	fmt.Fprintln(stdout, res.Digest.String())
 	return nil
 }

@@ -40,9 +40,6 @@ func pushPlatform(t *testing.T, repo, arch string) string {
 func runManifestCmd(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	old := manifestOut
-	manifestOut = &out
-	defer func() { manifestOut = old }()
 	code := run(context.Background(), append([]string{"manifest"}, args...), &out, &errb)
 	return code, out.String(), errb.String()
 }

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"os"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
@@ -38,7 +38,7 @@ Examples:
 
   # Try your server blocks against the image
   go run ./ci smoke --image ghcr.io/nginx-forge/nginx:1.26.2 --conf-d ./sites --modules any`,
-		flags: func(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
+		flags: func(fs *flag.FlagSet) runFunc {
 			ref := fs.String("image", "", "image `REF` to test (tag or digest)")
 			expectLock := fs.String("expect-lock", "", "lock `file` whose nginx, OpenSSL and PCRE2 versions the image must have (default: versions are reported, not compared)")
 			modules := fs.String("modules", "", "comma-separated nginx `modules` the image was built with, as for build --modules (default: the default set; \"any\" to skip the comparison)")
@@ -47,7 +47,7 @@ Examples:
 			noTLS := fs.Bool("no-tls", false, "do not mount a certificate (the TLS checks are skipped)")
 			timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 			verbose := fs.Bool("v", false, "print each step and check as it runs")
-			return func(ctx context.Context, args []string) error {
+			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if *ref == "" {
 					return usageErrorf("--image is required")
 				}
@@ -65,11 +65,11 @@ Examples:
 					NoTLS:    *noTLS,
 				}
 				if *verbose {
-					o.Logf = log.New(os.Stderr, "smoke: ", log.Ltime).Printf
+					o.Logf = log.New(stderr, "smoke: ", log.Ltime).Printf
 				}
 				ctx, cancel := context.WithTimeout(ctx, *timeout)
 				defer cancel()
-				return runSmoke(ctx, *ref, o, os.Stdout)
+				return runSmoke(ctx, *ref, o, stdout)
 			}
 		},
 	})
@@ -102,16 +102,14 @@ func smokeExpect(lockFile, modules string) (smoke.Expect, error) {
 			}
 		}
 	}
-	planModules := modules
-	if modules == "any" {
-		planModules = ""
+	var mods []string
+	if modules != "" && modules != "any" {
+		mods = splitList(modules)
 	}
-	// Modules do not depend on the platform.
-	p, err := newPlan(l, buildFlags{platform: "linux/amd64", modules: planModules})
+	e, err := forge.Expect(l, mods)
 	if err != nil {
 		return smoke.Expect{}, usageErrorf("--modules: %v", err)
 	}
-	e := planExpect(l, p)
 	if lockFile == "" {
 		// Without a lock the versions are reported, not compared.
 		e.Nginx, e.OpenSSL, e.PCRE2 = "", "", ""

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -41,14 +42,14 @@ save; tls-handshake uses a listener with resumption off and ignores them. worker
 
 Scenarios (--scenarios):
 ` + scenarioHelp(),
-		flags: func(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
+		flags: func(fs *flag.FlagSet) runFunc {
 			tree := fs.String("tree", "", "built install `dir`; tunes DIR/usr/sbin/nginx")
 			nginx := fs.String("nginx", "", "nginx `binary` to tune (instead of --tree)")
 			config := fs.String("config", "", "nginx.conf whose knobs are the baseline (default: see above)")
 			o := benchFlags(fs, "tls-resume,tls-keepalive,http-keepalive", 5*time.Second)
 			jsonOut := fs.String("json", "", "write the full sweep as JSON to `file`")
 			mdOut := fs.String("markdown", "", "write the Markdown tables to `file`")
-			return func(ctx context.Context, args []string) error {
+			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
 					return usageErrorf("tune takes no arguments, got %q", args)
 				}
@@ -60,7 +61,7 @@ Scenarios (--scenarios):
 				if err != nil {
 					return err
 				}
-				opts, err := o.options()
+				opts, err := o.options(stderr)
 				if err != nil {
 					return err
 				}
@@ -71,7 +72,7 @@ Scenarios (--scenarios):
 				if err != nil {
 					return err
 				}
-				return emit(tr.WriteTable, tr.WriteMarkdown, tr.WriteJSON, *jsonOut, *mdOut)
+				return emit(stdout, tr.WriteTable, tr.WriteMarkdown, tr.WriteJSON, *jsonOut, *mdOut)
 			}
 		},
 	})

@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
 // For tests returns the stand-in base image (made or taken from the cache). When the

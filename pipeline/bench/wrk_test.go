@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
 // Output of Debian's wrk 4.1.0 with --latency, with the units it prints at both ends.

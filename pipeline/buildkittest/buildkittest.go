@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
 // RootEnv names buildkitd's state directory (its build cache). It persists between runs so a

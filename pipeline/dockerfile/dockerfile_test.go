@@ -1,4 +1,4 @@
-package plan_test
+package dockerfile_test
 
 import (
 	"bytes"
@@ -10,9 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/dockerfile"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
 // The -update flag may be declared by another test file of this package too; declare it
@@ -34,7 +35,7 @@ func defaultDockerfile(t *testing.T, opts ...plan.Option) ([]byte, *plan.Plan) {
 	if err != nil {
 		t.Fatalf("plan.New: %v", err)
 	}
-	b, err := plan.RenderDockerfile(p, l)
+	b, err := dockerfile.Render(p, l)
 	if err != nil {
 		t.Fatalf("RenderDockerfile: %v", err)
 	}
@@ -57,7 +58,7 @@ func TestDockerfileGolden(t *testing.T) {
 		t.Fatalf("reading the committed Dockerfile: %v (create it with `%s`)", err, regenerate)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("dockerfiles/Dockerfile differs from the plan it is rendered from:\n%s\nregenerate it with `%s` (or `go test ./pipeline/plan -run DockerfileGolden -update`) and commit it",
+		t.Errorf("dockerfiles/Dockerfile differs from the plan it is rendered from:\n%s\nregenerate it with `%s` (or `go test ./pipeline/dockerfile -run DockerfileGolden -update`) and commit it",
 			firstDiff(want, got), regenerate)
 	}
 }
@@ -88,12 +89,12 @@ func TestDockerfileFollowsPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := plan.RenderDockerfile(p, l)
+	before, err := dockerfile.Render(p, l)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Stages[len(p.Stages)-1].Env = append(p.Stages[len(p.Stages)-1].Env, plan.EnvVar{Name: "EXTRA_FLAG", Value: "-fno-plt"})
-	after, err := plan.RenderDockerfile(p, l)
+	after, err := dockerfile.Render(p, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestDockerfileContents(t *testing.T) {
 	b, p := defaultDockerfile(t)
 	df := string(b)
 	l := lock.Default()
-	if !strings.HasPrefix(df, "# syntax="+plan.DockerfileSyntax+"\n") {
+	if !strings.HasPrefix(df, "# syntax="+dockerfile.Syntax+"\n") {
 		t.Error("the Dockerfile does not start with its syntax line")
 	}
 	for _, c := range l.Components {
@@ -205,7 +206,7 @@ func TestDockerfileRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := fresh()
 			tc.break_(p)
-			_, err := plan.RenderDockerfile(p, l)
+			_, err := dockerfile.Render(p, l)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("RenderDockerfile = %v, want an error containing %q", err, tc.want)
 			}
@@ -222,11 +223,11 @@ func TestDockerfileSourceMirror(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	upstream, err := plan.RenderDockerfile(p, l)
+	upstream, err := dockerfile.Render(p, l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mirrored, err := plan.RenderDockerfile(p, l, plan.WithSourceMirror("http://127.0.0.1:8000/src/"))
+	mirrored, err := dockerfile.Render(p, l, dockerfile.WithSourceMirror("http://127.0.0.1:8000/src/"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func TestDockerfileSourceMirror(t *testing.T) {
 		t.Error("the mirror changed more than the ADD lines")
 	}
 	for _, bad := range []string{"ftp://mirror.example/src", "127.0.0.1:8000", "http://"} {
-		_, err := plan.RenderDockerfile(p, l, plan.WithSourceMirror(bad))
+		_, err := dockerfile.Render(p, l, dockerfile.WithSourceMirror(bad))
 		if err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("mirror %q: err = %v, want an error naming it", bad, err)
 		}

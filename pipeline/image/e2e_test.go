@@ -22,7 +22,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/basetest"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
-	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
 )

@@ -175,9 +175,12 @@ func (c *Container) Pid() int { return c.pid }
 // RootFS is the image's root filesystem on the host (see Bundle.RootFS).
 func (c *Container) RootFS() string { return c.b.RootFS() }
 
-// Logs returns the container's stdout and stderr so far, interleaved as written (the
+// Output returns the container's stdout and stderr so far, interleaved as written (the
 // last MiB).
-func (c *Container) Logs() []byte { return c.logs.Bytes() }
+func (c *Container) Output() []byte { return c.logs.Bytes() }
+
+// Logs is Output, for pipeline/smoke's Target (runc always captures the output).
+func (c *Container) Logs() ([]byte, error) { return c.Output(), nil }
 
 // Exited reports whether the container has exited, and if so how (runc's exit status is
 // the container process's).

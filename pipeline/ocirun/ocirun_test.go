@@ -17,10 +17,10 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/basetest"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
-	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/ocirun"
 	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
 // nginxImage is the real image: the stand-in distroless base plus the install tree the host
@@ -93,7 +93,7 @@ func waitHTTP(t *testing.T, ctx context.Context, c *ocirun.Container) {
 			return
 		}
 		if exited, how := c.Exited(); exited || time.Now().After(deadline) {
-			t.Fatalf("nginx not serving (exited=%v %s, last %d %v); output:\n%s", exited, how, code, err, c.Logs())
+			t.Fatalf("nginx not serving (exited=%v %s, last %d %v); output:\n%s", exited, how, code, err, c.Output())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -169,8 +169,8 @@ func TestContainerLifecycle(t *testing.T) {
 		t.Errorf("runc list does not show %s", c.ID())
 	}
 	// The access log reaches our pipe.
-	if !strings.Contains(string(c.Logs()), "GET /healthz") && !strings.Contains(string(c.Logs()), "start worker process") {
-		t.Errorf("no nginx output captured:\n%s", c.Logs())
+	if !strings.Contains(string(c.Output()), "GET /healthz") && !strings.Contains(string(c.Output()), "start worker process") {
+		t.Errorf("no nginx output captured:\n%s", c.Output())
 	}
 
 	// Stop: SIGQUIT (the image's stop signal) lets nginx finish gracefully.
@@ -277,8 +277,8 @@ func TestRunOneShotAndExecAfterExit(t *testing.T) {
 	if err != nil || code == 0 || !strings.Contains(out, `unknown directive "nonsense"`) || !strings.Contains(out, "bad.conf") {
 		t.Errorf("nginx -t after exit: code %d err %v\n%s", code, err, out)
 	}
-	if !strings.Contains(string(c.Logs()), "nonsense") {
-		t.Errorf("container output lacks nginx's error:\n%s", c.Logs())
+	if !strings.Contains(string(c.Output()), "nonsense") {
+		t.Errorf("container output lacks nginx's error:\n%s", c.Output())
 	}
 }
 

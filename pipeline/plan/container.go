@@ -7,7 +7,7 @@ import (
 )
 
 // What a container executor runs besides the stage scripts, in one place so that the Dagger
-// executor (pipeline/dagger) and the rendered Dockerfile (RenderDockerfile) run exactly the
+// executor (pipeline/engine/daggerexec) and the rendered Dockerfile (RenderDockerfile) run exactly the
 // same commands and neither holds a flag or a script of its own.
 
 // ContainerShell is the interpreter of every container step; the script is its last argument.

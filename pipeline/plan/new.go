@@ -174,6 +174,12 @@ func PackageVersionCommand(pkg string) []string {
 	return []string{"dpkg-query", "-W", "-f=${Version}", pkg}
 }
 
+// GlibcVersionCommand is the argv that prints the glibc the build links against ("glibc
+// 2.39"), run where the build runs: the runtime image needs at least that glibc.
+func GlibcVersionCommand() []string {
+	return []string{"getconf", "GNU_LIBC_VERSION"}
+}
+
 // buildPackages are what a Ubuntu 24.04 builder installs (apt-get install --no-install-recommends).
 var buildPackages = []string{
 	"build-essential", // gcc, make, libc6-dev, binutils (ar, strip)

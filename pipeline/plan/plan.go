@@ -1,7 +1,7 @@
 // Package plan describes the build once, independently of any engine: which components are
 // built in which order, from which verified tarballs, by which scripts, with which flags and
-// environment, and what the resulting install tree contains. Executors (pipeline/host on
-// this machine, pipeline/dagger in containers) run a Plan; they add no recipe logic of their
+// environment, and what the resulting install tree contains. Executors (pipeline/engine/host on
+// this machine, pipeline/engine/daggerexec in containers) run a Plan; they add no recipe logic of their
 // own. This package imports neither Dagger nor go-containerregistry.
 package plan
 

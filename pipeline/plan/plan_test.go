@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")

@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
 // Binary is where Debian's docker-registry package installs the registry.

@@ -213,5 +213,5 @@ func (n notStarted) ListenPacket(context.Context, string, string) (net.PacketCon
 func (n notStarted) RootFS() string                               { return n.root }
 func (n notStarted) ProcStatus(context.Context) ([]string, error) { return nil, n.err() }
 func (n notStarted) MountInfo(context.Context) (string, error)    { return "", n.err() }
-func (n notStarted) Logs() []byte                                 { return nil }
+func (n notStarted) Logs() ([]byte, error)                        { return nil, nil }
 func (n notStarted) Exited() (bool, string)                       { return true, "did not start: " + n.cause.Error() }

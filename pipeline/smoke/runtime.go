@@ -205,9 +205,18 @@ func (r *runner) http3Wanted(ctx context.Context) bool {
 // notRunning explains a dead container, with the end of its output.
 func (r *runner) notRunning() string {
 	if exited, how := r.t.Exited(); exited {
-		return "the container " + how + "; its output:\n" + tail(string(r.t.Logs()), 1500)
+		return "the container " + how + "; its output:\n" + r.outputTail()
 	}
 	return ""
+}
+
+// outputTail is the end of the container's output, or why the runtime cannot show it.
+func (r *runner) outputTail() string {
+	logs, err := r.t.Logs()
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	return tail(string(logs), 1500)
 }
 
 // waitReady waits until the HTTP port accepts connections (once per run).
@@ -237,7 +246,7 @@ func (r *runner) waitReady(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	r.ready = fmt.Errorf("nothing listened on %s within %s: %v\noutput:\n%s", addr, r.o.StartTimeout, last, tail(string(r.t.Logs()), 1500))
+	r.ready = fmt.Errorf("nothing listened on %s within %s: %v\noutput:\n%s", addr, r.o.StartTimeout, last, r.outputTail())
 	return r.ready
 }
 
@@ -479,6 +488,9 @@ func checkHTTP3(ctx context.Context, r *runner) (Status, string) {
 	}
 	pc, err := r.t.ListenPacket(ctx, "udp", local)
 	if err != nil {
+		if st, d, ok := unsupported(err); ok {
+			return st, d
+		}
 		return Fail, "opening a UDP socket: " + err.Error()
 	}
 	qt := &quic.Transport{Conn: pc}
@@ -606,7 +618,14 @@ func checkReadOnly(ctx context.Context, r *runner) (Status, string) {
 // checkErrorLog: nginx said nothing at the emerg, alert or crit levels (a failed
 // setrlimit, a refused listener...).
 func checkErrorLog(ctx context.Context, r *runner) (Status, string) {
-	logs := string(r.t.Logs())
+	out, err := r.t.Logs()
+	if err != nil {
+		if st, d, ok := unsupported(err); ok {
+			return st, d
+		}
+		return Fail, "reading the container's output: " + err.Error()
+	}
+	logs := string(out)
 	var bad []string
 	for _, l := range strings.Split(logs, "\n") {
 		if strings.Contains(l, "[emerg]") || strings.Contains(l, "[alert]") || strings.Contains(l, "[crit]") {

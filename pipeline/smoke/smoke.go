@@ -22,8 +22,10 @@ import (
 
 // Target is a started container of the image under test.
 //
-// Methods a runtime cannot provide return an error wrapping errors.ErrUnsupported: the
-// checks that need them are then reported as skipped, with the reason, never as passed.
+// Methods a runtime cannot provide (output, UDP, processes, mounts) return an error wrapping
+// errors.ErrUnsupported, saying why: every check that needs one is then reported as skipped
+// with that reason, never as passed or failed. This is the only way a runtime limits the
+// suite; the report is never edited afterwards.
 type Target interface {
 	// Exec runs argv in the image's runtime environment (its user, mounts and read-only
 	// root) and returns its output and exit status; err means it could not run at all. If
@@ -46,7 +48,7 @@ type Target interface {
 	// MountInfo returns /proc/PID/mountinfo of the container's init.
 	MountInfo(ctx context.Context) (string, error)
 	// Logs is the container's stdout and stderr so far.
-	Logs() []byte
+	Logs() ([]byte, error)
 	// Exited reports whether the container has exited, and how.
 	Exited() (bool, string)
 }

@@ -16,12 +16,12 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/basetest"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
-	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/ocirun"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
 // realImage is the image the pipeline ships, made from its real parts: the stand-in

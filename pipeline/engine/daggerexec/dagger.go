@@ -1,4 +1,4 @@
-// Package dagger runs a build plan (pipeline/plan) in containers on a Dagger engine, the
+// Package daggerexec runs a build plan (pipeline/plan) in containers on a Dagger engine, the
 // production path of `go run ./ci build`. It is a mapping of the plan and nothing more: the
 // builder image, packages, environment, files and scripts all come from the Plan (and its
 // container helpers, shared with the rendered Dockerfile); this package adds no flag or
@@ -21,7 +21,7 @@
 //
 // Pushing is done by the host with go-containerregistry (pipeline/image), not by the
 // engine, so registry credentials never enter the engine at all.
-package dagger
+package daggerexec
 
 import (
 	"context"
@@ -30,14 +30,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
 
 	"dagger.io/dagger"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
@@ -108,12 +107,12 @@ func (e *Executor) Close() error {
 // be new or empty. Bad input (a tarball whose SHA-256 is not the plan's, a non-empty
 // treeDir) is refused before the engine is contacted.
 func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]string, treeDir string) error {
-	if err := verifySources(p, sources); err != nil {
-		return err
+	if err := engine.VerifySources(p, sources); err != nil {
+		return fmt.Errorf("dagger executor: %w", err)
 	}
-	abs, err := emptyDir(treeDir)
+	abs, err := engine.EmptyDir(treeDir)
 	if err != nil {
-		return err
+		return fmt.Errorf("dagger executor: install tree directory: %w", err)
 	}
 	for _, w := range p.Warnings {
 		e.logf("dagger: warning: %s", w)
@@ -149,24 +148,6 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]str
 		return fmt.Errorf("dagger executor: building for %s: %w%s", p.Platform, err, stderrTail(err))
 	}
 	return nil
-}
-
-// emptyDir returns dir as an absolute path after checking that it is absent or empty: the
-// export must give exactly the install tree, and must never merge into (or wipe) a
-// directory that holds anything else.
-func emptyDir(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("dagger executor: install tree directory %q: %w", dir, err)
-	}
-	entries, err := os.ReadDir(abs)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("dagger executor: install tree directory: %w", err)
-	}
-	if len(entries) > 0 {
-		return "", fmt.Errorf("dagger executor: install tree directory %s is not empty: give a new or empty directory", abs)
-	}
-	return abs, nil
 }
 
 // stderrTail is the end of a failed step's standard error, which the engine's error
@@ -227,32 +208,6 @@ func (e *Executor) stage(p *plan.Plan, builder *dagger.Container, s plan.Stage, 
 func cacheKey(p *plan.Plan, dir string) string {
 	sum := sha256.Sum256([]byte(p.BuilderImage + "\x00" + p.Platform.String() + "\x00" + dir))
 	return "nginx-forge-" + hex.EncodeToString(sum[:8])
-}
-
-// verifySources checks every stage's tarball against the plan on the host, before anything
-// reaches the engine: pipeline/source verified it once, but a shared cache can change.
-func verifySources(p *plan.Plan, sources map[string]string) error {
-	for _, s := range p.Stages {
-		file, ok := sources[s.Source.Component]
-		if !ok || file == "" {
-			return fmt.Errorf("dagger executor: no source tarball given for %s (stage %s): fetch it first", s.Source.Component, s.Name)
-		}
-		f, err := os.Open(file)
-		if err != nil {
-			return fmt.Errorf("dagger executor: reading source %s: %w", file, err)
-		}
-		h := sha256.New()
-		_, err = io.Copy(h, f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("dagger executor: reading source %s: %w", file, err)
-		}
-		if got := hex.EncodeToString(h.Sum(nil)); got != s.Source.SHA256 {
-			return fmt.Errorf("dagger executor: source %s for %s %s has sha256 %s, but the lock pins %s: the file is corrupt or tampered with; delete it and fetch again",
-				file, s.Source.Component, s.Source.Version, got, s.Source.SHA256)
-		}
-	}
-	return nil
 }
 
 // PackageVersion returns the version of a Debian package installed in p's builder (after the

@@ -1,4 +1,4 @@
-package dagger
+package daggerexec
 
 import (
 	"go/ast"
@@ -59,7 +59,7 @@ func sources(t *testing.T) map[string]*ast.File {
 		out[f] = af
 	}
 	if len(out) < 2 {
-		t.Fatalf("found only %d source files; is the test running in pipeline/dagger?", len(out))
+		t.Fatalf("found only %d source files; is the test running in pipeline/engine/daggerexec?", len(out))
 	}
 	return out
 }

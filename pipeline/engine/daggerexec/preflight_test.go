@@ -1,4 +1,4 @@
-package dagger
+package daggerexec
 
 import (
 	"context"

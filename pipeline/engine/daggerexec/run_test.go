@@ -1,4 +1,4 @@
-package dagger
+package daggerexec
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
 // testPlan is the plan of the test lock with its real tarballs from the mirror.

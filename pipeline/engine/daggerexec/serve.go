@@ -1,4 +1,4 @@
-package dagger
+package daggerexec
 
 import (
 	"archive/tar"
@@ -256,9 +256,11 @@ func (t *Target) MountInfo(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("%w: a running Dagger service cannot be inspected (its /proc is not reachable); the runc smoke test covers this", errors.ErrUnsupported)
 }
 
-// Logs returns nothing: the engine shows a service's output in its progress stream
-// (WithProgress) and gives no API to read it back. (nil means "not available", not "empty".)
-func (t *Target) Logs() []byte { return nil }
+// Logs is not available: the engine shows a service's output in its progress stream
+// (WithProgress) and gives no API to read it back.
+func (t *Target) Logs() ([]byte, error) {
+	return nil, fmt.Errorf("%w: the Dagger engine gives no API to read a service's output (it is in the engine's progress stream)", errors.ErrUnsupported)
+}
 
 // Exited reports whether the service's tunnel ended (the service exited or failed).
 func (t *Target) Exited() (bool, string) {

@@ -1,4 +1,4 @@
-package dagger
+package daggerexec
 
 import (
 	"archive/tar"
@@ -177,36 +177,5 @@ func TestTargetUnsupported(t *testing.T) {
 	}
 	if exited, _ := tg.Exited(); exited {
 		t.Error("a target whose tunnel never ended reports Exited")
-	}
-}
-
-// TestUnavailableVerdicts: only the two checks a Dagger service cannot serve change, and
-// only in the exact way this runtime causes.
-func TestUnavailableVerdicts(t *testing.T) {
-	var tg Target
-	_, udpErr := tg.ListenPacket(context.Background(), "udp", "127.0.0.1:0")
-	in := smoke.Report{Results: []smoke.Result{
-		{Name: smoke.CheckHTTP3, Status: smoke.Fail, Detail: "opening a UDP socket: " + udpErr.Error()},
-		{Name: smoke.CheckErrorLog, Status: smoke.Pass, Detail: "0 lines, no emerg/alert/crit"},
-		{Name: smoke.CheckHTTP, Status: smoke.Fail, Detail: "connection refused"},
-	}}
-	out := unavailable(in)
-	want := []smoke.Status{smoke.Skip, smoke.Skip, smoke.Fail}
-	for i, r := range out.Results {
-		if r.Status != want[i] {
-			t.Errorf("%s: %s, want %s (%s)", r.Name, r.Status, want[i], r.Detail)
-		}
-	}
-	if out.OK() {
-		t.Error("a real failure was hidden")
-	}
-	other := unavailable(smoke.Report{Results: []smoke.Result{
-		{Name: smoke.CheckHTTP3, Status: smoke.Fail, Detail: "HTTP/3 request to udp 127.0.0.1:1: timeout"},
-		{Name: smoke.CheckErrorLog, Status: smoke.Fail, Detail: "[emerg] bind() failed"},
-	}})
-	for _, r := range other.Results {
-		if r.Status != smoke.Fail {
-			t.Errorf("%s: a failure not caused by the runtime became %s", r.Name, r.Status)
-		}
 	}
 }

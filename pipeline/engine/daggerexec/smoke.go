@@ -1,4 +1,4 @@
-package dagger
+package daggerexec
 
 import (
 	"archive/tar"
@@ -24,8 +24,8 @@ import (
 // service, and every check runs against it. The error is for failures to get that far;
 // failed checks are in the report, and report.Err() must stop any tag from moving.
 //
-// Checks a Dagger service cannot answer (its processes and mounts) are reported as skipped
-// with the reason; the runc smoke test covers them.
+// Checks a Dagger service cannot answer (its output, UDP, processes and mounts) are
+// reported as skipped with the reason the Target gives; the runc smoke test covers them.
 func (e *Executor) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smoke.Options) (smoke.Report, error) {
 	conf, err := imageFile(img, nginxConf)
 	if err != nil {
@@ -58,25 +58,7 @@ func (e *Executor) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smok
 		return smoke.Report{}, err
 	}
 	defer t.Close()
-	return unavailable(smoke.Run(ctx, t, o)), nil
-}
-
-// unavailable turns the verdicts of checks this runtime cannot serve into skips with the
-// reason, where pipeline/smoke would otherwise fail them (it fails a ListenPacket error
-// instead of skipping an ErrUnsupported one) or pass them on no evidence (the error-log
-// check passes on logs it never saw: Target.Logs is nil here). Only those two exact cases
-// change; every other verdict stands.
-func unavailable(rep smoke.Report) smoke.Report {
-	for i, r := range rep.Results {
-		switch {
-		case r.Name == smoke.CheckHTTP3 && r.Status == smoke.Fail && strings.Contains(r.Detail, noUDP):
-			rep.Results[i] = smoke.Result{Name: r.Name, Status: smoke.Skip, Detail: "the runtime cannot tell: " + noUDP}
-		case r.Name == smoke.CheckErrorLog && r.Status == smoke.Pass:
-			rep.Results[i] = smoke.Result{Name: r.Name, Status: smoke.Skip,
-				Detail: "the runtime cannot tell: the Dagger engine gives no API to read a service's output (it is in the engine's progress stream)"}
-		}
-	}
-	return rep
+	return smoke.Run(ctx, t, o), nil
 }
 
 // nginxConf is the image's nginx.conf (the runtime contract), which documents tls.conf.

@@ -1,7 +1,7 @@
 // Package host runs a build plan on this machine: each stage's script under bash in a scratch
 // directory, with a clean environment, its log captured to a file, and its output cached by
 // a key over everything that affects it. It is the executor the tests use to build the real
-// stack; production builds use the container executor (pipeline/dagger) with the same plan.
+// stack; production builds use the container executor (pipeline/engine/daggerexec) with the same plan.
 package host
 
 import (
@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
@@ -121,8 +121,8 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]str
 	if p.Platform.OS != "linux" || p.Platform.Arch != runtime.GOARCH {
 		return nil, fmt.Errorf("host executor: plan is for %s but this machine is linux/%s: use the container executor, or plan for linux/%s", p.Platform, runtime.GOARCH, runtime.GOARCH)
 	}
-	if err := verifySources(p, sources); err != nil {
-		return nil, err
+	if err := engine.VerifySources(p, sources); err != nil {
+		return nil, fmt.Errorf("host executor: %w", err)
 	}
 	if err := CheckTools(p); err != nil {
 		return nil, err
@@ -163,39 +163,6 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]str
 	}
 	res.Tree = final
 	return res, nil
-}
-
-// verifySources checks every stage's tarball against the plan before anything is built: the
-// fetcher verified it once, but a file in a shared cache can change between then and now.
-func verifySources(p *plan.Plan, sources map[string]string) error {
-	for _, s := range p.Stages {
-		path, ok := sources[s.Source.Component]
-		if !ok || path == "" {
-			return fmt.Errorf("host executor: no source tarball given for %s (stage %s): fetch it first", s.Source.Component, s.Name)
-		}
-		got, err := fileSHA256(path)
-		if err != nil {
-			return fmt.Errorf("host executor: reading source %s: %w", path, err)
-		}
-		if got != s.Source.SHA256 {
-			return fmt.Errorf("host executor: source %s for %s %s has sha256 %s, but the lock pins %s: the file is corrupt or tampered with; delete it and fetch again",
-				path, s.Source.Component, s.Source.Version, got, s.Source.SHA256)
-		}
-	}
-	return nil
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // CheckTools reports, in one error, every tool and library of the plan the host lacks, with

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/host"
+	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 

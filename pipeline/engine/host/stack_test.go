@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/host"
-	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
 // The acceptance tests of the real build: the whole stack compiled by the host executor from

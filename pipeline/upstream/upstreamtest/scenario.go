@@ -14,8 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/internal/testenv"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
 // NewOpenSSL is the release a Scenario offers beyond the test lock's OpenSSL 3.5.7.

@@ -1,0 +1,41 @@
+package daggerexec
+
+import (
+	"context"
+	"fmt"
+
+	"dagger.io/dagger"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/engine"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+)
+
+var _ engine.Engine = (*Executor)(nil)
+
+// Name is "dagger".
+func (e *Executor) Name() string { return "dagger" }
+
+// Preflight checks in seconds that an engine is reachable (ErrNoEngine otherwise). The
+// smoke tests run inside the engine, so they need nothing more here.
+func (e *Executor) Preflight(ctx context.Context, smoke bool) error { return CheckEngine(ctx) }
+
+// BuilderGlibc asks the plan's builder image itself which glibc it has.
+func (e *Executor) BuilderGlibc(ctx context.Context, p *plan.Plan) (string, error) {
+	if err := e.Connect(ctx); err != nil {
+		return "", err
+	}
+	out, err := e.client.Container(dagger.ContainerOpts{Platform: dagger.Platform(p.Platform.String())}).
+		From(p.BuilderImage).
+		WithExec(plan.GlibcVersionCommand()).
+		Stdout(ctx)
+	if err != nil {
+		return "", fmt.Errorf("reading the glibc version of the builder %s: %w%s", p.BuilderImage, err, stderrTail(err))
+	}
+	return engine.GlibcFromGetconf(out)
+}
+
+// Build runs the plan in the engine (see Run). The engine does not say which steps came
+// from its cache, so no stages are reported.
+func (e *Executor) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string) ([]engine.Stage, error) {
+	return nil, e.Run(ctx, p, sources, dir)
+}

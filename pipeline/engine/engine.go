@@ -1,0 +1,125 @@
+// Package engine is what the build pipeline (pipeline/forge) needs from a place that runs a
+// plan: build the install tree, report a builder package's version, and run the smoke suite
+// against an image. Two engines implement it, each in its own package below this one:
+// daggerexec (containers on a Dagger engine, production) and host (this machine's compiler,
+// bare metal and the tests). The checks both engines make on their input live here, once.
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
+)
+
+// Engine runs plans. The build pipeline chooses one per build and calls it in this order:
+// Preflight, BuilderGlibc, then per platform Build and PackageVersion, then Smoke for each
+// image it may publish; Close at the end.
+type Engine interface {
+	// Name is the engine's name as `ci build --engine` takes it.
+	Name() string
+	// Preflight fails in seconds, before anything is fetched, when the engine cannot run
+	// here (no Dagger engine; no runc, umoci or root for the smoke tests when smoke is set).
+	Preflight(ctx context.Context, smoke bool) error
+	// BuilderGlibc is the glibc version ("2.39") the binary is linked against: the runtime
+	// image must have at least this one.
+	BuilderGlibc(ctx context.Context, p *plan.Plan) (string, error)
+	// Build builds p from sources (component name -> path of its verified tarball) and
+	// writes the install tree into dir, which must be absent or empty. The stages are
+	// reported in plan order when the engine can tell how each went (nil otherwise).
+	Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string) ([]Stage, error)
+	// PackageVersion is the version of a package installed in p's builder (libcrypt-dev,
+	// whose static library is linked into nginx, belongs in the SBOM).
+	PackageVersion(ctx context.Context, p *plan.Plan, pkg string) (string, error)
+	// Smoke starts img the way it is meant to run and runs pipeline/smoke's suite against
+	// it. The error is for failures to get that far; failed checks are in the report.
+	Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smoke.Options) (smoke.Report, error)
+	// Close ends the engine's session.
+	Close() error
+}
+
+// Stage is how one plan stage went.
+type Stage struct {
+	Name   string
+	Cached bool // reused from the engine's cache
+	// Wall, User and Sys are the times of the run that built the stage: for a cached stage,
+	// what a cold build of it cost on the machine that built it.
+	Wall, User, Sys time.Duration
+}
+
+// VerifySources checks every stage's tarball against the SHA-256 the plan pins, before an
+// engine uses it: pipeline/source verified each file once, but a file in a shared cache can
+// change between then and now.
+func VerifySources(p *plan.Plan, sources map[string]string) error {
+	for _, s := range p.Stages {
+		path, ok := sources[s.Source.Component]
+		if !ok || path == "" {
+			return fmt.Errorf("no source tarball given for %s (stage %s): fetch it first", s.Source.Component, s.Name)
+		}
+		got, err := fileSHA256(path)
+		if err != nil {
+			return fmt.Errorf("reading source %s: %w", path, err)
+		}
+		if got != s.Source.SHA256 {
+			return fmt.Errorf("source %s for %s %s has sha256 %s, but the lock pins %s: the file is corrupt or tampered with; delete it and fetch again",
+				path, s.Source.Component, s.Source.Version, got, s.Source.SHA256)
+		}
+	}
+	return nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// EmptyDir returns dir as an absolute path after checking that it is absent or empty: an
+// install tree must be exactly what the build made, and a build must never merge into (or
+// wipe) a directory that holds anything else.
+func EmptyDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("directory %q: %w", dir, err)
+	}
+	entries, err := os.ReadDir(abs)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("directory %s: %w", abs, err)
+	}
+	if len(entries) > 0 {
+		return "", fmt.Errorf("%s is not empty: choose a new directory or empty it", abs)
+	}
+	return abs, nil
+}
+
+// GlibcFromGetconf reads the version out of plan.GlibcVersionCommand's output ("glibc 2.39").
+func GlibcFromGetconf(out string) (string, error) {
+	v, ok := strings.CutPrefix(strings.TrimSpace(out), "glibc ")
+	if !ok || v == "" {
+		return "", fmt.Errorf("unexpected output of %s: %q (not a glibc system?)", strings.Join(plan.GlibcVersionCommand(), " "), out)
+	}
+	return strings.TrimSpace(v), nil
+}
+
+// ErrUsage marks an error in how the build was asked for (a missing tool that a flag could
+// avoid, a bad option): `ci` exits with status 2 for it.
+var ErrUsage = errors.New("usage")

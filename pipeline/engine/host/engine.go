@@ -1,0 +1,94 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/engine"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
+)
+
+// Engine is the host executor as a pipeline engine: it builds with this machine's compiler
+// (stages cached in the executor's cache directory) and smoke-tests images in runc.
+type Engine struct {
+	ex *Executor
+}
+
+// NewEngine returns the host engine; opts configure its executor.
+func NewEngine(opts ...Option) *Engine { return &Engine{ex: New(opts...)} }
+
+var _ engine.Engine = (*Engine)(nil)
+
+// Name is "host".
+func (e *Engine) Name() string { return "host" }
+
+// Preflight: the smoke tests run the image in runc, which needs runc, umoci and root; say
+// so before an hour of compiling.
+func (e *Engine) Preflight(ctx context.Context, smoke bool) error {
+	if !smoke {
+		return nil
+	}
+	for _, tool := range []string{"runc", "umoci"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%w: the smoke tests need %s (apt-get install runc umoci, or .ci/install-deps); or pass --no-smoke with --output/--tree", engine.ErrUsage, tool)
+		}
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w: the smoke tests run the image in runc, which needs root: run as root (sudo), or pass --no-smoke with --output/--tree", engine.ErrUsage)
+	}
+	return nil
+}
+
+// BuilderGlibc is this machine's glibc, which the binary links against.
+func (e *Engine) BuilderGlibc(ctx context.Context, p *plan.Plan) (string, error) {
+	argv := plan.GlibcVersionCommand()
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
+	if err != nil {
+		return "", fmt.Errorf("reading this machine's glibc version (%s): %w", strings.Join(argv, " "), err)
+	}
+	return engine.GlibcFromGetconf(string(out))
+}
+
+// Build runs the plan with the executor and copies the install tree out of its cache into
+// dir.
+func (e *Engine) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string) ([]engine.Stage, error) {
+	if _, err := engine.EmptyDir(dir); err != nil {
+		return nil, fmt.Errorf("host executor: install tree directory: %w", err)
+	}
+	res, err := e.ex.Run(ctx, p, sources)
+	if err != nil {
+		return nil, err
+	}
+	var stages []engine.Stage
+	for _, s := range res.Stages {
+		stages = append(stages, engine.Stage{Name: s.Name, Cached: s.Cached, Wall: s.Built.Wall, User: s.Built.User, Sys: s.Built.Sys})
+	}
+	if err := CopyTree(dir, res.Tree); err != nil {
+		return stages, err
+	}
+	return stages, nil
+}
+
+// PackageVersion is the version of an installed package on this machine (dpkg-query).
+func (e *Engine) PackageVersion(ctx context.Context, p *plan.Plan, pkg string) (string, error) {
+	argv := plan.PackageVersionCommand(pkg)
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
+	if err != nil {
+		return "", fmt.Errorf("reading the version of %s on this machine (dpkg-query): %w", pkg, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Smoke runs img in runc here (see smoke.Image).
+func (e *Engine) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smoke.Options) (smoke.Report, error) {
+	return smoke.Image(ctx, img, smoke.ImageOptions{Options: o})
+}
+
+// Close does nothing: the host engine holds no session.
+func (e *Engine) Close() error { return nil }

@@ -1,0 +1,549 @@
+package forge
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/bundle"
+	"github.com/nginx-forge/nginx-forge/pipeline/engine"
+	"github.com/nginx-forge/nginx-forge/pipeline/engine/daggerexec"
+	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
+)
+
+// Option configures Run.
+type Option func(*config)
+
+type config struct {
+	log     io.Writer
+	verbose bool
+	eng     engine.Engine
+}
+
+// WithLog receives the build's progress lines (default: quiet).
+func WithLog(w io.Writer) Option { return func(c *config) { c.log = w } }
+
+// WithVerbose adds downloads, verification, registry steps, the engine's own progress and
+// the smoke table to the log.
+func WithVerbose() Option { return func(c *config) { c.verbose = true } }
+
+// WithEngine runs the build on e instead of the engine the request names (tests).
+func WithEngine(e engine.Engine) Option { return func(c *config) { c.eng = e } }
+
+// build is one Run's state.
+type build struct {
+	req     Request
+	l       *lock.Lock
+	eng     engine.Engine
+	targets []*target
+	sources map[string]string
+	res     *Result
+	logf    func(string, ...any)
+	vlogf   func(string, ...any)
+	table   io.Writer // the smoke table: the log when verbose
+	log     io.Writer
+	verbose bool
+}
+
+// target is one platform's build: its plan, base, and (once built) its image.
+type target struct {
+	plan *plan.Plan
+	base v1.Image
+	img  v1.Image
+	sbom []byte
+	res  *PlatformResult
+}
+
+// Run does the build req asks for. The Result says what was done, also when err is not nil
+// (the steps that ran).
+func Run(ctx context.Context, req Request, opts ...Option) (*Result, error) {
+	c := config{log: io.Discard}
+	for _, o := range opts {
+		o(&c)
+	}
+	b := &build{req: req, res: &Result{Repo: req.Repo}, log: c.log, verbose: c.verbose, table: io.Discard}
+	b.logf = func(format string, a ...any) { fmt.Fprintf(c.log, format+"\n", a...) }
+	b.vlogf = func(string, ...any) {}
+	if c.verbose {
+		b.vlogf, b.table = b.logf, c.log
+	}
+	if err := b.resolve(); err != nil {
+		return b.res, err
+	}
+	b.eng = c.eng
+	if b.eng == nil {
+		var err error
+		if b.eng, err = b.newEngine(); err != nil {
+			return b.res, err
+		}
+	}
+	defer b.eng.Close()
+
+	steps := []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"preflight", b.preflight},
+		{"fetch", b.fetch},
+		{"build", b.buildAll},
+		{"smoke", b.smokeAll},
+		{"output", b.writeOutput},
+		{"publish", b.publish},
+	}
+	for _, s := range steps {
+		start := time.Now()
+		err := s.run(ctx)
+		b.res.Steps = append(b.res.Steps, Step{Name: s.name, Duration: time.Since(start)})
+		if err != nil {
+			return b.res, err
+		}
+	}
+	return b.res, nil
+}
+
+// resolve loads the lock, applies the image overrides and makes one plan per platform.
+func (b *build) resolve() error {
+	l := b.req.Lock
+	if l == nil {
+		var err error
+		if l, err = LoadLock(b.req.LockFile, b.vlogf); err != nil {
+			return err
+		}
+	}
+	// A copy: the image overrides must not change the caller's lock.
+	cp := *l
+	l = &cp
+	if err := overrideImage(&l.Images.Builder, b.req.BuilderImage); err != nil {
+		return fmt.Errorf("%w: builder image %q: %v", ErrUsage, b.req.BuilderImage, err)
+	}
+	if err := overrideImage(&l.Images.Runtime, b.req.RuntimeImage); err != nil {
+		return fmt.Errorf("%w: runtime image %q: %v", ErrUsage, b.req.RuntimeImage, err)
+	}
+	b.l = l
+	for _, pl := range b.req.platforms() {
+		opts := []plan.Option{plan.WithPlatform(pl), plan.WithCPU(b.req.CPU), plan.WithJobs(b.req.Jobs)}
+		if b.req.Modules != nil {
+			opts = append(opts, plan.WithModules(b.req.Modules...))
+		}
+		p, err := plan.New(l, opts...)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+		pr := &PlatformResult{Platform: p.Platform.String(), CPU: p.CPU}
+		b.res.Platforms = append(b.res.Platforms, *pr)
+		b.targets = append(b.targets, &target{plan: p, res: &b.res.Platforms[len(b.res.Platforms)-1]})
+	}
+	for _, w := range b.targets[0].plan.Warnings {
+		b.logf("warning: %s", w)
+	}
+	for _, c := range l.Components {
+		if c.Signature == nil {
+			b.logf("warning: %s %s has no upstream signature in the lock: only its SHA-256 is checked", c.Name, c.Version)
+		}
+	}
+	return nil
+}
+
+// overrideImage applies "REF" or "REF@sha256:..." to dst, so everything downstream (plan,
+// annotations, SBOM) names what was used.
+func overrideImage(dst *lock.Image, ref string) error {
+	if ref == "" {
+		return nil
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return fmt.Errorf("parsing reference: %v", err)
+	}
+	img := lock.Image{Ref: ref}
+	if d, ok := r.(name.Digest); ok {
+		img = lock.Image{Ref: strings.SplitN(ref, "@", 2)[0], Digest: d.DigestStr()}
+	}
+	*dst = img
+	return nil
+}
+
+func (b *build) newEngine() (engine.Engine, error) {
+	switch b.req.Engine {
+	case "host":
+		cache := b.req.CacheDir
+		if cache == "" {
+			cache = DefaultCacheDir
+		}
+		return host.NewEngine(host.WithCacheDir(cache), host.WithJobs(b.req.Jobs), host.WithLogf(b.logf)), nil
+	case "dagger":
+		opts := []daggerexec.Option{daggerexec.WithLogf(b.vlogf)}
+		if b.verbose {
+			opts = append(opts, daggerexec.WithProgress(b.log))
+		}
+		return daggerexec.New(opts...), nil
+	}
+	return nil, fmt.Errorf("%w: engine %q: use dagger or host", ErrUsage, b.req.Engine)
+}
+
+func (b *build) runtimeRef() string { return b.l.Images.Runtime.Pinned() }
+
+func (b *build) publishOptions() []image.PublishOption {
+	opts := []image.PublishOption{image.WithKeychain(image.Keychain()), image.WithLogf(b.vlogf)}
+	if b.req.Insecure {
+		opts = append(opts, image.WithInsecure())
+	}
+	return opts
+}
+
+// preflight: what can fail without compiling fails now, before any download.
+func (b *build) preflight(ctx context.Context) error {
+	wants := b.req.WantsImage()
+	if err := b.eng.Preflight(ctx, wants && !b.req.NoSmoke); err != nil {
+		return err
+	}
+	if !wants {
+		return nil
+	}
+	ref := b.runtimeRef()
+	for _, t := range b.targets {
+		pl := v1.Platform{OS: t.plan.Platform.OS, Architecture: t.plan.Platform.Arch}
+		var err error
+		if t.base, err = image.PullBase(ctx, ref, pl, b.publishOptions()...); err != nil {
+			return fmt.Errorf("pulling the runtime image %s for %s (nothing was built; --runtime-image overrides it): %w", ref, t.plan.Platform, err)
+		}
+		// The binary needs the glibc symbol versions of the builder: an older runtime glibc
+		// fails at start with "GLIBC_2.xx not found".
+		builderV, err := b.eng.BuilderGlibc(ctx, t.plan)
+		if err != nil {
+			return fmt.Errorf("checking the builder for %s (nothing was built): %w", t.plan.Platform, err)
+		}
+		baseV, err := image.GlibcVersion(t.base)
+		if err != nil {
+			return fmt.Errorf("reading the glibc version of the runtime image %s (nothing was built): %w", ref, err)
+		}
+		if err := image.CompareGlibc(builderV, baseV); err != nil {
+			return fmt.Errorf("runtime image %s for %s (nothing was built): %w", ref, t.plan.Platform, err)
+		}
+	}
+	return nil
+}
+
+func (b *build) fetch(ctx context.Context) error {
+	opts := []source.Option{source.WithLogf(b.vlogf)}
+	if b.req.Mirror != "" {
+		opts = append(opts, source.WithMirror(b.req.Mirror))
+	}
+	start := time.Now()
+	verified, err := source.New(opts...).FetchAll(ctx, b.l)
+	if err != nil {
+		return fmt.Errorf("fetching sources (nothing was built): %w", err)
+	}
+	b.sources = map[string]string{}
+	for name, v := range verified {
+		b.sources[name] = v.Path
+	}
+	b.logf("sources: %d verified in %s", len(b.sources), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func (b *build) buildAll(ctx context.Context) error {
+	for _, t := range b.targets {
+		if err := b.buildTarget(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buildTarget builds one platform's install tree on the engine and, when an image is
+// wanted, assembles the image and its SBOM.
+func (b *build) buildTarget(ctx context.Context, t *target) error {
+	p := t.plan
+	treeDir := b.req.Tree
+	if treeDir == "" {
+		tmp, err := os.MkdirTemp("", "nginx-forge-tree-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		treeDir = tmp
+	}
+	start := time.Now()
+	stages, err := b.eng.Build(ctx, p, b.sources, treeDir)
+	if err != nil {
+		return err
+	}
+	t.res.Stages = stages
+	b.printStages(stages)
+	b.logf("build: install tree for %s (cpu %s) took %s", p.Platform, p.CPU, time.Since(start).Round(time.Second))
+	if b.req.Tree != "" {
+		if b.req.Bundle {
+			if err := writeBundle(b.req.Tree, b.logf); err != nil {
+				return err
+			}
+		}
+		b.logf("tree: %s", b.req.Tree)
+	}
+	if !b.req.WantsImage() {
+		return nil
+	}
+	libcrypt, err := b.eng.PackageVersion(ctx, p, plan.LibcryptPackage)
+	if err != nil {
+		return err
+	}
+	imgOpts := []image.Option{image.WithBaseRef(b.runtimeRef()), image.WithLibcrypt(libcrypt)}
+	if b.req.Revision != "" {
+		imgOpts = append(imgOpts, image.WithRevision(b.req.Revision))
+	}
+	if t.img, err = image.Assemble(t.base, treeDir, b.l, imgOpts...); err != nil {
+		return fmt.Errorf("assembling the image for %s: %w", p.Platform, err)
+	}
+	if t.sbom, err = image.SBOM(t.img, b.l, imgOpts...); err != nil {
+		return fmt.Errorf("writing the SBOM for %s: %w", p.Platform, err)
+	}
+	// Layers are computed now, while the tree (a temporary directory) exists.
+	digest, err := t.img.Digest()
+	if err != nil {
+		return fmt.Errorf("computing the image digest for %s: %w", p.Platform, err)
+	}
+	size, err := image.SizeOf(t.img)
+	if err != nil {
+		return fmt.Errorf("measuring the image for %s: %w", p.Platform, err)
+	}
+	t.res.Digest, t.res.Size = digest.String(), size
+	b.logf("image: %s (%s on %s), %s", digest, p.Platform, b.runtimeRef(), size)
+	return nil
+}
+
+// printStages is the engine's account of the stages: for a cached stage, the timings are
+// those of the run that built it (what a cold build of it costs on the machine that built it).
+func (b *build) printStages(stages []engine.Stage) {
+	if len(stages) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(b.log, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stage\tresult\tbuild wall\tuser\tsys\t")
+	for _, s := range stages {
+		state := "built"
+		if s.Cached {
+			state = "cached"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", s.Name, state, dur(s.Wall), dur(s.User), dur(s.Sys))
+	}
+	tw.Flush()
+}
+
+func dur(d time.Duration) string {
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
+
+// writeBundle adds the bare-metal files (systemd unit, sysusers.d, sysctl.d) to the tree.
+func writeBundle(tree string, logf func(string, ...any)) error {
+	conf, err := os.ReadFile(tree + "/etc/nginx/nginx.conf")
+	if err != nil {
+		return fmt.Errorf("--bundle: reading the tree's nginx.conf: %w", err)
+	}
+	files, err := bundle.Write(tree, bundle.Options{NginxConf: conf})
+	if err != nil {
+		return fmt.Errorf("--bundle: %w", err)
+	}
+	logf("bundle: %s", strings.Join(files, ", "))
+	return nil
+}
+
+// smokeAll smoke-tests each image before it is written or published. A pushed image is
+// smoke-tested again, by digest, as pulled back from the registry (see publish).
+func (b *build) smokeAll(ctx context.Context) error {
+	if !b.req.WantsImage() || b.req.Push {
+		return nil
+	}
+	if b.req.NoSmoke {
+		b.logf("smoke: skipped (--no-smoke)")
+		return nil
+	}
+	for _, t := range b.targets {
+		rep, err := b.smoke(ctx, t, t.img)
+		if err != nil {
+			return fmt.Errorf("smoke-testing image %s (%s): %w", t.res.Digest, t.plan.Platform, err)
+		}
+		b.logf("smoke: %d checks passed on %s (%s)", countPassed(rep), t.res.Digest, t.plan.Platform)
+	}
+	return nil
+}
+
+// smoke runs the suite on img with the engine and records the report; it fails unless every
+// check passed, printing the table then even when not verbose.
+func (b *build) smoke(ctx context.Context, t *target, img v1.Image) (smoke.Report, error) {
+	expect, err := Expect(b.l, t.plan.Modules)
+	if err != nil {
+		return smoke.Report{}, err
+	}
+	rep, err := b.eng.Smoke(ctx, t.plan, img, smoke.Options{Expect: expect})
+	if err != nil {
+		return rep, err
+	}
+	t.res.Smoke = &rep
+	rep.Print(b.table)
+	if err := rep.Err(); err != nil {
+		if !b.verbose {
+			rep.Print(b.log)
+		}
+		return rep, err
+	}
+	return rep, nil
+}
+
+// writeOutput writes --output once the image passed its smoke test (or was published).
+func (b *build) writeOutput(ctx context.Context) error {
+	if b.req.Output == "" || !b.req.WantsImage() || b.req.Push {
+		return nil
+	}
+	return b.output()
+}
+
+func (b *build) output() error {
+	t := b.targets[0]
+	refName := outputRefName(b.req.Repo, b.req.Tags, b.l)
+	created := time.Unix(b.l.SourceDateEpoch, 0).UTC()
+	if err := image.WriteOutput(b.req.Output, t.img, refName, t.sbom, created); err != nil {
+		return fmt.Errorf("writing --output %s: %w", b.req.Output, err)
+	}
+	b.logf("output: %s (as %s; SBOM %s.spdx.json)", b.req.Output, refName, b.req.Output)
+	return nil
+}
+
+// outputRefName names the image inside an --output tarball: the first tag asked for, or the
+// repository with the nginx version.
+func outputRefName(repo string, tags []string, l *lock.Lock) string {
+	if repo == "" {
+		repo = "nginx-forge"
+	}
+	if len(tags) == 0 {
+		tags = image.DefaultTags(l, false)
+	}
+	return repo + ":" + tags[0]
+}
+
+// publish pushes each platform's image by digest and smoke-tests exactly that digest, then
+// moves the tags: on the image itself or, for several platforms, on the index of them.
+// --output is written only after that.
+func (b *build) publish(ctx context.Context) error {
+	if !b.req.Push {
+		return nil
+	}
+	tags := b.req.Tags
+	if len(tags) == 0 && !b.req.DigestOnly {
+		tags = image.DefaultTags(b.l, b.req.Latest)
+	}
+	imageTags := tags
+	if len(b.targets) > 1 {
+		imageTags = nil
+	}
+	created := time.Unix(b.l.SourceDateEpoch, 0).UTC()
+	var pub *image.Published
+	var digestRefs []string
+	for _, t := range b.targets {
+		opts := append(b.publishOptions(), image.WithVerify(b.verifier(t)), image.WithSBOM(t.sbom, created))
+		var err error
+		if pub, err = image.Publish(ctx, t.img, b.req.Repo, imageTags, opts...); err != nil {
+			return err
+		}
+		state := "pushed"
+		if pub.AlreadyPresent {
+			state = "already in the registry"
+		}
+		b.logf("push: %s (%s) %s, smoke-tested", pub.Digest, t.plan.Platform, state)
+		digestRefs = append(digestRefs, pub.Digest.String())
+	}
+	if len(b.targets) > 1 {
+		var err error
+		if pub, err = image.Index(ctx, b.req.Repo, digestRefs, tags, b.publishOptions()...); err != nil {
+			return err
+		}
+		b.logf("push: index %s of %s", pub.Digest, strings.Join(b.req.platforms(), ", "))
+	}
+	var tagRefs []string
+	for _, t := range pub.Tags {
+		tagRefs = append(tagRefs, t.String())
+	}
+	b.logf("push: tags moved to %s: %s", pub.Digest.DigestStr(), listOrNone(tagRefs))
+	b.res.Published = pub
+	if b.req.Output != "" {
+		return b.output()
+	}
+	return nil
+}
+
+// verifier is the smoke test Publish runs on the pushed digest: the image pulled back from
+// the registry, started by the engine.
+func (b *build) verifier(t *target) image.VerifyFunc {
+	return func(ctx context.Context, ref name.Digest) error {
+		pushed, err := remote.Image(ref, remote.WithAuthFromKeychain(image.Keychain()), remote.WithContext(ctx))
+		if err != nil {
+			return fmt.Errorf("pulling %s back: %w", ref, err)
+		}
+		fmt.Fprintf(b.table, "smoke checks of %s\n\n", ref)
+		_, err = b.smoke(ctx, t, pushed)
+		return err
+	}
+}
+
+func listOrNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+func countPassed(r smoke.Report) int {
+	n := 0
+	for _, res := range r.Results {
+		if res.Status == smoke.Pass {
+			n++
+		}
+	}
+	return n
+}
+
+// Expect is what the smoke tests compare an image with: the lock's versions and the
+// configure flags of the modules (nil: the default set), validated as the plan validates them.
+func Expect(l *lock.Lock, modules []string) (smoke.Expect, error) {
+	var e smoke.Expect
+	for _, c := range []struct {
+		name string
+		dst  *string
+	}{{lock.Nginx, &e.Nginx}, {lock.OpenSSL, &e.OpenSSL}, {lock.PCRE2, &e.PCRE2}} {
+		if comp, ok := l.Component(c.name); ok {
+			*c.dst = comp.Version
+		}
+	}
+	opts := []plan.Option{}
+	if modules != nil {
+		opts = append(opts, plan.WithModules(modules...))
+	}
+	// Modules do not depend on the platform: the default one is as good as any.
+	p, err := plan.New(l, opts...)
+	if err != nil {
+		return smoke.Expect{}, fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	e.Modules = []string{}
+	for _, name := range p.Modules {
+		for _, m := range plan.Modules {
+			if m.Name == name {
+				e.Modules = append(e.Modules, m.Flag)
+			}
+		}
+	}
+	return e, nil
+}

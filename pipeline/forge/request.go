@@ -1,0 +1,121 @@
+// Package forge owns one build from request to result: it resolves the lock and the images,
+// runs the preflight checks, fetches and verifies the sources, builds each platform on an
+// engine chosen once, assembles the image and its SBOM, smoke-tests it, writes the outputs
+// and publishes. `ci build` turns flags into a Request and prints the Result; nothing else
+// decides what a build does.
+//
+// The order is the safety: nothing is fetched before the preflight passes, nothing is
+// written (--output) or published before the smoke test passes, and no tag moves unless
+// every step before it succeeded.
+package forge
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/engine"
+	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
+)
+
+// ErrUsage marks errors in the request itself (`ci` exits with status 2 for them).
+var ErrUsage = engine.ErrUsage
+
+// DefaultCacheDir is where the host engine caches stage outputs by default.
+const DefaultCacheDir = host.DefaultCacheDir
+
+// Request is one build, as plain values.
+type Request struct {
+	// Engine is "dagger" (containers on a Dagger engine) or "host" (this machine).
+	Engine string
+	// Lock is the lock to build; when nil, LockFile is loaded (lock.DefaultPath falls back
+	// to the lock built into the program when the file is absent).
+	Lock     *lock.Lock
+	LockFile string
+	// BuilderImage and RuntimeImage override the lock's images ("REF" or "REF@sha256:...").
+	BuilderImage, RuntimeImage string
+
+	Platforms []string // "linux/amd64", ...; empty means linux/amd64
+	CPU       string   // -march level; "" is the platform's default
+	Jobs      int      // parallel compile jobs; 0 is one per CPU
+	Modules   []string // nil is the default module set
+	Mirror    string   // fetch every file as Mirror/<file name>
+	CacheDir  string   // host engine's stage cache; "" is DefaultCacheDir
+
+	Tree   string // write the install tree here (new or empty directory)
+	Bundle bool   // with Tree: add the bare-metal files
+	Output string // write the image here: OCI layout directory, or a tarball if it ends in .tar
+
+	Repo       string   // repository to publish to (and to name Output's image)
+	Tags       []string // tags to move; empty is the default tags
+	Push       bool     // push by digest, smoke-test that digest, then move the tags
+	DigestOnly bool     // with Push: move no tag
+	Latest     bool     // with Push and the default tags: also move latest
+	NoSmoke    bool     // skip the smoke tests (never with Push)
+	Insecure   bool     // allow plain HTTP to registries not on loopback
+	Revision   string   // source revision recorded in the image's annotations
+}
+
+// WantsImage: an image is assembled unless the only output asked for is the install tree.
+func (r Request) WantsImage() bool {
+	return r.Push || r.Output != "" || r.Repo != "" || r.Tree == ""
+}
+
+func (r Request) platforms() []string {
+	if len(r.Platforms) == 0 {
+		return []string{"linux/amd64"}
+	}
+	return r.Platforms
+}
+
+// Result is what a build did.
+type Result struct {
+	Platforms []PlatformResult
+	// Published is the digest the tags point at (an index for several platforms); nil
+	// unless the request pushed.
+	Published *image.Published
+	// Repo is the repository published to.
+	Repo  string
+	Steps []Step
+}
+
+// PlatformResult is one platform's build.
+type PlatformResult struct {
+	Platform string
+	CPU      string
+	Stages   []engine.Stage // as the engine reported them (nil when it cannot tell)
+	Digest   string         // the image's digest; "" when no image was assembled
+	Size     image.Size
+	Smoke    *smoke.Report // nil when not smoke-tested
+}
+
+// Step is one timed step of the build ("fetch", "build linux/amd64", ...).
+type Step struct {
+	Name     string
+	Duration time.Duration
+}
+
+// LoadLock reads the lock file; the default path falls back to the lock built into the
+// program, so the command also works outside a checkout.
+func LoadLock(file string, logf func(string, ...any)) (*lock.Lock, error) {
+	l, err := lock.Load(file)
+	if err == nil {
+		return l, nil
+	}
+	if file == lock.DefaultPath && errors.Is(err, fs.ErrNotExist) {
+		logf("lock: %s not found, using the lock built into this program", file)
+		return lock.Default(), nil
+	}
+	return nil, fmt.Errorf("loading lock %s (nothing was built): %w", file, err)
+}
+
+// CheckNewDir is nil when dir is absent or empty, the only directories a build writes an
+// install tree into.
+func CheckNewDir(dir string) error {
+	_, err := engine.EmptyDir(dir)
+	return err
+}

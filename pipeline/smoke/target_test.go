@@ -1,0 +1,90 @@
+package smoke_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
+)
+
+// limitedTarget is a runtime that can reach the server over TCP but cannot show its output,
+// open UDP or look at its processes and mounts, as a Dagger service seen from the host.
+type limitedTarget struct {
+	addr string
+	logs func() ([]byte, error)
+}
+
+var errNoPeek = fmt.Errorf("%w: this runtime cannot look inside", errors.ErrUnsupported)
+
+func (t limitedTarget) Exec(context.Context, ...string) ([]byte, []byte, int, error) {
+	return nil, nil, -1, errNoPeek
+}
+func (t limitedTarget) Addr(network string, port int) string { return t.addr }
+func (t limitedTarget) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", address)
+}
+func (t limitedTarget) ListenPacket(context.Context, string, string) (net.PacketConn, error) {
+	return nil, errNoPeek
+}
+func (t limitedTarget) RootFS() string                               { return "" }
+func (t limitedTarget) ProcStatus(context.Context) ([]string, error) { return nil, errNoPeek }
+func (t limitedTarget) MountInfo(context.Context) (string, error)    { return "", errNoPeek }
+func (t limitedTarget) Logs() ([]byte, error)                        { return t.logs() }
+func (t limitedTarget) Exited() (bool, string)                       { return false, "" }
+
+// TestUnsupportedBecomesSkip: what a runtime cannot observe is skipped with the runtime's
+// own reason, through the Target alone; a real error or a real finding still fails.
+func TestUnsupportedBecomesSkip(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	mat, err := smoke.NewTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(logs func() ([]byte, error)) smoke.Report {
+		o := smoke.Options{TLS: mat, Expect: smoke.Expect{Modules: []string{"--with-http_v3_module"}}}
+		o.StartTimeout, o.CheckTimeout = 2e9, 2e9
+		return smoke.Run(context.Background(), limitedTarget{addr: l.Addr().String(), logs: logs}, o)
+	}
+
+	rep := run(func() ([]byte, error) { return nil, errNoPeek })
+	for _, name := range []string{smoke.CheckHTTP3, smoke.CheckUser, smoke.CheckReadOnly, smoke.CheckErrorLog} {
+		r, ok := rep.Result(name)
+		if !ok {
+			t.Fatalf("no %q in the report", name)
+		}
+		if r.Status != smoke.Skip || !strings.Contains(r.Detail, "this runtime cannot look inside") {
+			t.Errorf("%s: %s %q, want SKIP with the runtime's reason", name, r.Status, r.Detail)
+		}
+	}
+
+	for _, tc := range []struct {
+		name string
+		logs func() ([]byte, error)
+	}{
+		{"broken output", func() ([]byte, error) { return nil, errors.New("pipe closed") }},
+		{"emerg line", func() ([]byte, error) { return []byte("2026/12/03 [emerg] 1#1: bind() failed\n"), nil }},
+	} {
+		r, _ := run(tc.logs).Result(smoke.CheckErrorLog)
+		if r.Status != smoke.Fail {
+			t.Errorf("%s: error log check %s %q, want FAIL", tc.name, r.Status, r.Detail)
+		}
+	}
+}

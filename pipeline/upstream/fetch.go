@@ -1,0 +1,26 @@
+package upstream
+
+import "github.com/nginx-forge/nginx-forge/pipeline/source"
+
+// FetchConfig says where new releases are downloaded from and cached, as plain values
+// (`ci check-updates` flags).
+type FetchConfig struct {
+	Mirror   string // every file as Mirror/<file name> instead of upstream (same checks)
+	CacheDir string // "" is pipeline/source's default
+	Logf     func(format string, args ...any)
+}
+
+// NewFetcher is pipeline/source's verifying downloader configured by c.
+func NewFetcher(c FetchConfig) Fetcher {
+	var opts []source.Option
+	if c.Logf != nil {
+		opts = append(opts, source.WithLogf(c.Logf))
+	}
+	if c.Mirror != "" {
+		opts = append(opts, source.WithMirror(c.Mirror))
+	}
+	if c.CacheDir != "" {
+		opts = append(opts, source.WithCacheDir(c.CacheDir))
+	}
+	return source.New(opts...)
+}
