@@ -45,6 +45,7 @@ func (e *SignerError) Error() string {
 type sigResult struct {
 	fingerprint string
 	created     time.Time
+	vendored    bool // the signer's key is vendored (pipeline/lock/keys)
 }
 
 // verifySignature checks the detached signature sig (armored or binary) of the file at path
@@ -77,13 +78,15 @@ func (f *Fetcher) verifySignature(ctx context.Context, path string, sig []byte, 
 	}
 	var keyring openpgp.EntityList
 	var keyErrs []error
+	vendored := map[*openpgp.Entity]bool{}
 	for _, fp := range candidates {
-		e, err := f.key(ctx, fp)
+		e, v, err := f.key(ctx, fp)
 		if err != nil {
 			keyErrs = append(keyErrs, err)
 			continue
 		}
 		keyring = append(keyring, e)
+		vendored[e] = v
 	}
 	if len(direct) > 0 && len(keyring) == 0 {
 		return sigResult{}, fmt.Errorf("verifying signature %s: %w", sigName, errors.Join(keyErrs...))
@@ -118,8 +121,8 @@ func (f *Fetcher) verifySignature(ctx context.Context, path string, sig []byte, 
 	// on 2026-06-09 by BA5473A2..., whose key expired on 2026-09-08, and a key revoked as
 	// "superseded" or "retired" after it signed still vouches for what it signed before. This
 	// is not a bypass: the signature time is inside the signed data (it cannot be moved
-	// without the private key), a "key compromised" revocation counts whenever it was issued
-	// (go-crypto treats it as retroactive), a key that had expired when it signed is refused
+	// without the private key), a hard revocation (compromised, no reason, reason 0 or an
+	// unknown reason) counts whenever it was issued (hardRevocation), a key that had expired when it signed is refused
 	// (expiredAt), and so are signatures dated before their key existed or in the future.
 	at := chosen.CreationTime
 	if now := f.now(); at.After(now.Add(24 * time.Hour)) {
@@ -148,6 +151,9 @@ func (f *Fetcher) verifySignature(ctx context.Context, path string, sig []byte, 
 		// at the time of the signature.
 		err = expiredAt(keyring, s, signer, at)
 	}
+	if err == nil && s != nil && signer != nil {
+		err = hardRevocation(keyring, s, signer)
+	}
 	keys := strings.Join(fingerprints(keyring), ", ")
 	if signer != nil {
 		keys = fmt.Sprintf("%X", signer.PrimaryKey.Fingerprint)
@@ -171,7 +177,7 @@ func (f *Fetcher) verifySignature(ctx context.Context, path string, sig []byte, 
 		f.logf("note: key %X has expired since it signed %s on %s; the signature stays valid",
 			signer.PrimaryKey.Fingerprint, sigName, at.UTC().Format("2006-01-02"))
 	}
-	return sigResult{fingerprint: fmt.Sprintf("%X", signer.PrimaryKey.Fingerprint), created: s.CreationTime}, nil
+	return sigResult{fingerprint: fmt.Sprintf("%X", signer.PrimaryKey.Fingerprint), created: s.CreationTime, vendored: vendored[signer]}, nil
 }
 
 // expiredAt reports whether the key that made s (primary key or signing subkey of signer) or
@@ -263,58 +269,4 @@ func readSignatures(body []byte) ([]*packet.Signature, error) {
 		return nil, errors.New("no signature packet")
 	}
 	return sigs, nil
-}
-
-// key returns the public key whose primary fingerprint is fpr, from the cache
-// (<cache>/keys/<FPR>.asc) or fetched from the mirror or key server. Key material is accepted
-// only if it holds a key with exactly that primary fingerprint; anything else in the file
-// (other keys bundled with it) is ignored.
-func (f *Fetcher) key(ctx context.Context, fpr string) (*openpgp.Entity, error) {
-	file := filepath.Join(f.cacheDir, "keys", fpr+".asc")
-	if b, err := os.ReadFile(file); err == nil {
-		e, err := pickKey(b, fpr)
-		if err == nil {
-			return e, nil
-		}
-		f.logf("cached key %s is unusable (%v): fetching it again", file, err)
-		os.Remove(file)
-	}
-	src := f.keyURL(fpr)
-	b, err := f.get(ctx, src, maxSmallFile)
-	if err != nil {
-		return nil, fmt.Errorf("fetching key %s: %w", fpr, err)
-	}
-	e, err := pickKey(b, fpr)
-	if err != nil {
-		return nil, fmt.Errorf("key from %s: %w", src, err)
-	}
-	if err := writeFileAtomic(filepath.Dir(file), file, b); err != nil {
-		return nil, fmt.Errorf("caching key %s: %w", fpr, err)
-	}
-	f.logf("fetched key %s from %s", fpr, src)
-	return e, nil
-}
-
-// pickKey parses armored or binary key material and returns the entity whose primary key
-// has the fingerprint fpr.
-func pickKey(b []byte, fpr string) (*openpgp.Entity, error) {
-	var el openpgp.EntityList
-	var err error
-	if bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("-----BEGIN PGP")) {
-		el, err = openpgp.ReadArmoredKeyRing(bytes.NewReader(b))
-	} else {
-		el, err = openpgp.ReadKeyRing(bytes.NewReader(b))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("parsing OpenPGP key: %w", err)
-	}
-	var found []string
-	for _, e := range el {
-		got := fmt.Sprintf("%X", e.PrimaryKey.Fingerprint)
-		if got == fpr {
-			return e, nil
-		}
-		found = append(found, got)
-	}
-	return nil, fmt.Errorf("refusing key material: asked for fingerprint %s, got %s", fpr, strings.Join(found, ", "))
 }

@@ -1,7 +1,9 @@
 // Package source turns the components of a lock into verified files on disk: it downloads
 // each tarball (from upstream or a mirror) with retries and a size cap into a content-addressed
 // cache, checks its SHA-256 before anything uses it, and checks the upstream PGP signature
-// against the fingerprints pinned in the lock, fetching the signers' keys by fingerprint.
+// against the fingerprints pinned in the lock, with the signers' keys vendored in
+// pipeline/lock/keys or, for a signer no Debian package carries, fetched by fingerprint from a
+// key server and cached.
 //
 // Nothing that failed a check ever lands in the cache: downloads go to a temporary file in the
 // cache directory and are renamed into place only after they verified. A cache hit is hashed
@@ -25,8 +27,15 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
-// DefaultKeyServer serves OpenPGP keys by fingerprint as <DefaultKeyServer>/<FINGERPRINT>.
-const DefaultKeyServer = "https://keys.openpgp.org/vks/v1/by-fingerprint"
+// DefaultKeyservers are where a signer key that is not vendored (pipeline/lock/keys) is
+// fetched from, in order, with the fingerprint in place of %s. keyserver.ubuntu.com comes
+// first because it keeps user IDs; keys.openpgp.org serves a key without the user IDs its
+// owner has not confirmed, which the fetcher still accepts through the key's direct-key
+// self-signature (see pickKey).
+var DefaultKeyservers = []string{
+	"https://keyserver.ubuntu.com/pks/lookup?op=get&options=mr&search=0x%s",
+	"https://keys.openpgp.org/vks/v1/by-fingerprint/%s",
+}
 
 // DefaultMaxSize caps every download. The largest tarball (OpenSSL) is about 53 MB; the cap
 // is there so a wrong URL or a hostile server cannot fill the disk.
@@ -41,18 +50,18 @@ const maxSmallFile = 1 << 20
 // Fetcher downloads and verifies component sources. Create it with New; it is safe for
 // concurrent use.
 type Fetcher struct {
-	cacheDir     string
-	mirror       string
-	keyServer    string
-	keyServerSet bool
-	client       *http.Client
-	logf         func(format string, args ...any)
-	maxSize      int64
-	retries      int
-	backoff      time.Duration
-	stall        time.Duration
-	now          func() time.Time
-	initErr      error
+	cacheDir      string
+	mirror        string
+	keyservers    []string
+	keyserversSet bool
+	client        *http.Client
+	logf          func(format string, args ...any)
+	maxSize       int64
+	retries       int
+	backoff       time.Duration
+	stall         time.Duration
+	now           func() time.Time
+	initErr       error
 }
 
 // Option configures a Fetcher.
@@ -63,21 +72,32 @@ type Option func(*Fetcher)
 func WithCacheDir(dir string) Option { return func(f *Fetcher) { f.cacheDir = dir } }
 
 // WithMirror fetches every file from baseURL instead of upstream: tarballs and signatures as
-// baseURL/<file name> (the last element of the lock's URL), keys as
-// baseURL/<FINGERPRINT>.asc (unless WithKeyServer is also given). The checks are the same, so
-// a mirror needs no trust: plain http is fine.
+// baseURL/<file name> (the last element of the lock's URL), and keys that are not vendored as
+// baseURL/<FINGERPRINT>.asc (unless WithKeyserver is also given). The checks are the same, so
+// a mirror needs no trust: plain http is fine. A vendored key is never taken from a mirror.
 func WithMirror(baseURL string) Option {
 	return func(f *Fetcher) { f.mirror = strings.TrimSuffix(baseURL, "/") }
 }
 
-// WithKeyServer fetches keys as baseURL/<FINGERPRINT> (default DefaultKeyServer), or, when
-// baseURL contains %s, as baseURL with the fingerprint in place of %s (for key servers that
-// take it as a query, e.g. "https://keyserver.ubuntu.com/pks/lookup?op=get&search=0x%s").
-// keys.openpgp.org serves a key without the user IDs whose owner has not confirmed them, and
-// such a key cannot be used; a mirror's <FINGERPRINT>.asc taken from the upstream's own
-// release (Debian's debian/upstream/signing-key.asc) does not have that problem.
-func WithKeyServer(baseURL string) Option {
-	return func(f *Fetcher) { f.keyServer = strings.TrimSuffix(baseURL, "/"); f.keyServerSet = true }
+// WithKeyserver replaces the key servers (DefaultKeyservers, or the mirror's keys) that keys
+// which are not vendored are fetched from; they are tried in order. Each URL is one of:
+//   - a URL containing %s, which is replaced by the fingerprint
+//     ("https://keyserver.ubuntu.com/pks/lookup?op=get&options=mr&search=0x%s");
+//   - a bare server ("https://keyserver.ubuntu.com", also hkps://host): its HKP lookup,
+//     /pks/lookup?op=get&options=mr&search=0x<FINGERPRINT>;
+//   - any other URL, to which /<FINGERPRINT> is appended
+//     ("https://keys.openpgp.org/vks/v1/by-fingerprint").
+//
+// Whatever a server sends is used only if it holds the key with exactly the requested
+// fingerprint; a vendored key is never fetched.
+func WithKeyserver(urls ...string) Option {
+	return func(f *Fetcher) {
+		f.keyservers = nil
+		for _, u := range urls {
+			f.keyservers = append(f.keyservers, u)
+		}
+		f.keyserversSet = true
+	}
 }
 
 // WithHTTPClient sets the HTTP client (default: a client with a 30s connect/header timeout and
@@ -118,13 +138,13 @@ func WithNow(now func() time.Time) Option { return func(f *Fetcher) { f.now = no
 // URL) are reported by the first Fetch, so New can be used in expressions.
 func New(opts ...Option) *Fetcher {
 	f := &Fetcher{
-		keyServer: DefaultKeyServer,
-		logf:      func(string, ...any) {},
-		maxSize:   DefaultMaxSize,
-		retries:   DefaultRetries,
-		backoff:   time.Second,
-		stall:     time.Minute,
-		now:       time.Now,
+		keyservers: DefaultKeyservers,
+		logf:       func(string, ...any) {},
+		maxSize:    DefaultMaxSize,
+		retries:    DefaultRetries,
+		backoff:    time.Second,
+		stall:      time.Minute,
+		now:        time.Now,
 	}
 	for _, o := range opts {
 		o(f)
@@ -146,6 +166,19 @@ func New(opts ...Option) *Fetcher {
 			f.initErr = fmt.Errorf("mirror %q is not an http(s) URL like http://127.0.0.1:8000/sources", f.mirror)
 		}
 	}
+	if f.keyserversSet && len(f.keyservers) == 0 {
+		f.initErr = errors.New("no key server given: name at least one URL, like https://keyserver.ubuntu.com")
+	}
+	templates := make([]string, 0, len(f.keyservers))
+	for _, ks := range f.keyservers {
+		t, err := keyserverTemplate(ks)
+		if err != nil {
+			f.initErr = err
+			break
+		}
+		templates = append(templates, t)
+	}
+	f.keyservers = templates
 	if f.maxSize <= 0 {
 		f.initErr = fmt.Errorf("maximum download size %d must be positive", f.maxSize)
 	}
@@ -178,18 +211,30 @@ type Verified struct {
 	// that has no signature in the lock: such a component rests on its checksum alone, and
 	// the caller should say so.
 	Signed bool
+	// Unsigned is the lock's reason for an unsigned component ("" when it gives none).
+	Unsigned string
 	// SignedBy is the primary fingerprint of the pinned key that made the signature.
 	SignedBy string
 	// SignedAt is when the signature says it was made.
 	SignedAt time.Time
+	// SignerVendored reports whether the signer's key is vendored (pipeline/lock/keys)
+	// rather than fetched from a key server or mirror.
+	SignerVendored bool
 }
 
 // String describes the result in one line for logs.
 func (v Verified) String() string {
-	if !v.Signed {
-		return fmt.Sprintf("%s %s: sha256 %s verified; NO signature pinned in the lock (checksum only)", v.Name, v.Version, v.SHA256)
+	if !v.Signed && v.Unsigned != "" {
+		return fmt.Sprintf("%s %s: sha256 %s verified; NO signature (checksum only), the lock says why: %s", v.Name, v.Version, v.SHA256, v.Unsigned)
 	}
-	return fmt.Sprintf("%s %s: sha256 %s verified; signed by %s on %s", v.Name, v.Version, v.SHA256, v.SignedBy, v.SignedAt.UTC().Format("2006-01-02"))
+	if !v.Signed {
+		return fmt.Sprintf("%s %s: sha256 %s verified; NO signature pinned in the lock and no reason given (checksum only)", v.Name, v.Version, v.SHA256)
+	}
+	key := "fetched key"
+	if v.SignerVendored {
+		key = "vendored key"
+	}
+	return fmt.Sprintf("%s %s: sha256 %s verified; signed by %s (%s) on %s", v.Name, v.Version, v.SHA256, v.SignedBy, key, v.SignedAt.UTC().Format("2006-01-02"))
 }
 
 // ChecksumError reports a file whose SHA-256 is not the one pinned in the lock.
@@ -264,7 +309,7 @@ func (f *Fetcher) fetch(ctx context.Context, c lock.Component) (Verified, error)
 
 	dir := filepath.Join(f.cacheDir, "sha256", c.SHA256)
 	tarball := filepath.Join(dir, name)
-	v := Verified{Name: c.Name, Version: c.Version, Path: tarball, SHA256: c.SHA256}
+	v := Verified{Name: c.Name, Version: c.Version, Path: tarball, SHA256: c.SHA256, Unsigned: c.Unsigned}
 
 	hit, err := f.cached(tarball, c.SHA256)
 	if err != nil {
@@ -313,7 +358,7 @@ func (f *Fetcher) fetch(ctx context.Context, c lock.Component) (Verified, error)
 			return Verified{}, fmt.Errorf("caching signature: %w", err)
 		}
 	}
-	v.Signed, v.SignedBy, v.SignedAt = true, res.fingerprint, res.created
+	v.Signed, v.SignedBy, v.SignedAt, v.SignerVendored = true, res.fingerprint, res.created, res.vendored
 	f.logf("%s: signature %s made %s by %s verified", c.Name, sigName, res.created.UTC().Format(time.RFC3339), res.fingerprint)
 	return v, nil
 }
@@ -378,15 +423,42 @@ func (f *Fetcher) fileURL(upstream string) string {
 	return f.mirror + "/" + url.PathEscape(lastElem(upstream))
 }
 
-// keyURL is where the key with a fingerprint is fetched from.
-func (f *Fetcher) keyURL(fpr string) string {
-	if f.mirror != "" && !f.keyServerSet {
-		return f.mirror + "/" + fpr + ".asc"
+// keyURLs are where a key that is not vendored is fetched from, in order: the mirror's copy
+// when there is a mirror and no key server was given, else the key servers.
+func (f *Fetcher) keyURLs(fpr string) []string {
+	if f.mirror != "" && !f.keyserversSet {
+		return []string{f.mirror + "/" + fpr + ".asc"}
 	}
-	if strings.Contains(f.keyServer, "%s") {
-		return strings.ReplaceAll(f.keyServer, "%s", fpr)
+	var out []string
+	for _, ks := range f.keyservers {
+		out = append(out, strings.ReplaceAll(ks, "%s", fpr))
 	}
-	return f.keyServer + "/" + fpr
+	return out
+}
+
+// keyserverTemplate turns a key server URL (see WithKeyserver) into a template with %s
+// where the fingerprint goes.
+func keyserverTemplate(raw string) (string, error) {
+	bad := fmt.Errorf("key server %q is not an http(s) or hkps URL like https://keyserver.ubuntu.com", raw)
+	if strings.HasPrefix(raw, "hkps://") {
+		raw = "https://" + strings.TrimPrefix(raw, "hkps://")
+	}
+	// %s is not a valid escape in a URL path: check the URL with a fingerprint in its place.
+	u, err := url.Parse(strings.ReplaceAll(raw, "%s", strings.Repeat("0", 40)))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", bad
+	}
+	switch {
+	case strings.Contains(raw, "%s"):
+		return raw, nil
+	case u.RawQuery != "":
+		return "", fmt.Errorf("key server %q has a query but no %%s where the fingerprint goes", raw)
+	case u.Path == "" || u.Path == "/":
+		u.Path = "/pks/lookup"
+		return u.String() + "?op=get&options=mr&search=0x%s", nil
+	default:
+		return strings.TrimSuffix(u.String(), "/") + "/%s", nil
+	}
 }
 
 func lastElem(raw string) string {

@@ -80,7 +80,7 @@ func (f *Fetcher) fetchNew(ctx context.Context, c lock.Component) (Verified, err
 	if err != nil {
 		return Verified{}, err
 	}
-	v := Verified{Name: c.Name, Version: c.Version, SHA256: sum, URL: src}
+	v := Verified{Name: c.Name, Version: c.Version, SHA256: sum, URL: src, Unsigned: c.Unsigned}
 
 	var sig []byte
 	if c.Signature != nil {
@@ -92,7 +92,7 @@ func (f *Fetcher) fetchNew(ctx context.Context, c lock.Component) (Verified, err
 		if err != nil {
 			return Verified{}, err
 		}
-		v.Signed, v.SignedBy, v.SignedAt = true, res.fingerprint, res.created
+		v.Signed, v.SignedBy, v.SignedAt, v.SignerVendored = true, res.fingerprint, res.created, res.vendored
 	}
 
 	dir := filepath.Join(f.cacheDir, "sha256", sum)

@@ -179,11 +179,19 @@ func TestFetchAllRealSources(t *testing.T) {
 	if d := o.SignedAt.UTC().Format("2006-01-02"); d != "2026-06-09" {
 		t.Errorf("openssl signed at %s, want 2026-06-09", d)
 	}
-	if !strings.Contains(o.String(), "signed by "+opensslKey) || !strings.Contains(got[lock.Nginx].String(), "NO signature") {
+	if !strings.Contains(o.String(), "signed by "+opensslKey+" (vendored key)") || !strings.Contains(got[lock.Nginx].String(), "NO signature") {
 		t.Errorf("String() = %q / %q", o.String(), got[lock.Nginx].String())
 	}
-	if _, err := os.Stat(filepath.Join(cache, "keys", opensslKey+".asc")); err != nil {
-		t.Errorf("key not cached: %v", err)
+	// The lock's reason for an unsigned component reaches the log line.
+	if n := got[lock.Nginx]; n.Unsigned == "" || n.Unsigned != l.MustComponent(lock.Nginx).Unsigned || !strings.Contains(n.String(), n.Unsigned) {
+		t.Errorf("nginx: Unsigned = %q, String() = %q; want the lock's reason in both", n.Unsigned, n.String())
+	}
+	// OpenSSL's key is vendored: it is neither fetched nor cached.
+	if !o.SignerVendored {
+		t.Errorf("openssl: SignerVendored = false, want the vendored key")
+	}
+	if _, err := os.Stat(filepath.Join(cache, "keys", opensslKey+".asc")); err == nil {
+		t.Errorf("the vendored key was cached as if fetched")
 	}
 }
 
@@ -191,7 +199,11 @@ func TestFetchAllRealSources(t *testing.T) {
 // the current date go-crypto itself refuses the real OpenSSL signature. If this ever passes,
 // the test data no longer exercises the expired-key path.
 func TestExpiredKeyPremise(t *testing.T) {
-	el, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(readMirror(t, opensslKey+".asc")))
+	vendored, ok := lock.VendoredKey(opensslKey)
+	if !ok {
+		t.Fatalf("%s is not vendored", opensslKey)
+	}
+	el, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(vendored))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,8 +227,10 @@ func TestCacheHitDoesNotDownload(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := c.total()
-	if first != 6 { // four tarballs, one signature, one key
-		t.Errorf("first run made %d requests, want 6", first)
+	// Four tarballs and one signature; OpenSSL's key is vendored, so the mirror's copy of it
+	// is never asked for.
+	if first != 5 || c.count("/"+opensslKey+".asc") != 0 {
+		t.Errorf("first run made %d requests (%d for the key), want 5 and none for the key", first, c.count("/"+opensslKey+".asc"))
 	}
 	got, err := fastFetcher(t, cache, url).FetchAll(ctx, l)
 	if err != nil {
@@ -512,37 +526,70 @@ func TestKeyWithWrongFingerprintRefused(t *testing.T) {
 	t.Logf("error: %v", err)
 }
 
-// With a mirror and an explicit key server, keys come from the key server's by-fingerprint
-// path (as on keys.openpgp.org) and files from the mirror.
-func TestKeyServer(t *testing.T) {
+// With a mirror and explicit key servers, keys that are not vendored come from the key
+// servers (by-fingerprint path as on keys.openpgp.org, or a query with %s as in HKP), tried in
+// order, and files from the mirror.
+func TestKeyserver(t *testing.T) {
 	l := testLock(t)
+	tarball := readMirror(t, "nginx-1.26.3.tar.gz")
+	created := time.Now().Add(-time.Hour)
+	key := testKey(t, "keyserver", created)
+	dir := mirrorWith(t, map[string][]byte{
+		"nginx-1.26.3.tar.gz.asc": detachSign(t, key, tarball, created.Add(time.Minute), true),
+		fpr(key) + ".asc":         armoredPublic(t, key),
+	})
+	mirror, mc := serve(t, http.FileServer(http.Dir(dir)))
+	comp := signedNginx(l, "nginx-1.26.3.tar.gz.asc", fpr(key))
+
 	mux := http.NewServeMux()
-	mux.HandleFunc("/vks/v1/by-fingerprint/"+opensslKey, func(w http.ResponseWriter, r *http.Request) {
-		w.Write(readMirror(t, opensslKey+".asc"))
+	mux.HandleFunc("/vks/v1/by-fingerprint/"+fpr(key), func(w http.ResponseWriter, r *http.Request) {
+		w.Write(armoredPublic(t, key))
 	})
 	ks, kc := serve(t, mux)
-	mirror, mc := serve(t, http.FileServer(http.Dir(testenv.MirrorDir(t))))
-	f := fastFetcher(t, t.TempDir(), mirror, source.WithKeyServer(ks+"/vks/v1/by-fingerprint/"))
-	v, err := f.Fetch(context.Background(), l.MustComponent(lock.OpenSSL))
+	f := fastFetcher(t, t.TempDir(), mirror, source.WithKeyserver(ks+"/vks/v1/by-fingerprint/"))
+	v, err := f.Fetch(context.Background(), comp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !v.Signed || kc.total() != 1 || mc.count("/"+opensslKey+".asc") != 0 {
-		t.Errorf("signed=%v, key server requests %d, mirror key requests %d", v.Signed, kc.total(), mc.count("/"+opensslKey+".asc"))
+	if !v.Signed || v.SignerVendored || kc.total() != 1 || mc.count("/"+fpr(key)+".asc") != 0 {
+		t.Errorf("signed=%v vendored=%v, key server requests %d, mirror key requests %d", v.Signed, v.SignerVendored, kc.total(), mc.count("/"+fpr(key)+".asc"))
 	}
 
-	// A key server that takes the fingerprint as a query.
+	// A key server that takes the fingerprint as a query, after one that does not have the
+	// key; and a bare server name, which means its HKP lookup.
 	var query string
 	qs, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/pks/lookup" {
+			http.NotFound(w, r)
+			return
+		}
 		query = r.URL.RawQuery
-		w.Write(readMirror(t, opensslKey+".asc"))
+		w.Write(armoredPublic(t, key))
 	}))
-	f = fastFetcher(t, t.TempDir(), mirror, source.WithKeyServer(qs+"/pks/lookup?op=get&search=0x%s"))
-	if _, err := f.Fetch(context.Background(), l.MustComponent(lock.OpenSSL)); err != nil {
-		t.Fatal(err)
+	empty, ec := serve(t, http.NotFoundHandler())
+	for _, ksURL := range []string{qs + "/pks/lookup?op=get&search=0x%s", qs, qs + "/"} {
+		query = ""
+		f = fastFetcher(t, t.TempDir(), mirror, source.WithKeyserver(empty+"/k/%s", ksURL))
+		if _, err := f.Fetch(context.Background(), comp); err != nil {
+			t.Fatalf("key server %s: %v", ksURL, err)
+		}
+		want := "op=get&options=mr&search=0x" + fpr(key)
+		if strings.Contains(ksURL, "%s") {
+			want = "op=get&search=0x" + fpr(key)
+		}
+		if query != want {
+			t.Errorf("key server %s: query %q, want %q", ksURL, query, want)
+		}
 	}
-	if query != "op=get&search=0x"+opensslKey {
-		t.Errorf("key server query %q", query)
+	if ec.count("/k/"+fpr(key)) != 3 {
+		t.Errorf("the first key server was asked %d times, want once per fetch (3)", ec.count("/k/"+fpr(key)))
+	}
+
+	for _, bad := range []string{"ftp://keys.example/", "keyserver.ubuntu.com", "https://k.example/lookup?op=get"} {
+		_, err := fastFetcher(t, t.TempDir(), mirror, source.WithKeyserver(bad)).Fetch(context.Background(), comp)
+		if err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("key server %q: err = %v, want a refusal naming it", bad, err)
+		}
 	}
 }
 
