@@ -149,8 +149,16 @@ func (b *build) resolve() error {
 	for _, w := range b.targets[0].plan.Warnings {
 		b.logf("warning: %s", w)
 	}
+	// A published image must not rest on a checksum alone without anyone having said why.
+	if missing := l.UnsignedWithoutReason(); len(missing) > 0 && b.req.Push {
+		return fmt.Errorf("%w: refusing to publish: %s has no upstream signature in the lock and no \"unsigned\" reason: add its signature (url and signer fingerprints), or \"unsigned\": \"<why>\" to its lock entry in a reviewed change", ErrUsage, strings.Join(missing, ", "))
+	}
 	for _, c := range l.Components {
-		if c.Signature == nil {
+		switch {
+		case c.Signature != nil:
+		case c.Unsigned != "":
+			b.logf("unsigned: %s %s: only its SHA-256 is checked (%s)", c.Name, c.Version, c.Unsigned)
+		default:
 			b.logf("warning: %s %s has no upstream signature in the lock: only its SHA-256 is checked", c.Name, c.Version)
 		}
 	}
