@@ -1,0 +1,651 @@
+package actions
+
+// The workflows' security and ordering rules, written as checkers that return the problems
+// they find, so that each rule is run twice: on the real workflow (no problem allowed) and on
+// a deliberately broken copy of it (the problem must be found). A rule that cannot fail is
+// caught by TestWorkflowRulesCatchMistakes.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/rhysd/actionlint"
+)
+
+// projectCodeRE matches a run: script that executes something from the repository or a
+// toolchain that would: go, make, an interpreter on a file, a path into the checkout
+// (./ci, ./.ci/test, .ci/run, ../x).
+var projectCodeRE = regexp.MustCompile("(?m)(?:^|[\\s;&|(`])(?:go|make|python3?|node|npm|npx|perl|ruby)\\s" +
+	"|(?:^|[\\s;&|(])(?:bash|sh|source|\\.)\\s+[^-\\s]" +
+	"|(?:^|[\\s;&|(\"'=])\\.{0,2}/?\\.ci/" +
+	"|(?:^|[\\s;&|(\"'=])\\.{1,2}/")
+
+// writeLineRE finds "scope: write" lines in a workflow's text, with their comment if any.
+var writeLineRE = regexp.MustCompile(`(?m)^\s+([a-z-]+):\s*write\s*(#.*)?$`)
+
+// pushJobPR: a job that pushes to a registry.
+func jobPushes(j *actionlint.Job) bool {
+	for _, s := range j.Steps {
+		if r := runOf(s); strings.Contains(r, "--push") || strings.Contains(r, "ci manifest") {
+			return true
+		}
+		if in := inputOf(s, "push-to-registry"); in == "true" {
+			return true
+		}
+	}
+	return false
+}
+
+func runOf(s *actionlint.Step) string {
+	if e, ok := s.Exec.(*actionlint.ExecRun); ok && e.Run != nil {
+		return e.Run.Value
+	}
+	return ""
+}
+
+// actionOf is the action a step uses, without its @ref ("actions/checkout").
+func actionOf(s *actionlint.Step) string {
+	if e, ok := s.Exec.(*actionlint.ExecAction); ok && e.Uses != nil {
+		a, _, _ := strings.Cut(e.Uses.Value, "@")
+		return a
+	}
+	return ""
+}
+
+func inputOf(s *actionlint.Step, name string) string {
+	if e, ok := s.Exec.(*actionlint.ExecAction); ok {
+		if in, ok := e.Inputs[name]; ok && in.Value != nil {
+			return strings.TrimSpace(in.Value.Value)
+		}
+	}
+	return ""
+}
+
+func stepID(s *actionlint.Step) string {
+	if s.ID != nil {
+		return s.ID.Value
+	}
+	return ""
+}
+
+// runsProjectCode says whether a job executes anything of this repository's (and what).
+func runsProjectCode(j *actionlint.Job) (bool, string) {
+	for _, s := range j.Steps {
+		a := actionOf(s)
+		switch {
+		case a == "actions/setup-go":
+			return true, "sets up Go"
+		case strings.HasPrefix(a, "./"):
+			return true, "uses the local action " + a
+		}
+		if m := projectCodeRE.FindString(runOf(s)); m != "" {
+			return true, fmt.Sprintf("runs %q", strings.TrimSpace(m))
+		}
+	}
+	return false, ""
+}
+
+func jobNeeds(j *actionlint.Job, id string) bool {
+	for _, n := range j.Needs {
+		if strings.EqualFold(n.Value, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// jobsWhere lists the IDs (sorted) of the jobs with a step that satisfies f.
+func jobsWhere(w *actionlint.Workflow, f func(*actionlint.Step) bool) []string {
+	var ids []string
+	for id, j := range w.Jobs {
+		for _, s := range j.Steps {
+			if f(s) {
+				ids = append(ids, id)
+				break
+			}
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func runContains(sub string) func(*actionlint.Step) bool {
+	return func(s *actionlint.Step) bool { return strings.Contains(runOf(s), sub) }
+}
+
+func usesAction(a string) func(*actionlint.Step) bool {
+	return func(s *actionlint.Step) bool { return actionOf(s) == a }
+}
+
+// offPR: the job never runs for pull requests, by its own if: or through a job it needs.
+func offPR(w *actionlint.Workflow, j *actionlint.Job) bool {
+	if j.If != nil && strings.Contains(j.If.Value, "!= 'pull_request'") {
+		return true
+	}
+	return needsNonPR(w, j)
+}
+
+// matrixRows returns the include: rows of a job's matrix as strings.
+func matrixRows(j *actionlint.Job) []map[string]string {
+	if j.Strategy == nil || j.Strategy.Matrix == nil || j.Strategy.Matrix.Include == nil {
+		return nil
+	}
+	var rows []map[string]string
+	for _, c := range j.Strategy.Matrix.Include.Combinations {
+		row := map[string]string{}
+		for k, a := range c.Assigns {
+			if s, ok := a.Value.(*actionlint.RawYAMLString); ok {
+				row[k] = s.Value
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func arches(j *actionlint.Job) []string {
+	var out []string
+	for _, r := range matrixRows(j) {
+		out = append(out, r["arch"])
+	}
+	sort.Strings(out)
+	return out
+}
+
+var (
+	needsOutputRE = regexp.MustCompile(`^\$\{\{\s*needs\.([A-Za-z0-9_-]+)\.outputs\.([A-Za-z0-9_-]+)\s*\}\}$`)
+	stepOutputRE  = regexp.MustCompile(`^\$\{\{\s*steps\.([A-Za-z0-9_-]+)\.outputs\.([A-Za-z0-9_-]+)\s*\}\}$`)
+)
+
+// permissionProblems: read-only defaults; each write scope where it is used and said why;
+// a job that runs our code holds no write token but packages: write to push; pull requests
+// get nothing; only a job that runs no code of ours may sign (id-token, attestations).
+func permissionProblems(name, text string, w *actionlint.Workflow) []string {
+	var out []string
+	add := func(format string, a ...any) { out = append(out, name+": "+fmt.Sprintf(format, a...)) }
+	if got := scopes(w.Permissions); len(got) != 1 || got["contents"] != "read" {
+		add("top-level permissions = %v, want exactly contents: read", got)
+	}
+	if w.Concurrency == nil {
+		add("no concurrency group")
+	}
+	for _, m := range writeLineRE.FindAllStringSubmatch(text, -1) {
+		if strings.TrimSpace(strings.TrimPrefix(m[2], "#")) == "" {
+			add("%s: write has no comment saying why it is needed", m[1])
+		}
+	}
+	for id, j := range w.Jobs {
+		perms := scopes(j.Permissions)
+		if _, all := perms["*"]; all {
+			add("job %s sets permissions for every scope at once (%s)", id, perms["*"])
+		}
+		pushes := jobPushes(j)
+		code, why := runsProjectCode(j)
+		if perms["packages"] == "write" && !pushes {
+			add("job %s has packages: write but does not push", id)
+		}
+		if pushes && perms["packages"] != "write" {
+			add("job %s pushes without packages: write", id)
+		}
+		for _, s := range j.Steps {
+			if actionOf(s) == "docker/login-action" && perms["packages"] != "read" && perms["packages"] != "write" {
+				add("job %s logs in to the registry without a packages permission", id)
+			}
+		}
+		if j.If != nil && strings.Contains(j.If.Value, "== 'pull_request'") {
+			if pushes || len(perms) > 0 {
+				add("pull-request job %s pushes or widens permissions (%v)", id, perms)
+			}
+		}
+		if pushes && !offPR(w, j) {
+			add("job %s pushes but is not kept off pull requests", id)
+		}
+		for scope, v := range perms {
+			if v != "write" {
+				continue
+			}
+			if code && !(scope == "packages" && pushes) {
+				add("job %s runs project code (%s) and has %s: write", id, why, scope)
+			}
+			if (scope == "contents" || scope == "pull-requests") && name != "update.yml" {
+				add("job %s has %s: write", id, scope)
+			}
+		}
+		attests := false
+		for _, s := range j.Steps {
+			if a := actionOf(s); a == "actions/attest-build-provenance" || a == "actions/attest-sbom" || a == "actions/attest" {
+				attests = true
+			}
+		}
+		signs := perms["id-token"] == "write" || perms["attestations"] == "write"
+		if signs && !attests {
+			add("job %s has id-token or attestations: write but attests nothing", id)
+		}
+		if attests && (perms["id-token"] != "write" || perms["attestations"] != "write") {
+			add("job %s attests without both id-token: write and attestations: write", id)
+		}
+		if signs && code {
+			add("job %s can sign (id-token/attestations: write) and runs project code (%s)", id, why)
+		}
+	}
+	return out
+}
+
+// buildProblems: each pushed digest is smoke-tested under runc on its own architecture before
+// the tag-moving job, which needs that smoke job; a job that runs none of our code attests
+// the index the tag-moving job pushed (provenance and SBOMs, pushed to the registry).
+func buildProblems(w *actionlint.Workflow) []string {
+	var out []string
+	add := func(format string, a ...any) { out = append(out, "build.yml: "+fmt.Sprintf(format, a...)) }
+
+	var pushIDs []string
+	for _, id := range jobsWhere(w, runContains("--push")) {
+		if offPR(w, w.Jobs[id]) {
+			pushIDs = append(pushIDs, id)
+		}
+	}
+	tagIDs := jobsWhere(w, runContains("ci manifest"))
+	smokeIDs := jobsWhere(w, runContains("smoke --image"))
+	attestIDs := jobsWhere(w, usesAction("actions/attest-build-provenance"))
+	for what, ids := range map[string][]string{"pushes by digest (--push)": pushIDs, "moves the tags (ci manifest)": tagIDs, "smoke-tests the pushed digest (smoke --image)": smokeIDs, "attests build provenance": attestIDs} {
+		if len(ids) != 1 {
+			add("want exactly one job that %s, found %v", what, ids)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	pushID, tagID, smokeID, attestID := pushIDs[0], tagIDs[0], smokeIDs[0], attestIDs[0]
+	push, tag, smoke, attest := w.Jobs[pushID], w.Jobs[tagID], w.Jobs[smokeID], w.Jobs[attestID]
+
+	// The push job moves no tag and writes the SBOM that the attest job signs.
+	var pushRun string
+	pushUploads := map[string]bool{}
+	for _, s := range push.Steps {
+		if strings.Contains(runOf(s), "--push") {
+			pushRun = runOf(s)
+		}
+		if actionOf(s) == "actions/upload-artifact" {
+			pushUploads[inputOf(s, "name")] = true
+		}
+	}
+	if !strings.Contains(pushRun, "--digest-only") {
+		add("job %s pushes without --digest-only: it would move tags before the runc smoke test", pushID)
+	}
+	if !strings.Contains(pushRun, "--output") {
+		add("job %s does not write the image's SBOM (--output PATH writes PATH.spdx.json)", pushID)
+	}
+	if !pushUploads["sbom-${{ matrix.arch }}"] {
+		add("job %s does not upload its SBOM as the artifact sbom-${{ matrix.arch }}", pushID)
+	}
+
+	// The runc smoke test: after the push, on exactly the pushed digest, as root, on a runner
+	// of the image's architecture, for every architecture pushed; the tags wait for it.
+	if !jobNeeds(smoke, pushID) {
+		add("job %s does not need %s: it could run before the digest is pushed", smokeID, pushID)
+	}
+	if !jobNeeds(tag, smokeID) {
+		add("the tag-moving job %s does not need %s: tags could move before the runc smoke test", tagID, smokeID)
+	}
+	if !offPR(w, smoke) {
+		add("job %s is not kept off pull requests (nothing is pushed there)", smokeID)
+	}
+	var smokeRun string
+	downloads := map[string]bool{}
+	for _, s := range smoke.Steps {
+		if strings.Contains(runOf(s), "smoke --image") {
+			smokeRun = runOf(s)
+		}
+		if actionOf(s) == "actions/download-artifact" {
+			downloads[inputOf(s, "name")] = true
+		}
+	}
+	smokeLine := regexp.MustCompile(`(?m)^.*smoke --image.*$`).FindString(smokeRun)
+	if !regexp.MustCompile(`^\s*sudo\s`).MatchString(smokeLine) {
+		add("job %s runs the smoke test without sudo (runc needs root): %q", smokeID, smokeLine)
+	}
+	if !regexp.MustCompile(`smoke --image "?\$\{?IMAGE\}?@\$\{?[A-Za-z_]+\}?"?`).MatchString(smokeLine) {
+		add("job %s does not smoke-test a digest reference ($IMAGE@$digest): %q", smokeID, smokeLine)
+	}
+	if !strings.Contains(smokeRun, "0 skipped") {
+		add("job %s does not fail when a check is skipped", smokeID)
+	}
+	installs := false
+	for _, s := range smoke.Steps {
+		if r := runOf(s); strings.Contains(r, "apt-get install") && strings.Contains(r, "runc") && strings.Contains(r, "umoci") {
+			installs = true
+		}
+	}
+	if !installs {
+		add("job %s does not install runc and umoci with apt-get", smokeID)
+	}
+	shared := false
+	for n := range downloads {
+		if strings.HasPrefix(n, "digest-") && pushUploads[n] {
+			shared = true
+		}
+	}
+	if !shared {
+		add("job %s does not download the digest artifact job %s uploads (got %v)", smokeID, pushID, downloads)
+	}
+	if smoke.RunsOn == nil || smoke.RunsOn.LabelsExpr == nil || !strings.Contains(smoke.RunsOn.LabelsExpr.Value, "matrix.runner") {
+		add("job %s does not run on its matrix's runner", smokeID)
+	}
+	for _, r := range matrixRows(smoke) {
+		if native := strings.Contains(r["runner"], "arm"); native != (r["arch"] == "arm64") {
+			add("job %s smoke-tests %s on runner %q, not a native one", smokeID, r["arch"], r["runner"])
+		}
+	}
+	if a, b := arches(smoke), arches(push); strings.Join(a, ",") != strings.Join(b, ",") || len(a) == 0 {
+		add("job %s smoke-tests architectures %v, but %s pushes %v", smokeID, a, pushID, b)
+	}
+	for scope, v := range scopes(smoke.Permissions) {
+		if v == "write" {
+			add("job %s only pulls, but has %s: write", smokeID, scope)
+		}
+	}
+
+	// Attestation: its subject is the index the tag-moving job pushed, by the same outputs.
+	if !jobNeeds(attest, tagID) {
+		add("job %s does not need the tag-moving job %s", attestID, tagID)
+	}
+	var manifestStep *actionlint.Step
+	for _, s := range tag.Steps {
+		if strings.Contains(runOf(s), "ci manifest") {
+			manifestStep = s
+		}
+	}
+	// subject resolves "${{ needs.TAG.outputs.X }}" to the manifest step's output it carries.
+	subject := func(expr, what string) string {
+		m := needsOutputRE.FindStringSubmatch(expr)
+		if m == nil || !strings.EqualFold(m[1], tagID) {
+			add("job %s: %s is %q, not an output of the tag-moving job %s", attestID, what, expr, tagID)
+			return ""
+		}
+		o, ok := tag.Outputs[strings.ToLower(m[2])]
+		if !ok || o.Value == nil {
+			add("job %s: %s: job %s has no output %s", attestID, what, tagID, m[2])
+			return ""
+		}
+		sm := stepOutputRE.FindStringSubmatch(strings.TrimSpace(o.Value.Value))
+		if sm == nil || manifestStep == nil || sm[1] != stepID(manifestStep) {
+			add("job %s: %s: output %s of %s is %q, not an output of the step that runs ci manifest", attestID, what, m[2], tagID, o.Value.Value)
+			return ""
+		}
+		if r := runOf(manifestStep); !strings.Contains(r, sm[2]+"=") || !strings.Contains(r, "GITHUB_OUTPUT") {
+			add("job %s: %s: the ci manifest step never sets the output %s", attestID, what, sm[2])
+			return ""
+		}
+		return sm[2]
+	}
+	sboms := 0
+	for _, s := range attest.Steps {
+		a := actionOf(s)
+		if a != "actions/attest-build-provenance" && a != "actions/attest-sbom" {
+			continue
+		}
+		label := a
+		if n := inputOf(s, "sbom-path"); n != "" {
+			label += " " + n
+		}
+		if d := subject(inputOf(s, "subject-digest"), label+" subject-digest"); d != "" && d != "digest" {
+			add("job %s: %s attests the step output %s, not the pushed digest", attestID, label, d)
+		}
+		if n := subject(inputOf(s, "subject-name"), label+" subject-name"); n != "" && n != "image" {
+			add("job %s: %s names the subject by the step output %s, not the pushed image", attestID, label, n)
+		}
+		if inputOf(s, "push-to-registry") != "true" {
+			add("job %s: %s does not push the attestation to the registry", attestID, label)
+		}
+		if a == "actions/attest-sbom" {
+			sboms++
+			if !strings.HasSuffix(inputOf(s, "sbom-path"), ".spdx.json") {
+				add("job %s: %s attests no SPDX file", attestID, label)
+			}
+		}
+	}
+	if n := len(arches(push)); sboms != n {
+		add("job %s attests %d SBOMs, want one per pushed architecture (%d)", attestID, sboms, n)
+	}
+	for id, j := range w.Jobs {
+		p := scopes(j.Permissions)
+		if id != attestID && (p["id-token"] != "" || p["attestations"] != "") {
+			add("job %s has id-token or attestations permissions: only %s may", id, attestID)
+		}
+	}
+	return out
+}
+
+// updateProblems: the job that runs check-updates is read-only and hands the lock and body
+// on as an artifact; the job that opens the pull request has the write scopes and runs none
+// of our code, only pinned actions from a short list.
+func updateProblems(w *actionlint.Workflow) []string {
+	var out []string
+	add := func(format string, a ...any) { out = append(out, "update.yml: "+fmt.Sprintf(format, a...)) }
+	checkIDs := jobsWhere(w, runContains("check-updates --write"))
+	prIDs := jobsWhere(w, usesAction("peter-evans/create-pull-request"))
+	if len(checkIDs) != 1 || len(prIDs) != 1 || (len(checkIDs) == 1 && len(prIDs) == 1 && checkIDs[0] == prIDs[0]) {
+		add("want one job that runs check-updates --write and another that opens the pull request, found %v and %v", checkIDs, prIDs)
+		return out
+	}
+	checkID, prID := checkIDs[0], prIDs[0]
+	check, pr := w.Jobs[checkID], w.Jobs[prID]
+
+	if p := scopes(check.Permissions); len(p) != 1 || p["contents"] != "read" {
+		add("job %s runs project code: want permissions exactly contents: read, got %v", checkID, p)
+	}
+	uploads := map[string]bool{}
+	for _, s := range check.Steps {
+		if actionOf(s) == "actions/upload-artifact" {
+			uploads[inputOf(s, "name")] = true
+		}
+	}
+	if len(uploads) == 0 {
+		add("job %s hands nothing on (no actions/upload-artifact step)", checkID)
+	}
+
+	if p := scopes(pr.Permissions); p["contents"] != "write" || p["pull-requests"] != "write" || len(p) != 2 {
+		add("job %s: want permissions exactly contents: write and pull-requests: write, got %v", prID, p)
+	}
+	if !jobNeeds(pr, checkID) {
+		add("job %s does not need %s", prID, checkID)
+	}
+	if code, why := runsProjectCode(pr); code {
+		add("job %s holds a write token and runs project code (%s)", prID, why)
+	}
+	allowed := map[string]bool{"actions/checkout": true, "actions/download-artifact": true, "peter-evans/create-pull-request": true}
+	gets := false
+	for _, s := range pr.Steps {
+		a := actionOf(s)
+		if a != "" && !allowed[a] {
+			add("job %s uses %s, which is not on its short list of actions", prID, a)
+		}
+		if a == "actions/download-artifact" && uploads[inputOf(s, "name")] {
+			gets = true
+		}
+		if a == "actions/checkout" && inputOf(s, "persist-credentials") != "false" {
+			add("job %s checks out with persisted credentials", prID)
+		}
+		if a == "peter-evans/create-pull-request" {
+			if inputOf(s, "add-paths") != "pipeline/lock/stack.lock.json" {
+				add("job %s commits %q, want the lock only", prID, inputOf(s, "add-paths"))
+			}
+			if inputOf(s, "body-path") == "" {
+				add("job %s does not take the pull request's body from the artifact (body-path)", prID)
+			}
+		}
+	}
+	if !gets {
+		add("job %s does not download the artifact %s uploads (%v)", prID, checkID, uploads)
+	}
+	return out
+}
+
+func readWorkflow(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(workflowDir(), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func problemsOf(name, text string) ([]string, error) {
+	w, errs := actionlint.Parse([]byte(text))
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	out := permissionProblems(name, text, w)
+	switch name {
+	case "build.yml":
+		out = append(out, buildProblems(w)...)
+	case "update.yml":
+		out = append(out, updateProblems(w)...)
+	}
+	return out, nil
+}
+
+// TestWorkflowRules: build.yml and update.yml break none of their own rules above
+// (TestWorkflowPermissions applies the permission rules to every workflow).
+func TestWorkflowRules(t *testing.T) {
+	for name, check := range map[string]func(*actionlint.Workflow) []string{"build.yml": buildProblems, "update.yml": updateProblems} {
+		w, errs := actionlint.Parse([]byte(readWorkflow(t, name)))
+		if len(errs) > 0 {
+			t.Fatalf("%s: %v", name, errs[0])
+		}
+		for _, p := range check(w) {
+			t.Error(p)
+		}
+	}
+}
+
+// TestWorkflowRulesCatchMistakes breaks each rule in a copy of the real workflow and wants
+// the checkers to say so.
+func TestWorkflowRulesCatchMistakes(t *testing.T) {
+	cases := []struct {
+		file, name, old, new, want string
+	}{
+		// update.yml
+		{"update.yml", "check job gets a write token",
+			"    permissions:\n      contents: read\n    outputs:",
+			"    permissions:\n      contents: write # push\n    outputs:",
+			"runs project code (sets up Go) and has contents: write"},
+		{"update.yml", "pull-request job runs go",
+			"      - name: Put the new lock in place\n        run: |\n",
+			"      - name: Put the new lock in place\n        run: |\n          go run ./ci check-updates --lock pipeline/lock/stack.lock.json\n",
+			"job pull-request holds a write token and runs project code"},
+		{"update.yml", "pull-request job runs a repository script",
+			`          jq -e 'type == "object"' "$RUNNER_TEMP/update/stack.lock.json" > /dev/null`,
+			`          ./.ci/check-lock "$RUNNER_TEMP/update/stack.lock.json"`,
+			"job pull-request holds a write token and runs project code"},
+		{"update.yml", "pull-request job sets up Go",
+			"      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        with:\n          name: update",
+			"      - uses: actions/setup-go@d35c59abb061a4a6fb18e82ac0862c26744d6ab5 # v5.5.0\n      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        with:\n          name: update",
+			"not on its short list"},
+		{"update.yml", "no artifact handed on",
+			"          name: update\n          path: ${{ runner.temp }}/update/\n",
+			"          name: lock\n          path: ${{ runner.temp }}/update/\n",
+			"does not download the artifact"},
+		{"update.yml", "pull-request job without pull-requests: write",
+			"      pull-requests: write # open or refresh the pull request\n", "",
+			"want permissions exactly contents: write and pull-requests: write"},
+		{"update.yml", "write permission without a reason",
+			"      contents: write # push the update branch with the new lock\n",
+			"      contents: write\n",
+			"contents: write has no comment"},
+		{"update.yml", "pull-request job not after the check",
+			"    needs: check-updates\n", "",
+			"does not need check-updates"},
+		// build.yml: the runc smoke test
+		{"build.yml", "tags move without waiting for the runc smoke test",
+			"    needs: [build, smoke]\n", "    needs: build\n",
+			"tag-moving job merge does not need smoke"},
+		{"build.yml", "smoke before the push",
+			"    needs: build\n    name: smoke-test", "    needs: test\n    name: smoke-test",
+			"job smoke does not need build"},
+		{"build.yml", "smoke without root",
+			`          sudo DOCKER_CONFIG="$HOME/.docker" "$RUNNER_TEMP/nginx-forge-ci" smoke`,
+			`          "$RUNNER_TEMP/nginx-forge-ci" smoke`,
+			"without sudo"},
+		{"build.yml", "arm64 smoke on an amd64 runner",
+			"          - arch: arm64\n            runner: ubuntu-24.04-arm\n    runs-on: ${{ matrix.runner }}\n    timeout-minutes: 20",
+			"          - arch: arm64\n            runner: ubuntu-24.04\n    runs-on: ${{ matrix.runner }}\n    timeout-minutes: 20",
+			"smoke-tests arm64 on runner \"ubuntu-24.04\", not a native one"},
+		{"build.yml", "smoke by tag",
+			`smoke --image "$IMAGE@$digest"`, `smoke --image "$IMAGE:edge"`,
+			"does not smoke-test a digest reference"},
+		{"build.yml", "skipped checks pass",
+			"'^[0-9]+ passed, 0 failed, 0 skipped$'", "'^[0-9]+ passed, 0 failed'",
+			"does not fail when a check is skipped"},
+		{"build.yml", "smoke job can push",
+			"      packages: read # pull the pushed digest from ghcr.io\n",
+			"      packages: write # pull the pushed digest from ghcr.io\n",
+			"job smoke has packages: write but does not push"},
+		{"build.yml", "push job moves tags",
+			"--push --digest-only --platform", "--push --platform",
+			"without --digest-only"},
+		// build.yml: attestation
+		{"build.yml", "provenance of another digest",
+			"      - name: Attest build provenance of the index\n        uses: actions/attest-build-provenance@a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32 # v4.1.0\n        with:\n          subject-name: ${{ needs.merge.outputs.image }}\n          subject-digest: ${{ needs.merge.outputs.digest }}",
+			"      - name: Attest build provenance of the index\n        uses: actions/attest-build-provenance@a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32 # v4.1.0\n        with:\n          subject-name: ${{ needs.merge.outputs.image }}\n          subject-digest: ${{ needs.merge.outputs.image }}",
+			"attests the step output image, not the pushed digest"},
+		{"build.yml", "merge output not from the manifest step",
+			"      digest: ${{ steps.manifest.outputs.digest }}", "      digest: ${{ steps.tags.outputs.digest }}",
+			"not an output of the step that runs ci manifest"},
+		{"build.yml", "manifest step never sets the digest",
+			`            echo "digest=${BASH_REMATCH[2]}"`, `            echo "sha=${BASH_REMATCH[2]}"`,
+			"never sets the output digest"},
+		{"build.yml", "attestation not pushed",
+			"          subject-digest: ${{ needs.merge.outputs.digest }}\n          push-to-registry: true\n      - name: Attest the linux/amd64 SBOM",
+			"          subject-digest: ${{ needs.merge.outputs.digest }}\n          push-to-registry: false\n      - name: Attest the linux/amd64 SBOM",
+			"actions/attest-build-provenance does not push the attestation"},
+		{"build.yml", "one SBOM only",
+			"      - name: Attest the linux/arm64 SBOM\n        uses: actions/attest-sbom@c604332985a26aa8cf1bdc465b92731239ec6b9e # v4.1.0\n        with:\n          subject-name: ${{ needs.merge.outputs.image }}\n          subject-digest: ${{ needs.merge.outputs.digest }}\n          sbom-path: ${{ runner.temp }}/sboms/arm64.spdx.json\n          push-to-registry: true\n",
+			"",
+			"attests 1 SBOMs, want one per pushed architecture (2)"},
+		{"build.yml", "no SBOM written",
+			` --output "$RUNNER_TEMP/image-$ARCH"`, "",
+			"does not write the image's SBOM"},
+		{"build.yml", "signing in the job that runs our code",
+			"      packages: write # push the index and move the tags\n",
+			"      packages: write # push the index and move the tags\n      id-token: write # sign\n",
+			"job merge can sign (id-token/attestations: write) and runs project code"},
+		{"build.yml", "attest job runs our code",
+			"      - name: Check each SBOM describes its pushed digest\n        run: |\n",
+			"      - name: Check each SBOM describes its pushed digest\n        run: |\n          go run ./ci manifest --dry-run --image \"$IMAGE:x\" sha256:0\n",
+			"job attest can sign (id-token/attestations: write) and runs project code"},
+		{"build.yml", "attest job without attestations: write",
+			"      attestations: write # store the attestations in the repository's attestation store\n", "",
+			"attests without both id-token: write and attestations: write"},
+		{"build.yml", "attest before the index exists",
+			"    needs: merge\n    name: attest", "    needs: smoke\n    name: attest",
+			"does not need the tag-moving job merge"},
+		{"build.yml", "write-all",
+			"    permissions:\n      id-token: write # mint the OIDC token that Sigstore certifies the signatures with\n      attestations: write # store the attestations in the repository's attestation store\n      packages: write # push the attestations to ghcr.io next to the index (push-to-registry)\n",
+			"    permissions: write-all\n",
+			"job attest sets permissions for every scope at once"},
+	}
+	for _, c := range cases {
+		t.Run(c.file+"/"+c.name, func(t *testing.T) {
+			text := readWorkflow(t, c.file)
+			if n := strings.Count(text, c.old); n != 1 {
+				t.Fatalf("the text to break occurs %d times in %s (want once): %q", n, c.file, c.old)
+			}
+			probs, err := problemsOf(c.file, strings.Replace(text, c.old, c.new, 1))
+			if err != nil {
+				t.Fatalf("broken copy does not parse: %v", err)
+			}
+			for _, p := range probs {
+				if strings.Contains(p, c.want) {
+					return
+				}
+			}
+			t.Errorf("no problem mentions %q; found:\n%s", c.want, strings.Join(probs, "\n"))
+		})
+	}
+}
