@@ -626,7 +626,7 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"    needs: merge\n    name: attest", "    needs: smoke\n    name: attest",
 			"does not need the tag-moving job merge"},
 		{"build.yml", "write-all",
-			"    permissions:\n      id-token: write # mint the OIDC token that Sigstore certifies the signatures with\n      attestations: write # store the attestations in the repository's attestation store\n      packages: write # push the attestations to ghcr.io next to the index (push-to-registry)\n",
+			"    permissions:\n      contents: read # as GitHub's documented set for attesting images; nothing here checks out\n      id-token: write # mint the OIDC token that Sigstore certifies the signatures with\n      attestations: write # store the attestations in the repository's attestation store\n      packages: write # push the attestations to ghcr.io next to the index (push-to-registry)\n",
 			"    permissions: write-all\n",
 			"job attest sets permissions for every scope at once"},
 	}
