@@ -188,7 +188,7 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 			LicenseDeclared:       licenseOr(c.Name),
 			CopyrightText:         "NOASSERTION",
 			PrimaryPackagePurpose: purpose(c.Name),
-			Comment:               "checksum is the SHA-256 of the source tarball at downloadLocation, verified before the build",
+			Comment:               componentComment(c),
 			ExternalRefs: []spdxExternalRef{purl("pkg:generic/" + c.Name + "@" + url.PathEscape(c.Version) +
 				"?download_url=" + url.QueryEscape(c.URL) + "&checksum=sha256:" + c.SHA256)},
 		})
@@ -243,6 +243,22 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// componentComment says what vouches for a component's source: always its checksum, and its
+// upstream PGP signature when the lock pins one (the build refuses to start unless it
+// verifies); for an unsigned component, the lock's reason, so whoever reads the SBOM sees that
+// the tarball rests on its checksum alone and why.
+func componentComment(c lock.Component) string {
+	msg := "checksum is the SHA-256 of the source tarball at downloadLocation, verified before the build"
+	switch {
+	case c.Signature != nil:
+		return msg + "; so was its upstream PGP signature " + c.Signature.URL + ", by one of the signers the lock pins: " + strings.Join(c.Signature.Fingerprints, ", ")
+	case c.Unsigned != "":
+		return msg + "; NO PGP signature (unsigned: " + c.Unsigned + ")"
+	default:
+		return msg + "; NO PGP signature, and the lock gives no reason"
+	}
 }
 
 func licenseOr(n string) string {
