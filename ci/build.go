@@ -17,17 +17,18 @@ import (
 
 // buildFlags are build's flags, kept in a struct so tests can call runBuild directly.
 type buildFlags struct {
-	engine   string
-	tree     string // install tree directory (--tree)
-	output   string // image: OCI layout directory or .tar (--output)
-	lockFile string
-	mirror   string
-	cpu      string
-	jobs     int
-	platform string
-	modules  string
-	cache    string
-	verbose  bool
+	engine    string
+	tree      string // install tree directory (--tree)
+	output    string // image: OCI layout directory or .tar (--output)
+	lockFile  string
+	mirror    string
+	keyserver string
+	cpu       string
+	jobs      int
+	platform  string
+	modules   string
+	cache     string
+	verbose   bool
 
 	image        string // REPO[:TAG[,TAG...]]
 	push         bool
@@ -106,6 +107,7 @@ func init() {
 			fs.StringVar(&f.output, "output", "", "write the image to `PATH`: an OCI layout directory, or a tarball if it ends in .tar")
 			fs.StringVar(&f.lockFile, "lock", lock.DefaultPath, "lock `file` (when the default is absent, the lock built into this program)")
 			fs.StringVar(&f.mirror, "mirror", "", "fetch every file as `URL`/<file name> instead of upstream (same checks)")
+			fs.StringVar(&f.keyserver, "keyserver", "", "fetch signer keys that are not vendored from these comma-separated `URLs` (default keyserver.ubuntu.com, then keys.openpgp.org)")
 			fs.StringVar(&f.cpu, "cpu", "", "CPU `level` to compile for: x86-64-v2, x86-64-v3 (amd64 default), x86-64-v4, armv8.2-a (arm64 default), ..., or native (not portable)")
 			fs.IntVar(&f.jobs, "jobs", 0, "parallel compile jobs (0: one per CPU)")
 			fs.StringVar(&f.platform, "platform", "linux/amd64", "target `platforms`: linux/amd64, linux/arm64, or both comma-separated (dagger: one build per platform, pushed as one index)")
@@ -265,6 +267,9 @@ func (f buildFlags) request() (forge.Request, error) {
 	}
 	if f.modules != "" {
 		req.Modules = splitList(f.modules)
+	}
+	if f.keyserver != "" {
+		req.Keyservers = splitList(f.keyserver)
 	}
 	if f.image != "" {
 		req.Repo, req.Tags, _ = parseImage(f.image)

@@ -44,6 +44,7 @@ warning annotations.`,
 			registry := fs.String("registry", "", "look up the base images on this registry `host` instead of their own (e.g. 127.0.0.1:5000)")
 			skipImages := fs.Bool("skip-images", false, "do not look up base image digests")
 			tokenEnv := fs.String("github-token-env", "GITHUB_TOKEN", "environment `variable` holding an optional GitHub token")
+			keyserver := fs.String("keyserver", "", "fetch signer keys that are not vendored from these comma-separated `URLs` (default keyserver.ubuntu.com, then keys.openpgp.org)")
 			cacheDir := fs.String("cache", "", "source cache `dir` (default ~/.cache/nginx-forge/sources)")
 			verbose := fs.Bool("v", false, "print each request and decision")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -65,6 +66,7 @@ warning annotations.`,
 					write: *write, lockFile: *lockFile, githubAPI: *ghAPI, nginxOrg: *nginxOrg,
 					mirror: *mirror, registry: *registry, skipImages: *skipImages,
 					token: os.Getenv(*tokenEnv), cacheDir: *cacheDir, verbose: *verbose,
+					keyservers: splitList(*keyserver),
 				})
 			}
 		},
@@ -79,6 +81,7 @@ type checkUpdatesConfig struct {
 	skipImages                  bool
 	token                       string
 	cacheDir                    string
+	keyservers                  []string
 	verbose                     bool
 }
 
@@ -123,7 +126,7 @@ func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdate
 	var writeErr error
 	if cfg.write && checkErr == nil && report.Changed() {
 		writeErr = rep.Group("Downloading and verifying new releases", func() error {
-			f := upstream.NewFetcher(upstream.FetchConfig{Mirror: cfg.mirror, CacheDir: cfg.cacheDir, Logf: logf})
+			f := upstream.NewFetcher(upstream.FetchConfig{Mirror: cfg.mirror, CacheDir: cfg.cacheDir, Logf: logf, Keyservers: cfg.keyservers})
 			var err error
 			applied, err = upstream.UpdateFile(ctx, cfg.lockFile, report, f)
 			return err

@@ -249,6 +249,9 @@ func (b *build) fetch(ctx context.Context) error {
 	if b.req.Mirror != "" {
 		opts = append(opts, source.WithMirror(b.req.Mirror))
 	}
+	if b.req.Keyservers != nil {
+		opts = append(opts, source.WithKeyserver(b.req.Keyservers...))
+	}
 	start := time.Now()
 	verified, err := source.New(opts...).FetchAll(ctx, b.l)
 	if err != nil {

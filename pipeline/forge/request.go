@@ -44,7 +44,10 @@ type Request struct {
 	Jobs      int      // parallel compile jobs; 0 is one per CPU
 	Modules   []string // nil is the default module set
 	Mirror    string   // fetch every file as Mirror/<file name>
-	CacheDir  string   // host engine's stage cache; "" is DefaultCacheDir
+	// Keyservers replace the servers that signer keys which are not vendored are fetched
+	// from (pipeline/source.DefaultKeyservers); nil keeps them.
+	Keyservers []string
+	CacheDir   string // host engine's stage cache; "" is DefaultCacheDir
 
 	Tree   string // write the install tree here (new or empty directory)
 	Bundle bool   // with Tree: add the bare-metal files

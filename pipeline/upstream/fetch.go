@@ -7,7 +7,9 @@ import "github.com/nginx-forge/nginx-forge/pipeline/source"
 type FetchConfig struct {
 	Mirror   string // every file as Mirror/<file name> instead of upstream (same checks)
 	CacheDir string // "" is pipeline/source's default
-	Logf     func(format string, args ...any)
+	// Keyservers replace source.DefaultKeyservers for signer keys that are not vendored.
+	Keyservers []string
+	Logf       func(format string, args ...any)
 }
 
 // NewFetcher is pipeline/source's verifying downloader configured by c.
@@ -21,6 +23,9 @@ func NewFetcher(c FetchConfig) Fetcher {
 	}
 	if c.CacheDir != "" {
 		opts = append(opts, source.WithCacheDir(c.CacheDir))
+	}
+	if c.Keyservers != nil {
+		opts = append(opts, source.WithKeyserver(c.Keyservers...))
 	}
 	return source.New(opts...)
 }
