@@ -220,6 +220,10 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 	if f.verbose {
 		opts = append(opts, forge.WithVerbose())
 	}
+	inActions := actions.New(actions.WithWriter(stderr)).InActions()
+	if inActions {
+		opts = append(opts, forge.WithGroups())
+	}
 	res, err := forge.Run(ctx, req, opts...)
 	if err != nil || res.Published == nil {
 		return err
@@ -227,7 +231,8 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 	// Standard output carries only the digest reference (for scripts); in GitHub Actions the
 	// step outputs (digest, image, tags) are set as well.
 	fmt.Fprintln(stdout, res.Published.Digest.String())
-	if r := actions.New(actions.WithWriter(stderr)); r.InActions() {
+	if inActions {
+		r := actions.New(actions.WithWriter(stderr))
 		var tags []string
 		for _, t := range res.Published.Tags {
 			tags = append(tags, t.String())

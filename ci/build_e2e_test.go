@@ -94,22 +94,12 @@ func TestBuildPushEndToEnd(t *testing.T) {
 			t.Errorf("--output did not write %s: %v", f, err)
 		}
 	}
-	pushed, err := remote.Image(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := pushed.Manifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := m.Annotations[image.AnnotationPrefix+image.Libcrypt+".version"]; got == "" {
-		t.Error("the image does not record the static libcrypt's version")
-	}
-	if got, want := m.Annotations["org.opencontainers.image.base.name"], base.Context().String(); got != want {
-		t.Errorf("base.name annotation = %q, want the --runtime-image's repository %q", got, want)
-	}
-	if got, want := m.Annotations["org.opencontainers.image.base.digest"], base.DigestStr(); got != want {
-		t.Errorf("base.digest annotation = %q, want the --runtime-image's digest %q", got, want)
+	checkAnnotations(t, d, base)
+	for _, want := range []string{"zlib (linux/amd64): started", "nginx (linux/amd64): done in", "assemble (linux/amd64): done in",
+		"smoke (linux/amd64): started", "push (linux/amd64): done in"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("the build log lacks the progress line %q", want)
+		}
 	}
 
 	// Again, as a GitHub Actions step: the same digest, nothing uploaded, outputs set.
@@ -131,8 +121,42 @@ func TestBuildPushEndToEnd(t *testing.T) {
 	if !strings.Contains(stderr.String(), "already in the registry") {
 		t.Errorf("the second build pushed again:\n%s", stderr.String())
 	}
+	// In Actions each step is a collapsible group; the second build takes every stage from
+	// the cache and says so.
+	for _, want := range []string{"::group::zlib (linux/amd64)\n", "::group::push (linux/amd64)\n", "::endgroup::\n",
+		"openssl (linux/amd64): done in", "from cache"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("the Actions build log lacks %q", want)
+		}
+	}
+	if strings.Count(stderr.String(), "::group::") != strings.Count(stderr.String(), "::endgroup::") {
+		t.Errorf("unbalanced groups in the Actions log:\n%s", stderr.String())
+	}
 	outs, _ := os.ReadFile(outFile)
 	if !strings.Contains(string(outs), d.DigestStr()) {
 		t.Errorf("GITHUB_OUTPUT lacks the digest:\n%s", outs)
+	}
+}
+
+// checkAnnotations: the pushed image names its static libcrypt and the --runtime-image it
+// was built on.
+func checkAnnotations(t *testing.T, d, base name.Digest) {
+	t.Helper()
+	pushed, err := remote.Image(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := pushed.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Annotations[image.AnnotationPrefix+image.Libcrypt+".version"]; got == "" {
+		t.Error("the image does not record the static libcrypt's version")
+	}
+	if got, want := m.Annotations["org.opencontainers.image.base.name"], base.Context().String(); got != want {
+		t.Errorf("base.name annotation = %q, want the --runtime-image's repository %q", got, want)
+	}
+	if got, want := m.Annotations["org.opencontainers.image.base.digest"], base.DigestStr(); got != want {
+		t.Errorf("base.digest annotation = %q, want the --runtime-image's digest %q", got, want)
 	}
 }

@@ -37,9 +37,11 @@ type Engine interface {
 	// image must have at least this one.
 	BuilderGlibc(ctx context.Context, p *plan.Plan) (string, error)
 	// Build builds p from sources (component name -> path of its verified tarball) and
-	// writes the install tree into dir, which must be absent or empty. The stages are
-	// reported in plan order when the engine can tell how each went (nil otherwise).
-	Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string) ([]Stage, error)
+	// writes the install tree into dir, which must be absent or empty. Each stage is
+	// reported to progress as it starts and ends, one at a time, named as in the plan. The
+	// stages are also returned in plan order when the engine can tell how each went (nil
+	// otherwise).
+	Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, progress Progress) ([]Stage, error)
 	// PackageVersion is the version of a package installed in p's builder (libcrypt-dev,
 	// whose static library is linked into nginx, belongs in the SBOM).
 	PackageVersion(ctx context.Context, p *plan.Plan, pkg string) (string, error)
@@ -48,6 +50,43 @@ type Engine interface {
 	Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smoke.Options) (smoke.Report, error)
 	// Close ends the engine's session.
 	Close() error
+}
+
+// Cache says whether a step's result came from a cache.
+type Cache int
+
+const (
+	// CacheUnknown: the engine does not say (Dagger reports no cache hits to its SDK).
+	CacheUnknown Cache = iota
+	// Built: the step ran.
+	Built
+	// Cached: the step's result was reused.
+	Cached
+)
+
+// Event is a build step starting (Done false) or ending.
+type Event struct {
+	Step     string
+	Done     bool
+	Duration time.Duration // of this run, when Done
+	Cache    Cache         // when Done
+}
+
+// Progress receives a build's steps as they start and end, in order; nil discards them.
+type Progress func(Event)
+
+// Start reports that step started.
+func (p Progress) Start(step string) {
+	if p != nil {
+		p(Event{Step: step})
+	}
+}
+
+// Done reports that step ended after d.
+func (p Progress) Done(step string, d time.Duration, c Cache) {
+	if p != nil {
+		p(Event{Step: step, Done: true, Duration: d, Cache: c})
+	}
 }
 
 // Stage is how one plan stage went.

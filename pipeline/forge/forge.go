@@ -30,6 +30,7 @@ type Option func(*config)
 type config struct {
 	log     io.Writer
 	verbose bool
+	groups  bool
 	eng     engine.Engine
 }
 
@@ -39,6 +40,10 @@ func WithLog(w io.Writer) Option { return func(c *config) { c.log = w } }
 // WithVerbose adds downloads, verification, registry steps, the engine's own progress and
 // the smoke table to the log.
 func WithVerbose() Option { return func(c *config) { c.verbose = true } }
+
+// WithGroups folds each step's lines into a collapsible group of the GitHub Actions log
+// (the ::group:: and ::endgroup:: workflow commands).
+func WithGroups() Option { return func(c *config) { c.groups = true } }
 
 // WithEngine runs the build on e instead of the engine the request names (tests).
 func WithEngine(e engine.Engine) Option { return func(c *config) { c.eng = e } }
@@ -56,6 +61,8 @@ type build struct {
 	table   io.Writer // the smoke table: the log when verbose
 	log     io.Writer
 	verbose bool
+	groups  bool
+	depth   int // steps started and not ended
 }
 
 // target is one platform's build: its plan, base, and (once built) its image.
@@ -74,7 +81,7 @@ func Run(ctx context.Context, req Request, opts ...Option) (*Result, error) {
 	for _, o := range opts {
 		o(&c)
 	}
-	b := &build{req: req, res: &Result{Repo: req.Repo}, log: c.log, verbose: c.verbose, table: io.Discard}
+	b := &build{req: req, res: &Result{Repo: req.Repo}, log: c.log, verbose: c.verbose, groups: c.groups, table: io.Discard}
 	b.logf = func(format string, a ...any) { fmt.Fprintf(c.log, format+"\n", a...) }
 	b.vlogf = func(string, ...any) {}
 	if c.verbose {
@@ -108,6 +115,7 @@ func Run(ctx context.Context, req Request, opts ...Option) (*Result, error) {
 		err := s.run(ctx)
 		b.res.Steps = append(b.res.Steps, Step{Name: s.name, Duration: time.Since(start)})
 		if err != nil {
+			b.endGroup()
 			return b.res, err
 		}
 	}
@@ -190,7 +198,7 @@ func (b *build) newEngine() (engine.Engine, error) {
 		if cache == "" {
 			cache = DefaultCacheDir
 		}
-		return host.NewEngine(host.WithCacheDir(cache), host.WithJobs(b.req.Jobs), host.WithLogf(b.logf)), nil
+		return host.NewEngine(host.WithCacheDir(cache), host.WithJobs(b.req.Jobs), host.WithLogf(b.vlogf)), nil
 	case "dagger":
 		opts := []daggerexec.Option{daggerexec.WithLogf(b.vlogf)}
 		if b.verbose {
@@ -288,7 +296,10 @@ func (b *build) buildTarget(ctx context.Context, t *target) error {
 		treeDir = tmp
 	}
 	start := time.Now()
-	stages, err := b.eng.Build(ctx, p, b.sources, treeDir)
+	stages, err := b.eng.Build(ctx, p, b.sources, treeDir, func(e engine.Event) {
+		e.Step = fmt.Sprintf("%s (%s)", e.Step, p.Platform)
+		b.progress(e)
+	})
 	if err != nil {
 		return err
 	}
@@ -306,6 +317,9 @@ func (b *build) buildTarget(ctx context.Context, t *target) error {
 	if !b.req.WantsImage() {
 		return nil
 	}
+	step := fmt.Sprintf("assemble (%s)", p.Platform)
+	b.progress(engine.Event{Step: step})
+	start = time.Now()
 	libcrypt, err := b.eng.PackageVersion(ctx, p, plan.LibcryptPackage)
 	if err != nil {
 		return err
@@ -330,8 +344,44 @@ func (b *build) buildTarget(ctx context.Context, t *target) error {
 		return fmt.Errorf("measuring the image for %s: %w", p.Platform, err)
 	}
 	t.res.Digest, t.res.Size = digest.String(), size
+	b.progress(engine.Event{Step: step, Done: true, Duration: time.Since(start), Cache: engine.Built})
 	b.logf("image: %s (%s on %s), %s", digest, p.Platform, b.runtimeRef(), size)
 	return nil
+}
+
+// progress prints a line when a step starts and one when it ends, with its duration and
+// whether it came from a cache; with groups, each step's lines are one collapsible group.
+func (b *build) progress(e engine.Event) {
+	if !e.Done {
+		// Actions groups do not nest: a step inside another (the smoke test of a pushed
+		// digest) stays in its parent's group.
+		if b.groups && b.depth == 0 {
+			fmt.Fprintf(b.log, "::group::%s\n", e.Step)
+		}
+		b.depth++
+		b.logf("%s: started", e.Step)
+		return
+	}
+	d := e.Duration.Round(100 * time.Millisecond)
+	switch e.Cache {
+	case engine.Built:
+		b.logf("%s: done in %s", e.Step, d)
+	case engine.Cached:
+		b.logf("%s: done in %s, from cache", e.Step, d)
+	default:
+		b.logf("%s: done in %s (the engine does not report whether it came from its cache)", e.Step, d)
+	}
+	if b.depth--; b.depth == 0 && b.groups {
+		fmt.Fprintln(b.log, "::endgroup::")
+	}
+}
+
+// endGroup closes an open group when a step failed before its end line.
+func (b *build) endGroup() {
+	if b.depth > 0 && b.groups {
+		fmt.Fprintln(b.log, "::endgroup::")
+	}
+	b.depth = 0
 }
 
 // printStages is the engine's account of the stages: for a cached stage, the timings are
@@ -400,7 +450,11 @@ func (b *build) smoke(ctx context.Context, t *target, img v1.Image) (smoke.Repor
 	if err != nil {
 		return smoke.Report{}, err
 	}
+	step := fmt.Sprintf("smoke (%s)", t.plan.Platform)
+	b.progress(engine.Event{Step: step})
+	start := time.Now()
 	rep, err := b.eng.Smoke(ctx, t.plan, img, smoke.Options{Expect: expect})
+	b.progress(engine.Event{Step: step, Done: true, Duration: time.Since(start), Cache: engine.Built})
 	if err != nil {
 		return rep, err
 	}
@@ -466,14 +520,19 @@ func (b *build) publish(ctx context.Context) error {
 	var digestRefs []string
 	for _, t := range b.targets {
 		opts := append(b.publishOptions(), image.WithVerify(b.verifier(t)), image.WithSBOM(t.sbom, created))
+		step := fmt.Sprintf("push (%s)", t.plan.Platform)
+		b.progress(engine.Event{Step: step})
+		start := time.Now()
 		var err error
 		if pub, err = image.Publish(ctx, t.img, b.req.Repo, imageTags, opts...); err != nil {
+			b.endGroup()
 			return err
 		}
-		state := "pushed"
+		state, cache := "pushed", engine.Built
 		if pub.AlreadyPresent {
-			state = "already in the registry"
+			state, cache = "already in the registry", engine.Cached
 		}
+		b.progress(engine.Event{Step: step, Done: true, Duration: time.Since(start), Cache: cache})
 		b.logf("push: %s (%s) %s, smoke-tested", pub.Digest, t.plan.Platform, state)
 		digestRefs = append(digestRefs, pub.Digest.String())
 	}

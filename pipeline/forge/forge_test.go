@@ -77,7 +77,7 @@ func (e *fakeEngine) Preflight(ctx context.Context, smoke bool) error {
 func (e *fakeEngine) BuilderGlibc(ctx context.Context, p *plan.Plan) (string, error) {
 	return "2.36", nil
 }
-func (e *fakeEngine) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string) ([]engine.Stage, error) {
+func (e *fakeEngine) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, progress engine.Progress) ([]engine.Stage, error) {
 	e.j.add("build " + p.Platform.String())
 	if e.buildErr != nil {
 		return nil, e.buildErr
@@ -101,6 +101,8 @@ func (e *fakeEngine) Build(ctx context.Context, p *plan.Plan, sources map[string
 	}
 	var stages []engine.Stage
 	for _, s := range p.Stages {
+		progress.Start(s.Name)
+		progress.Done(s.Name, 0, engine.Cached)
 		stages = append(stages, engine.Stage{Name: s.Name, Cached: true})
 	}
 	return stages, nil

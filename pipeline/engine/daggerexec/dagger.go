@@ -33,6 +33,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"dagger.io/dagger"
 
@@ -107,6 +108,10 @@ func (e *Executor) Close() error {
 // be new or empty. Bad input (a tarball whose SHA-256 is not the plan's, a non-empty
 // treeDir) is refused before the engine is contacted.
 func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]string, treeDir string) error {
+	return e.run(ctx, p, sources, treeDir, nil)
+}
+
+func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, treeDir string, progress engine.Progress) error {
 	if err := engine.VerifySources(p, sources); err != nil {
 		return fmt.Errorf("dagger executor: %w", err)
 	}
@@ -143,7 +148,20 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]str
 		return fmt.Errorf("dagger executor: the plan's final stage %q is not one of its stages", p.Final)
 	}
 
-	e.logf("dagger: building %d stages for %s, exporting the install tree to %s", len(p.Stages), p.Platform, abs)
+	// Each stage is evaluated on its own, in plan order, so that its start and end can be
+	// reported; the export then reads the results from the engine's cache. The engine would
+	// otherwise run independent stages side by side: on small runners the compile of each
+	// already uses every core.
+	e.logf("dagger: building %d stages for %s", len(p.Stages), p.Platform)
+	for _, s := range p.Stages {
+		progress.Start(s.Name)
+		start := time.Now()
+		if _, err := outs[s.Name].Sync(ctx); err != nil {
+			return fmt.Errorf("dagger executor: building stage %s for %s: %w%s", s.Name, p.Platform, err, stderrTail(err))
+		}
+		progress.Done(s.Name, time.Since(start), engine.CacheUnknown)
+	}
+	e.logf("dagger: exporting the install tree to %s", abs)
 	if _, err := tree.Export(ctx, abs); err != nil {
 		return fmt.Errorf("dagger executor: building for %s: %w%s", p.Platform, err, stderrTail(err))
 	}

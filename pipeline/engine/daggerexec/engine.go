@@ -34,8 +34,8 @@ func (e *Executor) BuilderGlibc(ctx context.Context, p *plan.Plan) (string, erro
 	return engine.GlibcFromGetconf(out)
 }
 
-// Build runs the plan in the engine (see Run). The engine does not say which steps came
-// from its cache, so no stages are reported.
-func (e *Executor) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string) ([]engine.Stage, error) {
-	return nil, e.Run(ctx, p, sources, dir)
+// Build runs the plan in the engine (see Run). The engine does not tell its SDK which steps
+// came from its cache, so stages are reported with CacheUnknown and not returned.
+func (e *Executor) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, progress engine.Progress) ([]engine.Stage, error) {
+	return nil, e.run(ctx, p, sources, dir, progress)
 }

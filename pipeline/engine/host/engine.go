@@ -57,11 +57,11 @@ func (e *Engine) BuilderGlibc(ctx context.Context, p *plan.Plan) (string, error)
 
 // Build runs the plan with the executor and copies the install tree out of its cache into
 // dir.
-func (e *Engine) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string) ([]engine.Stage, error) {
+func (e *Engine) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, progress engine.Progress) ([]engine.Stage, error) {
 	if _, err := engine.EmptyDir(dir); err != nil {
 		return nil, fmt.Errorf("host executor: install tree directory: %w", err)
 	}
-	res, err := e.ex.Run(ctx, p, sources)
+	res, err := e.ex.run(ctx, p, sources, progress)
 	if err != nil {
 		return nil, err
 	}

@@ -118,6 +118,10 @@ func (r *Result) Stage(name string) (StageResult, bool) {
 // checksum the plan pins and that the host has the plan's tools; on failure nothing has
 // been created, not even the cache directory.
 func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]string) (*Result, error) {
+	return e.run(ctx, p, sources, nil)
+}
+
+func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, progress engine.Progress) (*Result, error) {
 	if p.Platform.OS != "linux" || p.Platform.Arch != runtime.GOARCH {
 		return nil, fmt.Errorf("host executor: plan is for %s but this machine is linux/%s: use the container executor, or plan for linux/%s", p.Platform, runtime.GOARCH, runtime.GOARCH)
 	}
@@ -150,10 +154,16 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]str
 	for _, s := range p.Stages {
 		key := stageKey(p, s, keys, cc)
 		keys[s.Name] = key
+		progress.Start(s.Name)
 		sr, err := e.runStage(ctx, s, key, sources[s.Source.Component], outs, jobs, p.SourceDateEpoch)
 		if err != nil {
 			return res, err
 		}
+		cache := engine.Built
+		if sr.Cached {
+			cache = engine.Cached
+		}
+		progress.Done(s.Name, sr.Wall, cache)
 		outs[s.Name] = sr.Out
 		res.Stages = append(res.Stages, sr)
 	}
