@@ -121,17 +121,7 @@ func TestBuildPushEndToEnd(t *testing.T) {
 	if !strings.Contains(stderr.String(), "already in the registry") {
 		t.Errorf("the second build pushed again:\n%s", stderr.String())
 	}
-	// In Actions each step is a collapsible group; the second build takes every stage from
-	// the cache and says so.
-	for _, want := range []string{"::group::zlib (linux/amd64)\n", "::group::push (linux/amd64)\n", "::endgroup::\n",
-		"openssl (linux/amd64): done in", "from cache"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("the Actions build log lacks %q", want)
-		}
-	}
-	if strings.Count(stderr.String(), "::group::") != strings.Count(stderr.String(), "::endgroup::") {
-		t.Errorf("unbalanced groups in the Actions log:\n%s", stderr.String())
-	}
+	checkActionsGroups(t, stderr.String())
 	outs, _ := os.ReadFile(outFile)
 	if !strings.Contains(string(outs), d.DigestStr()) {
 		t.Errorf("GITHUB_OUTPUT lacks the digest:\n%s", outs)
@@ -158,5 +148,20 @@ func checkAnnotations(t *testing.T, d, base name.Digest) {
 	}
 	if got, want := m.Annotations["org.opencontainers.image.base.digest"], base.DigestStr(); got != want {
 		t.Errorf("base.digest annotation = %q, want the --runtime-image's digest %q", got, want)
+	}
+}
+
+// checkActionsGroups: in Actions each step is a collapsible group; a second build takes
+// every stage from the cache and says so.
+func checkActionsGroups(t *testing.T, log string) {
+	t.Helper()
+	for _, want := range []string{"::group::zlib (linux/amd64)\n", "::group::push (linux/amd64)\n", "::endgroup::\n",
+		"openssl (linux/amd64): done in", "from cache"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the Actions build log lacks %q", want)
+		}
+	}
+	if strings.Count(log, "::group::") != strings.Count(log, "::endgroup::") {
+		t.Errorf("unbalanced groups in the Actions log:\n%s", log)
 	}
 }

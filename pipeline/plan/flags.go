@@ -81,17 +81,16 @@ func (f flags) link() []string {
 	}
 }
 
-// zlibCFlags are zlib's CFLAGS: the shared ones plus two that gzip on the fly measurably
-// gains from (ci bench, gzip scenario, server CPU per request, A/B on 2 vCPUs; see the
-// README's measurements):
-//   - -O3, zlib's own default when CFLAGS is unset (it comes after -O2, so it wins): 0.95x the
-//     -O2 build. Unlike nginx, deflate is tight loops that -O3's unrolling helps.
+// zlibCFlags are zlib's CFLAGS: the shared ones plus two that gzip on the fly gains from
+// (ci bench, gzip scenario, server CPU per request; the figures are in the README's "Build
+// choices" table):
+//   - -O3, zlib's own default when CFLAGS is unset (it comes after -O2, so it wins). Unlike
+//     nginx, deflate is tight loops that -O3's unrolling helps.
 //   - -DUNALIGNED_OK on amd64: longest_match, deflate's hottest loop, compares two bytes at a
-//     time with unaligned 16-bit loads: 0.90x the plain -O3 build. Debian builds its zlib this
-//     way on i386 and amd64 (debian/rules of 1.2.13.dfsg-1, the baseline's libz); x86 loads
-//     any alignment in hardware. Not on arm64: Debian does not, and we have not measured it.
-//     The hardening flags cost nothing here (1.00x without them), and x86-64-v3 beats the
-//     baseline x86-64 (1.04x with the latter).
+//     time with unaligned 16-bit loads. Debian builds its zlib this way on i386 and amd64
+//     (debian/rules of 1.2.13.dfsg-1, the baseline's libz); x86 loads any alignment in
+//     hardware. Not on arm64: Debian does not, and it has not been measured there.
+//     Neither the hardening flags nor the CPU level were what made the difference.
 func (f flags) zlibCFlags() string {
 	fl := append(f.compile(), "-O3")
 	if f.arch == "amd64" {
