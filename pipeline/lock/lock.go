@@ -29,8 +29,36 @@ const (
 	Nginx   = "nginx"
 )
 
-// ComponentOrder is the order components are built in and written in.
+// ComponentOrder is the order the required components are built in and written in. Every
+// lock has all of them; code that needs one of them may rely on that (MustComponent).
 var ComponentOrder = []string{Zlib, PCRE2, OpenSSL, Nginx}
+
+// Optional components: third-party nginx modules and the libraries they need. A lock may
+// leave them out; a lock that has a module must have its library (OptionalRequires), and
+// the plan compiles a module into nginx only when the lock has it.
+const (
+	// Brotli is google/brotli, the library ngx_brotli compresses with.
+	Brotli = "brotli"
+	// NgxBrotli is google/ngx_brotli, the brotli filter and brotli_static modules.
+	NgxBrotli = "ngx_brotli"
+	// Zstd is facebook/zstd, the library the zstd module compresses with.
+	Zstd = "zstd"
+	// ZstdNginxModule is the zstd filter and zstd_static modules (tokers/zstd-nginx-module).
+	// Underscores, not the project's dashes: stage names become DEP_<NAME> variables.
+	ZstdNginxModule = "zstd_nginx_module"
+)
+
+// OptionalOrder is the order optional components are built in and written in (after
+// ComponentOrder).
+var OptionalOrder = []string{Brotli, NgxBrotli, Zstd, ZstdNginxModule}
+
+// OptionalRequires maps an optional module component to the library component it needs.
+var OptionalRequires = map[string]string{NgxBrotli: Brotli, ZstdNginxModule: Zstd}
+
+// AllComponents is every component name a lock may hold, in build and write order.
+func AllComponents() []string {
+	return append(append([]string(nil), ComponentOrder...), OptionalOrder...)
+}
 
 // Lock is the whole lock file.
 type Lock struct {
@@ -120,7 +148,8 @@ func (l *Lock) Component(name string) (Component, bool) {
 	return Component{}, false
 }
 
-// MustComponent returns the named component; Validate guarantees all four exist.
+// MustComponent returns the named component; Validate guarantees the required ones
+// (ComponentOrder) exist.
 func (l *Lock) MustComponent(name string) Component {
 	c, ok := l.Component(name)
 	if !ok {
@@ -218,7 +247,7 @@ const unsignedEmpty = "is empty: say why the component has no signature (e.g. \"
 // nor an "unsigned" reason. A build that publishes refuses to go on while it is not empty.
 func (l *Lock) UnsignedWithoutReason() []string {
 	var out []string
-	for _, name := range ComponentOrder {
+	for _, name := range AllComponents() {
 		if c, ok := l.Component(name); ok && c.Signature == nil && c.Unsigned == "" {
 			out = append(out, name)
 		}
@@ -227,7 +256,9 @@ func (l *Lock) UnsignedWithoutReason() []string {
 }
 
 var (
-	versionRE     = regexp.MustCompile(`^[0-9]+(\.[0-9]+){1,3}$`)
+	// A release version like 1.26.2; "rc" with an optional number may follow, because
+	// ngx_brotli's only release is v1.0.0rc.
+	versionRE     = regexp.MustCompile(`^[0-9]+(\.[0-9]+){1,3}(rc[0-9]*)?$`)
 	sha256RE      = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	fingerprintRE = regexp.MustCompile(`^[0-9A-F]{40}$`)
 	digestRE      = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
@@ -255,8 +286,8 @@ func (l *Lock) Validate() error {
 		if c.Name != "" {
 			f = fmt.Sprintf("components[%d] (%s)", i, c.Name)
 		}
-		if !contains(ComponentOrder, c.Name) {
-			return &FieldError{f + ".name", fmt.Sprintf("%q is not one of %s", c.Name, strings.Join(ComponentOrder, ", "))}
+		if !contains(AllComponents(), c.Name) {
+			return &FieldError{f + ".name", fmt.Sprintf("%q is not one of %s (optional: %s)", c.Name, strings.Join(ComponentOrder, ", "), strings.Join(OptionalOrder, ", "))}
 		}
 		if seen[c.Name] {
 			return &FieldError{f + ".name", "appears twice"}
@@ -296,6 +327,11 @@ func (l *Lock) Validate() error {
 	for _, name := range ComponentOrder {
 		if !seen[name] {
 			return &FieldError{"components", fmt.Sprintf("component %q is missing", name)}
+		}
+	}
+	for _, name := range OptionalOrder {
+		if lib, ok := OptionalRequires[name]; ok && seen[name] && !seen[lib] {
+			return &FieldError{"components", fmt.Sprintf("component %q needs component %q (the library it is linked with): add it, or drop %q", name, lib, name)}
 		}
 	}
 	for _, im := range []struct {
@@ -347,7 +383,7 @@ func contains(list []string, s string) bool {
 func (l *Lock) Marshal() ([]byte, error) {
 	out := *l
 	out.Components = nil
-	for _, name := range ComponentOrder {
+	for _, name := range AllComponents() {
 		if c, ok := l.Component(name); ok {
 			out.Components = append(out.Components, c)
 		}

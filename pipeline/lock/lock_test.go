@@ -31,7 +31,8 @@ func mutate(t *testing.T, edit func(m map[string]any)) []byte {
 	return out
 }
 
-// comp returns the i-th component object (0 zlib, 1 pcre2, 2 openssl, 3 nginx).
+// comp returns the i-th component object (0 zlib, 1 pcre2, 2 openssl, 3 nginx, then the
+// optional 4 brotli, 5 ngx_brotli, 6 zstd).
 func comp(m map[string]any, i int) map[string]any {
 	return m["components"].([]any)[i].(map[string]any)
 }
@@ -93,12 +94,17 @@ func TestParseRejects(t *testing.T) {
 		{"duplicate component", func(m map[string]any) {
 			cs := m["components"].([]any)
 			m["components"] = append(cs, cs[0])
-		}, "components[4] (zlib).name", "twice"},
+		}, "components[7] (zlib).name", "twice"},
 		{"missing component", func(m map[string]any) {
 			cs := m["components"].([]any)
 			m["components"] = []any{cs[0], cs[2], cs[3]}
 		}, "components", `"pcre2" is missing`},
 		{"unknown component", func(m map[string]any) { comp(m, 1)["name"] = "pcre" }, "components[1] (pcre).name", `"pcre" is not one of`},
+		{"version with other suffix", func(m map[string]any) { comp(m, 5)["version"] = "1.0.0beta" }, "components[5] (ngx_brotli).version", "1.0.0beta"},
+		{"module without its library", func(m map[string]any) {
+			cs := m["components"].([]any)
+			m["components"] = append(cs[:4:4], cs[5:]...) // drops brotli, keeps ngx_brotli
+		}, "components", `"ngx_brotli" needs component "brotli"`},
 		{"builder digest not sha256", func(m map[string]any) { image(m, "builder")["digest"] = "sha512:" + strings.Repeat("a", 64) }, "images.builder.digest", "sha256:"},
 		{"runtime digest short", func(m map[string]any) { image(m, "runtime")["digest"] = "sha256:abc" }, "images.runtime.digest", "sha256:abc"},
 		{"runtime digest bare hex", func(m map[string]any) { image(m, "runtime")["digest"] = strings.Repeat("a", 64) }, "images.runtime.digest", "sha256:"},
@@ -336,5 +342,41 @@ func TestUnsignedWithoutReason(t *testing.T) {
 	l.Components[2], l.Components[3] = l.Components[3], l.Components[2]
 	if got := l.UnsignedWithoutReason(); strings.Join(got, ",") != "openssl,nginx" {
 		t.Errorf("UnsignedWithoutReason() = %v, want [openssl nginx]", got)
+	}
+}
+
+// Optional components: a library alone is allowed (the plan builds nothing from it until its
+// module is there), and they are written after the required ones, in OptionalOrder.
+func TestOptionalComponents(t *testing.T) {
+	l, err := Load(testLockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := l.MustComponent(NgxBrotli); c.Version != "1.0.0rc" {
+		t.Errorf("ngx_brotli version %q, want 1.0.0rc (an rc suffix is a valid version)", c.Version)
+	}
+	mod := Component{Name: ZstdNginxModule, Version: "0.1.1", URL: "https://example.org/zstd-nginx-module-0.1.1.tar.gz",
+		SHA256: strings.Repeat("a", 64), Unsigned: "test"}
+	l.Components = append([]Component{mod}, l.Components...)
+	b, err := l.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(b)
+	if err != nil {
+		t.Fatalf("a lock with every optional component does not parse: %v", err)
+	}
+	var names []string
+	for _, c := range back.Components {
+		names = append(names, c.Name)
+	}
+	if got, want := strings.Join(names, " "), strings.Join(AllComponents(), " "); got != want {
+		t.Errorf("written order %q, want %q", got, want)
+	}
+	// A module's missing reason is reported like a required component's.
+	mod.Unsigned = ""
+	back.SetComponent(mod)
+	if got := back.UnsignedWithoutReason(); strings.Join(got, ",") != ZstdNginxModule {
+		t.Errorf("UnsignedWithoutReason() = %v, want [%s]", got, ZstdNginxModule)
 	}
 }
