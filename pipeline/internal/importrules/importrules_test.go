@@ -20,7 +20,10 @@ const module = "github.com/nginx-forge/nginx-forge"
 
 // imports maps each package directory (relative to the repo) to the set of its imports,
 // test files included: a test that imports Dagger would still drag it into the package's graph.
-func imports(t *testing.T) map[string]map[string]bool {
+func imports(t *testing.T) map[string]map[string]bool { return walkImports(t, true) }
+
+// walkImports is imports, with or without the test files.
+func walkImports(t *testing.T, withTests bool) map[string]map[string]bool {
 	t.Helper()
 	root := testenv.RepoRoot()
 	out := map[string]map[string]bool{}
@@ -34,7 +37,7 @@ func imports(t *testing.T) map[string]map[string]bool {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(p, ".go") {
+		if !strings.HasSuffix(p, ".go") || !withTests && strings.HasSuffix(p, "_test.go") {
 			return nil
 		}
 		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
@@ -84,6 +87,21 @@ func TestImportRules(t *testing.T) {
 		{"only pipeline/actions imports go-githubactions",
 			func(dir string) bool { return dir != "pipeline/actions" },
 			func(imp string) bool { return strings.HasPrefix(imp, "github.com/sethvargo/go-githubactions") }},
+		{"only the build pipeline (and the test build helper) chooses an engine",
+			func(dir string) bool {
+				return dir != "pipeline/forge" && dir != "pipeline/testenv/buildtree" && !strings.HasPrefix(dir, "pipeline/engine")
+			},
+			func(imp string) bool {
+				return imp == module+"/pipeline/engine/host" || imp == module+"/pipeline/engine/daggerexec"
+			}},
+		{"engines import downward, never the build pipeline",
+			func(dir string) bool { return strings.HasPrefix(dir, "pipeline/engine") },
+			func(imp string) bool { return imp == module+"/pipeline/forge" }},
+		{"the Dockerfile renderer needs neither Dagger nor go-containerregistry",
+			func(dir string) bool { return dir == "pipeline/dockerfile" },
+			func(imp string) bool {
+				return strings.HasPrefix(imp, "dagger.io/") || strings.HasPrefix(imp, "github.com/google/go-containerregistry")
+			}},
 		{"lock imports nothing of ours",
 			func(dir string) bool { return dir == "pipeline/lock" },
 			func(imp string) bool {
@@ -101,6 +119,24 @@ func TestImportRules(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestCommandImportsFewPipelinePackages: ci wires a handful of library packages together;
+// when it needs more, the work belongs in a library package (pipeline/forge for builds).
+func TestCommandImportsFewPipelinePackages(t *testing.T) {
+	const most = 8
+	var used []string
+	for imp := range walkImports(t, false)["ci"] {
+		if strings.HasPrefix(imp, module+"/pipeline/") {
+			used = append(used, strings.TrimPrefix(imp, module+"/"))
+		}
+	}
+	if len(used) == 0 {
+		t.Fatal("ci imports no pipeline package: is the walker reading ci/?")
+	}
+	if len(used) > most {
+		t.Errorf("ci imports %d pipeline packages, at most %d: %s", len(used), most, strings.Join(used, ", "))
 	}
 }
 
