@@ -16,8 +16,14 @@ type RuntimeConfig struct {
 	Entrypoint []string
 	// StopSignal is SIGQUIT: nginx's graceful shutdown (finish requests, then exit).
 	StopSignal string
-	// Ports are port/protocol pairs: 8080 http, 8443 https with h2, and h3 (QUIC) on udp.
+	// Ports are port/protocol pairs: HTTPPort, HTTPSPort (h2), and HTTPSPort on udp (h3).
 	Ports []string
+	// HTTPPort serves plain HTTP (and /healthz); HTTPSPort serves TLS once TLSDir is mounted.
+	HTTPPort, HTTPSPort int
+	// Binary is nginx's path in the image.
+	Binary string
+	// ConfDir is where users mount their server blocks (*.conf).
+	ConfDir string
 	// WritableDirs (relative to /) are where nginx writes (temp files, pid); they are owned
 	// by User and are the tmpfs mounts of a read-only-root run.
 	WritableDirs []string
@@ -96,6 +102,10 @@ var Runtime = RuntimeConfig{
 	Entrypoint:   []string{"/usr/sbin/nginx", "-g", "daemon off;"},
 	StopSignal:   "SIGQUIT",
 	Ports:        []string{"8080/tcp", "8443/tcp", "8443/udp"},
+	HTTPPort:     8080,
+	HTTPSPort:    8443,
+	Binary:       "/usr/sbin/nginx",
+	ConfDir:      "/etc/nginx/conf.d",
 	WritableDirs: []string{"var/cache/nginx", "run/nginx"},
 	TLSDir:       "/etc/nginx/tls",
 	WorkingDir:   "/",

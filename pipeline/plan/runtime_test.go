@@ -93,3 +93,19 @@ func underWritable(p string) bool {
 	}
 	return false
 }
+
+// TestRuntimePortsAgree: the ports the smoke suite dials are the ones the image exposes.
+func TestRuntimePortsAgree(t *testing.T) {
+	have := map[Port]bool{}
+	for _, p := range Runtime.PortList() {
+		have[p] = true
+	}
+	for _, want := range []Port{{Runtime.HTTPPort, "tcp"}, {Runtime.HTTPSPort, "tcp"}, {Runtime.HTTPSPort, "udp"}} {
+		if !have[want] {
+			t.Errorf("Runtime.Ports %q lacks %d/%s", Runtime.Ports, want.Number, want.Protocol)
+		}
+	}
+	if !strings.HasPrefix(Runtime.Binary, "/") || Runtime.Entrypoint[0] != Runtime.Binary {
+		t.Errorf("Binary %q is not the entrypoint's %q", Runtime.Binary, Runtime.Entrypoint[0])
+	}
+}

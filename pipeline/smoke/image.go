@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/ocirun"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
 // ImageOptions configure Ref and Image: the checks' options plus how to run the image.
@@ -99,7 +100,7 @@ func runBundle(ctx context.Context, b *ocirun.Bundle, o ImageOptions) (Report, e
 	o.defaults()
 	var runOpts []ocirun.RunOption
 	if o.ConfD != "" {
-		runOpts = append(runOpts, ocirun.WithMount(o.ConfD, "/etc/nginx/conf.d", true))
+		runOpts = append(runOpts, ocirun.WithMount(o.ConfD, plan.Runtime.ConfDir, true))
 	}
 	if !o.NoTLS {
 		mat, dir, err := prepareTLS(ctx, b, o)
@@ -108,7 +109,7 @@ func runBundle(ctx context.Context, b *ocirun.Bundle, o ImageOptions) (Report, e
 		}
 		defer os.RemoveAll(dir)
 		o.TLS = mat
-		runOpts = append(runOpts, ocirun.WithMount(dir, "/etc/nginx/tls", true))
+		runOpts = append(runOpts, ocirun.WithMount(dir, plan.Runtime.TLSDir, true))
 	}
 	ctr, err := b.Start(ctx, runOpts...)
 	if err != nil {

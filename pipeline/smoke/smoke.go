@@ -18,6 +18,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
 // Target is a started container of the image under test.
@@ -175,16 +177,16 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.UID == 0 {
-		o.UID = 65532
+		o.UID = plan.Runtime.UID()
 	}
 	if o.Binary == "" {
-		o.Binary = "/usr/sbin/nginx"
+		o.Binary = plan.Runtime.Binary
 	}
 	if o.HTTPPort == 0 {
-		o.HTTPPort = 8080
+		o.HTTPPort = plan.Runtime.HTTPPort
 	}
 	if o.HTTPSPort == 0 {
-		o.HTTPSPort = 8443
+		o.HTTPSPort = plan.Runtime.HTTPSPort
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 20 * time.Second
