@@ -26,10 +26,17 @@ branch like "1.26" or "stable"; OpenSSL: a branch like "3.5" or "lts"; others "l
 warns about end-of-life branches, and looks up the digests the builder and runtime image tags
 point at now. It prints a table and exits 0 whether or not something is new.
 
-With --write, each new release is downloaded with its signature, the signature is verified
-against the fingerprints pinned in the lock, and the lock is rewritten with the new version
-and SHA-256 together (and the new image digests). If any download fails verification, the
-lock is left byte-for-byte as it was and the command exits 1.
+With --write, each new release is downloaded with its signature and the lock is rewritten
+with the new version and SHA-256 together, and with the new base image index digests. A new
+release is refused when its signature cannot be verified against the fingerprints pinned in
+the lock, when its signer's key is not vendored (pipeline/lock/keys: add it in a reviewed
+change), when its signature is older than the locked release's (the locked release is
+verified again to learn that date), or when its tarball's top directory is not
+<name>-<version>/; a base image is refused when its index lacks linux/amd64 or linux/arm64.
+A component the lock marks "unsigned" gains a signature when upstream publishes one for the
+new release (and loses its "unsigned" reason). On any refusal the lock is left byte-for-byte
+as it was and the command exits 1. --pr-body FILE writes, when the lock was rewritten, the
+Markdown that lists what was verified for each change (the update pull request's body).
 
 A GitHub token raises the API rate limit; it is read from the environment variable named by
 --github-token-env (never from a flag, never printed). In GitHub Actions the results also go
@@ -46,6 +53,7 @@ warning annotations.`,
 			tokenEnv := fs.String("github-token-env", "GITHUB_TOKEN", "environment `variable` holding an optional GitHub token")
 			keyserver := fs.String("keyserver", "", "fetch signer keys that are not vendored from these comma-separated `URLs` (default keyserver.ubuntu.com, then keys.openpgp.org)")
 			cacheDir := fs.String("cache", "", "source cache `dir` (default ~/.cache/nginx-forge/sources)")
+			prBody := fs.String("pr-body", "", "with --write, when the lock changed, write the update pull request's Markdown body (what was verified for each change) to `file`")
 			verbose := fs.Bool("v", false, "print each request and decision")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
@@ -62,8 +70,11 @@ warning annotations.`,
 				if strings.ContainsAny(*registry, "/ ") {
 					return usageErrorf("--registry %q must be a host[:port], like 127.0.0.1:5000", *registry)
 				}
+				if *prBody != "" && !*write {
+					return usageErrorf("--pr-body needs --write (the body lists what --write verified)")
+				}
 				return checkUpdates(ctx, stdout, stderr, checkUpdatesConfig{
-					write: *write, lockFile: *lockFile, githubAPI: *ghAPI, nginxOrg: *nginxOrg,
+					write: *write, prBody: *prBody, lockFile: *lockFile, githubAPI: *ghAPI, nginxOrg: *nginxOrg,
 					mirror: *mirror, registry: *registry, skipImages: *skipImages,
 					token: os.Getenv(*tokenEnv), cacheDir: *cacheDir, verbose: *verbose,
 					keyservers: splitList(*keyserver),
@@ -75,6 +86,7 @@ warning annotations.`,
 
 type checkUpdatesConfig struct {
 	write                       bool
+	prBody                      string
 	lockFile                    string
 	githubAPI, nginxOrg, mirror string
 	registry                    string
@@ -84,6 +96,11 @@ type checkUpdatesConfig struct {
 	keyservers                  []string
 	verbose                     bool
 }
+
+// testVendoredKeys, when not nil, replaces the keys vendored in pipeline/lock/keys as the
+// signers a new release may be signed by. Only tests set it: they sign their stand-in
+// releases with generated keys, and the vendored keys' private halves are upstream's.
+var testVendoredKeys []string
 
 func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdatesConfig) error {
 	rep := actions.New(actions.WithWriter(stdout))
@@ -126,9 +143,15 @@ func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdate
 	var writeErr error
 	if cfg.write && checkErr == nil && report.Changed() {
 		writeErr = rep.Group("Downloading and verifying new releases", func() error {
-			f := upstream.NewFetcher(upstream.FetchConfig{Mirror: cfg.mirror, CacheDir: cfg.cacheDir, Logf: logf, Keyservers: cfg.keyservers})
+			u := &upstream.Updater{
+				Fetcher:  upstream.NewFetcher(upstream.FetchConfig{Mirror: cfg.mirror, CacheDir: cfg.cacheDir, Logf: logf, Keyservers: cfg.keyservers}),
+				Images:   checker.Images,
+				Vendored: testVendoredKeys,
+				Mirror:   cfg.mirror,
+				Logf:     logf,
+			}
 			var err error
-			applied, err = upstream.UpdateFile(ctx, cfg.lockFile, report, f)
+			applied, err = u.UpdateFile(ctx, cfg.lockFile, report)
 			return err
 		})
 	}
@@ -147,6 +170,12 @@ func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdate
 	if err := rep.SetOutputs(outputs); err != nil {
 		return err
 	}
+	if written && cfg.prBody != "" {
+		body := upstream.PRBody(applied, report.Warnings) + "\n" + outputs["summary"]
+		if err := os.WriteFile(cfg.prBody, []byte(body), 0o644); err != nil {
+			return fmt.Errorf("writing the pull request body %q (the lock %s was updated): %w", cfg.prBody, cfg.lockFile, err)
+		}
+	}
 
 	switch {
 	case checkErr != nil:
@@ -159,11 +188,13 @@ func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdate
 		fmt.Fprintf(rep.Writer(), "updated %s:\n", cfg.lockFile)
 		for _, a := range applied {
 			how := ""
-			if a.SHA256 != "" {
-				how = " (sha256 " + a.SHA256 + ", checksum only)"
-				if a.Signed {
-					how = " (sha256 " + a.SHA256 + ", signed by " + a.SignedBy + ")"
-				}
+			switch {
+			case a.IsImage():
+				how = " (index: " + strings.Join(a.Platforms, ", ") + ")"
+			case a.Signed:
+				how = " (sha256 " + a.SHA256 + ", signed by " + a.SignedBy + ", top directory " + a.TopDir + "/)"
+			default:
+				how = " (sha256 " + a.SHA256 + ", checksum only, top directory " + a.TopDir + "/)"
 			}
 			fmt.Fprintf(rep.Writer(), "  %s: %s -> %s%s\n", a.Name, orNone(a.Old), a.New, how)
 		}

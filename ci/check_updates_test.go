@@ -16,13 +16,23 @@ import (
 // registry and returns the exit code and what it printed.
 func runCheckUpdates(t *testing.T, s *upstreamtest.Scenario, extra ...string) (int, string, string) {
 	t.Helper()
+	return runCheckUpdatesOn(t, s.Upstream, s.Registry, s.LockFile, s.Vendored, extra...)
+}
+
+// runCheckUpdatesOn runs `ci check-updates` against a loopback upstream and registry,
+// trusting vendored (the test keys) as the vendored signer keys.
+func runCheckUpdatesOn(t *testing.T, u *upstreamtest.Server, registry, lockFile string, vendored []string, extra ...string) (int, string, string) {
+	t.Helper()
+	old := testVendoredKeys
+	testVendoredKeys = vendored
+	t.Cleanup(func() { testVendoredKeys = old })
 	var out, errb bytes.Buffer
 	args := append([]string{"check-updates",
-		"--lock", s.LockFile,
-		"--github-api", s.Upstream.GitHubAPI(),
-		"--nginx-org", s.Upstream.NginxOrg(),
-		"--mirror", s.Upstream.Mirror(),
-		"--registry", s.Registry,
+		"--lock", lockFile,
+		"--github-api", u.GitHubAPI(),
+		"--nginx-org", u.NginxOrg(),
+		"--mirror", u.Mirror(),
+		"--registry", registry,
 		"--cache", t.TempDir(),
 	}, extra...)
 	code := run(context.Background(), args, &out, &errb)
@@ -79,7 +89,7 @@ func TestCheckUpdatesWrite(t *testing.T) {
 	if l.Images.Builder.Digest != s.BuilderDigest || l.Images.Runtime.Digest != s.RuntimeDigest {
 		t.Errorf("image digests = %+v", l.Images)
 	}
-	if !strings.Contains(out, "openssl: 3.5.7 -> 3.5.8 (sha256 "+o.SHA256+", signed by "+s.Pinned.Fingerprint+")") {
+	if !strings.Contains(out, "openssl: 3.5.7 -> 3.5.8 (sha256 "+o.SHA256+", signed by "+s.Pinned.Fingerprint+", top directory openssl-3.5.8/)") {
 		t.Errorf("output does not report the verified update:\n%s", out)
 	}
 }

@@ -1,42 +1,150 @@
 package upstream
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
+	"path"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
-// Fetcher downloads a release the lock does not pin yet and vouches for it; *source.Fetcher
-// implements it. c carries the new version's URL and signature URL, the pinned signer
-// fingerprints, and an empty SHA256. FetchNew downloads the tarball and, when c.Signature is
-// set, the signature, verifies the signature with a key whose fingerprint is pinned, and
-// returns the tarball's SHA-256.
+// Fetcher downloads and verifies sources; *source.Fetcher implements it.
+//
+// FetchNew downloads a release the lock does not pin yet: c carries the new version's URL
+// and signature URL, the pinned signer fingerprints, and an empty SHA256. It downloads the
+// tarball and, when c.Signature is set, the signature, verifies the signature with a key
+// whose fingerprint is pinned, and returns the tarball's SHA-256, the signer and the
+// signature's creation time.
+//
+// Fetch verifies a release the lock pins (checksum and signature): the update uses it to
+// learn, from a verified signature, when the locked release was signed.
 type Fetcher interface {
 	FetchNew(ctx context.Context, c lock.Component) (source.Verified, error)
+	Fetch(ctx context.Context, c lock.Component) (source.Verified, error)
 }
 
-// Applied is one change made to the lock.
+// Applied is one change made to the lock, with what was verified before it was made (the
+// update pull request's body lists these, see PRBody).
 type Applied struct {
-	Name     string
+	Name     string // component name, or "builder image" / "runtime image"
 	Old, New string // versions, or digests for images
-	SHA256   string // the new tarball's checksum (components only)
-	Signed   bool   // the new tarball's signature was verified
-	SignedBy string // the pinned fingerprint that made it
+
+	// Components only.
+	URL          string // the new tarball's URL (as in the lock)
+	SHA256       string // the new tarball's checksum
+	Signed       bool   // the new tarball's signature was verified
+	SignatureURL string // the signature file (as in the lock)
+	SignedBy     string // the pinned fingerprint that made it
+	// SignerVendored is always true for a signed update: a new release signed by a key that
+	// is not vendored is refused. It is kept so the body states it rather than implies it.
+	SignerVendored bool
+	SignedAt       time.Time // when the new signature was made
+	// LockedSignedAt is when the locked release's signature was made (zero when the locked
+	// release had no signature): the new one must not be older.
+	LockedSignedAt time.Time
+	// GainedSignature: the lock had no signature for this component ("unsigned"), upstream
+	// publishes one for the new release, it verified with a vendored key, and the lock now
+	// pins it (the "unsigned" reason is gone).
+	GainedSignature bool
+	// Unsigned is the lock's reason, kept, for a component that still has no signature.
+	Unsigned string
+	TopDir   string // the tarball's single top-level directory, e.g. "nginx-1.28.0"
+
+	// Images only.
+	Ref       string   // the tag followed
+	Platforms []string // what the pinned index covers, e.g. linux/amd64, linux/arm64
 }
+
+// IsImage reports whether a is a base image change.
+func (a Applied) IsImage() bool { return a.Ref != "" }
 
 var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
+// SignatureSuffix is the name upstream gives a release's detached signature, appended to the
+// tarball's URL (nginx.org, OpenSSL's and zlib's GitHub releases publish .asc, PCRE2 .sig).
+// It is how a component the lock marks "unsigned" gains a signature when upstream has one.
+var SignatureSuffix = map[string]string{
+	lock.Nginx:   ".asc",
+	lock.OpenSSL: ".asc",
+	lock.PCRE2:   ".sig",
+	lock.Zlib:    ".asc",
+}
+
+// ImagePlatforms are the platforms every build targets (build.yml builds linux/amd64 and
+// linux/arm64 and joins them into one index): a pinned base image digest must be an index
+// that covers each of them, or one architecture's build would have no base.
+var ImagePlatforms = []string{"linux/amd64", "linux/arm64"}
+
+// Updater turns a Report into a new lock, refusing any release it cannot vouch for.
+type Updater struct {
+	// Fetcher downloads and verifies tarballs and signatures (required).
+	Fetcher Fetcher
+	// Images reads the index a moved base image tag points at (required when the report
+	// has image updates).
+	Images *ImageResolver
+	// Vendored are the fingerprints of the keys a new release may be signed by. nil means
+	// the keys vendored in pipeline/lock/keys (lock.VendoredFingerprints), which is what
+	// production uses; tests set their generated keys here because the embedded keys'
+	// private halves are upstream's.
+	Vendored []string
+	// Platforms a base image index must cover (nil: ImagePlatforms).
+	Platforms []string
+	// Mirror, when set, is where the signature of an unsigned component's new release is
+	// looked for (Mirror/<file name>), as the fetcher does (FetchConfig.Mirror).
+	Mirror string
+	// HTTP is the client for that look-up (default: 60 s timeout).
+	HTTP *http.Client
+	// Logf reports each check (default quiet).
+	Logf func(format string, args ...any)
+}
+
+// vendored returns the fingerprints a new release may be signed by.
+func (u *Updater) vendored() []string {
+	if u.Vendored != nil {
+		return u.Vendored
+	}
+	var out []string
+	for _, fp := range lock.VendoredFingerprints() {
+		if _, ok := lock.VendoredKey(fp); ok {
+			out = append(out, fp)
+		}
+	}
+	return out
+}
+
+func (u *Updater) logf(format string, args ...any) {
+	if u.Logf != nil {
+		u.Logf(format, args...)
+	}
+}
+
 // Apply returns a copy of l with the updates of rep: for each component, the new version,
-// URLs derived from the old ones by version substitution, and the checksum FetchNew returned
-// after verifying the download; for each base image, the new digest. Any failure returns an
-// error and no lock, so version and checksum only ever change together.
-func Apply(ctx context.Context, l *lock.Lock, rep *Report, f Fetcher) (*lock.Lock, []Applied, error) {
+// URLs derived from the old ones by version substitution, and the checksum of the verified
+// download; for each base image, the new index digest. A new release is refused when
+//   - its signature cannot be verified (or, for a signed component, is missing),
+//   - it is signed by a key that is not vendored (pipeline/lock/keys),
+//   - its signature is older than the locked release's,
+//   - its tarball's top-level directory is not <name>-<new version>;
+//
+// and a base image when its index lacks a platform the build targets. Any refusal returns
+// an error and no lock, so version and checksum only ever change together.
+func (u *Updater) Apply(ctx context.Context, l *lock.Lock, rep *Report) (*lock.Lock, []Applied, error) {
+	if u.Fetcher == nil {
+		return nil, nil, errors.New("upstream.Updater: no Fetcher")
+	}
 	b, err := l.Marshal()
 	if err != nil {
 		return nil, nil, err
@@ -51,24 +159,12 @@ func Apply(ctx context.Context, l *lock.Lock, rep *Report, f Fetcher) (*lock.Loc
 			continue
 		}
 		old := out.MustComponent(cr.Name)
-		next, err := Bump(old, cr.Latest)
-		if err != nil {
-			return nil, nil, err
-		}
-		ver, err := f.FetchNew(ctx, next)
-		sum := ver.SHA256
+		next, a, err := u.component(ctx, old, cr.Latest)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s %s: %w (the lock is unchanged)", cr.Name, cr.Latest, err)
 		}
-		if next.Signature != nil && !ver.Signed {
-			return nil, nil, fmt.Errorf("%s %s: the lock pins a signature but the fetcher did not verify one (the lock is unchanged)", cr.Name, cr.Latest)
-		}
-		if !sha256RE.MatchString(sum) {
-			return nil, nil, fmt.Errorf("%s %s: the fetcher returned %q, not a SHA-256 (the lock is unchanged)", cr.Name, cr.Latest, sum)
-		}
-		next.SHA256 = sum
 		out.SetComponent(next)
-		done = append(done, Applied{Name: cr.Name, Old: old.Version, New: next.Version, SHA256: sum, Signed: ver.Signed, SignedBy: ver.SignedBy})
+		done = append(done, a)
 	}
 	for _, ir := range rep.Images {
 		if !ir.Update || ir.Latest == "" {
@@ -81,7 +177,19 @@ func Apply(ctx context.Context, l *lock.Lock, rep *Report, f Fetcher) (*lock.Loc
 		if img.Ref != ir.Ref {
 			return nil, nil, fmt.Errorf("%s image: the report is for %q but the lock has %q", ir.Role, ir.Ref, img.Ref)
 		}
-		done = append(done, Applied{Name: ir.Role + " image", Old: img.Digest, New: ir.Latest})
+		if u.Images == nil {
+			return nil, nil, fmt.Errorf("%s image %s: no image resolver to check the platforms of %s (the lock is unchanged)", ir.Role, ir.Ref, ir.Latest)
+		}
+		want := u.Platforms
+		if want == nil {
+			want = ImagePlatforms
+		}
+		plats, err := u.Images.IndexPlatforms(ctx, ir.Ref, ir.Latest, want)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s image: %w (the lock is unchanged)", ir.Role, err)
+		}
+		u.logf("%s image %s: index %s covers %s", ir.Role, ir.Ref, ir.Latest, strings.Join(plats, ", "))
+		done = append(done, Applied{Name: ir.Role + " image", Old: img.Digest, New: ir.Latest, Ref: ir.Ref, Platforms: plats})
 		img.Digest = ir.Latest
 	}
 	if err := out.Validate(); err != nil {
@@ -90,9 +198,195 @@ func Apply(ctx context.Context, l *lock.Lock, rep *Report, f Fetcher) (*lock.Loc
 	return out, done, nil
 }
 
+// component fetches and vets old's new release v and returns the lock entry for it.
+func (u *Updater) component(ctx context.Context, old lock.Component, v string) (lock.Component, Applied, error) {
+	next, err := Bump(old, v)
+	if err != nil {
+		return lock.Component{}, Applied{}, err
+	}
+	a := Applied{Name: old.Name, Old: old.Version, New: v, URL: next.URL}
+	vendored := u.vendored()
+
+	// A component the lock marks unsigned gains a signature when upstream publishes one for
+	// the new release: it is then verified like any other (by a vendored key) and pinned.
+	if old.Signature == nil {
+		sigURL := next.URL + SignatureSuffix[old.Name]
+		found, err := u.published(ctx, sigURL)
+		if err != nil {
+			return lock.Component{}, Applied{}, err
+		}
+		if found {
+			next.Signature = &lock.Signature{URL: sigURL, Fingerprints: vendored}
+			a.GainedSignature = true
+		} else {
+			u.logf("%s %s: no signature at %s; the lock keeps its unsigned reason", old.Name, v, sigURL)
+		}
+	}
+
+	ver, err := u.Fetcher.FetchNew(ctx, next)
+	if err != nil {
+		if next.Signature != nil {
+			return lock.Component{}, Applied{}, fmt.Errorf("refused: the new release cannot be verified: %w", err)
+		}
+		return lock.Component{}, Applied{}, err
+	}
+	if !sha256RE.MatchString(ver.SHA256) {
+		return lock.Component{}, Applied{}, fmt.Errorf("the fetcher returned %q, not a SHA-256", ver.SHA256)
+	}
+	next.SHA256 = ver.SHA256
+	a.SHA256 = ver.SHA256
+
+	if next.Signature != nil {
+		if !ver.Signed {
+			return lock.Component{}, Applied{}, errors.New("refused: the lock pins a signature but the fetcher did not verify one")
+		}
+		if !contains(vendored, ver.SignedBy) {
+			return lock.Component{}, Applied{}, fmt.Errorf("refused: its signature %s was made by %s, whose key is not vendored in %s. "+
+				"A key fetched from a key server is good enough to rebuild a locked release, but not to let a new one in: "+
+				"check %s out of band with upstream, add it as %s/%s.asc in a reviewed change, then run `go run ./ci check-updates --write` again",
+				next.SignatureFileName(), ver.SignedBy, lock.KeysDir, ver.SignedBy, lock.KeysDir, ver.SignedBy)
+		}
+		a.Signed, a.SignedBy, a.SignerVendored, a.SignedAt, a.SignatureURL = true, ver.SignedBy, true, ver.SignedAt, next.Signature.URL
+
+		// The new signature must not be older than the locked release's: a release signed
+		// before the one we have is an old build under a new name (a replay), whatever its
+		// version number says. The locked date comes from verifying the locked release again
+		// (checksum and signature), not from the lock: the lock records no date, and a date
+		// read from an unverified signature file would prove nothing.
+		if old.Signature != nil {
+			lv, err := u.Fetcher.Fetch(ctx, old)
+			if err != nil {
+				return lock.Component{}, Applied{}, fmt.Errorf("refused: the locked release %s must be verified to learn when it was signed, and it was not: %w", old.Version, err)
+			}
+			if !lv.Signed {
+				return lock.Component{}, Applied{}, fmt.Errorf("refused: the locked release %s pins a signature but the fetcher did not verify one", old.Version)
+			}
+			a.LockedSignedAt = lv.SignedAt
+			if ver.SignedAt.Before(lv.SignedAt) {
+				return lock.Component{}, Applied{}, fmt.Errorf("refused: its signature %s was made on %s, before the locked %s's (%s): "+
+					"a new release signed earlier than the one it replaces is suspect (an older build under a new version?); "+
+					"ask upstream, and keep the lock as it is",
+					next.SignatureFileName(), ver.SignedAt.UTC().Format(time.RFC3339), old.Version, lv.SignedAt.UTC().Format(time.RFC3339))
+			}
+		}
+		if a.GainedSignature {
+			// Pin the one vendored key that signed, not every vendored key.
+			next.Signature.Fingerprints = []string{ver.SignedBy}
+		}
+		// The lock rejects a component with both a signature and an unsigned reason.
+		next.Unsigned = ""
+	} else {
+		a.Unsigned = next.Unsigned
+	}
+
+	top, err := TopDir(ver.Path)
+	if err != nil {
+		return lock.Component{}, Applied{}, fmt.Errorf("refused: %w", err)
+	}
+	if want := old.Name + "-" + v; top != want {
+		return lock.Component{}, Applied{}, fmt.Errorf("refused: its tarball %s unpacks into %s/, not %s/: the file is not the release it is named after "+
+			"(the build strips the top directory, so it would build whatever is inside); ask upstream, and keep the lock as it is",
+			next.FileName(), top, want)
+	}
+	a.TopDir = top
+	u.logf("%s %s: sha256 %s, top directory %s/", old.Name, v, ver.SHA256, top)
+	return next, a, nil
+}
+
+// published reports whether upstream (or the mirror) has the file at raw: 200 yes, 404 or
+// 410 no, anything else is an error (a server we cannot read must not turn into "unsigned").
+func (u *Updater) published(ctx context.Context, raw string) (bool, error) {
+	src := raw
+	if u.Mirror != "" {
+		src = strings.TrimSuffix(u.Mirror, "/") + "/" + path.Base(mustURLPath(raw))
+	}
+	client := u.HTTP
+	if client == nil {
+		client = &http.Client{Timeout: 60 * time.Second}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, src, nil)
+	if err != nil {
+		return false, fmt.Errorf("looking for a signature at %q: %w", src, err)
+	}
+	req.Header.Set("User-Agent", userAgent)
+	resp, err := client.Do(req)
+	if err != nil {
+		return false, fmt.Errorf("looking for a signature at %s: %w", src, err)
+	}
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return true, nil
+	case http.StatusNotFound, http.StatusGone:
+		return false, nil
+	}
+	return false, fmt.Errorf("looking for a signature at %s: HTTP %d (try again later)", src, resp.StatusCode)
+}
+
+func mustURLPath(raw string) string {
+	if p, err := url.Parse(raw); err == nil && p.Path != "" {
+		return p.Path
+	}
+	return raw
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TopDir returns the single top-level directory of the .tar.gz at file, reading every
+// entry: an entry outside it (or a second top directory) is an error naming the entry.
+func TopDir(file string) (string, error) {
+	if !strings.HasSuffix(file, ".tar.gz") && !strings.HasSuffix(file, ".tgz") {
+		return "", fmt.Errorf("%s: only .tar.gz tarballs are read (to check the top directory)", filepath.Base(file))
+	}
+	fh, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer fh.Close()
+	zr, err := gzip.NewReader(fh)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", filepath.Base(file), err)
+	}
+	tr := tar.NewReader(zr)
+	top := ""
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading %s: %w", filepath.Base(file), err)
+		}
+		if h.Typeflag == tar.TypeXGlobalHeader {
+			continue // git archive's pax_global_header: metadata, not a file
+		}
+		// Cleaned, so "nginx-1.28.0/../x" counts as x: tar would write it there.
+		first, _, _ := strings.Cut(path.Clean(h.Name), "/")
+		if first == "" || first == "." || first == ".." {
+			return "", fmt.Errorf("%s: entry %q is not inside a top directory", filepath.Base(file), h.Name)
+		}
+		if top == "" {
+			top = first
+		} else if first != top {
+			return "", fmt.Errorf("%s: entries under both %s/ and %s/ (entry %q): a release tarball has one top directory", filepath.Base(file), top, first, h.Name)
+		}
+	}
+	if top == "" {
+		return "", fmt.Errorf("%s: the tarball is empty", filepath.Base(file))
+	}
+	return top, nil
+}
+
 // UpdateFile applies rep to the lock file and rewrites it in the stable form. When anything
-// fails the file is not touched (byte for byte).
-func UpdateFile(ctx context.Context, file string, rep *Report, f Fetcher) ([]Applied, error) {
+// is refused or fails, the file is not touched (byte for byte).
+func (u *Updater) UpdateFile(ctx context.Context, file string, rep *Report) ([]Applied, error) {
 	before, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("reading lock file %q: %w", file, err)
@@ -101,7 +395,7 @@ func UpdateFile(ctx context.Context, file string, rep *Report, f Fetcher) ([]App
 	if err != nil {
 		return nil, fmt.Errorf("lock file %q: %w", file, err)
 	}
-	out, done, err := Apply(ctx, l, rep, f)
+	out, done, err := u.Apply(ctx, l, rep)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,17 @@ func check(t *testing.T, s *upstreamtest.Scenario) *upstream.Report {
 	return rep
 }
 
+// updater is the production Updater for the scenario, trusting its pinned test key as a
+// vendored key (the keys in pipeline/lock/keys cannot sign test tarballs).
+func updater(s *upstreamtest.Scenario, f upstream.Fetcher) *upstream.Updater {
+	return &upstream.Updater{
+		Fetcher:  f,
+		Images:   upstream.NewImageResolver(upstream.WithRegistry(s.Registry)),
+		Vendored: s.Vendored,
+		Mirror:   s.Upstream.Mirror(),
+	}
+}
+
 func fetcher(t *testing.T, s *upstreamtest.Scenario) (*source.Fetcher, string) {
 	cache := t.TempDir()
 	return source.New(source.WithMirror(s.Upstream.Mirror()), source.WithCacheDir(cache), source.WithRetries(0)), cache
@@ -97,7 +108,7 @@ func TestCheckFallsBackToNginxOrg(t *testing.T) {
 func TestCheckIdempotentAfterUpdate(t *testing.T) {
 	s := upstreamtest.NewScenario(t)
 	f, _ := fetcher(t, s)
-	if _, err := upstream.UpdateFile(context.Background(), s.LockFile, check(t, s), f); err != nil {
+	if _, err := updater(s, f).UpdateFile(context.Background(), s.LockFile, check(t, s)); err != nil {
 		t.Fatal(err)
 	}
 	after := s.LockBytes(t)
@@ -105,7 +116,7 @@ func TestCheckIdempotentAfterUpdate(t *testing.T) {
 	if rep.Changed() {
 		t.Errorf("a second check still finds changes: %+v %+v", rep.Components, rep.Images)
 	}
-	applied, err := upstream.UpdateFile(context.Background(), s.LockFile, rep, f)
+	applied, err := updater(s, f).UpdateFile(context.Background(), s.LockFile, rep)
 	if err != nil || len(applied) != 0 || !bytes.Equal(after, s.LockBytes(t)) {
 		t.Errorf("second update: applied %v, err %v, lock changed %v", applied, err, !bytes.Equal(after, s.LockBytes(t)))
 	}
@@ -115,7 +126,7 @@ func TestUpdateWritesVerifiedRelease(t *testing.T) {
 	s := upstreamtest.NewScenario(t)
 	before := s.LockBytes(t)
 	f, cache := fetcher(t, s)
-	applied, err := upstream.UpdateFile(context.Background(), s.LockFile, check(t, s), f)
+	applied, err := updater(s, f).UpdateFile(context.Background(), s.LockFile, check(t, s))
 	if err != nil {
 		t.Fatalf("UpdateFile: %v", err)
 	}
@@ -188,7 +199,7 @@ func TestUpdateRefusesUnverifiedRelease(t *testing.T) {
 			tc.break_(t, s)
 			before := s.LockBytes(t)
 			f, cache := fetcher(t, s)
-			applied, err := upstream.UpdateFile(context.Background(), s.LockFile, check(t, s), f)
+			applied, err := updater(s, f).UpdateFile(context.Background(), s.LockFile, check(t, s))
 			if err == nil {
 				t.Fatalf("UpdateFile succeeded (applied %+v); want a verification failure", applied)
 			}
@@ -214,12 +225,20 @@ func (failingFetcher) FetchNew(context.Context, lock.Component) (source.Verified
 	return source.Verified{}, errors.New("boom")
 }
 
+func (failingFetcher) Fetch(context.Context, lock.Component) (source.Verified, error) {
+	return source.Verified{}, errors.New("boom")
+}
+
 // A fetcher that claims success without a signature for a component that pins one is not
 // trusted either.
 type unsignedFetcher struct{}
 
 func (unsignedFetcher) FetchNew(_ context.Context, c lock.Component) (source.Verified, error) {
 	return source.Verified{Name: c.Name, Version: c.Version, SHA256: strings.Repeat("b", 64)}, nil
+}
+
+func (f unsignedFetcher) Fetch(ctx context.Context, c lock.Component) (source.Verified, error) {
+	return f.FetchNew(ctx, c)
 }
 
 func TestApplyNeverChangesVersionWithoutChecksum(t *testing.T) {
@@ -230,7 +249,7 @@ func TestApplyNeverChangesVersionWithoutChecksum(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []upstream.Fetcher{failingFetcher{}, unsignedFetcher{}} {
-		out, _, err := upstream.Apply(context.Background(), l, rep, f)
+		out, _, err := updater(s, f).Apply(context.Background(), l, rep)
 		if err == nil || out != nil {
 			t.Errorf("%T: Apply = %v, %v; want no lock and an error", f, out, err)
 		}

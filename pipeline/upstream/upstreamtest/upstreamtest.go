@@ -274,11 +274,29 @@ func NewKey(t testing.TB, name string) *Key {
 	return &Key{Entity: e, Fingerprint: fmt.Sprintf("%X", e.PrimaryKey.Fingerprint), Armored: buf.Bytes()}
 }
 
-// Sign returns an armored detached signature of data.
+// Sign returns an armored detached signature of data, made now.
 func (k *Key) Sign(t testing.TB, data []byte) []byte {
 	t.Helper()
+	return k.SignAt(t, data, time.Now())
+}
+
+// SignAt returns an armored detached signature of data whose creation time is at (after the
+// key's creation, an hour before now): upstream signatures carry the day they were made, and
+// check-updates compares a new release's date with the locked one's.
+func (k *Key) SignAt(t testing.TB, data []byte, at time.Time) []byte {
+	t.Helper()
 	var buf bytes.Buffer
-	if err := openpgp.ArmoredDetachSign(&buf, k.Entity, bytes.NewReader(data), nil); err != nil {
+	if err := openpgp.ArmoredDetachSign(&buf, k.Entity, bytes.NewReader(data), &packet.Config{Time: func() time.Time { return at }}); err != nil {
+		t.Fatalf("signing: %v", err)
+	}
+	return buf.Bytes()
+}
+
+// SignBinaryAt is SignAt without armor, as PCRE2 publishes its .sig files.
+func (k *Key) SignBinaryAt(t testing.TB, data []byte, at time.Time) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := openpgp.DetachSign(&buf, k.Entity, bytes.NewReader(data), &packet.Config{Time: func() time.Time { return at }}); err != nil {
 		t.Fatalf("signing: %v", err)
 	}
 	return buf.Bytes()

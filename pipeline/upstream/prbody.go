@@ -1,0 +1,75 @@
+package upstream
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+// PRBody is the Markdown body of the update pull request: for each change Apply made, exactly
+// what was verified before it entered the lock (`ci check-updates --pr-body FILE` writes it,
+// update.yml hands it to the pull-request job). Nothing is claimed that was not checked: a
+// component without a signature says so, with the lock's reason.
+func PRBody(applied []Applied, warnings []string) string {
+	var b strings.Builder
+	b.WriteString("`go run ./ci check-updates --write` verified every change below before writing it into the lock; " +
+		"a release or image failing any check would have left the lock unchanged. The pull request's build and smoke test decide whether it lands.\n")
+	for _, a := range applied {
+		if a.IsImage() {
+			continue
+		}
+		fmt.Fprintf(&b, "\n### %s %s → %s\n\n", a.Name, a.Old, a.New)
+		b.WriteString("| check | result |\n|---|---|\n")
+		fmt.Fprintf(&b, "| tarball | %s |\n", a.URL)
+		fmt.Fprintf(&b, "| sha256 | `%s` (of the downloaded file, written into the lock) |\n", a.SHA256)
+		if a.Signed {
+			fmt.Fprintf(&b, "| signature file | %s |\n", a.SignatureURL)
+			where := "**not vendored**"
+			if a.SignerVendored {
+				where = fmt.Sprintf("vendored (`%s/%s.asc`)", lock.KeysDir, a.SignedBy)
+			}
+			fmt.Fprintf(&b, "| signer | `%s`, %s |\n", a.SignedBy, where)
+			locked := fmt.Sprintf("the locked %s had no signature to compare with", a.Old)
+			if !a.LockedSignedAt.IsZero() {
+				locked = fmt.Sprintf("not older than the locked %s's, %s", a.Old, a.LockedSignedAt.UTC().Format(time.RFC3339))
+			}
+			fmt.Fprintf(&b, "| signature date | %s (%s) |\n", a.SignedAt.UTC().Format(time.RFC3339), locked)
+			if a.GainedSignature {
+				b.WriteString("| lock | the component had no signature (`unsigned`); upstream signs this release, so the lock now pins its signer and the `unsigned` reason is removed |\n")
+			}
+		} else {
+			fmt.Fprintf(&b, "| signature | **none**: the checksum rests on the HTTPS download alone; the lock says why: %s |\n", escapeCell(a.Unsigned))
+		}
+		fmt.Fprintf(&b, "| top directory | `%s/` (matches the version) |\n", a.TopDir)
+	}
+	var images []Applied
+	for _, a := range applied {
+		if a.IsImage() {
+			images = append(images, a)
+		}
+	}
+	if len(images) > 0 {
+		b.WriteString("\n### Base images\n\n| image | tag | digest (index) | platforms |\n|---|---|---|---|\n")
+		for _, a := range images {
+			fmt.Fprintf(&b, "| %s | `%s` | `%s` → `%s` | %s |\n", a.Name, a.Ref, orNoneDigest(a.Old), a.New, strings.Join(a.Platforms, ", "))
+		}
+	}
+	if len(warnings) > 0 {
+		b.WriteString("\n### Warnings\n\n")
+		for _, w := range warnings {
+			fmt.Fprintf(&b, "- %s\n", w)
+		}
+	}
+	return b.String()
+}
+
+func orNoneDigest(s string) string {
+	if s == "" {
+		return "(none pinned)"
+	}
+	return s
+}
+
+func escapeCell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }

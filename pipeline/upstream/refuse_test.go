@@ -1,0 +1,209 @@
+package upstream_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
+	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
+	"github.com/nginx-forge/nginx-forge/pipeline/upstream/upstreamtest"
+)
+
+// check-updates refuses a new release in four cases (issue 12, point 2), each with a message
+// that says what is wrong and what to do, and leaves the lock byte for byte as it was.
+func TestUpdateRefusesNewRelease(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		break_   func(t *testing.T, s *upstreamtest.Scenario, u *upstream.Updater)
+		wantErrs []string
+	}{
+		{"signer not vendored", func(t *testing.T, s *upstreamtest.Scenario, u *upstream.Updater) {
+			// Pinned in the lock and its key served by the mirror (as a key server would),
+			// but not vendored: fine for rebuilding the locked release, not for a new one.
+			u.Vendored = []string{}
+		}, []string{"refused", "not vendored", "pipeline/lock/keys/", "reviewed change"}},
+		{"signature older than the locked release's", func(t *testing.T, s *upstreamtest.Scenario, u *upstream.Updater) {
+			s.Upstream.SetFile(upstreamtest.SignatureName, s.Pinned.SignAt(t, s.Tarball, upstreamtest.LockedSignedAt.Add(-5*time.Minute)))
+		}, []string{"refused", "before the locked 3.5.7's"}},
+		{"top directory does not match the version", func(t *testing.T, s *upstreamtest.Scenario, u *upstream.Updater) {
+			// A correctly signed tarball of the old tree under the new name.
+			old := upstreamtest.Tarball(t, "openssl-3.5.7", map[string]string{"README.md": "old\n"})
+			s.Upstream.SetFile(upstreamtest.TarballName, old)
+			s.Upstream.SetFile(upstreamtest.SignatureName, s.Pinned.SignAt(t, old, upstreamtest.NewSignedAt))
+		}, []string{"refused", "unpacks into openssl-3.5.7/, not openssl-3.5.8/"}},
+		{"two top directories", func(t *testing.T, s *upstreamtest.Scenario, u *upstream.Updater) {
+			tb := upstreamtest.Tarball(t, "openssl-3.5.8", map[string]string{"README.md": "x\n", "../evil/x": "y\n"})
+			s.Upstream.SetFile(upstreamtest.TarballName, tb)
+			s.Upstream.SetFile(upstreamtest.SignatureName, s.Pinned.SignAt(t, tb, upstreamtest.NewSignedAt))
+		}, []string{"refused", "openssl-3.5.8.tar.gz: entries under both evil/ and openssl-3.5.8/"}},
+		{"signature cannot be verified", func(t *testing.T, s *upstreamtest.Scenario, u *upstream.Updater) {
+			s.Tamper()
+		}, []string{"refused: the new release cannot be verified", "does not verify"}},
+		{"locked release cannot be verified", func(t *testing.T, s *upstreamtest.Scenario, u *upstream.Updater) {
+			s.Upstream.SetFile("openssl-3.5.7.tar.gz", []byte("not the locked tarball"))
+		}, []string{"refused: the locked release 3.5.7 must be verified to learn when it was signed", "checksum mismatch"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := upstreamtest.NewScenario(t)
+			f, _ := fetcher(t, s)
+			u := updater(s, f)
+			tc.break_(t, s, u)
+			before := s.LockBytes(t)
+			applied, err := u.UpdateFile(context.Background(), s.LockFile, check(t, s))
+			if err == nil {
+				t.Fatalf("UpdateFile succeeded (applied %+v); want a refusal", applied)
+			}
+			t.Logf("refused: %v", err)
+			for _, want := range append(tc.wantErrs, "openssl 3.5.8", "the lock is unchanged") {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("err does not say %q: %v", want, err)
+				}
+			}
+			if tc.name == "signer not vendored" && !strings.Contains(err.Error(), s.Pinned.Fingerprint) {
+				t.Errorf("err does not name the signer %s: %v", s.Pinned.Fingerprint, err)
+			}
+			if !bytes.Equal(before, s.LockBytes(t)) {
+				t.Errorf("the lock changed:\n%s", s.LockBytes(t))
+			}
+		})
+	}
+}
+
+// What a verified update reports: the signer (vendored), both signature dates, the top
+// directory, and for each image the index's platforms.
+func TestUpdateReportsWhatWasVerified(t *testing.T) {
+	s := upstreamtest.NewScenario(t)
+	f, _ := fetcher(t, s)
+	applied, err := updater(s, f).UpdateFile(context.Background(), s.LockFile, check(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := applied[0]
+	if o.Name != lock.OpenSSL || !o.Signed || !o.SignerVendored || o.TopDir != "openssl-3.5.8" ||
+		!o.SignedAt.Equal(upstreamtest.NewSignedAt) || !o.LockedSignedAt.Equal(upstreamtest.LockedSignedAt) ||
+		o.SignatureURL != "https://github.com/openssl/openssl/releases/download/openssl-3.5.8/openssl-3.5.8.tar.gz.asc" {
+		t.Errorf("openssl applied = %+v", o)
+	}
+	for _, im := range applied[1:] {
+		if !im.IsImage() || strings.Join(im.Platforms, ",") != "linux/amd64,linux/arm64/v8" {
+			t.Errorf("image applied = %+v; want an index for linux/amd64 and linux/arm64/v8", im)
+		}
+	}
+	body := upstream.PRBody(applied, nil)
+	for _, want := range []string{
+		"### openssl 3.5.7 → 3.5.8",
+		"| sha256 | `" + o.SHA256 + "`",
+		"| signature file | https://github.com/openssl/openssl/releases/download/openssl-3.5.8/openssl-3.5.8.tar.gz.asc |",
+		"| signer | `" + s.Pinned.Fingerprint + "`, vendored (`pipeline/lock/keys/" + s.Pinned.Fingerprint + ".asc`) |",
+		"| signature date | " + upstreamtest.NewSignedAt.UTC().Format(time.RFC3339) + " (not older than the locked 3.5.7's, " + upstreamtest.LockedSignedAt.UTC().Format(time.RFC3339) + ") |",
+		"| top directory | `openssl-3.5.8/` (matches the version) |",
+		"| builder image | `docker.io/library/ubuntu:24.04` | `(none pinned)` → `" + s.BuilderDigest + "` | linux/amd64, linux/arm64/v8 |",
+		"| runtime image | `gcr.io/distroless/base-nossl-debian13:nonroot` | `(none pinned)` → `" + s.RuntimeDigest + "` |",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("PR body lacks %q:\n%s", want, body)
+		}
+	}
+}
+
+// A component the lock marks unsigned gains a signature when upstream publishes one for the
+// new release: verified by a vendored key, pinned, and the "unsigned" reason removed (the
+// lock refuses both). Without a published signature it stays unsigned, reason kept.
+func TestUpdateUnsignedComponentGainsSignature(t *testing.T) {
+	for _, publish := range []bool{true, false} {
+		t.Run(map[bool]string{true: "published", false: "none upstream"}[publish], func(t *testing.T) {
+			s := upstreamtest.NewScenario(t)
+			s.Upstream.SetGitHub("nginx/nginx", "tags", upstreamtest.TagsJSON("nginx/nginx", "release-1.29.3", "release-1.28.1", "release-1.26.4", "release-1.26.3"))
+			tb := upstreamtest.Tarball(t, "nginx-1.26.4", map[string]string{"README": "nginx 1.26.4\n"})
+			s.Upstream.SetFile("nginx-1.26.4.tar.gz", tb)
+			if publish {
+				s.Upstream.SetFile("nginx-1.26.4.tar.gz.asc", s.Pinned.SignAt(t, tb, upstreamtest.NewSignedAt))
+			}
+			f, _ := fetcher(t, s)
+			applied, err := updater(s, f).UpdateFile(context.Background(), s.LockFile, check(t, s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := lock.Load(s.LockFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := l.MustComponent(lock.Nginx)
+			var a upstream.Applied
+			for _, x := range applied {
+				if x.Name == lock.Nginx {
+					a = x
+				}
+			}
+			if n.Version != "1.26.4" || n.SHA256 != upstreamtest.SHA256(tb) || a.TopDir != "nginx-1.26.4" {
+				t.Fatalf("nginx in the lock = %+v, applied %+v", n, a)
+			}
+			if publish {
+				if n.Unsigned != "" || n.Signature == nil || n.Signature.URL != "https://nginx.org/download/nginx-1.26.4.tar.gz.asc" ||
+					strings.Join(n.Signature.Fingerprints, ",") != s.Pinned.Fingerprint || !a.GainedSignature || !a.Signed {
+					t.Errorf("nginx = %+v (signature %+v), applied %+v; want the signature pinned to %s and no unsigned reason", n, n.Signature, a, s.Pinned.Fingerprint)
+				}
+				if !strings.Contains(upstream.PRBody(applied, nil), "the `unsigned` reason is removed") {
+					t.Error("the PR body does not say the component gained a signature")
+				}
+			} else {
+				if n.Signature != nil || n.Unsigned == "" || a.Signed || a.Unsigned != n.Unsigned {
+					t.Errorf("nginx = %+v, applied %+v; want it still unsigned with its reason", n, a)
+				}
+				if !strings.Contains(upstream.PRBody(applied, nil), "| signature | **none**: the checksum rests on the HTTPS download alone; the lock says why: "+n.Unsigned) {
+					t.Errorf("the PR body does not say nginx is unsigned and why:\n%s", upstream.PRBody(applied, nil))
+				}
+			}
+		})
+	}
+}
+
+// Base images are pinned by the digest of an index that covers every platform the build
+// targets; anything less is refused. Against Debian's docker-registry, the registry people
+// run (it validates manifests: the index's images must be there first).
+func TestImageIndexPlatforms(t *testing.T) {
+	reg := registrytest.Start(t)
+	r := upstream.NewImageResolver(upstream.WithRegistry(reg.Host))
+	ctx := context.Background()
+	const ref = "docker.io/library/ubuntu:24.04"
+	want := upstream.ImagePlatforms
+
+	both := upstreamtest.PushIndex(t, reg.Host, ref, "linux/amd64", "linux/arm64/v8")
+	if d, err := r.Digest(ctx, ref); err != nil || d != both {
+		t.Fatalf("Digest = %s, %v; want the index digest %s", d, err, both)
+	}
+	plats, err := r.IndexPlatforms(ctx, ref, both, want)
+	if err != nil || strings.Join(plats, ",") != "linux/amd64,linux/arm64/v8" {
+		t.Errorf("IndexPlatforms = %v, %v", plats, err)
+	}
+
+	amd64 := upstreamtest.PushIndex(t, reg.Host, ref, "linux/amd64")
+	if _, err := r.IndexPlatforms(ctx, ref, amd64, want); err == nil || !strings.Contains(err.Error(), "has no linux/arm64 manifest (it covers linux/amd64)") {
+		t.Errorf("amd64-only index: err = %v", err)
+	}
+	single := upstreamtest.PushImage(t, reg.Host, ref)
+	if _, err := r.IndexPlatforms(ctx, ref, single, want); err == nil || !strings.Contains(err.Error(), "is a single-platform manifest") {
+		t.Errorf("single manifest: err = %v", err)
+	}
+}
+
+// check-updates --write refuses a moved base image tag whose index lacks a platform, and
+// leaves the lock as it was.
+func TestUpdateRefusesImageWithoutArm64(t *testing.T) {
+	s := upstreamtest.NewScenario(t)
+	upstreamtest.PushIndex(t, s.Registry, "gcr.io/distroless/base-nossl-debian13:nonroot", "linux/amd64")
+	before := s.LockBytes(t)
+	f, _ := fetcher(t, s)
+	_, err := updater(s, f).UpdateFile(context.Background(), s.LockFile, check(t, s))
+	if err == nil || !strings.Contains(err.Error(), "runtime image: image gcr.io/distroless/base-nossl-debian13:nonroot") ||
+		!strings.Contains(err.Error(), "has no linux/arm64 manifest") || !strings.Contains(err.Error(), "the lock is unchanged") {
+		t.Fatalf("err = %v; want the runtime image refused for lacking linux/arm64", err)
+	}
+	if !bytes.Equal(before, s.LockBytes(t)) {
+		t.Error("the lock changed")
+	}
+}
