@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 	"github.com/nginx-forge/nginx-forge/pipeline/upstream/upstreamtest"
 )
 
@@ -162,5 +164,81 @@ func TestCheckUpdatesInActions(t *testing.T) {
 	// The token's only appearance is the mask command itself.
 	if strings.Count(out+errs, "ghs_fakeTokenForTheTest0123456789") != 1 {
 		t.Errorf("the token appears outside its mask command:\n%s\n%s", out, errs)
+	}
+}
+
+// Issue 12, point 3: from the shipped lock (nginx 1.26.2 on track "stable", OpenSSL 3.3.1 on
+// track "lts") and the recorded upstream release lists, check-updates --write moves nginx to
+// the newest stable branch and OpenSSL to the newest LTS release, each verified (signature by
+// a key trusted as vendored, dated after the locked release's, top directory), and
+// --pr-body lists it all.
+func TestCheckUpdatesDefaultLockMovesToSupportedBranches(t *testing.T) {
+	notInActions(t)
+	s := upstreamtest.NewDefaultLockScenario(t)
+	body := filepath.Join(t.TempDir(), "body.md")
+	code, out, errs := runCheckUpdatesOn(t, s.Upstream, s.Registry, s.LockFile, s.Vendored, "--write", "--pr-body", body)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, errs, out)
+	}
+	l, err := lock.Load(s.LockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]struct{ version, track string }{
+		lock.Nginx:   {"1.28.0", "stable"},
+		lock.OpenSSL: {"3.5.4", "lts"},
+		lock.PCRE2:   {"10.46", "latest"},
+		lock.Zlib:    {"1.3.1", "latest"},
+	} {
+		c := l.MustComponent(name)
+		if c.Version != want.version || c.Track != want.track || c.Signature == nil ||
+			strings.Join(c.Signature.Fingerprints, ",") != s.Keys[name].Fingerprint {
+			t.Errorf("%s = %+v; want %s on track %q, signed by %s", name, c, want.version, want.track, s.Keys[name].Fingerprint)
+		}
+		if want.version != "1.3.1" && c.SHA256 != upstreamtest.SHA256(s.Tarballs[c.FileName()]) {
+			t.Errorf("%s sha256 %s is not the served tarball's", name, c.SHA256)
+		}
+	}
+	if l.Images.Builder.Digest != s.BuilderDigest || l.Images.Runtime.Digest != s.RuntimeDigest {
+		t.Errorf("images = %+v; want the index digests %s and %s", l.Images, s.BuilderDigest, s.RuntimeDigest)
+	}
+	b, err := os.ReadFile(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"### nginx 1.26.2 → 1.28.0", "| top directory | `nginx-1.28.0/` (matches the version) |",
+		"| signer | `" + s.Keys[lock.Nginx].Fingerprint + "`, vendored",
+		"| signature file | https://nginx.org/download/nginx-1.28.0.tar.gz.asc |",
+		"### openssl 3.3.1 → 3.5.4", "| top directory | `openssl-3.5.4/` (matches the version) |",
+		"(not older than the locked 3.3.1's, " + upstreamtest.LockedSignedAt.UTC().Format(time.RFC3339) + ")",
+		"### pcre2 10.44 → 10.46", "| signature file | https://github.com/PCRE2Project/pcre2/releases/download/pcre2-10.46/pcre2-10.46.tar.gz.sig |",
+		"| builder image | `docker.io/library/ubuntu:24.04` | `(none pinned)` → `" + s.BuilderDigest + "` | linux/amd64, linux/arm64/v8 |",
+		"| openssl | `3.3.1` | **3.5.4** |",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("PR body lacks %q:\n%s", want, b)
+		}
+	}
+	// The new lock is on supported branches: nothing left to warn about.
+	if w := upstream.BranchWarnings(l, time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)); len(w) != 0 {
+		t.Errorf("BranchWarnings after the update = %q", w)
+	}
+}
+
+// --pr-body is only written when the lock was: a refused update leaves neither.
+func TestCheckUpdatesPRBodyOnlyWhenWritten(t *testing.T) {
+	notInActions(t)
+	s := upstreamtest.NewScenario(t)
+	s.Tamper()
+	body := filepath.Join(t.TempDir(), "body.md")
+	if code, _, errs := runCheckUpdates(t, s, "--write", "--pr-body", body); code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", code, errs)
+	}
+	if _, err := os.Stat(body); !os.IsNotExist(err) {
+		t.Errorf("the body was written for a refused update (stat: %v)", err)
+	}
+	if code, _, errs := runCheckUpdates(t, s, "--pr-body", body); code != 2 || !strings.Contains(errs, "--pr-body needs --write") {
+		t.Errorf("--pr-body without --write: exit %d, stderr %s", code, errs)
 	}
 }
