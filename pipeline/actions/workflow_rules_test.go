@@ -41,6 +41,14 @@ func jobPushes(j *actionlint.Job) bool {
 	return false
 }
 
+// stepName is the step's name: for messages.
+func stepName(s *actionlint.Step) string {
+	if s.Name != nil {
+		return s.Name.Value
+	}
+	return ""
+}
+
 func runOf(s *actionlint.Step) string {
 	if e, ok := s.Exec.(*actionlint.ExecRun); ok && e.Run != nil {
 		return e.Run.Value
@@ -444,6 +452,16 @@ func updateProblems(w *actionlint.Workflow) []string {
 		if actionOf(s) == "actions/upload-artifact" {
 			uploads[inputOf(s, "name")] = true
 		}
+		// The pull request's body is what check-updates verified (--pr-body), not text a
+		// script writes about it: a hand-written body once claimed every signature was
+		// verified while a component had none (issue 12).
+		run := runOf(s)
+		switch {
+		case strings.Contains(run, "check-updates --write") && !strings.Contains(run, "--pr-body"):
+			add("job %s runs check-updates --write without --pr-body: the pull request's body must list what it verified", checkID)
+		case !strings.Contains(run, "check-updates") && strings.Contains(run, "body.md"):
+			add("job %s writes the pull request's body in a script (step %q); let check-updates --pr-body write it", checkID, stepName(s))
+		}
 	}
 	if len(uploads) == 0 {
 		add("job %s hands nothing on (no actions/upload-artifact step)", checkID)
@@ -558,6 +576,14 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"      contents: write # push the update branch with the new lock\n",
 			"      contents: write\n",
 			"contents: write has no comment"},
+		{"update.yml", "body not from check-updates",
+			`go run ./ci check-updates --write --pr-body "$RUNNER_TEMP/update/body.md"`,
+			`go run ./ci check-updates --write`,
+			"without --pr-body"},
+		{"update.yml", "hand-written body",
+			`        run: cp pipeline/lock/stack.lock.json "$RUNNER_TEMP/update/stack.lock.json"`,
+			`        run: cp pipeline/lock/stack.lock.json "$RUNNER_TEMP/update/stack.lock.json"; echo "All verified." > "$RUNNER_TEMP/update/body.md"`,
+			"writes the pull request's body in a script"},
 		{"update.yml", "pull-request job not after the check",
 			"    needs: check-updates\n", "",
 			"does not need check-updates"},
