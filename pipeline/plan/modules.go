@@ -4,13 +4,42 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
+
+// defaultModules is DefaultModules plus every third-party module whose components l has.
+func defaultModules(l *lock.Lock) []string {
+	out := append([]string(nil), DefaultModules...)
+	for _, m := range Modules {
+		if len(m.Components) > 0 && hasAll(l, m.Components) {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+func hasAll(l *lock.Lock, names []string) bool {
+	for _, n := range names {
+		if _, ok := l.Component(n); !ok {
+			return false
+		}
+	}
+	return true
+}
 
 // Module is an optional nginx feature and the configure flag that compiles it in.
 type Module struct {
 	Name     string
 	Flag     string
 	Requires []string // other modules it cannot work without
+	// Components are the lock components a third-party module is built from: the module's
+	// source first, then the library it links (lock.OptionalRequires). Empty for nginx's own.
+	Components []string
+	// Conf is the file under files/ that turns the module on, shipped as
+	// /etc/nginx/compression.d/<name>.conf only when the module is compiled in: the shipped
+	// nginx.conf includes that directory, so it stays valid for a build without the module.
+	Conf string
 }
 
 // Modules are the optional modules the plan knows. Names follow nginx's configure flags
@@ -39,9 +68,15 @@ var Modules = []Module{
 	{Name: "mail", Flag: "--with-mail"},
 	{Name: "mail_ssl", Flag: "--with-mail_ssl_module", Requires: []string{"mail"}},
 	{Name: "pcre-jit", Flag: "--with-pcre-jit"},
+	// Third-party, compiled in statically (the image has no dynamic modules). The flag's
+	// relative path is where the nginx stage copies the module's source: nginx -V prints it,
+	// so it must not name an executor's directory.
+	{Name: "brotli", Flag: "--add-module=../ngx_brotli", Components: []string{lock.NgxBrotli, lock.Brotli}, Conf: "compression.d/brotli.conf"},
+	{Name: "zstd", Flag: "--add-module=../zstd_nginx_module", Components: []string{lock.ZstdNginxModule, lock.Zstd}, Conf: "compression.d/zstd.conf"},
 }
 
-// DefaultModules is the module set of the article this project grew from, which its users
+// DefaultModules is nginx's own part of the default module set; the third-party modules
+// whose components the lock has (see Module.Components) are added to it. It is the module set of the article this project grew from, which its users
 // rely on: TLS with HTTP/2 and HTTP/3, the stream (TCP/UDP) proxy with TLS and SNI preread,
 // thread pools and AIO for large files, and regex JIT. Mail is left out (the seed did too):
 // nobody asked for a mail proxy, and every module is attack surface.
@@ -64,7 +99,7 @@ func lookupModule(name string) (Module, bool) {
 
 // moduleFlags validates a module set and returns its configure flags in the order of Modules
 // (so the configure line does not depend on the order the caller listed them in).
-func moduleFlags(names []string) ([]string, []string, error) {
+func moduleFlags(l *lock.Lock, names []string) ([]string, []string, error) {
 	want := map[string]bool{}
 	for _, n := range names {
 		if _, ok := lookupModule(n); !ok {
@@ -86,6 +121,9 @@ func moduleFlags(names []string) ([]string, []string, error) {
 			if !want[r] {
 				return nil, nil, fmt.Errorf("nginx module %q needs module %q: add it to the module list", m.Name, r)
 			}
+		}
+		if !hasAll(l, m.Components) {
+			return nil, nil, fmt.Errorf("nginx module %q is built from the lock components %s, which the lock does not have all of: add them (pinned by URL, SHA-256 and signature) or drop the module", m.Name, strings.Join(m.Components, " and "))
 		}
 		flags = append(flags, m.Flag)
 		ordered = append(ordered, m.Name)

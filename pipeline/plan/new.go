@@ -56,7 +56,7 @@ func WithModules(names ...string) Option {
 	}
 }
 
-//go:embed files/nginx.conf files/index.html
+//go:embed files/nginx.conf files/index.html files/compression.d
 var shipped embed.FS
 
 // New returns the plan that builds l's components for the options' platform.
@@ -67,7 +67,7 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("plan: invalid lock: %w", err)
 	}
-	o := options{platform: Platform{OS: "linux", Arch: "amd64"}, modules: DefaultModules}
+	o := options{platform: Platform{OS: "linux", Arch: "amd64"}, modules: defaultModules(l)}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("plan: %w", err)
@@ -79,7 +79,7 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 	if err := checkCPU(o.cpu, o.platform.Arch); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	modFlags, modNames, err := moduleFlags(o.modules)
+	modFlags, modNames, err := moduleFlags(l, o.modules)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
@@ -142,8 +142,43 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 		},
 	}
 
+	// Third-party modules: each library into a static prefix (like zlib and PCRE2), each
+	// module's source into a stage of its own that the nginx stage copies in.
+	nginxDeps := []string{lock.Zlib, lock.PCRE2, lock.OpenSSL}
+	shippedNames := []string{"nginx.conf", "index.html"}
+	for _, name := range modNames {
+		m, _ := lookupModule(name)
+		if len(m.Components) == 0 {
+			continue
+		}
+		mod, lib := m.Components[0], m.Components[1]
+		p.Stages = append(p.Stages,
+			Stage{
+				Name:   lib,
+				Source: src(lib),
+				Env:    common(EnvVar{"CFLAGS", f.cflags()}, EnvVar{"LDFLAGS", f.ldflags()}),
+				Script: libraryScripts[lib],
+			},
+			Stage{
+				Name:   mod,
+				Source: src(mod),
+				Env:    common(),
+				Script: moduleSourceScript,
+			})
+		nginxDeps = append(nginxDeps, lib, mod)
+		shippedNames = append(shippedNames, m.Conf)
+	}
+	for _, s := range p.Stages {
+		if strings.HasSuffix(s.Source.FileName, ".xz") {
+			// Debian repacks some sources as .tar.xz (the test lock's zstd); tar needs xz.
+			p.BuildPackages = append(append([]string(nil), p.BuildPackages...), "xz-utils")
+			p.HostTools = append(append([]Tool(nil), p.HostTools...), Tool{Command: "xz", Package: "xz-utils"})
+			break
+		}
+	}
+
 	var files []File
-	for _, name := range []string{"nginx.conf", "index.html"} {
+	for _, name := range shippedNames {
 		b, err := shipped.ReadFile("files/" + name)
 		if err != nil {
 			return nil, fmt.Errorf("plan: reading shipped file %s: %w", name, err)
@@ -153,13 +188,13 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 	p.Stages = append(p.Stages, Stage{
 		Name:   lock.Nginx,
 		Source: src(lock.Nginx),
-		Deps:   []string{lock.Zlib, lock.PCRE2, lock.OpenSSL},
+		Deps:   nginxDeps,
 		Env: common(
 			EnvVar{"NGINX_CC_OPT", f.nginxCCOpt()},
 			EnvVar{"NGINX_LD_OPT", f.nginxLDOpt()},
 		),
 		Files:  files,
-		Script: nginxScript(modFlags),
+		Script: nginxScript(modFlags, modNames),
 	})
 	return p, nil
 }

@@ -87,14 +87,16 @@ func TestDefaults(t *testing.T) {
 	for _, s := range p.Stages {
 		names = append(names, s.Name)
 	}
-	if got := strings.Join(names, " "); got != "zlib pcre2 openssl nginx" {
+	// The test lock has brotli and ngx_brotli, so the default set compiles brotli in; it
+	// also has libzstd but no zstd module, so no zstd stage is built.
+	if got := strings.Join(names, " "); got != "zlib pcre2 openssl brotli ngx_brotli nginx" {
 		t.Errorf("stages = %s", got)
 	}
 	if p.Final != lock.Nginx {
 		t.Errorf("final = %s", p.Final)
 	}
 	ng, _ := p.Stage(lock.Nginx)
-	if strings.Join(ng.Deps, " ") != "zlib pcre2 openssl" {
+	if strings.Join(ng.Deps, " ") != "zlib pcre2 openssl brotli ngx_brotli" {
 		t.Errorf("nginx deps = %v", ng.Deps)
 	}
 	for _, s := range p.Stages {
@@ -287,6 +289,7 @@ func TestErrors(t *testing.T) {
 		{"platform", l, []plan.Option{plan.WithPlatform("darwin/arm64")}, `platform "darwin/arm64" is not supported: use linux/amd64 or linux/arm64`},
 		{"module", l, []plan.Option{plan.WithModules("http_v9")}, `unknown nginx module "http_v9": known modules are`},
 		{"module dependency", l, []plan.Option{plan.WithModules("stream_ssl")}, `nginx module "stream_ssl" needs module "stream"`},
+		{"module not in the lock", l, []plan.Option{plan.WithModules("zstd")}, `nginx module "zstd" is built from the lock components zstd_nginx_module and zstd, which the lock does not have all of`},
 		{"jobs", l, []plan.Option{plan.WithJobs(-1)}, "jobs -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -329,5 +332,95 @@ func TestShippedFiles(t *testing.T) {
 	}
 	if !paths["files/nginx.conf"] || !paths["files/index.html"] {
 		t.Errorf("shipped files = %v", paths)
+	}
+}
+
+// withoutOptional is the test lock without its optional components: the four required ones.
+func withoutOptional(t *testing.T) *lock.Lock {
+	l := testLock(t)
+	var keep []lock.Component
+	for _, c := range l.Components {
+		for _, n := range lock.ComponentOrder {
+			if c.Name == n {
+				keep = append(keep, c)
+			}
+		}
+	}
+	l.Components = keep
+	return l
+}
+
+// withZstdModule is the test lock plus a zstd module component (its tarball is not on the
+// test mirror: only Debian unstable has it; see .ci/fetch-sources).
+func withZstdModule(t *testing.T) *lock.Lock {
+	l := testLock(t)
+	l.SetComponent(lock.Component{Name: lock.ZstdNginxModule, Version: "0.1.1",
+		URL: "https://github.com/tokers/zstd-nginx-module/archive/refs/tags/0.1.1.tar.gz", SHA256: strings.Repeat("0", 64), Unsigned: "test"})
+	return l
+}
+
+// The brotli and zstd modules: compiled in when the lock has them (and the module list
+// allows), each library in its own stage, each module's source copied beside nginx's, and
+// each one's config file shipped only then.
+func TestCompressionModules(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		lock    *lock.Lock
+		opts    []plan.Option
+		modules []string // third-party modules expected
+		xz      bool
+	}{
+		{"required components only", withoutOptional(t), nil, nil, false},
+		{"test lock", testLock(t), nil, []string{"brotli"}, false},
+		{"test lock, brotli not selected", testLock(t), []plan.Option{plan.WithModules("http_ssl")}, nil, false},
+		{"with the zstd module", withZstdModule(t), nil, []string{"brotli", "zstd"}, true},
+		{"zstd only", withZstdModule(t), []plan.Option{plan.WithModules("zstd")}, []string{"zstd"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := plan.New(tc.lock, tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ng, _ := p.Stage(lock.Nginx)
+			want := map[string]bool{}
+			for _, m := range tc.modules {
+				want[m] = true
+			}
+			for _, m := range plan.Modules {
+				if len(m.Components) == 0 {
+					continue
+				}
+				_, hasStage := p.Stage(m.Components[1])
+				_, hasSource := p.Stage(m.Components[0])
+				hasFlag := strings.Contains(ng.Script, m.Flag+" ")
+				hasConf := strings.Contains(ng.Script, "etc/nginx/"+m.Conf)
+				shipped := false
+				for _, f := range ng.Files {
+					shipped = shipped || f.Path == "files/"+m.Conf
+				}
+				inList := strings.Contains(" "+strings.Join(p.Modules, " ")+" ", " "+m.Name+" ")
+				for what, got := range map[string]bool{"library stage": hasStage, "source stage": hasSource,
+					"--add-module": hasFlag, "conf install": hasConf, "conf file": shipped, "Plan.Modules": inList} {
+					if got != want[m.Name] {
+						t.Errorf("module %s: %s present = %v, want %v", m.Name, what, got, want[m.Name])
+					}
+				}
+				if want[m.Name] {
+					for _, c := range m.Components {
+						if !strings.Contains(" "+strings.Join(ng.Deps, " ")+" ", " "+c+" ") {
+							t.Errorf("nginx stage does not depend on %s", c)
+						}
+					}
+				}
+			}
+			hasXZ := strings.Contains(strings.Join(p.BuildPackages, " "), "xz-utils")
+			if hasXZ != tc.xz {
+				t.Errorf("xz-utils in build packages = %v, want %v (only a .tar.xz source needs it)", hasXZ, tc.xz)
+			}
+			// The configure line names modules by relative paths only (nginx -V prints it).
+			if strings.Contains(ng.Script, "--add-module=$") || strings.Contains(ng.Script, "--add-module=/") {
+				t.Error("an --add-module flag names an absolute or executor path")
+			}
+		})
 	}
 }

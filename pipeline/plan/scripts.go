@@ -1,6 +1,11 @@
 package plan
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
 
 // The stage scripts. They run under `bash -euo pipefail` in WORK (see the contract in
 // plan.go) and read their flags from the stage's Env, so the same script serves every CPU
@@ -69,9 +74,68 @@ make install_dev DESTDIR="$OUT"
 rm -rf "$OUT/usr/share"
 ` + epilogue
 
+// preludeAnyTar is prelude for the optional components' stages: tar -xf detects the
+// compression, since Debian serves some repacked sources as .tar.xz. (The first four stages
+// keep prelude as it is: a changed script is a new stage identity, and a rebuilt OpenSSL.)
+const preludeAnyTar = `umask 022
+mkdir src
+tar -xf "$SRC" -C src --strip-components=1 --no-same-owner
+cd src
+`
+
+// libraryScripts build the third-party modules' libraries, by lock component name.
+var libraryScripts = map[string]string{lock.Brotli: brotliScript, lock.Zstd: zstdScript}
+
+const brotliScript = preludeAnyTar + `# Static, encoder only (nginx compresses; it never decodes brotli). brotli builds with CMake,
+# which no other stage needs, and its library is two directories of C files: compiled here
+# directly, in a fixed order, into one libbrotlienc.a holding the common part too, because
+# ngx_brotli links just -lbrotlienc when it is given a prebuilt library.
+export CFLAGS="$CFLAGS -ffile-prefix-map=$WORK=/build/brotli"
+mkdir obj
+for f in c/common/*.c c/enc/*.c; do
+  d=${f#c/}
+  echo "$f obj/${d%%/*}_$(basename "$f" .c).o"
+done | xargs -P "$JOBS" -n 2 sh -c 'cc $CFLAGS -Ic/include -c "$0" -o "$1"'
+ar rcD libbrotlienc.a $(ls obj/*.o | LC_ALL=C sort)
+install -D -m 0644 libbrotlienc.a "$OUT/usr/lib/libbrotlienc.a"
+mkdir -p "$OUT/usr/include"
+cp -R c/include/brotli "$OUT/usr/include/brotli"
+` + epilogue
+
+const zstdScript = preludeAnyTar + `# Static only, without the legacy (pre-v0.8) format decoders: nginx compresses with it.
+export CFLAGS="$CFLAGS -ffile-prefix-map=$WORK=/build/zstd"
+make -C lib -j"$JOBS" libzstd.a ZSTD_LEGACY_SUPPORT=0
+make -C lib install-static install-includes PREFIX=/usr DESTDIR="$OUT" ZSTD_LEGACY_SUPPORT=0
+` + epilogue
+
+// moduleSourceScript stages a third-party nginx module's verified source as OUT/src: the
+// nginx stage compiles it (--add-module) with nginx's own flags.
+const moduleSourceScript = `umask 022
+mkdir -p "$OUT/src"
+tar -xf "$SRC" -C "$OUT/src" --strip-components=1 --no-same-owner
+` + epilogue
+
+// moduleSetup are the nginx stage's lines that put a third-party module's source where its
+// --add-module flag points (../NAME, beside nginx's source) and show it its library.
+var moduleSetup = map[string]string{
+	"brotli": `# ngx_brotli looks for brotli's headers in its deps/brotli/c (a git submodule upstream,
+# absent from release archives); a copy of the brotli stage's headers there makes it link
+# the static library instead (-lbrotlienc, found through LIBRARY_PATH).
+cp -R "$DEP_NGX_BROTLI/src" ../ngx_brotli
+mkdir -p ../ngx_brotli/deps/brotli/c
+cp -R "$DEP_BROTLI/usr/include" ../ngx_brotli/deps/brotli/c/include
+export LIBRARY_PATH="$LIBRARY_PATH:$DEP_BROTLI/usr/lib"
+`,
+	"zstd": `# The zstd module takes its library from ZSTD_INC and ZSTD_LIB (read by its config, not
+# recorded by nginx -V) and prefers the static libzstd.a there.
+cp -R "$DEP_ZSTD_NGINX_MODULE/src" ../zstd_nginx_module
+export ZSTD_INC="$DEP_ZSTD/usr/include" ZSTD_LIB="$DEP_ZSTD/usr/lib"
+`,
+}
+
 // nginxScript configures nginx for the runtime contract (see /usr/sbin/nginx and /etc/nginx
-// in the image) against the three static prefixes.
-func nginxScript(moduleFlags []string) string {
+// in the image) against the static prefixes.
+func nginxScript(moduleFlags, moduleNames []string) string {
 	args := []string{
 		"--prefix=/etc/nginx",
 		"--sbin-path=/usr/sbin/nginx",
@@ -108,8 +172,16 @@ func nginxScript(moduleFlags []string) string {
 export CPATH="$DEP_OPENSSL/usr/include:$DEP_PCRE2/usr/include:$DEP_ZLIB/usr/include"
 export LIBRARY_PATH="$DEP_OPENSSL/usr/lib:$DEP_PCRE2/usr/lib:$DEP_ZLIB/usr/lib"
 unset CFLAGS
-./configure \
 `)
+	var confs []string
+	for _, name := range moduleNames {
+		if setup, ok := moduleSetup[name]; ok {
+			b.WriteString(setup)
+			m, _ := lookupModule(name)
+			confs = append(confs, m.Conf)
+		}
+	}
+	b.WriteString("./configure \\\n")
 	for _, a := range args {
 		b.WriteString("  " + a + " \\\n")
 	}
@@ -127,8 +199,11 @@ mkdir -p usr/share/nginx
 mv etc/nginx/html usr/share/nginx/html
 install -m 0644 "$WORK/files/nginx.conf" etc/nginx/nginx.conf
 install -m 0644 "$WORK/files/index.html" usr/share/nginx/html/index.html
-mkdir -p etc/nginx/conf.d etc/nginx/tls var/cache/nginx run/nginx
+mkdir -p etc/nginx/conf.d etc/nginx/tls etc/nginx/compression.d var/cache/nginx run/nginx
 `)
+	for _, c := range confs {
+		fmt.Fprintf(&b, "install -m 0644 \"$WORK/files/%s\" etc/nginx/%s\n", c, c)
+	}
 	b.WriteString(epilogue)
 	return b.String()
 }
