@@ -87,9 +87,9 @@ func TestReportTable(t *testing.T) {
 
 func TestConfigureFlags(t *testing.T) {
 	v := "nginx version: nginx/1.26.3\nbuilt with OpenSSL 3.5.7 1 Jul 2025\nTLS SNI support enabled\n" +
-		"configure arguments: --prefix=/etc/nginx --with-threads --with-http_v3_module --without-mail_pop3_module --with-cc-opt='-O2 -march=x86-64-v3' --with-ld-opt=-pie\n"
+		"configure arguments: --prefix=/etc/nginx --with-threads --with-http_v3_module --without-mail_pop3_module --add-module=../ngx_brotli --with-cc-opt='-O2 -march=x86-64-v3' --with-ld-opt=-pie\n"
 	got := strings.Join(configureFlags(v), " ")
-	if got != "--with-http_v3_module --with-threads" {
+	if got != "--add-module=../ngx_brotli --with-http_v3_module --with-threads" {
 		t.Errorf("configureFlags = %q", got)
 	}
 	if submatch(reOpenSSL, v) != "3.5.7" || submatch(reNginxVersion, v) != "1.26.3" {

@@ -136,7 +136,7 @@ func configureFlags(v string) []string {
 	args, _, _ = strings.Cut(args, "\n")
 	var flags []string
 	for _, f := range strings.Fields(args) {
-		if strings.HasPrefix(f, "--with-") && !strings.Contains(f, "=") {
+		if strings.HasPrefix(f, "--with-") && !strings.Contains(f, "=") || strings.HasPrefix(f, "--add-module=") {
 			flags = append(flags, f)
 		}
 	}

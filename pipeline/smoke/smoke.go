@@ -80,6 +80,9 @@ type Result struct {
 	Name   string
 	Status Status
 	Detail string
+	// Unobservable marks a Skip caused by a limit of the Target (a method that returned
+	// ErrUnsupported, or no root filesystem): another observer may see it (Combine).
+	Unobservable bool
 }
 
 // Report is the outcome of a run, in check order.
@@ -152,8 +155,9 @@ type Expect struct {
 	// Versions as in the lock: "1.26.3", "3.5.7", "10.46".
 	Nginx, OpenSSL, PCRE2 string
 	// Modules are the configure flags the build used (as in plan.Modules: "--with-threads",
-	// "--with-http_v3_module", ...). nginx -V must list exactly these --with-* flags. nil
-	// skips the comparison (the list found is reported).
+	// "--with-http_v3_module", "--add-module=../ngx_brotli", ...). nginx -V must list exactly
+	// these --with-* and --add-module flags. nil skips the comparison (the list found is
+	// reported).
 	Modules []string
 }
 
@@ -211,6 +215,8 @@ const (
 	CheckHTTP         = "HTTP 200 on 8080"
 	CheckHealthz      = "healthz"
 	CheckGzip         = "gzip"
+	CheckBrotli       = "brotli"
+	CheckZstd         = "zstd"
 	CheckTLS13        = "TLS 1.3 on 8443"
 	CheckTLSVersions  = "TLS 1.2 on / 1.1 off"
 	CheckResumption   = "TLS session resumption"
@@ -241,7 +247,8 @@ type runner struct {
 // start still gets its static checks, and each check says why it failed.
 func Run(ctx context.Context, t Target, o Options) Report {
 	o.defaults()
-	r := &runner{t: t, o: o, ctx: ctx}
+	rec := &recorder{Target: t}
+	r := &runner{t: rec, o: o, ctx: ctx}
 	var rep Report
 	for _, c := range r.checks() {
 		if ctx.Err() != nil {
@@ -253,12 +260,13 @@ func Run(ctx context.Context, t Target, o Options) Report {
 			cctx, cancel = context.WithTimeout(ctx, o.StartTimeout+o.CheckTimeout)
 		}
 		start := time.Now()
+		rec.hit = false
 		st, detail := c.run(cctx, r)
 		cancel()
 		if o.Logf != nil {
 			o.Logf("%s: %s (%s) %s", c.name, st, time.Since(start).Round(time.Millisecond), firstLine(detail))
 		}
-		rep.Results = append(rep.Results, Result{Name: c.name, Status: st, Detail: detail})
+		rep.Results = append(rep.Results, Result{Name: c.name, Status: st, Detail: detail, Unobservable: st == Skip && rec.hit})
 	}
 	return rep
 }
@@ -278,6 +286,8 @@ func (r *runner) checks() []check {
 		{CheckHTTP, checkHTTP},
 		{CheckHealthz, checkHealthz},
 		{CheckGzip, checkGzip},
+		{CheckBrotli, encodingCheck("br")},
+		{CheckZstd, encodingCheck("zstd")},
 		{CheckTLS13, checkTLS13},
 		{CheckTLSVersions, checkTLSVersions},
 		{CheckResumption, checkResumption},

@@ -1,0 +1,99 @@
+package smoke
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Third-party compression modules (pipeline/plan: "brotli", "zstd"). Their configure flags
+// as the plan writes them and nginx -V prints them.
+const (
+	BrotliModuleFlag = "--add-module=../ngx_brotli"
+	ZstdModuleFlag   = "--add-module=../zstd_nginx_module"
+)
+
+// encodings are the on-the-fly encodings beside gzip: which module serves each, and how to
+// decode it.
+var encodings = map[string]struct {
+	flag   string
+	decode func([]byte) ([]byte, error)
+}{
+	"br": {BrotliModuleFlag, func(b []byte) ([]byte, error) {
+		return io.ReadAll(brotli.NewReader(bytes.NewReader(b)))
+	}},
+	"zstd": {ZstdModuleFlag, func(b []byte) ([]byte, error) {
+		d, err := zstd.NewReader(nil)
+		if err != nil {
+			return nil, err
+		}
+		defer d.Close()
+		return d.DecodeAll(b, nil)
+	}},
+}
+
+// moduleWanted decides whether the image must have a module: the expected modules say so,
+// else nginx -V.
+func (r *runner) moduleWanted(ctx context.Context, flag string) bool {
+	if r.o.Expect.Modules != nil {
+		for _, m := range r.o.Expect.Modules {
+			if m == flag {
+				return true
+			}
+		}
+		return false
+	}
+	out, err := r.nginxV(ctx)
+	return err == nil && strings.Contains(out, flag)
+}
+
+// encodingCheck asks for GET / with only this encoding acceptable and requires that
+// Content-Encoding names it, that the body decodes to exactly the plain page, and that the
+// response carries one Vary: Accept-Encoding (caches must key on it). An image built
+// without the module must not answer with the encoding at all.
+func encodingCheck(encoding string) func(ctx context.Context, r *runner) (Status, string) {
+	enc := encodings[encoding]
+	return func(ctx context.Context, r *runner) (Status, string) {
+		if err := r.waitReady(ctx); err != nil {
+			return Fail, "not listening (see " + CheckHTTP + ")"
+		}
+		wanted := r.moduleWanted(ctx, enc.flag)
+		c := r.httpClient(nil)
+		defer c.CloseIdleConnections()
+		url := "http://" + r.t.Addr("tcp", r.o.HTTPPort) + "/"
+		_, plain, err := r.get(ctx, c, url, nil)
+		if err != nil {
+			return Fail, err.Error()
+		}
+		resp, body, err := r.get(ctx, c, url, map[string]string{"Accept-Encoding": encoding})
+		if err != nil {
+			return Fail, err.Error()
+		}
+		ce := resp.Header.Get("Content-Encoding")
+		if !wanted {
+			if ce == encoding {
+				return Fail, fmt.Sprintf("answered Content-Encoding %s, but the image is not expected to have %s", ce, enc.flag)
+			}
+			return Skip, fmt.Sprintf("not built with %s (Accept-Encoding: %s answered %q)", enc.flag, encoding, ce)
+		}
+		if ce != encoding {
+			return Fail, fmt.Sprintf("GET / with Accept-Encoding: %s (%d bytes of %s) answered Content-Encoding %q", encoding, len(plain), resp.Header.Get("Content-Type"), ce)
+		}
+		un, err := enc.decode(body)
+		if err != nil {
+			return Fail, fmt.Sprintf("the %s body (%d bytes) does not decode: %v", encoding, len(body), err)
+		}
+		if !bytes.Equal(un, plain) {
+			return Fail, fmt.Sprintf("the %s body decodes to %d bytes that differ from the plain page's %d", encoding, len(un), len(plain))
+		}
+		if v := resp.Header.Values("Vary"); len(v) != 1 || !strings.EqualFold(v[0], "Accept-Encoding") {
+			return Fail, fmt.Sprintf("Vary is %q, want exactly one Vary: Accept-Encoding", v)
+		}
+		return Pass, fmt.Sprintf("%d -> %d bytes, Vary: %s", len(plain), len(body), resp.Header.Get("Vary"))
+	}
+}
