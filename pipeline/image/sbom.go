@@ -48,10 +48,64 @@ var licenses = map[string]string{
 	lock.PCRE2:   "BSD-3-Clause WITH PCRE2-exception",
 	lock.Zlib:    "Zlib",
 	Libcrypt:     "LGPL-2.1-or-later",
+	// The optional modules and their libraries (each project's LICENSE file; zstd is dual
+	// licensed, the recipient's choice).
+	lock.Brotli:          "MIT",
+	lock.NgxBrotli:       "BSD-2-Clause",
+	lock.Zstd:            "BSD-3-Clause OR GPL-2.0-only",
+	lock.ZstdNginxModule: "BSD-2-Clause",
 }
 
-func licenseExpression(o options) string {
+// builtComponents are the lock's components nginx is built from: the required ones, and
+// each optional one whose module has all its components in the lock (what the plan compiles
+// in by default). A library pinned without its module (the test lock's zstd) is not linked,
+// so it is not listed.
+func builtComponents(l *lock.Lock) []lock.Component {
+	var out []lock.Component
+	for _, c := range l.Components {
+		if _, optional := lock.OptionalRequires[c.Name]; !optional && !isLibraryOfModule(c.Name) {
+			out = append(out, c)
+			continue
+		}
+		mod := c.Name
+		for m, lib := range lock.OptionalRequires {
+			if lib == c.Name {
+				mod = m
+			}
+		}
+		_, hasMod := l.Component(mod)
+		_, hasLib := l.Component(lock.OptionalRequires[mod])
+		if hasMod && hasLib {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func isLibraryOfModule(name string) bool {
+	for _, lib := range lock.OptionalRequires {
+		if lib == name {
+			return true
+		}
+	}
+	return false
+}
+
+// licenseExpression is the image's license without the optional components' (the image
+// annotation's); sbomLicenseExpression adds them.
+func licenseExpression(o options) string { return sbomLicenseExpression(nil, o) }
+
+func sbomLicenseExpression(l *lock.Lock, o options) string {
 	names := []string{lock.Nginx, lock.OpenSSL, lock.PCRE2, lock.Zlib}
+	var built []lock.Component
+	if l != nil {
+		built = builtComponents(l)
+	}
+	for _, c := range built {
+		if _, ok := lock.OptionalRequires[c.Name]; ok || isLibraryOfModule(c.Name) {
+			names = append(names, c.Name)
+		}
+	}
 	if o.libcrypt != "" {
 		names = append(names, Libcrypt)
 	}
@@ -168,7 +222,7 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 		DownloadLocation:      "NOASSERTION",
 		Checksums:             []spdxChecksum{{"SHA256", digest.Hex}},
 		LicenseConcluded:      "NOASSERTION",
-		LicenseDeclared:       licenseExpression(o),
+		LicenseDeclared:       sbomLicenseExpression(l, o),
 		CopyrightText:         "NOASSERTION",
 		PrimaryPackagePurpose: "CONTAINER",
 		Comment:               "the image manifest; checksum is its digest",
@@ -176,7 +230,7 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 	})
 	rels := []spdxRelationship{{"SPDXRef-DOCUMENT", "DESCRIBES", imageID}}
 
-	for _, c := range l.Components {
+	for _, c := range builtComponents(l) {
 		id := "SPDXRef-Package-" + c.Name
 		doc.Packages = append(doc.Packages, spdxPackage{
 			SPDXID:                id,
