@@ -225,6 +225,12 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 		opts = append(opts, forge.WithGroups())
 	}
 	res, err := forge.Run(ctx, req, opts...)
+	if inActions && res != nil {
+		r := actions.New(actions.WithWriter(stderr))
+		for _, w := range res.Warnings {
+			r.Warningf("%s", w)
+		}
+	}
 	if err != nil || res.Published == nil {
 		return err
 	}

@@ -22,12 +22,14 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
+	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 )
 
 // Option configures Run.
 type Option func(*config)
 
 type config struct {
+	now     func() time.Time
 	log     io.Writer
 	verbose bool
 	groups  bool
@@ -45,11 +47,15 @@ func WithVerbose() Option { return func(c *config) { c.verbose = true } }
 // (the ::group:: and ::endgroup:: workflow commands).
 func WithGroups() Option { return func(c *config) { c.groups = true } }
 
+// WithClock sets the clock that decides which branches are past their support (tests).
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
 // WithEngine runs the build on e instead of the engine the request names (tests).
 func WithEngine(e engine.Engine) Option { return func(c *config) { c.eng = e } }
 
 // build is one Run's state.
 type build struct {
+	now     func() time.Time
 	req     Request
 	l       *lock.Lock
 	eng     engine.Engine
@@ -77,11 +83,11 @@ type target struct {
 // Run does the build req asks for. The Result says what was done, also when err is not nil
 // (the steps that ran).
 func Run(ctx context.Context, req Request, opts ...Option) (*Result, error) {
-	c := config{log: io.Discard}
+	c := config{log: io.Discard, now: time.Now}
 	for _, o := range opts {
 		o(&c)
 	}
-	b := &build{req: req, res: &Result{Repo: req.Repo}, log: c.log, verbose: c.verbose, groups: c.groups, table: io.Discard}
+	b := &build{now: c.now, req: req, res: &Result{Repo: req.Repo}, log: c.log, verbose: c.verbose, groups: c.groups, table: io.Discard}
 	b.logf = func(format string, a ...any) { fmt.Fprintf(c.log, format+"\n", a...) }
 	b.vlogf = func(string, ...any) {}
 	if c.verbose {
@@ -160,6 +166,14 @@ func (b *build) resolve() error {
 	// A published image must not rest on a checksum alone without anyone having said why.
 	if missing := l.UnsignedWithoutReason(); len(missing) > 0 && b.req.Push {
 		return fmt.Errorf("%w: refusing to publish: %s has no upstream signature in the lock and no \"unsigned\" reason: add its signature (url and signer fingerprints), or \"unsigned\": \"<why>\" to its lock entry in a reviewed change", ErrUsage, strings.Join(missing, ", "))
+	}
+	// Publishing a superseded or end-of-life branch is allowed (a pinned rebuild must stay
+	// possible) but never silent.
+	if b.req.Push {
+		for _, w := range upstream.BranchWarnings(l, b.now()) {
+			b.logf("warning: %s", w)
+			b.res.Warnings = append(b.res.Warnings, w)
+		}
 	}
 	for _, c := range l.Components {
 		switch {

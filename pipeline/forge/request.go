@@ -84,6 +84,9 @@ type Result struct {
 	// Repo is the repository published to.
 	Repo  string
 	Steps []Step
+	// Warnings are what the build warned about that a person should act on (a superseded
+	// or end-of-life branch), for annotations.
+	Warnings []string
 }
 
 // PlatformResult is one platform's build.
