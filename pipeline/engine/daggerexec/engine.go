@@ -3,6 +3,7 @@ package daggerexec
 import (
 	"context"
 	"fmt"
+	"os/exec"
 
 	"dagger.io/dagger"
 
@@ -16,8 +17,20 @@ var _ engine.Engine = (*Executor)(nil)
 func (e *Executor) Name() string { return "dagger" }
 
 // Preflight checks in seconds that an engine is reachable (ErrNoEngine otherwise). The
-// smoke tests run inside the engine, so they need nothing more here.
-func (e *Executor) Preflight(ctx context.Context, smoke bool) error { return CheckEngine(ctx) }
+// smoke tests run inside the engine, with a client built here by Go (which runs `go run
+// ./ci`): it must be on PATH.
+func (e *Executor) Preflight(ctx context.Context, smoke bool) error {
+	if err := CheckEngine(ctx); err != nil {
+		return err
+	}
+	if smoke {
+		argv, _ := plan.SmokeClientBuild(plan.Platform{}, "")
+		if _, err := exec.LookPath(argv[0]); err != nil {
+			return fmt.Errorf("the Dagger smoke test builds its in-engine client with Go on this machine: %w", err)
+		}
+	}
+	return nil
+}
 
 // BuilderGlibc asks the plan's builder image itself which glibc it has.
 func (e *Executor) BuilderGlibc(ctx context.Context, p *plan.Plan) (string, error) {

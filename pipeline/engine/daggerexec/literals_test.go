@@ -37,7 +37,7 @@ var containerCalls = map[string]bool{
 	"WithFile": true, "WithDirectory": true, "WithMountedCache": true, "WithMountedDirectory": true,
 	"WithWorkdir": true, "WithoutMount": true, "Directory": true, "WithExposedPort": true,
 	"WithMountedFile": true, "WithMountedSecret": true, "WithUser": true, "WithEntrypoint": true,
-	"AsService": true,
+	"AsService": true, "WithServiceBinding": true, "WithMountedTemp": true,
 }
 
 func sources(t *testing.T) map[string]*ast.File {

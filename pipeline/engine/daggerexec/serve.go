@@ -38,6 +38,7 @@ type ServeOptions struct {
 // the image under runc here tests it inside the engine before any tag moves. Close it.
 type Target struct {
 	ctr     *dagger.Container // the imported image with its mounts: Exec runs in a copy of it
+	svc     *dagger.Service   // the image running as a service (the in-engine client binds it)
 	rootfs  string
 	tmp     string
 	forward map[portKey]string // {tcp 8080} -> "127.0.0.1:41234"
@@ -118,6 +119,7 @@ func (e *Executor) Serve(ctx context.Context, p *plan.Plan, img v1.Image, o Serv
 		t.forward[portKey{port.Protocol, port.Number}] = net.JoinHostPort("127.0.0.1", strconv.Itoa(front))
 	}
 	svc := svcCtr.AsService(dagger.ContainerAsServiceOpts{UseEntrypoint: true})
+	t.svc = svc
 
 	// Service.Up holds the tunnels open until its context ends and says nothing about
 	// readiness: it runs in the background until Close, and readiness is polled.
@@ -234,8 +236,8 @@ func (t *Target) DialContext(ctx context.Context, network, address string) (net.
 	return d.DialContext(ctx, network, address)
 }
 
-// noUDP says why the HTTP/3 check cannot run against a Dagger service.
-const noUDP = "Dagger forwards only TCP ports to the host, so UDP (QUIC) cannot reach the service; the runc smoke test covers HTTP/3"
+// noUDP says why the HTTP/3 check cannot run from the host against a Dagger service.
+const noUDP = "Dagger forwards only TCP ports to the host, so UDP (QUIC) cannot reach the service from here; the client inside the engine reaches it"
 
 // ListenPacket is not available: the engine forwards only TCP to this machine (see Serve),
 // so no local UDP socket reaches the service.
@@ -248,12 +250,12 @@ func (t *Target) RootFS() string { return t.rootfs }
 
 // ProcStatus is not available: a running Dagger service cannot be entered.
 func (t *Target) ProcStatus(ctx context.Context) ([]string, error) {
-	return nil, fmt.Errorf("%w: a running Dagger service cannot be inspected (its /proc is not reachable); the runc smoke test covers this", errors.ErrUnsupported)
+	return nil, fmt.Errorf("%w: a running Dagger service cannot be inspected from the host (its /proc is not reachable)", errors.ErrUnsupported)
 }
 
 // MountInfo is not available, for the same reason as ProcStatus.
 func (t *Target) MountInfo(ctx context.Context) (string, error) {
-	return "", fmt.Errorf("%w: a running Dagger service cannot be inspected (its /proc is not reachable); the runc smoke test covers this", errors.ErrUnsupported)
+	return "", fmt.Errorf("%w: a running Dagger service cannot be inspected from the host (its /proc is not reachable)", errors.ErrUnsupported)
 }
 
 // Logs is not available: the engine shows a service's output in its progress stream

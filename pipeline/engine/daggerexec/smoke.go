@@ -24,8 +24,10 @@ import (
 // service, and every check runs against it. The error is for failures to get that far;
 // failed checks are in the report, and report.Err() must stop any tag from moving.
 //
-// Checks a Dagger service cannot answer (its output, UDP, processes and mounts) are
-// reported as skipped with the reason the Target gives; the runc smoke test covers them.
+// Checks the host cannot observe through the service's TCP tunnels (UDP, processes,
+// mounts, output) are then taken from the smoke client run inside the engine (see
+// inEngine.go), each such row saying where it was observed; what nothing observes stays
+// skipped with the reasons.
 func (e *Executor) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smoke.Options) (smoke.Report, error) {
 	conf, err := imageFile(img, nginxConf)
 	if err != nil {
@@ -53,12 +55,22 @@ func (e *Executor) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smok
 		o.UID = uid
 	}
 
+	clientDir, err := os.MkdirTemp("", "nginx-forge-smoke-client-")
+	if err != nil {
+		return smoke.Report{}, err
+	}
+	defer os.RemoveAll(clientDir)
+	client, err := buildClient(ctx, p, clientDir)
+	if err != nil {
+		return smoke.Report{}, err
+	}
+
 	t, err := e.Serve(ctx, p, img, ServeOptions{TLSDir: dir})
 	if err != nil {
 		return smoke.Report{}, err
 	}
 	defer t.Close()
-	return smoke.Run(ctx, t, o), nil
+	return e.inEngine(ctx, p, t, client, smoke.Run(ctx, t, o))
 }
 
 // nginxConf is the image's nginx.conf (the runtime contract), which documents tls.conf.

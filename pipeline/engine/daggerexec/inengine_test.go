@@ -1,0 +1,80 @@
+package daggerexec
+
+import (
+	"path"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
+)
+
+// TestInEngineMapping: the in-engine smoke is two containers of the image, each with the
+// client mounted at the plan's path: one bound to the service under the plan's alias
+// running the client against it, one with a fresh writable mount owned by the runtime
+// user on each of the plan's tmpfs paths, where the client starts the plan's entrypoint.
+// Every path, alias and argument comes from the plan and pipeline/smoke.
+func TestInEngineMapping(t *testing.T) {
+	p, _ := testPlan(t)
+	uid := plan.Runtime.UID()
+	execs := inEngineExecs(p, uid)
+	if len(execs) != 2 {
+		t.Fatalf("%d in-engine execs, want the binding and the observer", len(execs))
+	}
+	bind, obs := execs[0], execs[1]
+	ca := path.Join(plan.Runtime.TLSDir, smoke.TLSCertFile)
+	client := inEngineMount{Path: plan.SmokeClientPath, Source: clientBinary}
+
+	if bind.Binding != plan.SmokeServiceAlias || obs.Binding != "" {
+		t.Errorf("bindings: %q and %q, want only the first bound as %q", bind.Binding, obs.Binding, plan.SmokeServiceAlias)
+	}
+	if !slices.Equal(bind.Mounts, []inEngineMount{client}) {
+		t.Errorf("binding mounts = %+v, want only the client", bind.Mounts)
+	}
+	wantBind := append([]string{plan.SmokeClientPath},
+		smoke.ClientRequest{Address: plan.SmokeServiceAlias, TLSCA: ca, Modules: p.Modules, UID: uid}.Args()...)
+	if !slices.Equal(bind.Argv, wantBind) {
+		t.Errorf("binding argv = %q\nwant %q", bind.Argv, wantBind)
+	}
+
+	wantMounts := []inEngineMount{client}
+	for _, d := range plan.Runtime.Tmpfs() {
+		wantMounts = append(wantMounts, inEngineMount{Path: d, Source: emptyDir, Owner: plan.Runtime.User})
+	}
+	if !slices.Equal(obs.Mounts, wantMounts) {
+		t.Errorf("observer mounts = %+v\nwant %+v", obs.Mounts, wantMounts)
+	}
+	wantObs := append([]string{plan.SmokeClientPath},
+		smoke.ClientRequest{Address: smoke.LoopbackHost, TLSCA: ca, Modules: p.Modules, UID: uid, Start: plan.Runtime.Entrypoint}.Args()...)
+	if !slices.Equal(obs.Argv, wantObs) {
+		t.Errorf("observer argv = %q\nwant %q", obs.Argv, wantObs)
+	}
+	// The observer's command ends with the image's own entrypoint, unchanged.
+	if !slices.Equal(obs.Argv[len(obs.Argv)-len(plan.Runtime.Entrypoint):], plan.Runtime.Entrypoint) {
+		t.Errorf("observer argv %q does not end with the entrypoint %q", obs.Argv, plan.Runtime.Entrypoint)
+	}
+	if bind.Where == obs.Where || bind.Where == "" || obs.Where == "" {
+		t.Errorf("observers not named apart: %q, %q", bind.Where, obs.Where)
+	}
+	// The plan's modules reach the client (the HTTP/3 check needs to know QUIC is expected).
+	if !slices.Contains(p.Modules, http3Module) || !slices.Contains(bind.Argv, strings.Join(p.Modules, ",")) {
+		t.Errorf("the plan's modules (%q) do not reach the client: %q", p.Modules, bind.Argv)
+	}
+}
+
+// TestSmokeClientBuildsStatic: the client is built for the plan's platform, without cgo,
+// from this module's command, reproducibly.
+func TestSmokeClientBuildsStatic(t *testing.T) {
+	argv, env := plan.SmokeClientBuild(plan.Platform{OS: "linux", Arch: "arm64"}, "/x/ci")
+	for _, want := range []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("build env %q lacks %s", env, want)
+		}
+	}
+	for _, want := range []string{"-trimpath", "-buildvcs=false", "/x/ci", plan.SmokeClientPackage} {
+		if !slices.Contains(argv, want) {
+			t.Errorf("build argv %q lacks %s", argv, want)
+		}
+	}
+}
