@@ -55,6 +55,9 @@ func (e *Executor) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smok
 		o.UID = uid
 	}
 
+	if err := e.Connect(ctx); err != nil {
+		return smoke.Report{}, err
+	}
 	clientDir, err := os.MkdirTemp("", "nginx-forge-smoke-client-")
 	if err != nil {
 		return smoke.Report{}, err
