@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"os"
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
@@ -17,7 +18,7 @@ func init() {
 	register(&command{
 		name:    "smoke",
 		summary: "Run an image from a registry in runc and check it (table of named checks)",
-		usage:   "--image REF [flags]",
+		usage:   "--image REF [flags] | --address HOST [flags] [--start -- COMMAND...]",
 		long: `Pull REF, unpack it with umoci and run it with runc the way it is meant to run: as its
 user (65532), with a read-only root filesystem, tmpfs on /var/cache/nginx, /run/nginx and
 /tmp, no capabilities, in its own network namespace (so ports 8080/8443 never clash with
@@ -31,13 +32,27 @@ status is 1 when a check failed, naming the failed checks.
 
 Needs root, runc and umoci (apt-get install runc umoci).
 
+With --address HOST instead of --image, the suite runs against a server that is already
+running at HOST (its ports 8080/8443, or --http-port/--https-port), over the network only:
+HTTP, TLS (trusting the certificate --tls-ca), HTTP/2 and HTTP/3 over QUIC. The checks that
+need the image's files or processes are skipped as unobservable. With --start, the command
+after "--" (the image's entrypoint) is started here first and observed as well: its
+processes' users (/proc), its output (the error log), and the files of --watch-root's
+filesystem it changes while it runs (the read-only root check, as writes rather than mount
+options). This is what the Dagger engine runs inside the engine, from a static build of
+this command mounted into containers of the image: one bound to the nginx service, one
+starting nginx itself. --json prints the report as JSON.
+
 Examples:
   # The image just pushed to a loopback registry, compared with the test lock
   go run ./ci smoke --image 127.0.0.1:5000/nginx-forge@sha256:... \
       --expect-lock pipeline/lock/testdata/trixie.lock.json
 
   # Try your server blocks against the image
-  go run ./ci smoke --image ghcr.io/nginx-forge/nginx:1.26.2 --conf-d ./sites --modules any`,
+  go run ./ci smoke --image ghcr.io/nginx-forge/nginx:1.26.2 --conf-d ./sites --modules any
+
+  # A server already running on this machine, as JSON
+  go run ./ci smoke --address 127.0.0.1 --tls-ca tls.crt --json`,
 		flags: func(fs *flag.FlagSet) runFunc {
 			ref := fs.String("image", "", "image `REF` to test (tag or digest)")
 			expectLock := fs.String("expect-lock", "", "lock `file` whose nginx, OpenSSL and PCRE2 versions the image must have (default: versions are reported, not compared)")
@@ -47,7 +62,58 @@ Examples:
 			noTLS := fs.Bool("no-tls", false, "do not mount a certificate (the TLS checks are skipped)")
 			timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 			verbose := fs.Bool("v", false, "print each step and check as it runs")
+			addr := fs.String(smoke.FlagAddress, "", "run against the server at `HOST` over the network instead of an image")
+			tlsCA := fs.String(smoke.FlagTLSCA, "", "with --address: the server's certificate `file` (PEM) to trust; without it the TLS checks are skipped")
+			serverName := fs.String(smoke.FlagServerName, smoke.DefaultServerName, "with --address: the TLS server `name` to ask for and verify")
+			uid := fs.Int(smoke.FlagUID, 0, "with --start: the `uid` every server process must run as (default 65532)")
+			httpPort := fs.Int(smoke.FlagHTTPPort, 0, "with --address: the HTTP `port` (default 8080)")
+			httpsPort := fs.Int(smoke.FlagHTTPSPort, 0, "with --address: the HTTPS and QUIC `port` (default 8443)")
+			start := fs.Bool(smoke.FlagStart, false, "with --address: start the command after -- (the image's entrypoint) and observe it too")
+			watchRoot := fs.String(smoke.FlagWatchRoot, "/", "with --start: the `directory` whose filesystem must not change while the server runs")
+			asJSON := fs.Bool(smoke.FlagJSON, false, "print the report as JSON")
+			expectModules := fs.String(smoke.FlagExpectModules, "", "with --address: the configure `flags` the server was built with, comma-separated (what build expects; instead of --modules)")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+				if *addr != "" {
+					if *ref != "" {
+						return usageErrorf("--image and --address exclude each other")
+					}
+					req := smoke.ClientRequest{Address: *addr, WatchRoot: *watchRoot}
+					if *start {
+						if len(args) == 0 {
+							return usageErrorf("--start needs the command after --")
+						}
+						req.Start = args
+					} else if len(args) > 0 {
+						return usageErrorf("unexpected arguments %q (a command to start needs --start)", args)
+					}
+					expect, err := smokeExpect(*expectLock, *modules)
+					if err != nil {
+						return err
+					}
+					if *expectModules != "" {
+						expect.Modules = splitList(*expectModules)
+					}
+					o := smoke.Options{Expect: expect, UID: *uid, HTTPPort: *httpPort, HTTPSPort: *httpsPort}
+					if *tlsCA != "" {
+						pemBytes, err := os.ReadFile(*tlsCA)
+						if err != nil {
+							return usageErrorf("--%s: %v", smoke.FlagTLSCA, err)
+						}
+						if o.TLS, err = smoke.TrustTLS(pemBytes, *serverName); err != nil {
+							return usageErrorf("--%s %s: %v", smoke.FlagTLSCA, *tlsCA, err)
+						}
+					}
+					if *verbose {
+						o.Logf = log.New(stderr, "smoke: ", log.Ltime).Printf
+					}
+					ctx, cancel := context.WithTimeout(ctx, *timeout)
+					defer cancel()
+					rep, err := smoke.RunClient(ctx, req, o)
+					if err != nil {
+						return err
+					}
+					return printSmoke(rep, fmt.Sprintf("server at %s", *addr), *asJSON, stdout)
+				}
 				if *ref == "" {
 					return usageErrorf("--image is required")
 				}
@@ -69,6 +135,9 @@ Examples:
 				}
 				ctx, cancel := context.WithTimeout(ctx, *timeout)
 				defer cancel()
+				if *asJSON {
+					return runSmokeJSON(ctx, *ref, o, stdout)
+				}
 				return runSmoke(ctx, *ref, o, stdout)
 			}
 		},
@@ -80,7 +149,27 @@ func runSmoke(ctx context.Context, ref string, o smoke.ImageOptions, stdout io.W
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "image %s (%s)\n\n", ref, digest)
+	return printSmoke(rep, fmt.Sprintf("image %s (%s)", ref, digest), false, stdout)
+}
+
+func runSmokeJSON(ctx context.Context, ref string, o smoke.ImageOptions, stdout io.Writer) error {
+	rep, _, err := smoke.Ref(ctx, ref, o)
+	if err != nil {
+		return err
+	}
+	return printSmoke(rep, "", true, stdout)
+}
+
+// printSmoke prints the table (after a title line) or the JSON report, and fails naming
+// the failed checks.
+func printSmoke(rep smoke.Report, title string, asJSON bool, stdout io.Writer) error {
+	if asJSON {
+		if err := rep.WriteJSON(stdout); err != nil {
+			return err
+		}
+		return rep.Err()
+	}
+	fmt.Fprintf(stdout, "%s\n\n", title)
 	if err := rep.Print(stdout); err != nil {
 		return err
 	}

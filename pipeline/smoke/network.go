@@ -105,18 +105,18 @@ const LoopbackHost = "127.0.0.1"
 // so that the engine that builds its argv (ClientRequest.Args) and ci, which parses it,
 // cannot drift apart (ci/smoke.go declares its flags with these names).
 const (
-	ClientCommand    = "smoke"
-	FlagAddress      = "address"
-	FlagTLSCA        = "tls-ca"
-	FlagServerName   = "tls-server-name"
-	FlagModules      = "modules"
-	FlagUID          = "uid"
-	FlagHTTPPort     = "http-port"
-	FlagHTTPSPort    = "https-port"
-	FlagStart        = "start"
-	FlagWatchRoot    = "watch-root"
-	FlagJSON         = "json"
-	flagArgsSentinel = "--"
+	ClientCommand     = "smoke"
+	FlagAddress       = "address"
+	FlagTLSCA         = "tls-ca"
+	FlagServerName    = "tls-server-name"
+	FlagExpectModules = "expect-modules"
+	FlagUID           = "uid"
+	FlagHTTPPort      = "http-port"
+	FlagHTTPSPort     = "https-port"
+	FlagStart         = "start"
+	FlagWatchRoot     = "watch-root"
+	FlagJSON          = "json"
+	flagArgsSentinel  = "--"
 )
 
 // ClientRequest is one run of the client: the suite against a server at Address, printed
@@ -126,9 +126,9 @@ type ClientRequest struct {
 	Address string
 	// TLSCA is the path of the server's certificate for the client; "" skips TLS checks.
 	TLSCA string
-	// Modules are the nginx module names the image was built with (as for build
-	// --modules): the HTTP/3 check needs to know whether QUIC is expected. nil: the default set.
-	Modules []string
+	// ExpectModules are Expect.Modules, the configure flags the image was built with: the
+	// HTTP/3, brotli and zstd checks need to know what to expect. nil: the default set.
+	ExpectModules []string
 	// UID is the user nginx must run as (0: the default).
 	UID int
 	// HTTPPort and HTTPSPort (0: the defaults).
@@ -147,8 +147,9 @@ func (c ClientRequest) Args() []string {
 	if c.TLSCA != "" {
 		args = append(args, flag(FlagTLSCA), c.TLSCA)
 	}
-	if c.Modules != nil {
-		args = append(args, flag(FlagModules), strings.Join(c.Modules, ","))
+	if c.ExpectModules != nil {
+		// = keeps a value that starts with "--" a value.
+		args = append(args, flag(FlagExpectModules)+"="+strings.Join(c.ExpectModules, ","))
 	}
 	if c.UID != 0 {
 		args = append(args, flag(FlagUID), strconv.Itoa(c.UID))

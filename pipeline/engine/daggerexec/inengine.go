@@ -68,12 +68,13 @@ const (
 )
 
 // inEngineExecs is the mapping of the in-engine smoke: a pure function of the plan, so a
-// test can check it without an engine. uid is the user the server must run as.
-func inEngineExecs(p *plan.Plan, uid int) []inEngineExec {
+// test can check it without an engine. uid is the user the server must run as; modules
+// are the configure flags the suite expects (smoke.Expect.Modules).
+func inEngineExecs(p *plan.Plan, uid int, modules []string) []inEngineExec {
 	ca := path.Join(plan.Runtime.TLSDir, smoke.TLSCertFile)
 	client := inEngineMount{Path: plan.SmokeClientPath, Source: clientBinary}
-	binding := smoke.ClientRequest{Address: plan.SmokeServiceAlias, TLSCA: ca, Modules: p.Modules, UID: uid}
-	observer := smoke.ClientRequest{Address: smoke.LoopbackHost, TLSCA: ca, Modules: p.Modules, UID: uid,
+	binding := smoke.ClientRequest{Address: plan.SmokeServiceAlias, TLSCA: ca, ExpectModules: modules, UID: uid}
+	observer := smoke.ClientRequest{Address: smoke.LoopbackHost, TLSCA: ca, ExpectModules: modules, UID: uid,
 		Start: plan.Runtime.Entrypoint}
 	obs := inEngineExec{Where: whereObserver, Mounts: []inEngineMount{client},
 		Argv: append([]string{plan.SmokeClientPath}, observer.Args()...)}
@@ -134,8 +135,8 @@ func tailLines(s string, n int) string {
 
 // inEngine runs every in-engine observer against t's service (concurrently) and combines
 // their reports into host's, in the order inEngineExecs gives.
-func (e *Executor) inEngine(ctx context.Context, p *plan.Plan, t *Target, clientPath string, host smoke.Report) (smoke.Report, error) {
-	execs := inEngineExecs(p, plan.Runtime.UID())
+func (e *Executor) inEngine(ctx context.Context, p *plan.Plan, t *Target, clientPath string, o smoke.Options, host smoke.Report) (smoke.Report, error) {
+	execs := inEngineExecs(p, o.UID, o.Expect.Modules)
 	client := e.client.Host().File(clientPath)
 	reps := make([]smoke.Report, len(execs))
 	errs := make([]error, len(execs))

@@ -73,7 +73,7 @@ func (e *Executor) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smok
 		return smoke.Report{}, err
 	}
 	defer t.Close()
-	return e.inEngine(ctx, p, t, client, smoke.Run(ctx, t, o))
+	return e.inEngine(ctx, p, t, client, o, smoke.Run(ctx, t, o))
 }
 
 // nginxConf is the image's nginx.conf (the runtime contract), which documents tls.conf.
