@@ -190,6 +190,10 @@ type Config struct {
 	// TempPaths are the *_temp_path directives to render: each module compiled into the
 	// binary has one, and a directive of a module compiled out is a fatal "unknown directive".
 	TempPaths []string
+	// Encodings are the on-the-fly encodings besides gzip the binary has modules for ("br",
+	// "zstd": BinaryInfo.Encodings), turned on in the /gz/ location like gzip there; a
+	// directive of a module compiled out is a fatal "unknown directive".
+	Encodings []string
 }
 
 var confTemplate = template.Must(template.New("nginx.conf").Parse(`# Rendered by nginx-forge's benchmark: every server under test gets this same template;
@@ -255,6 +259,9 @@ http {
             gzip_types application/json;
             gzip_min_length 1024;
             gzip_comp_level {{.GzipCompLevel}};
+{{- range .EncodingDirectives}}
+            {{.}};
+{{- end}}
         }
     }
 {{- if .FullHandshakePort}}

@@ -225,6 +225,7 @@ func Run(ctx context.Context, targets []Target, baseline int, opts Options) (*Re
 			User:              usr,
 			Group:             grp,
 			TempPaths:         info.TempPaths(),
+			Encodings:         info.Encodings(),
 		}
 		s, err := StartServer(ctx, t.Name, info.Path, c, serverCPUs)
 		if err != nil {

@@ -78,6 +78,13 @@ var Scenarios = []Scenario{
 		},
 	},
 	{
+		Name: "modern-browser",
+		Description: "the gzip scenario's JSON as a current browser asks for it (Accept-Encoding: " + ModernBrowser +
+			"): a server with the brotli or zstd module answers br (preferred) or zstd, one without answers gzip; the body must decode to the JSON",
+		Path: JSONFile, Headers: []string{"Accept-Encoding: " + ModernBrowser}, Connections: 16,
+		check: checkModernBrowser,
+	},
+	{
 		Name:        "tls-large",
 		Description: "10 MiB incompressible file over TLS keep-alive",
 		TLS:         true, Path: LargeFile, Connections: 4,
