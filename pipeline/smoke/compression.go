@@ -55,7 +55,7 @@ func (r *runner) moduleWanted(ctx context.Context, flag string) bool {
 // encodingCheck asks for GET / with only this encoding acceptable and requires that
 // Content-Encoding names it, that the body decodes to exactly the plain page, and that the
 // response carries one Vary: Accept-Encoding (caches must key on it). An image built
-// without the module must not answer with the encoding at all.
+// without the module passes when it does not answer with the encoding.
 func encodingCheck(encoding string) func(ctx context.Context, r *runner) (Status, string) {
 	enc := encodings[encoding]
 	return func(ctx context.Context, r *runner) (Status, string) {
@@ -79,7 +79,9 @@ func encodingCheck(encoding string) func(ctx context.Context, r *runner) (Status
 			if ce == encoding {
 				return Fail, fmt.Sprintf("answered Content-Encoding %s, but the image is not expected to have %s", ce, enc.flag)
 			}
-			return Skip, fmt.Sprintf("not built with %s (Accept-Encoding: %s answered %q)", enc.flag, encoding, ce)
+			// Passed, not skipped: an image built without the module is checked too (it must
+			// not claim the encoding), and CI treats any skipped check as a failure.
+			return Pass, fmt.Sprintf("not built with %s (not expected): Accept-Encoding: %s answered Content-Encoding %q, not %s", enc.flag, encoding, ce, encoding)
 		}
 		if ce != encoding {
 			return Fail, fmt.Sprintf("GET / with Accept-Encoding: %s (%d bytes of %s) answered Content-Encoding %q", encoding, len(plain), resp.Header.Get("Content-Type"), ce)

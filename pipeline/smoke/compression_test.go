@@ -57,7 +57,7 @@ func serve(t *testing.T, answer func(w http.ResponseWriter, acceptEncoding strin
 
 // The br and zstd checks pass only on the right Content-Encoding, a body that decodes to
 // exactly the plain page, and one Vary: Accept-Encoding; without the module expected, they
-// skip, unless the server answers with the encoding anyway.
+// pass only if the server does not answer with the encoding.
 func TestEncodingChecks(t *testing.T) {
 	for _, enc := range []string{"br", "zstd"} {
 		check := map[string]string{"br": smoke.CheckBrotli, "zstd": smoke.CheckZstd}[enc]
@@ -97,7 +97,7 @@ func TestEncodingChecks(t *testing.T) {
 				w.Header().Set("Content-Encoding", ae)
 				w.Write(good)
 			}, smoke.Fail, "exactly one Vary"},
-			{"not built", false, func(w http.ResponseWriter, ae string) { w.Write(page) }, smoke.Skip, "not built with " + flag},
+			{"not built", false, func(w http.ResponseWriter, ae string) { w.Write(page) }, smoke.Pass, "not built with " + flag},
 			{"not built but answers", false, func(w http.ResponseWriter, ae string) {
 				w.Header().Set("Content-Encoding", ae)
 				w.Write(good)
