@@ -1,0 +1,55 @@
+package bench
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestReadMemStatusSelf(t *testing.T) {
+	buf := make([]byte, 32<<20) // touch 32 MiB so the peak is at least that
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	m, err := ReadMemStatus(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.PID != os.Getpid() || m.RSS <= 0 || m.PeakRSS < m.RSS || m.PeakRSS < 32<<10 {
+		t.Errorf("ReadMemStatus(self) = %+v", m)
+	}
+	_ = buf[len(buf)-1]
+}
+
+func TestParseMemStatus(t *testing.T) {
+	m, err := parseMemStatus(7, "Name:\tnginx\nVmPeak:\t  20000 kB\nVmHWM:\t    9876 kB\nVmRSS:\t    5432 kB\n")
+	if err != nil || m.PeakRSS != 9876 || m.RSS != 5432 {
+		t.Errorf("parseMemStatus = %+v, %v", m, err)
+	}
+	if _, err := parseMemStatus(2, "Name:\tkthreadd\nState:\tS\n"); err == nil || !strings.Contains(err.Error(), "no VmHWM") {
+		t.Errorf("kernel thread: %v", err)
+	}
+	if _, err := parseMemStatus(7, "VmHWM:\t 12 MB\nVmRSS:\t 1 kB\n"); err == nil {
+		t.Error("accepted a unit other than kB")
+	}
+}
+
+// TestReadServerMemory reads the memory of a real nginx master and its workers.
+func TestReadServerMemory(t *testing.T) {
+	nginx := testenvTool(t)
+	k := DefaultKnobs()
+	k.WorkerProcesses = "2"
+	s := startTestServer(t, nginx, k)
+	m, err := ReadServerMemory(s.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Master.PID != s.PID() || m.Master.PeakRSS <= 0 || len(m.Workers) != 2 {
+		t.Fatalf("ReadServerMemory = %+v", m)
+	}
+	for _, w := range m.Workers {
+		if w.PeakRSS <= 0 || w.PeakRSS < w.RSS || w.PeakRSS > m.MaxWorkerPeakRSS {
+			t.Errorf("worker %+v (max %d)", w, m.MaxWorkerPeakRSS)
+		}
+	}
+}
