@@ -194,6 +194,9 @@ type Config struct {
 	// "zstd": BinaryInfo.Encodings), turned on in the /gz/ location like gzip there; a
 	// directive of a module compiled out is a fatal "unknown directive".
 	Encodings []string
+	// Profile, when set, is the whole config as its users get it (out of the box); the
+	// Knobs then only supply the resolved worker count. See Profile.
+	Profile *Profile
 }
 
 var confTemplate = template.Must(template.New("nginx.conf").Parse(`# Rendered by nginx-forge's benchmark: every server under test gets this same template;
@@ -279,6 +282,9 @@ http {
 
 // Render writes the nginx.conf for c.
 func (c Config) Render() ([]byte, error) {
+	if c.Profile != nil {
+		return c.renderProfile()
+	}
 	if err := c.Knobs.Validate(); err != nil {
 		return nil, err
 	}
@@ -347,6 +353,11 @@ func Variants(base Knobs, serverCPUs int) []Variant {
 	add(fmt.Sprintf("ssl_session_tickets %s", onOff(!b)), func(k *Knobs) { k.SSLSessionTickets = !b })
 	s := base.Sendfile
 	add(fmt.Sprintf("sendfile %s, tcp_nopush %s", onOff(!s), onOff(!s)), func(k *Knobs) { k.Sendfile = !s; k.TCPNopush = !s })
+	if s {
+		// With sendfile, tcp_nopush costs two setsockopt(TCP_CORK) calls per response.
+		n := base.TCPNopush
+		add(fmt.Sprintf("tcp_nopush %s", onOff(!n)), func(k *Knobs) { k.TCPNopush = !n })
+	}
 	return vs
 }
 

@@ -27,7 +27,20 @@ type Report struct {
 	Baseline   string           `json:"baseline"`
 	Targets    []TargetInfo     `json:"targets"`
 	Scenarios  []ScenarioReport `json:"scenarios"`
+	// Mode is ModeLikeForLike (every server gets the benchmark's template with its Knobs) or
+	// ModeOutOfBox (every server gets its own Profile).
+	Mode string `json:"mode,omitempty"`
+	// SyscallRequests is the request count of the syscall pass (0: no pass).
+	SyscallRequests int `json:"syscall_requests,omitempty"`
+	// OutOfBox is a second run, out of the box, beside this like-for-like one (ci bench).
+	OutOfBox *Report `json:"out_of_box,omitempty"`
 }
+
+// The two ways of configuring the servers under test.
+const (
+	ModeLikeForLike = "like-for-like"
+	ModeOutOfBox    = "out-of-box"
+)
 
 // Machine names the machine the numbers were measured on.
 type Machine struct {
@@ -56,10 +69,14 @@ func DescribeMachine() Machine {
 
 // TargetInfo says what a target ran.
 type TargetInfo struct {
-	Name     string     `json:"name"`
-	Binary   BinaryInfo `json:"binary"`
-	Knobs    Knobs      `json:"knobs"`
-	ErrorLog string     `json:"error_log,omitempty"`
+	Name   string     `json:"name"`
+	Binary BinaryInfo `json:"binary"`
+	Knobs  Knobs      `json:"knobs"`
+	// Profile is the target's own config, out of the box (nil: the template with Knobs).
+	Profile *Profile `json:"profile,omitempty"`
+	// Memory is the master's and workers' memory at the end of the timed rounds.
+	Memory   *ServerMemory `json:"memory,omitempty"`
+	ErrorLog string        `json:"error_log,omitempty"`
 }
 
 // ScenarioReport holds one scenario's results.
@@ -69,6 +86,8 @@ type ScenarioReport struct {
 	Connections int      `json:"connections"`
 	Results     []Result `json:"results"`
 	Ratios      []Ratio  `json:"ratios"`
+	// Syscalls has one count per target (in Results' order) from the syscall pass.
+	Syscalls []SyscallCount `json:"syscalls,omitempty"`
 }
 
 // Result is one target's runs of one scenario and their summary.
@@ -81,6 +100,10 @@ type Result struct {
 	P50           Stat `json:"p50_ms"`
 	P99           Stat `json:"p99_ms"`
 	CPUPerRequest Stat `json:"cpu_us_per_request"`
+	// ContentEncoding and BodyBytes say how an out-of-box server served the scenario's
+	// response (a config may not compress what another does).
+	ContentEncoding string `json:"content_encoding,omitempty"`
+	BodyBytes       int    `json:"body_bytes,omitempty"`
 }
 
 // RunResult is one wrk run against one server.
@@ -91,6 +114,9 @@ type RunResult struct {
 	WrkResult
 	ServerCPU     time.Duration `json:"server_cpu_ns"`
 	CPUPerRequest time.Duration `json:"cpu_per_request_ns"`
+	// WorkerPeakRSS is the largest VmHWM among the workers after this run, in KiB (VmHWM
+	// is a peak since start, so it only grows from run to run).
+	WorkerPeakRSS int64 `json:"worker_peak_rss_kib,omitempty"`
 }
 
 // Ratio compares a target with the baseline: each statistic is over the per-round ratios
@@ -213,6 +239,17 @@ func (r *Report) Header() []string {
 	for _, t := range r.Targets {
 		lines = append(lines, fmt.Sprintf("%s: %s (nginx %s, %s)", t.Name, t.Binary.Path, t.Binary.Version, t.Binary.OpenSSL))
 	}
+	switch r.Mode {
+	case ModeOutOfBox:
+		lines = append(lines, "out of the box: each server runs its own config, as its users get it")
+		for _, t := range r.Targets {
+			if t.Profile != nil {
+				lines = append(lines, fmt.Sprintf("%s config: %s (%s)", t.Name, t.Profile.Name, t.Profile.Source))
+			}
+		}
+	case ModeLikeForLike:
+		lines = append(lines, "like for like: every server gets the same config template and knobs")
+	}
 	return lines
 }
 
@@ -250,7 +287,17 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, q.Target, fmtRatio(q.RequestsSec), fmtRatio(q.P50), fmtRatio(q.P99), fmtRatio(q.CPUPerRequest))
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := r.writeExtras(w, false); err != nil {
+		return err
+	}
+	if r.OutOfBox != nil {
+		fmt.Fprint(w, "\n==== out of the box ====\n\n")
+		return r.OutOfBox.WriteTable(w)
+	}
+	return nil
 }
 
 // WriteMarkdown renders the report for a GitHub step summary or a README.
@@ -275,8 +322,17 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", s.Name, q.Target, fmtRatio(q.RequestsSec), fmtRatio(q.P50), fmtRatio(q.P99), fmtRatio(q.CPUPerRequest))
 		}
 	}
-	_, err := fmt.Fprintln(w)
-	return err
+	if err := r.writeExtras(w, true); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(w); err != nil {
+		return err
+	}
+	if r.OutOfBox != nil {
+		fmt.Fprint(w, "#### Out of the box\n\n")
+		return r.OutOfBox.WriteMarkdown(w)
+	}
+	return nil
 }
 
 func targetNames(r *Report) []string {

@@ -13,6 +13,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,6 +28,9 @@ type Target struct {
 	Name   string
 	Binary string
 	Knobs  Knobs
+	// Profile, when set, is the target's whole config as its users get it (out of the box)
+	// instead of the benchmark's template with Knobs.
+	Profile *Profile
 }
 
 // Options tune a benchmark run. Zero values take the documented defaults.
@@ -45,6 +49,12 @@ type Options struct {
 	Dir string
 	// NoPin disables CPU pinning even where there are two or more CPUs.
 	NoPin bool
+	// SyscallRequests is the request count of the syscall pass: after the timed rounds, for
+	// every scenario and server, strace -c counts the workers' system calls over this many
+	// requests (fewer for the 10 MiB file). 0 means 2000; negative skips the pass.
+	SyscallRequests int
+	// Strace is the strace binary; default "strace" from PATH.
+	Strace string
 	// Logf reports progress; nil is quiet.
 	Logf func(format string, args ...any)
 }
@@ -65,6 +75,9 @@ func (o *Options) defaults() {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
+	if o.SyscallRequests == 0 {
+		o.SyscallRequests = 2000
+	}
 }
 
 // Estimate is about how long Run takes with these options and n targets.
@@ -74,6 +87,10 @@ func (o Options) Estimate(n int) time.Duration {
 	total := time.Duration(o.Rounds*n*len(o.Scenarios)) * per
 	if o.Warmup > 0 {
 		total += time.Duration(n*len(o.Scenarios)) * (max(o.Warmup, time.Second) + 500*time.Millisecond)
+	}
+	if o.SyscallRequests > 0 {
+		// About 1 ms per traced request (a TLS handshake under strace), plus attaching.
+		total += time.Duration(n*len(o.Scenarios)) * (time.Second + time.Duration(o.SyscallRequests)*time.Millisecond)
 	}
 	return total
 }
@@ -191,10 +208,20 @@ func Run(ctx context.Context, targets []Target, baseline int, opts Options) (*Re
 		ServerCPUs: serverCPUs,
 		ClientCPUs: clientCPUs,
 		Baseline:   targets[baseline].Name,
+		Mode:       ModeLikeForLike,
+	}
+	if opts.SyscallRequests > 0 {
+		rep.SyscallRequests = opts.SyscallRequests
+	}
+	for _, t := range targets {
+		if t.Profile != nil {
+			rep.Mode = ModeOutOfBox
+		}
 	}
 
 	// Start every server; stop all on the way out.
 	servers := make([]*Server, len(targets))
+	served := map[[2]int]servedAs{} // [scenario, target] -> how an out-of-box server served it
 	defer func() {
 		for _, s := range servers {
 			if s != nil {
@@ -212,6 +239,9 @@ func Run(ctx context.Context, targets []Target, baseline int, opts Options) (*Re
 			return nil, err
 		}
 		k := t.Knobs
+		if t.Profile != nil {
+			k.WorkerProcesses = t.Profile.WorkerProcesses
+		}
 		if k.WorkerProcesses == "auto" && len(serverCPUs) > 0 {
 			k.WorkerProcesses = strconv.Itoa(len(serverCPUs))
 		}
@@ -226,14 +256,25 @@ func Run(ctx context.Context, targets []Target, baseline int, opts Options) (*Re
 			Group:             grp,
 			TempPaths:         info.TempPaths(),
 			Encodings:         info.Encodings(),
+			Profile:           t.Profile,
 		}
 		s, err := StartServer(ctx, t.Name, info.Path, c, serverCPUs)
 		if err != nil {
 			return nil, err
 		}
 		servers[i] = s
-		rep.Targets = append(rep.Targets, TargetInfo{Name: t.Name, Binary: info, Knobs: k})
-		for _, sc := range opts.Scenarios {
+		rep.Targets = append(rep.Targets, TargetInfo{Name: t.Name, Binary: info, Knobs: k, Profile: t.Profile})
+		for si, sc := range opts.Scenarios {
+			if t.Profile != nil {
+				// Out of the box, a server serves what its config says (Debian's does not
+				// gzip JSON): check the body and record how it was served.
+				enc, size, err := CheckAsServed(sc, c)
+				if err != nil {
+					return nil, fmt.Errorf("target %s: %w", t.Name, err)
+				}
+				served[[2]int{si, i}] = servedAs{enc, size}
+				continue
+			}
 			if err := sc.Check(c); err != nil {
 				return nil, fmt.Errorf("target %s: %w", t.Name, err)
 			}
@@ -266,21 +307,32 @@ func Run(ctx context.Context, targets []Target, baseline int, opts Options) (*Re
 			return RunResult{}, fmt.Errorf("target %s, scenario %s: %w\n%s", s.Name, sc.Name, errStopped, s.ErrorLog())
 		}
 		if res.Requests == 0 {
-			return RunResult{}, fmt.Errorf("target %s, scenario %s: wrk completed no requests:\n%s\n%s", s.Name, sc.Name, out, s.ErrorLog())
+			return RunResult{}, fmt.Errorf("target %s, scenario %s: %w:\n%s\n%s", s.Name, sc.Name, errNoRequests, out, s.ErrorLog())
 		}
 		if res.Non2xx3xx > 0 || res.Errors()*100 > res.Requests {
 			return RunResult{}, fmt.Errorf("target %s, scenario %s: %d non-2xx/3xx responses and %d socket errors in %d requests:\n%s\n%s",
 				s.Name, sc.Name, res.Non2xx3xx, res.Errors(), res.Requests, out, s.ErrorLog())
 		}
 		cpu := after - before
-		return RunResult{WrkResult: res, ServerCPU: cpu, CPUPerRequest: cpu / time.Duration(res.Requests)}, nil
+		r := RunResult{WrkResult: res, ServerCPU: cpu, CPUPerRequest: cpu / time.Duration(res.Requests)}
+		if m, err := ReadServerMemory(s.PID()); err == nil {
+			r.WorkerPeakRSS = m.MaxWorkerPeakRSS
+		}
+		if s.Config.Profile != nil {
+			truncateLogs(s.Config.Prefix)
+		}
+		return r, nil
 	}
 
 	if opts.Warmup > 0 {
 		for si, sc := range opts.Scenarios {
 			for ti := range targets {
 				opts.Logf("warm-up: %s on %s", sc.Name, targets[ti].Name)
-				if _, err := wrkRun(si, ti, opts.Warmup); err != nil {
+				if _, err := wrkRun(si, ti, opts.Warmup); errors.Is(err, errNoRequests) {
+					// On a loaded machine a second may not be enough for the first TLS
+					// handshakes of many connections; the warm-up is not recorded anyway.
+					opts.Logf("warm-up: %s on %s completed no requests", sc.Name, targets[ti].Name)
+				} else if err != nil {
 					return nil, fmt.Errorf("warm-up: %w", err)
 				}
 			}
@@ -302,6 +354,28 @@ func Run(ctx context.Context, targets []Target, baseline int, opts Options) (*Re
 			}
 		}
 	}
+	// Peak memory at the end of the timed rounds, before the syscall pass adds its own load.
+	for i, s := range servers {
+		m, err := ReadServerMemory(s.PID())
+		if err != nil {
+			return nil, fmt.Errorf("target %s: %w", s.Name, err)
+		}
+		rep.Targets[i].Memory = &m
+	}
+	syscalls := map[[2]int]SyscallCount{}
+	if opts.SyscallRequests > 0 {
+		for si, sc := range opts.Scenarios {
+			for ti, s := range servers {
+				c, err := syscallPass(ctx, s, sc, opts)
+				if err != nil {
+					return nil, fmt.Errorf("target %s: %w", s.Name, err)
+				}
+				c.Target = s.Name
+				syscalls[[2]int{si, ti}] = c
+				opts.Logf("syscalls %s %s: %.1f per request over %d requests (%s)", sc.Name, s.Name, c.PerRequest, c.Requests, c.Top(5))
+			}
+		}
+	}
 	for si, sc := range opts.Scenarios {
 		conns := sc.Connections
 		if opts.Connections > 0 {
@@ -309,7 +383,14 @@ func Run(ctx context.Context, targets []Target, baseline int, opts Options) (*Re
 		}
 		sr := ScenarioReport{Name: sc.Name, Description: sc.Description, Connections: conns}
 		for ti, t := range targets {
-			sr.Results = append(sr.Results, summarize(t.Name, runs[[2]int{si, ti}]))
+			res := summarize(t.Name, runs[[2]int{si, ti}])
+			if sv, ok := served[[2]int{si, ti}]; ok {
+				res.ContentEncoding, res.BodyBytes = sv.encoding, sv.size
+			}
+			sr.Results = append(sr.Results, res)
+			if c, ok := syscalls[[2]int{si, ti}]; ok {
+				sr.Syscalls = append(sr.Syscalls, c)
+			}
 		}
 		for ti, t := range targets {
 			if ti != baseline {
@@ -326,3 +407,41 @@ func Run(ctx context.Context, targets []Target, baseline int, opts Options) (*Re
 	rep.Elapsed = time.Since(rep.Started).Round(time.Second)
 	return rep, nil
 }
+
+type servedAs struct {
+	encoding string
+	size     int
+}
+
+// syscallPass counts the workers' system calls over a fixed number of the scenario's
+// requests, separately from the timed rounds (tracing slows the server down).
+func syscallPass(ctx context.Context, s *Server, sc Scenario, opts Options) (SyscallCount, error) {
+	pids, err := Workers(s.PID())
+	if err != nil {
+		return SyscallCount{}, err
+	}
+	conns := sc.Connections
+	if opts.Connections > 0 {
+		conns = opts.Connections
+	}
+	n := syscallRequests(sc, opts.SyscallRequests)
+	conns = max(1, min(conns, n))
+	// Generous: a traced TLS handshake takes about a millisecond; 10 MiB over TLS tens.
+	timeout := 60*time.Second + time.Duration(n)*10*time.Millisecond
+	load := NewFixedLoad(sc, s.Config, n, conns)
+	defer load.Close()
+	c, err := TraceSyscalls(ctx, opts.Strace, pids, timeout, load.Warm, load.Run)
+	if err != nil {
+		return c, fmt.Errorf("syscall pass, scenario %s: %w", sc.Name, err)
+	}
+	c.Connections = conns
+	if s.Config.Profile != nil {
+		truncateLogs(s.Config.Prefix)
+	}
+	if !s.Alive() {
+		return c, fmt.Errorf("syscall pass, scenario %s: %w\n%s", sc.Name, errStopped, s.ErrorLog())
+	}
+	return c, nil
+}
+
+var errNoRequests = errors.New("wrk completed no requests")

@@ -25,19 +25,37 @@ func testenvTool(t *testing.T) string {
 // consistency, not speed (speed is what `ci bench` prints, not what a test asserts).
 func TestRunDebianAgainstItself(t *testing.T) {
 	nginx := testenvTool(t)
+	testenv.Tool(t, "strace", "strace")
 	k := DefaultKnobs()
 	var log strings.Builder
 	rep, err := Run(context.Background(), []Target{{Name: "A", Binary: nginx, Knobs: k}, {Name: "B", Binary: nginx, Knobs: k}}, 1,
-		Options{Duration: time.Second, Rounds: 2, Warmup: -1, Logf: func(f string, a ...any) { log.WriteString(f + "\n") }})
+		Options{Duration: time.Second, Rounds: 2, Warmup: -1, SyscallRequests: 50, Logf: func(f string, a ...any) { log.WriteString(f + "\n") }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Scenarios) != len(Scenarios) || rep.Baseline != "B" || len(rep.Targets) != 2 {
 		t.Fatalf("report shape: %d scenarios, baseline %q, %d targets", len(rep.Scenarios), rep.Baseline, len(rep.Targets))
 	}
+	if rep.Mode != ModeLikeForLike {
+		t.Errorf("mode %q", rep.Mode)
+	}
+	for _, ti := range rep.Targets {
+		if ti.Memory == nil || len(ti.Memory.Workers) == 0 || ti.Memory.MaxWorkerPeakRSS <= 0 {
+			t.Errorf("target %s: memory %+v", ti.Name, ti.Memory)
+		}
+	}
 	for _, s := range rep.Scenarios {
 		if len(s.Results) != 2 || len(s.Ratios) != 1 || s.Ratios[0].Target != "A" {
 			t.Fatalf("%s: %d results, ratios %+v", s.Name, len(s.Results), s.Ratios)
+		}
+		// The syscall pass: one count per target, over the fixed number of requests (10 for
+		// the 10 MiB file).
+		want := 50
+		if s.Name == "tls-large" {
+			want = 20
+		}
+		if len(s.Syscalls) != 2 || s.Syscalls[1].Target != "B" || s.Syscalls[0].PerRequest < 2 || s.Syscalls[0].Requests != want {
+			t.Errorf("%s: syscalls %+v", s.Name, s.Syscalls)
 		}
 		for ti, res := range s.Results {
 			if len(res.Runs) != 2 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -121,6 +122,11 @@ func StartServer(ctx context.Context, name, bin string, c Config, cpus []int) (*
 	s.cmd = exec.Command(args[0], args[1:]...)
 	s.cmd.Stderr = &s.stderr
 	s.cmd.Stdout = &s.stderr
+	if c.Profile != nil {
+		// An out-of-box config may log every request to /dev/stdout: a pipe the bench
+		// drains, as a container runtime does, instead of a buffer that grows.
+		s.cmd.Stdout = io.Discard
+	}
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("server %s: starting %s: %w", name, bin, err)

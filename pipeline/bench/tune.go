@@ -48,6 +48,10 @@ type ScenarioVerdict struct {
 	// by more than the floor without being slower; "worse" in the mirror cases; "noise"
 	// otherwise; "too few rounds" with fewer than MinRounds.
 	Verdict string `json:"verdict"`
+	// Syscalls and BaselineSyscalls are the system calls per request of the variant's and
+	// the baseline's workers in the syscall pass (0: no pass).
+	Syscalls         float64 `json:"syscalls_per_request,omitempty"`
+	BaselineSyscalls float64 `json:"baseline_syscalls_per_request,omitempty"`
 }
 
 // MinRounds is the fewest rounds a verdict needs: with one or two, "every round" is luck.
@@ -113,6 +117,10 @@ func Tune(ctx context.Context, bin string, base Knobs, opts Options) (*TuneRepor
 		for _, s := range sweep.Scenarios {
 			q := s.Ratios[i+1] // Ratios[0] is the control's
 			sv := ScenarioVerdict{Scenario: s.Name, Ratio: q, Verdict: verdict(q, s.Ratios[0])}
+			if len(s.Syscalls) == len(targets) {
+				// Syscalls are in target order: baseline, control, then the variants.
+				sv.Syscalls, sv.BaselineSyscalls = s.Syscalls[i+2].PerRequest, s.Syscalls[0].PerRequest
+			}
 			switch sv.Verdict {
 			case "better":
 				kr.Better++
@@ -173,14 +181,14 @@ func (tr *TuneReport) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "baseline knobs: %s\n\n", describeKnobs(tr.Base))
 	fmt.Fprintln(w, "one knob at a time vs baseline (per-round ratios: median (min..max))")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "variant\tscenario\trequests/s\tp99\tCPU/request\tverdict")
+	fmt.Fprintln(tw, "variant\tscenario\trequests/s\tp99\tCPU/request\tsyscalls/request\tverdict")
 	for i, s := range tr.Sweep.Scenarios {
 		name := ControlName
 		if i > 0 {
 			name = ""
 		}
 		q := s.Ratios[0]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, s.Name, fmtRatio(q.RequestsSec), fmtRatio(q.P99), fmtRatio(q.CPUPerRequest), "(noise floor)")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, s.Name, fmtRatio(q.RequestsSec), fmtRatio(q.P99), fmtRatio(q.CPUPerRequest), controlSyscalls(s), "(noise floor)")
 	}
 	for _, kr := range tr.Knobs {
 		for i, sv := range kr.Scenarios {
@@ -188,7 +196,7 @@ func (tr *TuneReport) WriteTable(w io.Writer) error {
 			if i > 0 {
 				name = ""
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, sv.Scenario, fmtRatio(sv.Ratio.RequestsSec), fmtRatio(sv.Ratio.P99), fmtRatio(sv.Ratio.CPUPerRequest), sv.Verdict)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, sv.Scenario, fmtRatio(sv.Ratio.RequestsSec), fmtRatio(sv.Ratio.P99), fmtRatio(sv.Ratio.CPUPerRequest), sv.syscalls(), sv.Verdict)
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -207,15 +215,15 @@ func (tr *TuneReport) WriteTable(w io.Writer) error {
 // WriteMarkdown renders the sweep for a step summary.
 func (tr *TuneReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "### Tuning sweep\n\nBaseline knobs: `%s`\n\n", describeKnobs(tr.Base))
-	fmt.Fprintln(w, "| variant | scenario | requests/s | p99 | CPU/request | verdict |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| variant | scenario | requests/s | p99 | CPU/request | syscalls/request | verdict |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---|")
 	for _, s := range tr.Sweep.Scenarios {
 		q := s.Ratios[0]
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | (noise floor) |\n", ControlName, s.Name, fmtRatio(q.RequestsSec), fmtRatio(q.P99), fmtRatio(q.CPUPerRequest))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | (noise floor) |\n", ControlName, s.Name, fmtRatio(q.RequestsSec), fmtRatio(q.P99), fmtRatio(q.CPUPerRequest), controlSyscalls(s))
 	}
 	for _, kr := range tr.Knobs {
 		for _, sv := range kr.Scenarios {
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", kr.Variant, sv.Scenario, fmtRatio(sv.Ratio.RequestsSec), fmtRatio(sv.Ratio.P99), fmtRatio(sv.Ratio.CPUPerRequest), sv.Verdict)
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", kr.Variant, sv.Scenario, fmtRatio(sv.Ratio.RequestsSec), fmtRatio(sv.Ratio.P99), fmtRatio(sv.Ratio.CPUPerRequest), sv.syscalls(), sv.Verdict)
 		}
 	}
 	if len(tr.Best) == 0 {
@@ -247,4 +255,21 @@ func (tr *TuneReport) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(tr)
+}
+
+// syscalls prints the variant's system calls per request with the baseline's.
+func (sv ScenarioVerdict) syscalls() string {
+	if sv.BaselineSyscalls == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f (baseline %.2f)", sv.Syscalls, sv.BaselineSyscalls)
+}
+
+// controlSyscalls prints the control's and the baseline's system calls per request: the same
+// config twice, so their difference is the count's own noise.
+func controlSyscalls(s ScenarioReport) string {
+	if len(s.Syscalls) < 2 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f (baseline %.2f)", s.Syscalls[1].PerRequest, s.Syscalls[0].PerRequest)
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
 func TestVerdict(t *testing.T) {
@@ -44,7 +46,8 @@ func TestTuneSweep(t *testing.T) {
 	nginx := testenvTool(t)
 	sc, _ := SelectScenarios("http-keepalive")
 	base := DefaultKnobs()
-	tr, err := Tune(context.Background(), nginx, base, Options{Scenarios: sc, Duration: time.Second, Rounds: MinRounds, Warmup: -1})
+	testenv.Tool(t, "strace", "strace")
+	tr, err := Tune(context.Background(), nginx, base, Options{Scenarios: sc, Duration: time.Second, Rounds: MinRounds, Warmup: -1, SyscallRequests: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +57,7 @@ func TestTuneSweep(t *testing.T) {
 	byName := map[string]KnobResult{}
 	for _, kr := range tr.Knobs {
 		byName[kr.Variant] = kr
-		if len(kr.Scenarios) != 1 || kr.Scenarios[0].Verdict == "" || kr.Score <= 0 {
+		if len(kr.Scenarios) != 1 || kr.Scenarios[0].Verdict == "" || kr.Score <= 0 || kr.Scenarios[0].Syscalls <= 0 || kr.Scenarios[0].BaselineSyscalls <= 0 {
 			t.Errorf("variant %s: %+v", kr.Variant, kr)
 		}
 	}
@@ -75,6 +78,9 @@ func TestTuneSweep(t *testing.T) {
 	}
 	if err := tr.WriteMarkdown(&out); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "syscalls/request") {
+		t.Error("output lacks syscalls/request")
 	}
 	for _, kr := range tr.Knobs {
 		if !strings.Contains(out.String(), kr.Variant) {

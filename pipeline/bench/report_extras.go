@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+)
+
+// writeExtras prints what the report has beyond the timed figures: how out-of-box servers
+// served each scenario, system calls per request, and memory. md selects Markdown tables.
+func (r *Report) writeExtras(w io.Writer, md bool) error {
+	var served []string
+	for _, s := range r.Scenarios {
+		var parts []string
+		for _, res := range s.Results {
+			if res.ContentEncoding != "" {
+				parts = append(parts, fmt.Sprintf("%s %s, %d bytes", res.Target, res.ContentEncoding, res.BodyBytes))
+			}
+		}
+		if len(parts) > 0 {
+			served = append(served, fmt.Sprintf("%s: %s", s.Name, strings.Join(parts, "; ")))
+		}
+	}
+	if len(served) > 0 {
+		fmt.Fprint(w, "\nResponses as served (out of the box, a config may not compress what another does; CPU per request then compares different work):\n\n")
+		for _, l := range served {
+			if md {
+				fmt.Fprintf(w, "- %s\n", l)
+			} else {
+				fmt.Fprintf(w, "  %s\n", l)
+			}
+		}
+	}
+
+	haveSys := false
+	for _, s := range r.Scenarios {
+		haveSys = haveSys || len(s.Syscalls) > 0
+	}
+	if haveSys {
+		intro := fmt.Sprintf("System calls per request of the workers (strace -c -f, a separate pass of %d requests per scenario and server after the timed rounds; fewer for the 10 MiB file; the most frequent calls per request):", r.SyscallRequests)
+		rows := [][]string{}
+		for _, s := range r.Scenarios {
+			var base float64
+			for _, c := range s.Syscalls {
+				if c.Target == r.Baseline {
+					base = c.PerRequest
+				}
+			}
+			for _, c := range s.Syscalls {
+				vs := "-"
+				if base > 0 && c.Target != r.Baseline {
+					vs = fmt.Sprintf("%.2f", c.PerRequest/base)
+				}
+				rows = append(rows, []string{s.Name, c.Target, fmt.Sprintf("%.2f", c.PerRequest), vs, c.Top(6)})
+			}
+		}
+		writeRows(w, md, intro, []string{"scenario", "server", "syscalls/request", "vs " + r.Baseline, "top calls per request"}, rows)
+	}
+
+	haveMem := false
+	for _, t := range r.Targets {
+		haveMem = haveMem || t.Memory != nil
+	}
+	if haveMem {
+		rows := [][]string{}
+		for _, t := range r.Targets {
+			if t.Memory == nil {
+				continue
+			}
+			var each []string
+			for _, wk := range t.Memory.Workers {
+				each = append(each, mib(wk.PeakRSS))
+			}
+			rows = append(rows, []string{t.Name, fmt.Sprint(len(t.Memory.Workers)), mib(t.Memory.MaxWorkerPeakRSS), strings.Join(each, ", "), mib(t.Memory.Master.PeakRSS)})
+		}
+		writeRows(w, md, "Memory at the end of the timed rounds (VmHWM, the peak resident set since start, from /proc/PID/status; shared pages count in full in every process):",
+			[]string{"server", "workers", "peak RSS per worker MiB (max)", "each worker", "master peak RSS MiB"}, rows)
+	}
+	return nil
+}
+
+func mib(kib int64) string {
+	v := float64(kib) / 1024
+	if math.Abs(v) >= 100 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+func writeRows(w io.Writer, md bool, intro string, head []string, rows [][]string) {
+	fmt.Fprintf(w, "\n%s\n\n", intro)
+	if md {
+		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+		for _, r := range rows {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
+		}
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+}
