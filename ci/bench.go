@@ -46,6 +46,21 @@ of master and workers from /proc), each as median (min..max) over the rounds, an
 A/B computed per round. CPU per request is the steadier figure on a shared machine: it does
 not depend on how much CPU wrk got.
 
+Out of the box (--mode both, the default, or out-of-box): a second run where each server gets
+its own whole config as its users get it: A the image's shipped nginx.conf (--oob-config;
+default the install tree's etc/nginx/nginx.conf with its includes, else the checkout's), B
+Debian 12's default /etc/nginx/nginx.conf (embedded; --oob-baseline-config to give another).
+Their main, events and http directives are kept as written (access log included: a file goes
+under the server's prefix, /dev/stdout to a pipe the bench drains); pid, user, error_log,
+includes of other directories, temp paths and server blocks are the benchmark's. Each
+response is checked as served: Debian's default config does not gzip JSON, and the report
+says so beside the figures.
+
+System calls: after the timed rounds, a separate pass counts the workers' system calls with
+strace -c -f over --syscall-requests requests per scenario and server (0 skips it; strace
+must be installed and allowed to trace the workers). Memory: the peak resident set (VmHWM)
+of every worker at the end of the timed rounds.
+
 The table goes to standard output, --json writes everything (every run) for CI artifacts,
 and in GitHub Actions the Markdown table goes to the step summary. Every wrk run is bounded
 (duration + 30 s); servers are stopped with SIGQUIT, then killed.`,
@@ -54,6 +69,9 @@ and in GitHub Actions the Markdown table goes to the step summary. Every wrk run
 			nginx := fs.String("nginx", "", "A's nginx `binary` (instead of --tree)")
 			baseline := fs.String("baseline", "/usr/sbin/nginx", "B's nginx `binary`")
 			config := fs.String("config", "", "nginx.conf whose performance knobs both servers get (default: the shipped one, from --tree or the checkout)")
+			mode := fs.String("mode", "both", "like-for-like, out-of-box, or both")
+			oobConfig := fs.String("oob-config", "", "A's own nginx.conf out of the box (default: the shipped one, from --tree or the checkout)")
+			oobBaseline := fs.String("oob-baseline-config", "", "B's own nginx.conf out of the box (default: Debian 12's default nginx.conf, embedded)")
 			o := benchFlags(fs, "all", 10*time.Second)
 			jsonOut := fs.String("json", "", "write the full report as JSON to `file`")
 			mdOut := fs.String("markdown", "", "write the Markdown table to `file`")
@@ -72,12 +90,49 @@ and in GitHub Actions the Markdown table goes to the step summary. Every wrk run
 				if err != nil {
 					return err
 				}
+				lfl, oob := *mode == "both" || *mode == bench.ModeLikeForLike, *mode == "both" || *mode == bench.ModeOutOfBox
+				if !lfl && !oob {
+					return usageErrorf("--mode %q: want like-for-like, out-of-box or both", *mode)
+				}
 				k, _, err := shippedKnobs(*tree, *config)
 				if err != nil {
 					return err
 				}
-				rep, err := runBounded(ctx, opts, *o.timeout, 2, func(ctx context.Context) (*bench.Report, error) {
-					return bench.Run(ctx, []bench.Target{{Name: "built", Binary: a, Knobs: k}, {Name: "baseline", Binary: *baseline, Knobs: k}}, 1, opts)
+				var oobTargets []bench.Target
+				if oob {
+					if oobTargets, err = outOfBoxTargets(*tree, *oobConfig, *oobBaseline, a, *baseline); err != nil {
+						return err
+					}
+				}
+				n := 0
+				if lfl {
+					n += 2
+				}
+				if oob {
+					n += 2
+				}
+				rep, err := runBounded(ctx, opts, *o.timeout, n, func(ctx context.Context) (*bench.Report, error) {
+					var rep, out *bench.Report
+					var err error
+					if lfl {
+						if rep, err = bench.Run(ctx, []bench.Target{{Name: "built", Binary: a, Knobs: k}, {Name: "baseline", Binary: *baseline, Knobs: k}}, 1, opts); err != nil {
+							return nil, err
+						}
+					}
+					if oob {
+						if out, err = bench.Run(ctx, oobTargets, 1, opts); err != nil {
+							if rep != nil {
+								// Keep the like-for-like figures: print them, then fail.
+								_ = rep.WriteTable(stdout)
+							}
+							return nil, fmt.Errorf("out of the box: %w", err)
+						}
+					}
+					if rep == nil {
+						return out, nil
+					}
+					rep.OutOfBox = out
+					return rep, nil
 				})
 				if err != nil {
 					return err
@@ -86,6 +141,61 @@ and in GitHub Actions the Markdown table goes to the step summary. Every wrk run
 			}
 		},
 	})
+}
+
+// outOfBoxTargets are A with its own config (--oob-config, default the shipped one) and B with
+// Debian's default config (or --oob-baseline-config). Includes are read from the install
+// tree's etc/nginx with --tree, else from the config file's directory.
+func outOfBoxTargets(tree, aConf, bConf, a, b string) ([]bench.Target, error) {
+	if aConf == "" {
+		aConf = findUp(shippedConfig)
+		if tree != "" {
+			aConf = filepath.Join(tree, "etc", "nginx", "nginx.conf")
+		}
+	}
+	confDir := func(conf string) string {
+		if tree != "" {
+			return filepath.Join(tree, "etc", "nginx")
+		}
+		return filepath.Dir(conf)
+	}
+	pa, err := bench.ReadProfile("shipped nginx.conf", aConf, confDir(aConf))
+	if err != nil {
+		return nil, usageErrorf("--oob-config: %v", err)
+	}
+	ka, err := profileKnobs(aConf)
+	if err != nil {
+		return nil, err
+	}
+	var pb *bench.Profile
+	kb := bench.DefaultKnobs()
+	if bConf == "" {
+		if pb, err = bench.DebianDefaultProfile(); err != nil {
+			return nil, err
+		}
+	} else {
+		if pb, err = bench.ReadProfile("baseline's nginx.conf", bConf, filepath.Dir(bConf)); err != nil {
+			return nil, usageErrorf("--oob-baseline-config: %v", err)
+		}
+		if kb, err = profileKnobs(bConf); err != nil {
+			return nil, err
+		}
+	}
+	return []bench.Target{{Name: "built", Binary: a, Knobs: ka, Profile: pa}, {Name: "baseline", Binary: b, Knobs: kb, Profile: pb}}, nil
+}
+
+// profileKnobs reads a config's knobs for the report (the profile is what the server runs).
+func profileKnobs(conf string) (bench.Knobs, error) {
+	f, err := os.Open(conf)
+	if err != nil {
+		return bench.Knobs{}, usageErrorf("%v", err)
+	}
+	defer f.Close()
+	k, err := bench.ParseKnobs(f)
+	if err != nil {
+		return bench.Knobs{}, fmt.Errorf("reading the knobs of %s: %w", conf, err)
+	}
+	return k, nil
 }
 
 // builtBinary resolves --tree/--nginx to A's binary.
@@ -114,20 +224,24 @@ type benchOpts struct {
 	noPin, verbose   *bool
 	wrk              *string
 	timeout          *time.Duration
+	syscallRequests  *int
+	strace           *string
 }
 
 func benchFlags(fs *flag.FlagSet, scenarios string, duration time.Duration) *benchOpts {
 	return &benchOpts{
-		scenarios:   fs.String("scenarios", scenarios, "comma-separated `list` of scenarios, or all ("+strings.Join(bench.ScenarioNames(), ", ")+")"),
-		duration:    fs.Duration("duration", duration, "length of each wrk run (whole seconds)"),
-		warmup:      fs.Duration("warmup", time.Second, "unrecorded warm-up run per scenario and server before round 1 (0 for none)"),
-		connections: fs.Int("connections", 0, "concurrent connections for every scenario (0: each scenario's default)"),
-		thr:         fs.Int("threads", 0, "wrk threads (0: one per load-generator CPU)"),
-		rounds:      fs.Int("rounds", 3, "rounds: each runs every scenario on every server, in alternating order"),
-		noPin:       fs.Bool("no-pin", false, "do not pin servers and wrk to separate CPUs"),
-		wrk:         fs.String("wrk", "wrk", "wrk `binary`"),
-		timeout:     fs.Duration("timeout", 0, "give up after this long (0: twice the estimated run time plus 2 minutes)"),
-		verbose:     fs.Bool("v", false, "print each run as it completes"),
+		scenarios:       fs.String("scenarios", scenarios, "comma-separated `list` of scenarios, or all ("+strings.Join(bench.ScenarioNames(), ", ")+")"),
+		duration:        fs.Duration("duration", duration, "length of each wrk run (whole seconds)"),
+		warmup:          fs.Duration("warmup", time.Second, "unrecorded warm-up run per scenario and server before round 1 (0 for none)"),
+		connections:     fs.Int("connections", 0, "concurrent connections for every scenario (0: each scenario's default)"),
+		thr:             fs.Int("threads", 0, "wrk threads (0: one per load-generator CPU)"),
+		rounds:          fs.Int("rounds", 3, "rounds: each runs every scenario on every server, in alternating order"),
+		noPin:           fs.Bool("no-pin", false, "do not pin servers and wrk to separate CPUs"),
+		wrk:             fs.String("wrk", "wrk", "wrk `binary`"),
+		timeout:         fs.Duration("timeout", 0, "give up after this long (0: twice the estimated run time plus 2 minutes)"),
+		verbose:         fs.Bool("v", false, "print each run as it completes"),
+		syscallRequests: fs.Int("syscall-requests", 2000, "requests per scenario and server in the syscall pass after the timed rounds (strace -c of the workers; 0 skips it)"),
+		strace:          fs.String("strace", "strace", "strace `binary` for the syscall pass"),
 	}
 }
 
@@ -139,15 +253,19 @@ func (o *benchOpts) options(stderr io.Writer) (bench.Options, error) {
 	if *o.duration < time.Second || *o.duration%time.Second != 0 {
 		return bench.Options{}, usageErrorf("--duration %v: want whole seconds, at least 1s (wrk's unit)", *o.duration)
 	}
-	if *o.rounds < 1 || *o.connections < 0 || *o.thr < 0 {
-		return bench.Options{}, usageErrorf("--rounds must be at least 1; --connections and --threads not negative")
+	if *o.rounds < 1 || *o.connections < 0 || *o.thr < 0 || *o.syscallRequests < 0 {
+		return bench.Options{}, usageErrorf("--rounds must be at least 1; --connections, --threads and --syscall-requests not negative")
+	}
+	sysReq := *o.syscallRequests
+	if sysReq == 0 {
+		sysReq = -1 // bench.Options: negative skips the pass
 	}
 	warm := *o.warmup
 	if warm <= 0 {
 		warm = -1
 	}
 	opts := bench.Options{Scenarios: sc, Duration: *o.duration, Warmup: warm, Connections: *o.connections,
-		Threads: *o.thr, Rounds: *o.rounds, Wrk: *o.wrk, NoPin: *o.noPin}
+		Threads: *o.thr, Rounds: *o.rounds, Wrk: *o.wrk, NoPin: *o.noPin, SyscallRequests: sysReq, Strace: *o.strace}
 	if *o.verbose {
 		opts.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }
 	}
