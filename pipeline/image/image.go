@@ -250,12 +250,13 @@ func annotations(l *lock.Lock, o options, baseName, baseDigest string, created t
 		AnnotationBaseDigest: baseDigest,
 		AnnotationCreated:    created.Format(time.RFC3339),
 		AnnotationTitle:      "nginx-forge",
-		AnnotationLicenses:   licenseExpression(o),
+		AnnotationLicenses:   sbomLicenseExpression(l, o),
 	}
 	if o.revision != "" {
 		a[AnnotationRevision] = o.revision
 	}
-	for _, c := range l.Components {
+	// Only what nginx is built from: a library pinned without its module is not in the image.
+	for _, c := range builtComponents(l) {
 		a[AnnotationPrefix+c.Name+".version"] = c.Version
 		a[AnnotationPrefix+c.Name+".sha256"] = c.SHA256
 	}
@@ -269,7 +270,7 @@ func annotations(l *lock.Lock, o options, baseName, baseDigest string, created t
 func describeStack(l *lock.Lock, o options) string {
 	var parts []string
 	nginx := ""
-	for _, c := range l.Components {
+	for _, c := range builtComponents(l) {
 		if c.Name == lock.Nginx {
 			nginx = "nginx " + c.Version
 			continue

@@ -93,7 +93,6 @@ func isLibraryOfModule(name string) bool {
 
 // licenseExpression is the image's license without the optional components' (the image
 // annotation's); sbomLicenseExpression adds them.
-func licenseExpression(o options) string { return sbomLicenseExpression(nil, o) }
 
 func sbomLicenseExpression(l *lock.Lock, o options) string {
 	names := []string{lock.Nginx, lock.OpenSSL, lock.PCRE2, lock.Zlib}
@@ -110,12 +109,16 @@ func sbomLicenseExpression(l *lock.Lock, o options) string {
 		names = append(names, Libcrypt)
 	}
 	var parts []string
+	seen := map[string]bool{}
 	for _, n := range names {
 		l := licenses[n]
 		if strings.Contains(l, " ") {
 			l = "(" + l + ")"
 		}
-		parts = append(parts, l)
+		if !seen[l] { // nginx and ngx_brotli are both BSD-2-Clause: one term says it
+			seen[l] = true
+			parts = append(parts, l)
+		}
 	}
 	return strings.Join(parts, " AND ")
 }
