@@ -148,7 +148,7 @@ func (b *build) resolve() error {
 	}
 	b.l = l
 	for _, pl := range b.req.platforms() {
-		opts := []plan.Option{plan.WithPlatform(pl), plan.WithCPU(b.req.CPU), plan.WithJobs(b.req.Jobs)}
+		opts := []plan.Option{plan.WithPlatform(pl), plan.WithCPU(b.req.CPU), plan.WithJobs(b.req.Jobs), plan.WithOptimize(b.req.Optimize)}
 		if b.req.Modules != nil {
 			opts = append(opts, plan.WithModules(b.req.Modules...))
 		}

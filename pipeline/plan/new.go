@@ -17,6 +17,7 @@ type options struct {
 	cpu      string
 	jobs     int
 	modules  []string
+	optimize string
 }
 
 // WithPlatform sets the target platform, "linux/amd64" or "linux/arm64" (default linux/amd64).
@@ -56,7 +57,7 @@ func WithModules(names ...string) Option {
 	}
 }
 
-//go:embed files/nginx.conf files/index.html files/compression.d
+//go:embed files/nginx.conf files/index.html files/compression.d files/train
 var shipped embed.FS
 
 // New returns the plan that builds l's components for the options' platform.
@@ -67,7 +68,7 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("plan: invalid lock: %w", err)
 	}
-	o := options{platform: Platform{OS: "linux", Arch: "amd64"}, modules: defaultModules(l)}
+	o := options{platform: Platform{OS: "linux", Arch: "amd64"}, modules: defaultModules(l), optimize: DefaultOptimize}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("plan: %w", err)
@@ -93,6 +94,7 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 		Native:          o.cpu == NativeCPU,
 		Modules:         modNames,
 		Jobs:            o.jobs,
+		Optimize:        o.optimize,
 		SourceDateEpoch: l.SourceDateEpoch,
 		BuilderImage:    l.Images.Builder.Pinned(),
 		BuildPackages:   buildPackages,
@@ -104,6 +106,16 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 		p.Warnings = append(p.Warnings, `CPU level "native" bakes the build machine's CPU features into the binary: it may crash with SIGILL on any other machine`)
 	}
 	f := newFlags(o.platform.Arch, o.cpu)
+	lto := o.optimize != OptimizeNone
+	pgo := o.optimize == OptimizePGO
+	// opt adds the mode's compile flags to a stage's CFLAGS, and the archiver to its env.
+	opt := func(cflags string, env ...EnvVar) []EnvVar {
+		if !lto {
+			return env
+		}
+		env[0].Value = cflags + " " + ltoFlag
+		return append(env, ltoTools...)
+	}
 	common := func(extra ...EnvVar) []EnvVar {
 		env := []EnvVar{
 			{"SOURCE_DATE_EPOCH", strconv.FormatInt(l.SourceDateEpoch, 10)},
@@ -117,29 +129,52 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 		return Source{Component: c.Name, Version: c.Version, FileName: c.FileName(), SHA256: c.SHA256}
 	}
 
+	opensslEnv := func(extra ...string) []EnvVar {
+		cflags := f.cflags()
+		if lto {
+			cflags += " " + ltoFlag
+		}
+		for _, e := range extra {
+			cflags += " " + e
+		}
+		env := common(
+			EnvVar{"CFLAGS", cflags},
+			EnvVar{"LDFLAGS", f.ldflags()},
+			EnvVar{"OPENSSL_TARGET", opensslTarget(o.platform.Arch)},
+		)
+		if lto {
+			env = append(env, ltoTools...)
+		}
+		return env
+	}
 	p.Stages = []Stage{
 		{
 			Name:   lock.Zlib,
 			Source: src(lock.Zlib),
-			Env:    common(EnvVar{"CFLAGS", f.zlibCFlags()}),
+			Env:    common(opt(f.zlibCFlags(), EnvVar{"CFLAGS", f.zlibCFlags()})...),
 			Script: zlibScript,
 		},
 		{
 			Name:   lock.PCRE2,
 			Source: src(lock.PCRE2),
-			Env:    common(EnvVar{"CFLAGS", f.cflags()}, EnvVar{"LDFLAGS", f.ldflags()}),
+			Env:    common(opt(f.cflags(), EnvVar{"CFLAGS", f.cflags()}, EnvVar{"LDFLAGS", f.ldflags()})...),
 			Script: pcre2Script,
 		},
-		{
+	}
+	if !pgo {
+		p.Stages = append(p.Stages, Stage{
 			Name:   lock.OpenSSL,
 			Source: src(lock.OpenSSL),
-			Env: common(
-				EnvVar{"CFLAGS", f.cflags()},
-				EnvVar{"LDFLAGS", f.ldflags()},
-				EnvVar{"OPENSSL_TARGET", opensslTarget(o.platform.Arch)},
-			),
+			Env:    opensslEnv(),
 			Script: opensslScript,
-		},
+		})
+	} else {
+		p.Stages = append(p.Stages, Stage{
+			Name:   StageOpenSSLInstrumented,
+			Source: src(lock.OpenSSL),
+			Env:    opensslEnv(profileGenerate(lock.OpenSSL)),
+			Script: opensslInstrumentedScript,
+		})
 	}
 
 	// Third-party modules: each library into a static prefix (like zlib and PCRE2), each
@@ -156,7 +191,7 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 			Stage{
 				Name:   lib,
 				Source: src(lib),
-				Env:    common(EnvVar{"CFLAGS", f.cflags()}, EnvVar{"LDFLAGS", f.ldflags()}),
+				Env:    common(opt(f.cflags(), EnvVar{"CFLAGS", f.cflags()}, EnvVar{"LDFLAGS", f.ldflags()})...),
 				Script: libraryScripts[lib],
 			},
 			Stage{
@@ -185,18 +220,70 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 		}
 		files = append(files, File{Path: "files/" + name, Mode: 0o644, Data: b})
 	}
+	ccOpt, ldOpt := f.nginxCCOpt(), f.nginxLDOpt()
+	if lto {
+		ccOpt += " " + ltoFlag
+		ldOpt += " " + ltoFlag
+	}
+	nginxEnv := func(cc, ld string) []EnvVar {
+		return common(EnvVar{"NGINX_CC_OPT", cc}, EnvVar{"NGINX_LD_OPT", ld})
+	}
+	script := nginxScript(modFlags, modNames)
+	if pgo {
+		// Train with nginx's own build (same configure, modules and flags, instrumented),
+		// then build OpenSSL and nginx with the profile.
+		gen := profileGenerate(lock.Nginx)
+		trainDeps := append([]string{StageOpenSSLInstrumented}, without(nginxDeps, lock.OpenSSL)...)
+		trainFiles := append([]File(nil), files...)
+		for _, name := range []string{"nginx.conf", "train.sh", "ecdsa.crt", "ecdsa.key", "rsa.crt", "rsa.key"} {
+			b, err := shipped.ReadFile("files/train/" + name)
+			if err != nil {
+				return nil, fmt.Errorf("plan: reading training file %s: %w", name, err)
+			}
+			trainFiles = append(trainFiles, File{Path: "files/train/" + name, Mode: 0o644, Data: b})
+		}
+		p.Stages = append(p.Stages,
+			Stage{
+				Name:   StagePGOTrain,
+				Source: src(lock.Nginx),
+				Deps:   trainDeps,
+				Env:    nginxEnv(ccOpt+" "+gen, ldOpt+" "+gen),
+				Files:  trainFiles,
+				Script: pgoTrainScript(modFlags, modNames),
+			},
+			Stage{
+				Name:   lock.OpenSSL,
+				Source: src(lock.OpenSSL),
+				Deps:   []string{StagePGOTrain},
+				Env:    opensslEnv(profileUse),
+				Script: opensslProfileScript,
+			})
+		nginxDeps = append(nginxDeps, StagePGOTrain)
+		ccOpt += " " + profileUse
+		ldOpt += " " + profileUse
+		script = nginxScriptWith(modFlags, modNames, profileCopy(lock.Nginx))
+		p.BuildPackages = append(append([]string(nil), p.BuildPackages...), "curl")
+		p.HostTools = append(append([]Tool(nil), p.HostTools...), Tool{Command: "curl", Package: "curl"})
+	}
 	p.Stages = append(p.Stages, Stage{
 		Name:   lock.Nginx,
 		Source: src(lock.Nginx),
 		Deps:   nginxDeps,
-		Env: common(
-			EnvVar{"NGINX_CC_OPT", f.nginxCCOpt()},
-			EnvVar{"NGINX_LD_OPT", f.nginxLDOpt()},
-		),
+		Env:    nginxEnv(ccOpt, ldOpt),
 		Files:  files,
-		Script: nginxScript(modFlags, modNames),
+		Script: script,
 	})
 	return p, nil
+}
+
+func without(names []string, drop string) []string {
+	var out []string
+	for _, n := range names {
+		if n != drop {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // LibcryptPackage is the Debian/Ubuntu package whose libcrypt.a is linked into nginx: its

@@ -38,6 +38,8 @@ type Plan struct {
 	// Jobs is the parallelism the caller asked for (0: the executor decides). It is not part
 	// of any stage's identity: the same sources and flags give the same output at any -j.
 	Jobs int
+	// Optimize is the optimization mode: none, lto or pgo (see OptimizeModes).
+	Optimize string
 	// Warnings are things the caller should tell the user (e.g. a non-portable CPU level).
 	Warnings []string
 	// SourceDateEpoch is exported to every stage and used for every timestamp.

@@ -32,6 +32,8 @@ func TestGolden(t *testing.T) {
 	}{
 		{"linux-amd64", nil},
 		{"linux-arm64", []plan.Option{plan.WithPlatform("linux/arm64")}},
+		{"linux-amd64-lto", []plan.Option{plan.WithOptimize(plan.OptimizeLTO)}},
+		{"linux-amd64-pgo", []plan.Option{plan.WithOptimize(plan.OptimizePGO)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := plan.New(testLock(t), tc.opts...)

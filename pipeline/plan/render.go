@@ -15,6 +15,7 @@ func (p *Plan) Render() string {
 	fmt.Fprintf(&b, "cpu: %s\n", p.CPU)
 	fmt.Fprintf(&b, "modules: %s\n", strings.Join(p.Modules, " "))
 	fmt.Fprintf(&b, "jobs: %d\n", p.Jobs)
+	fmt.Fprintf(&b, "optimize: %s\n", p.Optimize)
 	fmt.Fprintf(&b, "source_date_epoch: %d\n", p.SourceDateEpoch)
 	fmt.Fprintf(&b, "builder: %s\n", p.BuilderImage)
 	fmt.Fprintf(&b, "build packages: %s\n", strings.Join(p.BuildPackages, " "))

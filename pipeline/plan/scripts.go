@@ -136,6 +136,41 @@ export ZSTD_INC="$DEP_ZSTD/usr/include" ZSTD_LIB="$DEP_ZSTD/usr/lib"
 // nginxScript configures nginx for the runtime contract (see /usr/sbin/nginx and /etc/nginx
 // in the image) against the static prefixes.
 func nginxScript(moduleFlags, moduleNames []string) string {
+	return nginxScriptWith(moduleFlags, moduleNames, "")
+}
+
+// nginxScriptWith is nginxScript with lines run after configure, before make (the pgo
+// mode's profile copy: configure makes objs/).
+func nginxScriptWith(moduleFlags, moduleNames []string, afterConfigure string) string {
+	build, confs := nginxBuild(moduleFlags, moduleNames)
+	var b strings.Builder
+	b.WriteString(prelude)
+	b.WriteString(build)
+	b.WriteString(afterConfigure)
+	b.WriteString(`make -j"$JOBS"
+make install DESTDIR="$OUT"
+strip --strip-all "$OUT/usr/sbin/nginx"
+
+# Lay OUT out as the image's root (see the runtime contract).
+cd "$OUT"
+rmdir dev                       # made by make install for the /dev/stderr log "directory"
+rm -f etc/nginx/*.default
+mkdir -p usr/share/nginx
+mv etc/nginx/html usr/share/nginx/html
+install -m 0644 "$WORK/files/nginx.conf" etc/nginx/nginx.conf
+install -m 0644 "$WORK/files/index.html" usr/share/nginx/html/index.html
+mkdir -p etc/nginx/conf.d etc/nginx/tls etc/nginx/compression.d var/cache/nginx run/nginx
+`)
+	for _, c := range confs {
+		fmt.Fprintf(&b, "install -m 0644 \"$WORK/files/%s\" etc/nginx/%s\n", c, c)
+	}
+	b.WriteString(epilogue)
+	return b.String()
+}
+
+// nginxBuild is the nginx stage's environment and configure run (after prelude, before
+// make), and the module configuration files the stage installs.
+func nginxBuild(moduleFlags, moduleNames []string) (string, []string) {
 	args := []string{
 		"--prefix=/etc/nginx",
 		"--sbin-path=/usr/sbin/nginx",
@@ -160,7 +195,6 @@ func nginxScript(moduleFlags, moduleNames []string) string {
 	}
 	args = append(args, moduleFlags...)
 	var b strings.Builder
-	b.WriteString(prelude)
 	b.WriteString(`# The dependencies' headers and static libraries reach the compiler through CPATH and
 # LIBRARY_PATH (searched before the system's): nginx records its configure arguments in the
 # binary (nginx -V), and executor paths must not end up there. CFLAGS stays unset on purpose:
@@ -187,23 +221,6 @@ unset CFLAGS
 	}
 	b.WriteString(`  --with-cc-opt="$NGINX_CC_OPT" \
   --with-ld-opt="$NGINX_LD_OPT"
-make -j"$JOBS"
-make install DESTDIR="$OUT"
-strip --strip-all "$OUT/usr/sbin/nginx"
-
-# Lay OUT out as the image's root (see the runtime contract).
-cd "$OUT"
-rmdir dev                       # made by make install for the /dev/stderr log "directory"
-rm -f etc/nginx/*.default
-mkdir -p usr/share/nginx
-mv etc/nginx/html usr/share/nginx/html
-install -m 0644 "$WORK/files/nginx.conf" etc/nginx/nginx.conf
-install -m 0644 "$WORK/files/index.html" usr/share/nginx/html/index.html
-mkdir -p etc/nginx/conf.d etc/nginx/tls etc/nginx/compression.d var/cache/nginx run/nginx
 `)
-	for _, c := range confs {
-		fmt.Fprintf(&b, "install -m 0644 \"$WORK/files/%s\" etc/nginx/%s\n", c, c)
-	}
-	b.WriteString(epilogue)
-	return b.String()
+	return b.String(), confs
 }

@@ -1,0 +1,127 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+// Optimization modes (WithOptimize, Plan.Optimize).
+//
+//   - none: the flags in flags.go only; every stage compiles and links on its own.
+//   - lto: link-time optimization. Every stage compiles with -flto=auto (GIMPLE in the objects,
+//     "auto" lets GCC run the link-time jobs in parallel; the output does not depend on how
+//     many), the static libraries are made with gcc-ar/gcc-ranlib (AR, RANLIB, NM in the
+//     stages' environment; zlib's configure, PCRE2's libtool and OpenSSL's Configure read
+//     them), and nginx's link optimizes the whole program: nginx, OpenSSL, PCRE2, zlib.
+//     nginx links with -Wl,-E (its dynamic modules need the symbols), which keeps every
+//     global symbol alive: LTO inlines across files and libraries but removes little.
+//   - pgo: lto plus GCC's profile-guided optimization of OpenSSL and nginx. Stage
+//     openssl-instrumented builds OpenSSL with -fprofile-generate; stage pgo-train builds
+//     nginx the same way against it, runs it on loopback with a fixed workload
+//     (files/train/train.sh) and keeps only the profile (OUT/pgo/{openssl,nginx}/*.gcda);
+//     stages openssl and nginx then build as in lto, with -fprofile-use and the profile
+//     copied next to each object file. The profile travels as a stage output, so every
+//     engine (host, Dagger, the Dockerfile) runs the same steps.
+//
+// Profile paths: the instrumented objects write their counters to /pgo/<component>/<object
+// path relative to the source directory, '/' as '#'>.gcda (-fprofile-generate=DIR with
+// -fprofile-prefix-path=$WORK/src), redirected under the stage's directory by GCOV_PREFIX,
+// so no executor path is in any profile file name. The optimized build reads them with a
+// plain -fprofile-use, which looks for <object>.gcda beside each object: no path is in its
+// flags either (OpenSSL records its CFLAGS in the library, nginx its --with-cc-opt).
+const (
+	OptimizeNone = "none"
+	OptimizeLTO  = "lto"
+	OptimizePGO  = "pgo"
+)
+
+// OptimizeModes are the accepted WithOptimize values.
+var OptimizeModes = []string{OptimizeNone, OptimizeLTO, OptimizePGO}
+
+// DefaultOptimize is the mode when none is asked for.
+const DefaultOptimize = OptimizeNone
+
+// WithOptimize sets the optimization mode: none, lto or pgo ("" keeps DefaultOptimize).
+func WithOptimize(mode string) Option {
+	return func(o *options) error {
+		if mode == "" {
+			mode = DefaultOptimize
+		}
+		for _, m := range OptimizeModes {
+			if m == mode {
+				o.optimize = mode
+				return nil
+			}
+		}
+		return fmt.Errorf("optimize %q: use one of %s", mode, strings.Join(OptimizeModes, ", "))
+	}
+}
+
+// Stage names of the pgo mode.
+const (
+	StageOpenSSLInstrumented = "openssl-instrumented"
+	StagePGOTrain            = "pgo-train"
+)
+
+// ltoFlag is added to every compile and to nginx's link in the lto and pgo modes.
+const ltoFlag = "-flto=auto"
+
+// ltoTools make the static libraries with the LTO plugin (an archive index of GIMPLE objects).
+var ltoTools = []EnvVar{{"AR", "gcc-ar"}, {"RANLIB", "gcc-ranlib"}, {"NM", "gcc-nm"}}
+
+// profileGenerate is -fprofile-generate writing to /pgo/<component> (see above). The counters
+// are updated without atomics: the training server is one single-threaded process.
+func profileGenerate(component string) string {
+	return "-fprofile-generate=/pgo/" + component
+}
+
+// profileUse: the profile beside each object; functions the training never ran are
+// optimized as without a profile (-fprofile-partial-training), not for size as cold code,
+// and objects without a profile (nginx's configure tests, code the workload never reaches)
+// are not warned about.
+const profileUse = "-fprofile-use -fprofile-partial-training -Wno-missing-profile"
+
+// gcovPrefixBuild keeps what programs compiled during a build (nginx's configure tests)
+// write away from /pgo: GCOV_PREFIX is prepended to the profile path at run time.
+const gcovPrefixBuild = `export GCOV_PREFIX="$WORK/gcov-build"
+`
+
+// profileCopy copies component's profile from the pgo-train stage beside the objects it
+// belongs to (the file name is the object path with '/' as '#'). Runs in the source directory.
+func profileCopy(component string) string {
+	return `# The profile (stage pgo-train): each <object>.gcda beside its object, where -fprofile-use
+# looks for it.
+for f in "$DEP_PGO_TRAIN/pgo/` + component + `"/*.gcda; do
+  n=${f##*/}
+  install -D -m 0644 "$f" "${n//'#'//}"
+done
+`
+}
+
+// opensslInstrumentedScript is opensslScript with the counters' path prefix.
+var opensslInstrumentedScript = prelude + gcovPrefixBuild + `export CFLAGS="$CFLAGS -fprofile-prefix-path=$WORK/src"
+` + strings.TrimPrefix(opensslScript, prelude)
+
+// opensslProfileScript is opensslScript with the profile in place.
+var opensslProfileScript = prelude + profileCopy(lock.OpenSSL) + strings.TrimPrefix(opensslScript, prelude)
+
+// pgoTrainScript builds the instrumented nginx (configured exactly as the final one) and runs
+// the training; OUT gets the profile only.
+func pgoTrainScript(moduleFlags, moduleNames []string) string {
+	build, _ := nginxBuild(moduleFlags, moduleNames)
+	return prelude + gcovPrefixBuild + `# nginx is linked against the instrumented OpenSSL.
+export DEP_OPENSSL="$DEP_OPENSSL_INSTRUMENTED"
+export NGINX_CC_OPT="$NGINX_CC_OPT -fprofile-prefix-path=$WORK/src"
+` + build + `make -j"$JOBS"
+export GCOV_PREFIX="$WORK/gcov"
+. "$WORK/files/train/train.sh"
+# Keep the profile only, file names sorted into OUT.
+mkdir -p "$OUT/pgo/openssl" "$OUT/pgo/nginx"
+for c in openssl nginx; do
+  ls "$WORK/gcov/pgo/$c"/*.gcda > /dev/null
+  cp "$WORK/gcov/pgo/$c"/*.gcda "$OUT/pgo/$c/"
+done
+` + epilogue
+}
