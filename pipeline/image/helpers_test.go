@@ -133,7 +133,7 @@ func assembleSynthetic(t testing.TB, arch string, opts ...Option) v1.Image {
 	t.Helper()
 	tree := syntheticTree(t, time.Now(), 0, false)
 	base := syntheticBase(t, arch)
-	opts = append([]Option{WithBaseRef("gcr.io/distroless/base-nossl-debian13:nonroot"), WithRevision("0123456789abcdef0123456789abcdef01234567"), WithLibcrypt("1:4.4.33-2")}, opts...)
+	opts = append([]Option{WithBaseRef("gcr.io/distroless/base-nossl-debian13:nonroot"), WithRevision("0123456789abcdef0123456789abcdef01234567"), WithLibcrypt("1:4.4.33-2"), WithOptimize("lto")}, opts...)
 	img, err := Assemble(base, tree, testLock(t), opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -56,6 +56,7 @@ type options struct {
 	baseRef  string
 	libcrypt string
 	version  string
+	optimize string
 }
 
 // Option configures Assemble (and SBOM, which reads the same provenance).
@@ -81,6 +82,14 @@ func WithBaseRef(ref string) Option { return func(o *options) { o.baseRef = ref 
 // linked into nginx (annotation dev.nginx-forge.libcrypt.version and an SBOM package).
 // Empty (the default) means nginx does not link libcrypt statically.
 func WithLibcrypt(version string) Option { return func(o *options) { o.libcrypt = version } }
+
+// WithOptimize records the optimization mode nginx was built with (plan.Optimize: none,
+// lto, pgo) as annotation dev.nginx-forge.optimize and in the SBOM's nginx package. Empty
+// (the default) records nothing.
+func WithOptimize(mode string) Option { return func(o *options) { o.optimize = mode } }
+
+// AnnotationOptimize is the annotation WithOptimize sets.
+const AnnotationOptimize = AnnotationPrefix + "optimize"
 
 // WithVersion overrides org.opencontainers.image.version (default: the nginx version).
 func WithVersion(v string) Option { return func(o *options) { o.version = v } }
@@ -262,6 +271,9 @@ func annotations(l *lock.Lock, o options, baseName, baseDigest string, created t
 	}
 	if o.libcrypt != "" {
 		a[AnnotationPrefix+Libcrypt+".version"] = o.libcrypt
+	}
+	if o.optimize != "" {
+		a[AnnotationOptimize] = o.optimize
 	}
 	return a
 }

@@ -197,6 +197,7 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 	// What the image says about itself wins over options: the SBOM describes this image.
 	libcryptVersion := anns[AnnotationPrefix+Libcrypt+".version"]
 	o.libcrypt = libcryptVersion
+	o.optimize = anns[AnnotationOptimize]
 	if v := anns[AnnotationVersion]; v != "" {
 		o.version = v
 	}
@@ -235,6 +236,10 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 
 	for _, c := range builtComponents(l) {
 		id := "SPDXRef-Package-" + c.Name
+		comment := componentComment(c)
+		if c.Name == lock.Nginx && o.optimize != "" {
+			comment += "; built with optimization mode " + o.optimize + " (nginx-forge --optimize: none, lto = link-time optimization with the static libraries, pgo = lto plus profile-guided OpenSSL and nginx)"
+		}
 		doc.Packages = append(doc.Packages, spdxPackage{
 			SPDXID:                id,
 			Name:                  c.Name,
@@ -245,7 +250,7 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 			LicenseDeclared:       licenseOr(c.Name),
 			CopyrightText:         "NOASSERTION",
 			PrimaryPackagePurpose: purpose(c.Name),
-			Comment:               componentComment(c),
+			Comment:               comment,
 			ExternalRefs: []spdxExternalRef{purl("pkg:generic/" + c.Name + "@" + url.PathEscape(c.Version) +
 				"?download_url=" + url.QueryEscape(c.URL) + "&checksum=sha256:" + c.SHA256)},
 		})
