@@ -28,6 +28,7 @@ test fails when it drifts; regenerate it with:
 			lockFile := fs.String("lock", "", "lock file (default: the lock shipped in "+lock.DefaultPath+")")
 			cpu := fs.String("cpu", "", "default of the CPU build arg, a -march level (default: the platform's default level)")
 			platform := fs.String("platform", "linux/amd64", "platform the stages' flags are rendered for")
+			optimize := fs.String("optimize", "", "optimization mode rendered into the stages: none, lto or pgo (default: the plan's default)")
 			modules := fs.String("modules", "", "comma-separated nginx modules (default: the default module set)")
 			mirror := fs.String("mirror", "", "fetch every source from `URL`/<file name> instead of upstream (same checksums), as build --mirror does")
 			out := fs.String("o", "", "write to `FILE` instead of standard output")
@@ -42,7 +43,7 @@ test fails when it drifts; regenerate it with:
 						return fmt.Errorf("loading lock %s: %w", *lockFile, err)
 					}
 				}
-				r := dockerfile.Request{Platform: *platform, CPU: *cpu, Mirror: *mirror}
+				r := dockerfile.Request{Platform: *platform, CPU: *cpu, Mirror: *mirror, Optimize: *optimize}
 				if *modules != "" {
 					r.Modules = strings.Split(*modules, ",")
 				}

@@ -36,12 +36,13 @@ const (
 // dockerfile` takes them; Mirror, when set, makes every ADD fetch Mirror/<file name>.
 type Request struct {
 	Platform, CPU, Mirror string
+	Optimize              string   // plan.WithOptimize's mode; "" is the default
 	Modules               []string // nil: the default set
 }
 
 // RenderLock plans l as r asks and renders it; the plan's warnings come back with it.
 func RenderLock(l *lock.Lock, r Request) ([]byte, []string, error) {
-	opts := []plan.Option{plan.WithPlatform(r.Platform), plan.WithCPU(r.CPU)}
+	opts := []plan.Option{plan.WithPlatform(r.Platform), plan.WithCPU(r.CPU), plan.WithOptimize(r.Optimize)}
 	if r.Modules != nil {
 		opts = append(opts, plan.WithModules(r.Modules...))
 	}
