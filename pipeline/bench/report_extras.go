@@ -73,10 +73,15 @@ func (r *Report) writeExtras(w io.Writer, md bool) error {
 			for _, wk := range t.Memory.Workers {
 				each = append(each, mib(wk.PeakRSS))
 			}
-			rows = append(rows, []string{t.Name, fmt.Sprint(len(t.Memory.Workers)), mib(t.Memory.MaxWorkerPeakRSS), strings.Join(each, ", "), mib(t.Memory.Master.PeakRSS)})
+			var split []string
+			for _, wk := range t.Memory.Workers {
+				split = append(split, fmt.Sprintf("%s / %s / %s", mib(wk.RssAnon), mib(wk.RssFile), mib(wk.RssShmem)))
+			}
+			rows = append(rows, []string{t.Name, fmt.Sprint(len(t.Memory.Workers)), mib(t.Memory.MaxWorkerPeakRSS), strings.Join(each, ", "),
+				strings.Join(split, ", "), mib(t.Memory.Master.PeakRSS)})
 		}
-		writeRows(w, md, "Memory at the end of the timed rounds (VmHWM, the peak resident set since start, from /proc/PID/status; shared pages count in full in every process):",
-			[]string{"server", "workers", "peak RSS per worker MiB (max)", "each worker", "master peak RSS MiB"}, rows)
+		writeRows(w, md, "Memory at the end of the timed rounds, from /proc/PID/status: peak RSS is VmHWM, the largest resident set since start, in which shared pages (the binary, libraries, shared zones such as ssl_session_cache) count in full in every process; RSS now is split into private (RssAnon), file (RssFile) and shared memory (RssShmem):",
+			[]string{"server", "workers", "peak RSS per worker MiB (max)", "each worker", "RSS now private / file / shared MiB", "master peak RSS MiB"}, rows)
 	}
 	return nil
 }

@@ -16,6 +16,12 @@ type MemStatus struct {
 	// cache once touched) in full in every process that maps them.
 	PeakRSS int64 `json:"peak_rss_kib"`
 	RSS     int64 `json:"rss_kib"`
+	// RssAnon, RssFile and RssShmem split RSS now: the process's private memory, mapped
+	// files (the binary and libraries), and shared memory (nginx's shared zones, such as
+	// ssl_session_cache shared:, which every worker that touches a page counts in full).
+	RssAnon  int64 `json:"rss_anon_kib"`
+	RssFile  int64 `json:"rss_file_kib"`
+	RssShmem int64 `json:"rss_shmem_kib"`
 }
 
 // ReadMemStatus reads VmHWM and VmRSS of pid.
@@ -32,7 +38,20 @@ func parseMemStatus(pid int, status string) (MemStatus, error) {
 	var haveHWM, haveRSS bool
 	for _, line := range strings.Split(status, "\n") {
 		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "VmHWM" && k != "VmRSS") {
+		var dst *int64
+		switch k {
+		case "VmHWM":
+			dst, haveHWM = &m.PeakRSS, true
+		case "VmRSS":
+			dst, haveRSS = &m.RSS, true
+		case "RssAnon":
+			dst = &m.RssAnon
+		case "RssFile":
+			dst = &m.RssFile
+		case "RssShmem":
+			dst = &m.RssShmem
+		}
+		if !ok || dst == nil {
 			continue
 		}
 		f := strings.Fields(v)
@@ -43,11 +62,7 @@ func parseMemStatus(pid int, status string) (MemStatus, error) {
 		if err != nil {
 			return m, fmt.Errorf("/proc/%d/status: %s: %w", pid, k, err)
 		}
-		if k == "VmHWM" {
-			m.PeakRSS, haveHWM = n, true
-		} else {
-			m.RSS, haveRSS = n, true
-		}
+		*dst = n
 	}
 	if !haveHWM || !haveRSS {
 		// Kernel threads and zombies have no Vm* lines.
