@@ -19,6 +19,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
 
@@ -27,6 +28,12 @@ var ErrUsage = engine.ErrUsage
 
 // DefaultCacheDir is where the host engine caches stage outputs by default.
 const DefaultCacheDir = host.DefaultCacheDir
+
+// OptimizeModes are Request.Optimize's values, DefaultOptimize the one "" means (the plan's).
+var OptimizeModes = plan.OptimizeModes
+
+// DefaultOptimize is the optimization mode of a Request that names none.
+const DefaultOptimize = plan.DefaultOptimize
 
 // Request is one build, as plain values.
 type Request struct {
