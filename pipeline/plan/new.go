@@ -235,7 +235,7 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 		gen := profileGenerate(lock.Nginx)
 		trainDeps := append([]string{StageOpenSSLInstrumented}, without(nginxDeps, lock.OpenSSL)...)
 		trainFiles := append([]File(nil), files...)
-		for _, name := range []string{"nginx.conf", "train.sh", "ecdsa.crt", "ecdsa.key", "rsa.crt", "rsa.key"} {
+		for _, name := range []string{"nginx.conf", "train.sh", "quantize.pl", "ecdsa.crt", "ecdsa.key", "rsa.crt", "rsa.key"} {
 			b, err := shipped.ReadFile("files/train/" + name)
 			if err != nil {
 				return nil, fmt.Errorf("plan: reading training file %s: %w", name, err)

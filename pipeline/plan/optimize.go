@@ -81,7 +81,18 @@ func profileGenerate(component string) string {
 // optimized as without a profile (-fprofile-partial-training), not for size as cold code,
 // and objects without a profile (nginx's configure tests, code the workload never reaches)
 // are not warned about.
-const profileUse = "-fprofile-use -fprofile-partial-training -Wno-missing-profile"
+//
+// Reproducibility: the training's counters differ a little from run to run, so the
+// pgo-train stage rounds them (files/train/quantize.pl) and the optimized build reads only
+// the rounded arc counters: -fno-profile-values leaves out the value profiles (indirect
+// call targets, division and string operation sizes, whose counts are not rounded), and
+// -fno-profile-reorder-functions the first-execution order of functions, which depends on
+// timing. -fprofile-correction accepts the small inconsistencies rounding leaves between an
+// edge and the sum of its neighbours.
+const profileUse = "-fprofile-use -fprofile-partial-training -fprofile-correction -fno-profile-values -fno-profile-reorder-functions -Wno-missing-profile"
+
+// profileBits are the significant bits quantize.pl keeps of each counter.
+const profileBits = "2"
 
 // gcovPrefixBuild keeps what programs compiled during a build (nginx's configure tests)
 // write away from /pgo: GCOV_PREFIX is prepended to the profile path at run time.
@@ -117,11 +128,12 @@ export NGINX_CC_OPT="$NGINX_CC_OPT -fprofile-prefix-path=$WORK/src"
 ` + build + `make -j"$JOBS"
 export GCOV_PREFIX="$WORK/gcov"
 . "$WORK/files/train/train.sh"
-# Keep the profile only, file names sorted into OUT.
+# Keep the profile only, its counters rounded (see quantize.pl).
 mkdir -p "$OUT/pgo/openssl" "$OUT/pgo/nginx"
 for c in openssl nginx; do
   ls "$WORK/gcov/pgo/$c"/*.gcda > /dev/null
   cp "$WORK/gcov/pgo/$c"/*.gcda "$OUT/pgo/$c/"
+  perl "$WORK/files/train/quantize.pl" ` + profileBits + ` "$OUT/pgo/$c"/*.gcda
 done
 ` + epilogue
 }

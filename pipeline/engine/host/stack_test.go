@@ -512,3 +512,90 @@ func compareTrees(t *testing.T, a, b string) {
 		}
 	}
 }
+
+// TestPGOBuildIsReproducible builds the pgo plan (plan.WithOptimize("pgo"): instrumented
+// OpenSSL and nginx, a training run on loopback, OpenSSL and nginx rebuilt with the profile),
+// then builds the training and everything after it again in other directories (an extra,
+// unused environment variable makes them new stages): the training runs twice and both
+// nginx binaries must be byte-identical, with no build path in them. It compiles OpenSSL and
+// nginx at least twice more than the default build (about 10 minutes on 2 cores), so -short
+// skips it.
+func TestPGOBuildIsReproducible(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped in -short mode: it builds OpenSSL and nginx with PGO, twice")
+	}
+	testenv.BuiltTree(t) // the real parts, or a skip
+	l := testLock(t)
+	build := func(variant string) (nginxOut string, res *host.Result) {
+		p, err := plan.New(l, plan.WithOptimize(plan.OptimizePGO))
+		if err != nil {
+			t.Fatal(err)
+		}
+		retrained := map[string]bool{plan.StagePGOTrain: true, lock.OpenSSL: true, lock.Nginx: true}
+		if variant != "" {
+			for i := range p.Stages {
+				if retrained[p.Stages[i].Name] {
+					p.Stages[i].Env = append(p.Stages[i].Env, plan.EnvVar{Name: "NGINX_FORGE_TEST_VARIANT", Value: variant})
+				}
+			}
+		}
+		var lg logs
+		start := time.Now()
+		r, err := host.New(host.WithCacheDir(testenv.BuildCacheDir()), host.WithLogf(lg.logf)).Run(context.Background(), p, sourcesFor(t, l))
+		if err != nil {
+			t.Fatalf("pgo build %q: %v\n%s", variant, err, lg.String())
+		}
+		t.Logf("pgo build %q: %s", variant, time.Since(start).Round(time.Second))
+		for _, s := range r.Stages {
+			t.Logf("  stage %s: cached=%v; built in %s wall, %s user, %s sys", s.Name, s.Cached, s.Built.Wall.Round(time.Second), s.Built.User.Round(time.Second), s.Built.Sys.Round(time.Second))
+			if variant != "" && retrained[s.Name] {
+				if s.Cached {
+					t.Errorf("stage %s of the second build came from the cache", s.Name)
+				}
+				out := s.Out
+				t.Cleanup(func() { os.RemoveAll(filepath.Dir(out)) })
+			}
+		}
+		ng, _ := r.Stage(lock.Nginx)
+		return ng.Out, r
+	}
+	first, res1 := build("")
+	second, res2 := build(t.Name())
+
+	// How far the two trainings' counters differ (information for the log).
+	t1, _ := res1.Stage(plan.StagePGOTrain)
+	t2, _ := res2.Stage(plan.StagePGOTrain)
+	profiles, differ := 0, 0
+	filepath.Walk(filepath.Join(t1.Out, "pgo"), func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(t1.Out, path)
+		a, _ := os.ReadFile(path)
+		b, _ := os.ReadFile(filepath.Join(t2.Out, rel))
+		profiles++
+		if !bytes.Equal(a, b) {
+			differ++
+		}
+		return nil
+	})
+	t.Logf("profiles: %d files, %d differ between the two trainings", profiles, differ)
+
+	a, err1 := os.ReadFile(nginxBin(first))
+	b, err2 := os.ReadFile(nginxBin(second))
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if sha256.Sum256(a) != sha256.Sum256(b) {
+		t.Errorf("the two pgo builds' nginx differ (%d vs %d bytes, first at %s): the pgo build is not reproducible",
+			len(a), len(b), firstDiff(nginxBin(first), a, b))
+	}
+	for _, bad := range []string{testenv.BuildCacheDir(), "nginx-forge/build", "/tmp/", "ffile-prefix-map", "fprofile-prefix-path", ".gcda", testenv.RepoRoot()} {
+		if bytes.Contains(a, []byte(bad)) {
+			t.Errorf("the pgo binary contains the build path or flag %q", bad)
+		}
+	}
+	if !bytes.Contains(a, []byte("-fprofile-use")) {
+		t.Error("nginx -V of the pgo build does not show -fprofile-use")
+	}
+}
