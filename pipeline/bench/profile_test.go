@@ -56,7 +56,7 @@ func shippedProfile(t *testing.T) *Profile {
 func TestShippedProfile(t *testing.T) {
 	p := shippedProfile(t)
 	http := directives(p.HTTP)
-	for _, want := range []string{"access_log /dev/stdout main;", "log_format main '$remote_addr", "open_file_cache max=1024 inactive=10s;", "gzip_types text/plain", "ssl_session_cache shared:SSL:10m;"} {
+	for _, want := range []string{"access_log /dev/stdout main buffer=4k flush=1s;", "log_format main '$remote_addr", "open_file_cache max=1024 inactive=10s;", "gzip_types text/plain", "ssl_session_cache shared:SSL:10m;"} {
 		if !strings.Contains(http, want) {
 			t.Errorf("http directives lack %q:\n%s", want, http)
 		}
