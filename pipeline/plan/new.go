@@ -102,6 +102,9 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 		HostLibraries:   hostLibraries,
 		Final:           lock.Nginx,
 	}
+	if o.optimize == OptimizePGO {
+		p.Warnings = append(p.Warnings, `optimize "pgo" is experimental and not reproducible: two trainings count a little differently (206 of 1105 profile files differed after rounding, TestPGOBuildIsReproducible), so two builds give two nginx binaries`)
+	}
 	if p.Native {
 		p.Warnings = append(p.Warnings, `CPU level "native" bakes the build machine's CPU features into the binary: it may crash with SIGILL on any other machine`)
 	}

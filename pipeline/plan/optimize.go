@@ -17,7 +17,8 @@ import (
 //     them), and nginx's link optimizes the whole program: nginx, OpenSSL, PCRE2, zlib.
 //     nginx links with -Wl,-E (its dynamic modules need the symbols), which keeps every
 //     global symbol alive: LTO inlines across files and libraries but removes little.
-//   - pgo: lto plus GCC's profile-guided optimization of OpenSSL and nginx. Stage
+//   - pgo (experimental, NOT reproducible: see Plan.Warnings): lto plus GCC's profile-guided
+//     optimization of OpenSSL and nginx. Stage
 //     openssl-instrumented builds OpenSSL with -fprofile-generate; stage pgo-train builds
 //     nginx the same way against it, runs it on loopback with a fixed workload
 //     (files/train/train.sh) and keeps only the profile (OUT/pgo/{openssl,nginx}/*.gcda);
