@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -46,7 +45,7 @@ func (e *Executor) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smok
 		return smoke.Report{}, err
 	}
 	defer os.RemoveAll(dir)
-	uid, gid := runtimeUser()
+	uid, gid := plan.Runtime.UID(), plan.Runtime.GID()
 	if err := mat.WriteDir(dir, tlsConf, uid, gid); err != nil {
 		return smoke.Report{}, err
 	}
@@ -101,12 +100,4 @@ func imageFile(img v1.Image, want string) ([]byte, error) {
 			return io.ReadAll(tr)
 		}
 	}
-}
-
-// runtimeUser is plan.Runtime.User as numbers.
-func runtimeUser() (uid, gid int) {
-	u, g, _ := strings.Cut(plan.Runtime.User, ":")
-	uid, _ = strconv.Atoi(u)
-	gid, _ = strconv.Atoi(g)
-	return uid, gid
 }
