@@ -199,7 +199,22 @@ type Config struct {
 	Profile *Profile
 }
 
-var confTemplate = template.Must(template.New("nginx.conf").Parse(`# Rendered by nginx-forge's benchmark: every server under test gets this same template;
+// fullHandshakeServer is the server both renderings (like for like, and out of the box) add
+// for the full-handshake scenario: every connection a full handshake.
+const fullHandshakeServer = `{{define "full-handshake-server"}}
+{{- if .FullHandshakePort}}
+
+    # Every connection a full handshake: no session cache, no tickets.
+    server {
+        listen 127.0.0.1:{{.FullHandshakePort}} ssl;
+        ssl_session_cache off;
+        ssl_session_tickets off;
+        root {{.Content}}/html;
+    }
+{{- end}}
+{{- end}}`
+
+var confTemplate = template.Must(template.Must(template.New("nginx.conf").Parse(`# Rendered by nginx-forge's benchmark: every server under test gets this same template;
 # only the prefix, the ports and (in the tuning sweep) the knobs differ.
 worker_processes {{.WorkerProcesses}};
 {{- if .WorkerRlimitNofile}}
@@ -267,18 +282,9 @@ http {
 {{- end}}
         }
     }
-{{- if .FullHandshakePort}}
-
-    # Every connection a full handshake: no session cache, no tickets.
-    server {
-        listen 127.0.0.1:{{.FullHandshakePort}} ssl;
-        ssl_session_cache off;
-        ssl_session_tickets off;
-        root {{.Content}}/html;
-    }
-{{- end}}
+{{- template "full-handshake-server" .}}
 }
-`))
+`)).Parse(fullHandshakeServer))
 
 // Render writes the nginx.conf for c.
 func (c Config) Render() ([]byte, error) {

@@ -267,7 +267,7 @@ func accessLogPath(arg, prefix string) string {
 	return filepath.Join(prefix, "logs", filepath.Base(p))
 }
 
-var profileTemplate = template.Must(template.New("nginx.conf").Funcs(template.FuncMap{
+var profileTemplate = template.Must(template.Must(template.New("nginx.conf").Funcs(template.FuncMap{
 	"accessLog": func(d Directive, prefix string) string {
 		if d.Name != "access_log" || len(d.Args) == 0 {
 			return d.String()
@@ -319,18 +319,9 @@ http {
         listen 127.0.0.1:{{.HTTPSPort}} ssl;
         root {{.Content}}/html;
     }
-{{- if .FullHandshakePort}}
-
-    # Every connection a full handshake: no session cache, no tickets.
-    server {
-        listen 127.0.0.1:{{.FullHandshakePort}} ssl;
-        ssl_session_cache off;
-        ssl_session_tickets off;
-        root {{.Content}}/html;
-    }
-{{- end}}
+{{- template "full-handshake-server" .}}
 }
-`))
+`)).Parse(fullHandshakeServer))
 
 func (c Config) renderProfile() ([]byte, error) {
 	if c.Prefix == "" || c.Content == "" || c.HTTPPort == 0 || c.HTTPSPort == 0 {
