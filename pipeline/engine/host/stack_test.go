@@ -527,7 +527,7 @@ func TestPGOBuildIsReproducible(t *testing.T) {
 		t.Skip("skipped in -short mode: it builds OpenSSL and nginx with PGO, twice")
 	}
 	if os.Getenv("NGINX_FORGE_PGO_TEST") != "1" {
-		t.Skip("set NGINX_FORGE_PGO_TEST=1 to run it: it builds OpenSSL and nginx with PGO, twice (about 25 minutes on 2 cores)")
+		t.Skip("skipped: set NGINX_FORGE_PGO_TEST=1 to run it (it builds OpenSSL and nginx with PGO twice, about 25 minutes on 2 cores, and fails today: PGO is not reproducible yet, so --optimize pgo is experimental)")
 	}
 	testenv.BuiltTree(t) // the real parts, or a skip
 	l := testLock(t)
