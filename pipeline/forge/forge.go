@@ -338,7 +338,7 @@ func (b *build) buildTarget(ctx context.Context, t *target) error {
 	if err != nil {
 		return err
 	}
-	imgOpts := []image.Option{image.WithBaseRef(b.runtimeRef()), image.WithLibcrypt(libcrypt), image.WithOptimize(p.Optimize)}
+	imgOpts := []image.Option{image.WithBaseRef(b.runtimeRef()), image.WithLibcrypt(libcrypt), image.WithOptimize(p.Optimize), image.WithModules(p.Modules)}
 	if b.req.Revision != "" {
 		imgOpts = append(imgOpts, image.WithRevision(b.req.Revision))
 	}

@@ -57,6 +57,7 @@ type options struct {
 	libcrypt string
 	version  string
 	optimize string
+	modules  []string // WithModules; nil: the plan's default modules for the lock
 }
 
 // Option configures Assemble (and SBOM, which reads the same provenance).
@@ -265,7 +266,7 @@ func annotations(l *lock.Lock, o options, baseName, baseDigest string, created t
 		a[AnnotationRevision] = o.revision
 	}
 	// Only what nginx is built from: a library pinned without its module is not in the image.
-	for _, c := range builtComponents(l) {
+	for _, c := range builtComponents(l, o) {
 		a[AnnotationPrefix+c.Name+".version"] = c.Version
 		a[AnnotationPrefix+c.Name+".sha256"] = c.SHA256
 	}
@@ -282,7 +283,7 @@ func annotations(l *lock.Lock, o options, baseName, baseDigest string, created t
 func describeStack(l *lock.Lock, o options) string {
 	var parts []string
 	nginx := ""
-	for _, c := range builtComponents(l) {
+	for _, c := range builtComponents(l, o) {
 		if c.Name == lock.Nginx {
 			nginx = "nginx " + c.Version
 			continue

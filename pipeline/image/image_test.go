@@ -186,7 +186,7 @@ func TestSBOMGolden(t *testing.T) {
 	for _, p := range parsed.Packages {
 		byName[p.Name] = p
 	}
-	for _, c := range builtComponents(l) {
+	for _, c := range builtComponents(l, options{}) {
 		p, ok := byName[c.Name]
 		if !ok {
 			t.Errorf("SBOM lacks %s", c.Name)

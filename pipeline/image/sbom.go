@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
 // SBOM storage, the choice: the SBOM is an OCI referrer artifact, an image manifest with
@@ -56,52 +57,120 @@ var licenses = map[string]string{
 	lock.ZstdNginxModule: "BSD-2-Clause",
 }
 
-// builtComponents are the lock's components nginx is built from: the required ones, and
-// each optional one whose module has all its components in the lock (what the plan compiles
-// in by default). A library pinned without its module (the test lock's zstd) is not linked,
-// so it is not listed.
-func builtComponents(l *lock.Lock) []lock.Component {
-	var out []lock.Component
-	for _, c := range l.Components {
-		if _, optional := lock.OptionalRequires[c.Name]; !optional && !isLibraryOfModule(c.Name) {
-			out = append(out, c)
+// WithModules names the nginx modules the binary was compiled with (plan.Plan.Modules).
+// Annotations, history, licence and SBOM then list the lock components of those modules
+// (plan.Module.Components) besides the required ones, and nothing else: `--modules` can leave
+// out a module whose components the lock pins, and then nothing of it is in the image.
+// Without this option the plan's default is assumed: every third-party module whose
+// components the lock has.
+func WithModules(names []string) Option {
+	// Never nil once given: an empty list (no third-party module) differs from "not given".
+	return func(o *options) { o.modules = append([]string{}, names...) }
+}
+
+// builtComponents are the lock's components nginx is built from, in lock order: the required
+// ones, and the components of each third-party module compiled in (o.modules, or by default
+// each module whose components the lock has). A library pinned without its module (the test
+// lock's zstd) is not linked, so it is not listed.
+func builtComponents(l *lock.Lock, o options) []lock.Component {
+	want := map[string]bool{}
+	for _, name := range lock.ComponentOrder {
+		want[name] = true
+	}
+	for _, m := range plan.Modules {
+		if len(m.Components) == 0 {
 			continue
 		}
-		mod := c.Name
-		for m, lib := range lock.OptionalRequires {
-			if lib == c.Name {
-				mod = m
-			}
+		in := hasComponents(l, m.Components)
+		if o.modules != nil {
+			in = contains(o.modules, m.Name)
 		}
-		_, hasMod := l.Component(mod)
-		_, hasLib := l.Component(lock.OptionalRequires[mod])
-		if hasMod && hasLib {
+		for _, c := range m.Components {
+			want[c] = want[c] || in
+		}
+	}
+	var out []lock.Component
+	for _, c := range l.Components {
+		if want[c.Name] {
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-func isLibraryOfModule(name string) bool {
-	for _, lib := range lock.OptionalRequires {
-		if lib == name {
+// checkModules refuses a module list the plan would have refused: an unknown module, or a
+// third-party module whose components the lock lacks (the SBOM would leave them out silently).
+func checkModules(l *lock.Lock, o options) error {
+	for _, name := range o.modules {
+		known := false
+		for _, m := range plan.Modules {
+			if m.Name != name {
+				continue
+			}
+			known = true
+			if !hasComponents(l, m.Components) {
+				return fmt.Errorf("module %q is built from the lock components %s, which the lock does not all have: pass the lock the image was built from", name, strings.Join(m.Components, " and "))
+			}
+		}
+		if !known {
+			return fmt.Errorf("unknown nginx module %q in WithModules: pass plan.Plan.Modules", name)
+		}
+	}
+	return nil
+}
+
+// matchAnnotations checks that the image's component annotations (written by Assemble) name
+// exactly built, with the lock's versions and checksums: an SBOM made with other options or
+// another lock than the image would describe something else.
+func matchAnnotations(anns map[string]string, l *lock.Lock, built []lock.Component) error {
+	in := map[string]bool{}
+	for _, c := range built {
+		in[c.Name] = true
+	}
+	const fix = "give SBOM the lock and the options (WithModules) the image was assembled with"
+	for _, c := range l.Components {
+		v, sum := anns[AnnotationPrefix+c.Name+".version"], anns[AnnotationPrefix+c.Name+".sha256"]
+		switch {
+		case in[c.Name] && v == "":
+			return fmt.Errorf("the SBOM would list %s %s, but the image's annotations do not name it (the image was built without it): %s", c.Name, c.Version, fix)
+		case in[c.Name] && (v != c.Version || sum != c.SHA256):
+			return fmt.Errorf("the SBOM would list %s %s (sha256 %s), but the image's annotations say %q (sha256 %q): %s", c.Name, c.Version, c.SHA256, v, sum, fix)
+		case !in[c.Name] && v != "":
+			return fmt.Errorf("the image's annotations say it is built from %s %s, but the SBOM's options leave it out: %s", c.Name, v, fix)
+		}
+	}
+	return nil
+}
+
+func hasComponents(l *lock.Lock, names []string) bool {
+	for _, n := range names {
+		if _, ok := l.Component(n); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
 			return true
 		}
 	}
 	return false
 }
 
-// licenseExpression is the image's license without the optional components' (the image
-// annotation's); sbomLicenseExpression adds them.
-
+// sbomLicenseExpression is the licence of what nginx is built from (the image annotation's
+// and the SBOM's image package): the required components', the built optional ones' and
+// libcrypt's, each term once.
 func sbomLicenseExpression(l *lock.Lock, o options) string {
 	names := []string{lock.Nginx, lock.OpenSSL, lock.PCRE2, lock.Zlib}
 	var built []lock.Component
 	if l != nil {
-		built = builtComponents(l)
+		built = builtComponents(l, o)
 	}
 	for _, c := range built {
-		if _, ok := lock.OptionalRequires[c.Name]; ok || isLibraryOfModule(c.Name) {
+		if !contains(lock.ComponentOrder, c.Name) {
 			names = append(names, c.Name)
 		}
 	}
@@ -204,6 +273,13 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 	if s := anns[AnnotationSource]; s != "" {
 		o.source = s
 	}
+	if err := checkModules(l, o); err != nil {
+		return nil, fmt.Errorf("SBOM of image %s: %w", digest, err)
+	}
+	built := builtComponents(l, o)
+	if err := matchAnnotations(anns, l, built); err != nil {
+		return nil, fmt.Errorf("SBOM of image %s: %w", digest, err)
+	}
 	created := time.Unix(*o.epoch, 0).UTC()
 
 	imageID := "SPDXRef-Image"
@@ -234,7 +310,7 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 	})
 	rels := []spdxRelationship{{"SPDXRef-DOCUMENT", "DESCRIBES", imageID}}
 
-	for _, c := range builtComponents(l) {
+	for _, c := range built {
 		id := "SPDXRef-Package-" + c.Name
 		comment := componentComment(c)
 		if c.Name == lock.Nginx && o.optimize != "" {

@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
 // Each source package's comment in the SBOM says what vouches for it: the pinned signers for
@@ -92,5 +95,98 @@ func TestSBOMOptionalComponents(t *testing.T) {
 	}
 	if img := pkgs["nginx-forge"].LicenseDeclared; !strings.Contains(img, "MIT") {
 		t.Errorf("image license %q leaves out brotli's MIT", img)
+	}
+}
+
+// An image built with `--modules` leaving out brotli (whose components the test lock pins)
+// names nothing of brotli: not in the SBOM, its relationships or licence, not in the
+// annotations or the history. The same lock with brotli among the modules lists it, so the
+// option selects rather than drops everything optional.
+func TestSBOMFollowsModules(t *testing.T) {
+	l := testLock(t)
+	withBrotli := append(append([]string(nil), plan.DefaultModules...), "brotli")
+	for _, tc := range []struct {
+		name    string
+		modules []string
+		listed  bool
+	}{
+		{"brotli dropped", plan.DefaultModules, false},
+		{"brotli chosen", withBrotli, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			img := assembleSynthetic(t, "amd64", WithModules(tc.modules))
+			doc, err := SBOM(img, l, WithModules(tc.modules))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var parsed spdxDocument
+			if err := json.Unmarshal(doc, &parsed); err != nil {
+				t.Fatal(err)
+			}
+			pkgs := map[string]spdxPackage{}
+			for _, p := range parsed.Packages {
+				pkgs[p.Name] = p
+			}
+			related := map[string]bool{}
+			for _, r := range parsed.Relationships {
+				related[r.RelatedSPDXElement] = true
+			}
+			m, err := img.Manifest()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := img.ConfigFile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var history strings.Builder
+			for _, h := range cfg.History {
+				history.WriteString(h.CreatedBy + "\n")
+			}
+			for _, name := range []string{lock.Brotli, lock.NgxBrotli} {
+				_, inSBOM := pkgs[name]
+				_, annotated := m.Annotations[AnnotationPrefix+name+".version"]
+				inHistory := strings.Contains(history.String(), name+" ")
+				if inSBOM != tc.listed || related["SPDXRef-Package-"+name] != tc.listed || annotated != tc.listed || inHistory != tc.listed {
+					t.Errorf("%s: in SBOM %v, related %v, annotated %v, in history %v; want all %v (modules %s)",
+						name, inSBOM, related["SPDXRef-Package-"+name], annotated, inHistory, tc.listed, strings.Join(tc.modules, ","))
+				}
+			}
+			for _, lic := range []string{pkgs["nginx-forge"].LicenseDeclared, m.Annotations[AnnotationLicenses]} {
+				if strings.Contains(lic, "MIT") != tc.listed {
+					t.Errorf("licence %q: brotli's MIT present = %v, want %v", lic, !tc.listed, tc.listed)
+				}
+			}
+			for _, name := range lock.ComponentOrder {
+				if _, ok := pkgs[name]; !ok {
+					t.Errorf("SBOM lacks the required component %s", name)
+				}
+			}
+		})
+	}
+}
+
+// The SBOM describes the image it is given: options (or a lock) that disagree with what the
+// image was assembled from are refused, and so is a module list the plan would refuse.
+func TestSBOMRefusesOtherModulesThanTheImage(t *testing.T) {
+	l := testLock(t)
+	dropped := assembleSynthetic(t, "amd64", WithModules(plan.DefaultModules))
+	for _, tc := range []struct {
+		name    string
+		img     v1.Image
+		opts    []Option
+		wantErr string
+	}{
+		{"image without brotli, SBOM by default with it", dropped, nil, "the SBOM would list brotli 1.1.0, but the image's annotations do not name it"},
+		{"image with brotli, SBOM without", assembleSynthetic(t, "amd64"), []Option{WithModules(plan.DefaultModules)}, "built from brotli 1.1.0, but the SBOM's options leave it out"},
+		{"module whose components the lock lacks", dropped, []Option{WithModules(append(append([]string(nil), plan.DefaultModules...), "zstd"))}, `module "zstd" is built from the lock components zstd_nginx_module and zstd`},
+		{"unknown module", dropped, []Option{WithModules([]string{"http_ssl", "http_nonesuch"})}, `unknown nginx module "http_nonesuch"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := SBOM(tc.img, l, tc.opts...)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("err = %v; want one saying %q", err, tc.wantErr)
+			}
+		})
 	}
 }
