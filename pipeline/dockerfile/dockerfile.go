@@ -131,9 +131,9 @@ func Render(p *plan.Plan, l *lock.Lock, opts ...Option) ([]byte, error) {
 	}
 
 	for _, s := range p.Stages {
-		c, ok := l.Component(s.Source.Component)
+		c, ok := l.Input(s.Source.Component)
 		if !ok || c.SHA256 != s.Source.SHA256 || c.FileName() != s.Source.FileName {
-			return nil, fmt.Errorf("rendering stage %s: the lock has no component %q with file %s and sha256 %s (plan and lock differ: render the plan made from this lock)",
+			return nil, fmt.Errorf("rendering stage %s: the lock has no component or recorded profile %q with file %s and sha256 %s (plan and lock differ: render the plan made from this lock)",
 				s.Name, s.Source.Component, s.Source.FileName, s.Source.SHA256)
 		}
 		if march.MatchString(s.Script) {

@@ -137,6 +137,9 @@ func (b *build) resolve() error {
 			return err
 		}
 	}
+	if r := b.req; r.ProfileDir != "" && (r.Push || r.Output != "" || r.Tree != "" || r.Repo != "" || (r.Optimize != "" && r.Optimize != plan.OptimizePGO)) {
+		return fmt.Errorf("%w: recording a PGO profile (profile directory %s) builds only the training: drop the image, tree and optimize options", ErrUsage, r.ProfileDir)
+	}
 	// A copy: the image overrides must not change the caller's lock.
 	cp := *l
 	l = &cp
@@ -152,7 +155,11 @@ func (b *build) resolve() error {
 		if b.req.Modules != nil {
 			opts = append(opts, plan.WithModules(b.req.Modules...))
 		}
-		p, err := plan.New(l, opts...)
+		newPlan := plan.New
+		if b.req.ProfileDir != "" {
+			newPlan = plan.NewTraining
+		}
+		p, err := newPlan(l, opts...)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrUsage, err)
 		}
@@ -275,13 +282,32 @@ func (b *build) fetch(ctx context.Context) error {
 		opts = append(opts, source.WithKeyserver(b.req.Keyservers...))
 	}
 	start := time.Now()
-	verified, err := source.New(opts...).FetchAll(ctx, b.l)
+	f := source.New(opts...)
+	verified, err := f.FetchAll(ctx, b.l)
 	if err != nil {
 		return fmt.Errorf("fetching sources (nothing was built): %w", err)
 	}
 	b.sources = map[string]string{}
 	for name, v := range verified {
 		b.sources[name] = v.Path
+	}
+	// What a plan reads besides the components: a recorded PGO profile.
+	for _, t := range b.targets {
+		for _, s := range t.plan.Stages {
+			if _, ok := b.sources[s.Source.Component]; ok {
+				continue
+			}
+			c, ok := b.l.Input(s.Source.Component)
+			if !ok {
+				return fmt.Errorf("fetching sources (nothing was built): stage %s reads %q, which the lock does not have", s.Name, s.Source.Component)
+			}
+			v, err := f.Fetch(ctx, c)
+			if err != nil {
+				return fmt.Errorf("fetching sources (nothing was built): %w", err)
+			}
+			b.logf("profile: %s", v)
+			b.sources[c.Name] = v.Path
+		}
 	}
 	b.logf("sources: %d verified in %s", len(b.sources), time.Since(start).Round(time.Millisecond))
 	return nil
@@ -319,6 +345,9 @@ func (b *build) buildTarget(ctx context.Context, t *target) error {
 	}
 	t.res.Stages = stages
 	b.printStages(stages)
+	if b.req.ProfileDir != "" {
+		return b.recordProfile(t, treeDir)
+	}
 	b.logf("build: install tree for %s (cpu %s) took %s", p.Platform, p.CPU, time.Since(start).Round(time.Second))
 	if b.req.Tree != "" {
 		if b.req.Bundle {

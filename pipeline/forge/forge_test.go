@@ -87,6 +87,10 @@ func (e *fakeEngine) Build(ctx context.Context, p *plan.Plan, sources map[string
 		return nil, err
 	}
 	files := map[string]string{"usr/sbin/nginx": "\x7fELF fake nginx", "etc/nginx/nginx.conf": "events {}\n"}
+	if p.Final == plan.StagePGOTrain {
+		// What a training leaves (plan: pgoTrainScript).
+		files = map[string]string{"pgo/compiler": "12.2.0 x86_64-linux-gnu\n", "pgo/nginx/src#core#nginx.gcda": "counters", "pgo/openssl/ssl#ssl_lib.gcda": "counters"}
+	}
 	for f, body := range files {
 		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755); err != nil {
 			return nil, err
@@ -132,6 +136,15 @@ type world struct {
 	base    string // the runtime image by digest
 	repo    string
 	fetches int
+	mu      sync.Mutex
+	files   map[string][]byte // what the mirror serves, by path
+}
+
+// serve makes the mirror serve body as /name.
+func (w *world) serve(name string, body []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.files["/"+name] = body
 }
 
 func newWorld(t *testing.T) *world {
@@ -152,13 +165,13 @@ func newWorld(t *testing.T) *world {
 		comps = append(comps, c)
 	}
 	l.Components = comps
-	var mu sync.Mutex
+	w.files = files
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		mu.Lock()
+		w.mu.Lock()
 		w.fetches++
-		mu.Unlock()
+		body, ok := w.files[r.URL.Path]
+		w.mu.Unlock()
 		w.j.add("fetch " + r.URL.Path)
-		body, ok := files[r.URL.Path]
 		if !ok {
 			http.NotFound(rw, r)
 			return

@@ -57,6 +57,10 @@ type Request struct {
 	Keyservers []string
 	CacheDir   string // host engine's stage cache; "" is DefaultCacheDir
 
+	// ProfileDir: instead of an image, train the pgo plan of each platform and write its
+	// profile into this directory (see RecordProfile); Result.Profiles says what to record.
+	ProfileDir string
+
 	Tree   string // write the install tree here (new or empty directory)
 	Bundle bool   // with Tree: add the bare-metal files
 	Output string // write the image here: OCI layout directory, or a tarball if it ends in .tar
@@ -73,6 +77,9 @@ type Request struct {
 
 // WantsImage: an image is assembled unless the only output asked for is the install tree.
 func (r Request) WantsImage() bool {
+	if r.ProfileDir != "" {
+		return false
+	}
 	return r.Push || r.Output != "" || r.Repo != "" || r.Tree == ""
 }
 
@@ -95,6 +102,15 @@ type Result struct {
 	// Warnings are what the build warned about that a person should act on (a superseded
 	// or end-of-life branch), for annotations.
 	Warnings []string
+	// Profiles are the profiles a ProfileDir request trained and wrote (URL empty: where the
+	// file will be served is the caller's to say), with their files.
+	Profiles []RecordedProfile
+}
+
+// RecordedProfile is one trained profile: its lock entry (without URL) and its file.
+type RecordedProfile struct {
+	lock.Profile
+	File string
 }
 
 // PlatformResult is one platform's build.

@@ -68,6 +68,8 @@ type Lock struct {
 	SourceDateEpoch int64       `json:"source_date_epoch"`
 	Components      []Component `json:"components"`
 	Images          Images      `json:"images"`
+	// Profiles are recorded PGO profiles, at most one per platform (see Profile).
+	Profiles []Profile `json:"profiles,omitempty"`
 }
 
 // Component is one upstream source tarball.
@@ -348,7 +350,7 @@ func (l *Lock) Validate() error {
 			return &FieldError{im.field + ".digest", fmt.Sprintf("%q is not sha256:<64 hex digits>", im.img.Digest)}
 		}
 	}
-	return nil
+	return l.validateProfiles()
 }
 
 func checkURL(raw string) error {

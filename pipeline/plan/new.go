@@ -18,6 +18,8 @@ type options struct {
 	jobs     int
 	modules  []string
 	optimize string
+	// training: NewTraining's plan, up to the training stage, never from a recorded profile.
+	training bool
 }
 
 // WithPlatform sets the target platform, "linux/amd64" or "linux/arm64" (default linux/amd64).
@@ -101,9 +103,6 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 		HostTools:       hostTools,
 		HostLibraries:   hostLibraries,
 		Final:           lock.Nginx,
-	}
-	if o.optimize == OptimizePGO {
-		p.Warnings = append(p.Warnings, `optimize "pgo" is experimental and not reproducible: two trainings count a little differently (206 of 1105 profile files differed after rounding, TestPGOBuildIsReproducible), so two builds give two nginx binaries`)
 	}
 	if p.Native {
 		p.Warnings = append(p.Warnings, `CPU level "native" bakes the build machine's CPU features into the binary: it may crash with SIGILL on any other machine`)
@@ -233,40 +232,72 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 	}
 	script := nginxScript(modFlags, modNames)
 	if pgo {
-		// Train with nginx's own build (same configure, modules and flags, instrumented),
-		// then build OpenSSL and nginx with the profile.
+		// Train with nginx's own build (same configure, modules and flags, instrumented), or
+		// take the lock's recorded profile of exactly that training; then build OpenSSL and
+		// nginx with the profile.
 		gen := profileGenerate(lock.Nginx)
 		trainDeps := append([]string{StageOpenSSLInstrumented}, without(nginxDeps, lock.OpenSSL)...)
 		trainFiles := append([]File(nil), files...)
-		for _, name := range []string{"nginx.conf", "train.sh", "quantize.pl", "ecdsa.crt", "ecdsa.key", "rsa.crt", "rsa.key"} {
+		for _, name := range []string{"nginx.conf", "train.sh", "ecdsa.crt", "ecdsa.key", "rsa.crt", "rsa.key"} {
 			b, err := shipped.ReadFile("files/train/" + name)
 			if err != nil {
 				return nil, fmt.Errorf("plan: reading training file %s: %w", name, err)
 			}
 			trainFiles = append(trainFiles, File{Path: "files/train/" + name, Mode: 0o644, Data: b})
 		}
-		p.Stages = append(p.Stages,
-			Stage{
-				Name:   StagePGOTrain,
-				Source: src(lock.Nginx),
-				Deps:   trainDeps,
-				Env:    nginxEnv(ccOpt+" "+gen, ldOpt+" "+gen),
-				Files:  trainFiles,
-				Script: pgoTrainScript(modFlags, modNames),
-			},
-			Stage{
-				Name:   lock.OpenSSL,
-				Source: src(lock.OpenSSL),
-				Deps:   []string{StagePGOTrain},
-				Env:    opensslEnv(profileUse),
-				Script: opensslProfileScript,
+		p.Stages = append(p.Stages, Stage{
+			Name:   StagePGOTrain,
+			Source: src(lock.Nginx),
+			Deps:   trainDeps,
+			Env:    nginxEnv(ccOpt+" "+gen, ldOpt+" "+gen),
+			Files:  trainFiles,
+			Script: pgoTrainScript(modFlags, modNames),
+		})
+		// The training's client.
+		curl := func() {
+			p.BuildPackages = append(append([]string(nil), p.BuildPackages...), "curl")
+			p.HostTools = append(append([]Tool(nil), p.HostTools...), Tool{Command: "curl", Package: "curl"})
+		}
+		p.TrainingKey = trainingKey(p)
+		if o.training {
+			curl()
+			p.Stages = closure(p.Stages, StagePGOTrain)
+			p.Final = StagePGOTrain
+			return p, nil
+		}
+		profile := StagePGOTrain
+		if rec, ok := l.Profile(p.Platform.String(), p.TrainingKey); ok {
+			p.Stages = withoutStages(p.Stages, StageOpenSSLInstrumented, StagePGOTrain)
+			s := rec.Source()
+			p.Stages = append(p.Stages, Stage{
+				Name:   StagePGOProfile,
+				Source: Source{Component: s.Name, Version: s.Version, FileName: rec.FileName(), SHA256: rec.SHA256},
+				Env:    common(),
+				Script: pgoProfileScript,
 			})
-		nginxDeps = append(nginxDeps, StagePGOTrain)
+			profile = StagePGOProfile
+			p.ProfileSHA256 = rec.SHA256
+		} else {
+			curl()
+			w := `optimize "pgo" trains during this build, and two trainings count a little differently (timing, random handshakes), so this build is not reproducible: record the profile once into the lock (go run ./ci pgo-profile --write --url URL) and every pgo build of that lock uses it`
+			for _, r := range l.Profiles {
+				if r.Platform == p.Platform.String() {
+					w += fmt.Sprintf("; the lock's recorded profile for %s was trained for another plan (training %.12s, this plan's %.12s: other sources, flags, modules or training), so it is not used", r.Platform, r.Training, p.TrainingKey)
+				}
+			}
+			p.Warnings = append(p.Warnings, w)
+		}
+		p.Stages = append(p.Stages, Stage{
+			Name:   lock.OpenSSL,
+			Source: src(lock.OpenSSL),
+			Deps:   []string{profile},
+			Env:    opensslEnv(profileUse),
+			Script: opensslProfileScript(profile),
+		})
+		nginxDeps = append(nginxDeps, profile)
 		ccOpt += " " + profileUse
 		ldOpt += " " + profileUse
-		script = nginxScriptWith(modFlags, modNames, profileCopy(lock.Nginx))
-		p.BuildPackages = append(append([]string(nil), p.BuildPackages...), "curl")
-		p.HostTools = append(append([]Tool(nil), p.HostTools...), Tool{Command: "curl", Package: "curl"})
+		script = nginxScriptWith(modFlags, modNames, profileCopy(lock.Nginx, profile))
 	}
 	p.Stages = append(p.Stages, Stage{
 		Name:   lock.Nginx,

@@ -17,14 +17,20 @@ import (
 //     them), and nginx's link optimizes the whole program: nginx, OpenSSL, PCRE2, zlib.
 //     nginx links with -Wl,-E (its dynamic modules need the symbols), which keeps every
 //     global symbol alive: LTO inlines across files and libraries but removes little.
-//   - pgo (experimental, NOT reproducible: see Plan.Warnings): lto plus GCC's profile-guided
-//     optimization of OpenSSL and nginx. Stage
+//   - pgo: lto plus GCC's profile-guided optimization of OpenSSL and nginx, from a profile
+//     that is either recorded in the lock or trained during the build:
+//     recorded (lock: profiles, made by `ci pgo-profile`; the plan's TrainingKey must match
+//     the recorded one): stage pgo-profile unpacks it, and stages openssl and nginx build as
+//     in lto with -fprofile-use and the profile copied next to each object file. The same
+//     lock then gives the same binary.
+//     trained (no matching recorded profile; NOT reproducible, see Plan.Warnings): stage
 //     openssl-instrumented builds OpenSSL with -fprofile-generate; stage pgo-train builds
 //     nginx the same way against it, runs it on loopback with a fixed workload
-//     (files/train/train.sh) and keeps only the profile (OUT/pgo/{openssl,nginx}/*.gcda);
-//     stages openssl and nginx then build as in lto, with -fprofile-use and the profile
-//     copied next to each object file. The profile travels as a stage output, so every
-//     engine (host, Dagger, the Dockerfile) runs the same steps.
+//     (files/train/train.sh) and keeps only the profile (OUT/pgo/{openssl,nginx}/*.gcda and
+//     OUT/pgo/compiler); openssl and nginx then use it as above. `ci pgo-profile` runs the
+//     plan up to pgo-train (NewTraining) and records its output.
+//     Either way the profile travels as a stage output, so every engine (host, Dagger, the
+//     Dockerfile) runs the same steps.
 //
 // Profile paths: the instrumented objects write their counters to /pgo/<component>/<object
 // path relative to the source directory, '/' as '#'>.gcda (-fprofile-generate=DIR with
@@ -81,31 +87,23 @@ func profileGenerate(component string) string {
 // profileUse: the profile beside each object; functions the training never ran are
 // optimized as without a profile (-fprofile-partial-training), not for size as cold code,
 // and objects without a profile (nginx's configure tests, code the workload never reaches)
-// are not warned about.
-//
-// Reproducibility: the training's counters differ a little from run to run, so the
-// pgo-train stage rounds them (files/train/quantize.pl) and the optimized build reads only
-// the rounded arc counters: -fno-profile-values leaves out the value profiles (indirect
-// call targets, division and string operation sizes, whose counts are not rounded), and
-// -fno-profile-reorder-functions the first-execution order of functions, which depends on
-// timing. -fprofile-correction accepts the small inconsistencies rounding leaves between an
-// edge and the sum of its neighbours.
-const profileUse = "-fprofile-use -fprofile-partial-training -fprofile-correction -fno-profile-values -fno-profile-reorder-functions -Wno-missing-profile"
-
-// profileBits are the significant bits quantize.pl keeps of each counter.
-const profileBits = "2"
+// are not warned about. -fprofile-correction smooths the counters' small inconsistencies
+// (a process that exits while a counter update is in flight). Reproducibility does not
+// rest on these flags: it needs the same profile, which a recorded one is.
+const profileUse = "-fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile"
 
 // gcovPrefixBuild keeps what programs compiled during a build (nginx's configure tests)
 // write away from /pgo: GCOV_PREFIX is prepended to the profile path at run time.
 const gcovPrefixBuild = `export GCOV_PREFIX="$WORK/gcov-build"
 `
 
-// profileCopy copies component's profile from the pgo-train stage beside the objects it
-// belongs to (the file name is the object path with '/' as '#'). Runs in the source directory.
-func profileCopy(component string) string {
-	return `# The profile (stage pgo-train): each <object>.gcda beside its object, where -fprofile-use
+// profileCopy copies component's profile from the stage that holds it (pgo-train or
+// pgo-profile) beside the objects it belongs to (the file name is the object path with '/'
+// as '#'). Runs in the source directory.
+func profileCopy(component, stage string) string {
+	return `# The profile (stage ` + stage + `): each <object>.gcda beside its object, where -fprofile-use
 # looks for it.
-for f in "$DEP_PGO_TRAIN/pgo/` + component + `"/*.gcda; do
+for f in "$` + DepVar(stage) + `/pgo/` + component + `"/*.gcda; do
   n=${f##*/}
   install -D -m 0644 "$f" "${n//'#'//}"
 done
@@ -116,8 +114,10 @@ done
 var opensslInstrumentedScript = prelude + gcovPrefixBuild + `export CFLAGS="$CFLAGS -fprofile-prefix-path=$WORK/src"
 ` + strings.TrimPrefix(opensslScript, prelude)
 
-// opensslProfileScript is opensslScript with the profile in place.
-var opensslProfileScript = prelude + profileCopy(lock.OpenSSL) + strings.TrimPrefix(opensslScript, prelude)
+// opensslProfileScript is opensslScript with the profile from stage in place.
+func opensslProfileScript(stage string) string {
+	return prelude + profileCopy(lock.OpenSSL, stage) + strings.TrimPrefix(opensslScript, prelude)
+}
 
 // pgoTrainScript builds the instrumented nginx (configured exactly as the final one) and runs
 // the training; OUT gets the profile only.
@@ -129,12 +129,32 @@ export NGINX_CC_OPT="$NGINX_CC_OPT -fprofile-prefix-path=$WORK/src"
 ` + build + `make -j"$JOBS"
 export GCOV_PREFIX="$WORK/gcov"
 . "$WORK/files/train/train.sh"
-# Keep the profile only, its counters rounded (see quantize.pl).
+# Keep the profile only, and the compiler that can read it (a recorded profile is checked
+# against the builder's: stage pgo-profile).
 mkdir -p "$OUT/pgo/openssl" "$OUT/pgo/nginx"
 for c in openssl nginx; do
   ls "$WORK/gcov/pgo/$c"/*.gcda > /dev/null
   cp "$WORK/gcov/pgo/$c"/*.gcda "$OUT/pgo/$c/"
-  perl "$WORK/files/train/quantize.pl" ` + profileBits + ` "$OUT/pgo/$c"/*.gcda
 done
+` + compilerLine + ` > "$OUT/pgo/compiler"
 ` + epilogue
 }
+
+// StagePGOProfile unpacks a recorded profile (lock: profiles).
+const StagePGOProfile = "pgo-profile"
+
+// compilerLine prints what a profile's counters are tied to: GCC reads only the .gcda
+// format of its own version, and silently optimizes without a profile it cannot read.
+const compilerLine = `echo "$(cc -dumpfullversion) $(cc -dumpmachine)"`
+
+// pgoProfileScript unpacks the recorded profile into OUT as stage pgo-train leaves it, and
+// stops when the builder's compiler is not the one the profile was trained with.
+const pgoProfileScript = `umask 022
+tar -xf "$SRC" -C "$OUT" --no-same-owner
+want=$(cat "$OUT/pgo/compiler")
+have=$(` + compilerLine + `)
+if [ "$want" != "$have" ]; then
+  echo "the lock's recorded PGO profile was trained with gcc $want; this builder has gcc $have, which cannot read it. Record a profile with this builder (go run ./ci pgo-profile --write ...) or build with --optimize lto" >&2
+  exit 1
+fi
+` + epilogue

@@ -40,6 +40,12 @@ type Plan struct {
 	Jobs int
 	// Optimize is the optimization mode: none, lto or pgo (see OptimizeModes).
 	Optimize string
+	// TrainingKey identifies the pgo mode's training (see TrainingKey in profile.go); "" in
+	// the other modes.
+	TrainingKey string
+	// ProfileSHA256 is the recorded profile the pgo mode builds with (lock: profiles), or ""
+	// when it trains during the build (or is not pgo).
+	ProfileSHA256 string
 	// Warnings are things the caller should tell the user (e.g. a non-portable CPU level).
 	Warnings []string
 	// SourceDateEpoch is exported to every stage and used for every timestamp.

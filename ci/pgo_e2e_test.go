@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/basetest"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+)
+
+// TestPGOBuildFromRecordedProfileIsReproducible is the pgo mode's reproducibility, end to
+// end with the real stack: `ci pgo-profile --write` trains once and records the profile in
+// a copy of the test lock (served, like the sources, by a loopback mirror), then two
+// `ci build --optimize pgo --output` runs, each with an empty stage cache of its own (every
+// stage compiled again, OpenSSL and nginx with the profile), must give one image digest.
+// It compiles the stack three times with LTO (plus the training, unless the shared build
+// cache has it): about 25 minutes on 2 cores, so it runs only when asked,
+// NGINX_FORGE_PGO_TEST=1, and never under -short.
+func TestPGOBuildFromRecordedProfileIsReproducible(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped in -short mode: it builds the stack with PGO three times")
+	}
+	if os.Getenv("NGINX_FORGE_PGO_TEST") != "1" {
+		t.Skip("skipped: set NGINX_FORGE_PGO_TEST=1 to run it (it trains once and builds the stack with PGO twice from empty caches, about 25 minutes on 2 cores)")
+	}
+	mirror := testenv.MirrorDir(t)
+	reg := registrytest.Start(t)
+	base := basetest.PushFor(t, reg.Host, "distroless/base-nossl-debian13", basetest.Options{})
+	// The mirror: the upstream files, and the recorded profile once there is one.
+	served := t.TempDir()
+	entries, err := os.ReadDir(mirror)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.Symlink(filepath.Join(mirror, e.Name()), filepath.Join(served, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(served)))
+	defer srv.Close()
+	work := t.TempDir()
+	lockFile := filepath.Join(work, "stack.lock.json")
+	b, err := os.ReadFile(testLockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lockFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Minute)
+	defer cancel()
+
+	start := time.Now()
+	var stdout, stderr bytes.Buffer
+	rec := pgoProfileFlags{
+		build: buildFlags{engine: "host", lockFile: lockFile, mirror: srv.URL, platform: "linux/amd64", cache: testenv.BuildCacheDir()},
+		dir:   filepath.Join(work, "pgo"), baseURL: "https://pgo.example.org/nginx-forge", write: true,
+	}
+	if err := runPGOProfile(ctx, rec, &stdout, &stderr); err != nil {
+		t.Fatalf("pgo-profile: %v\n%s", err, stderr.String())
+	}
+	t.Logf("pgo-profile: %s\n%s", time.Since(start).Round(time.Second), stderr.String())
+	l, err := lock.Load(lockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Profiles) != 1 || !strings.Contains(stdout.String(), l.Profiles[0].SHA256) {
+		t.Fatalf("the lock records %+v; pgo-profile printed %s", l.Profiles, stdout.String())
+	}
+	p := l.Profiles[0]
+	if err := os.Symlink(filepath.Join(rec.dir, p.FileName()), filepath.Join(served, p.FileName())); err != nil {
+		t.Fatal(err)
+	}
+
+	imageLine := regexp.MustCompile(`(?m)^image: (sha256:[0-9a-f]{64}) `)
+	var digests []string
+	for i := 0; i < 2; i++ {
+		start := time.Now()
+		var stdout, stderr bytes.Buffer
+		f := buildFlags{engine: "host", lockFile: lockFile, mirror: srv.URL, platform: "linux/amd64", cache: t.TempDir(),
+			optimize: "pgo", runtimeImage: base.String(), output: filepath.Join(work, "nginx-"+string(rune('a'+i))+".tar"), noSmoke: true}
+		if err := runBuild(ctx, f, &stdout, &stderr); err != nil {
+			t.Fatalf("pgo build %d: %v\n%s", i+1, err, stderr.String())
+		}
+		log := stderr.String()
+		t.Logf("pgo build %d from an empty cache: %s\n%s", i+1, time.Since(start).Round(time.Second), log)
+		m := imageLine.FindStringSubmatch(log)
+		if m == nil {
+			t.Fatalf("pgo build %d printed no image digest", i+1)
+		}
+		digests = append(digests, m[1])
+		if !strings.Contains(log, "pgo-profile (linux/amd64): done") || strings.Contains(log, "pgo-train") || strings.Contains(log, "not reproducible") {
+			t.Errorf("pgo build %d did not build from the recorded profile alone", i+1)
+		}
+	}
+	if digests[0] != digests[1] {
+		t.Errorf("two pgo builds from the same lock and recorded profile: %s and %s", digests[0], digests[1])
+	}
+}

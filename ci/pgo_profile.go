@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/forge"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+const pgoProfileHelp = `Train the pgo build once and record its profile, so that every --optimize pgo build of
+the lock uses that profile instead of training for itself, and is reproducible.
+
+A training counts a little differently each time it runs (timing, random handshakes), so
+two builds that each train give two binaries. This command builds OpenSSL and nginx
+instrumented exactly as 'ci build --optimize pgo' would (same lock, platform, CPU level
+and modules), runs the training workload on loopback, and writes the counters as one
+tarball per platform into --dir, named after the platform and the training key (a digest
+of the sources, flags, modules and workload it was trained for).
+
+Serve the tarball somewhere over https (a release asset, an object store) and record it in
+the lock: --url BASE prints the entry with BASE/<file name>, --write also adds it to --lock
+(one profile per platform; a new one replaces the old). A build whose plan has another
+training key (a new nginx, another CPU level or module set) trains for itself again and
+warns. The profile is tied to the compiler it was trained with: the build stops, naming
+both, when the builder's differs.
+
+Examples:
+  go run ./ci pgo-profile --engine host --dir out/pgo
+  go run ./ci pgo-profile --dir out/pgo --url https://example.org/nginx-pgo --write`
+
+type pgoProfileFlags struct {
+	build   buildFlags
+	dir     string
+	baseURL string
+	write   bool
+}
+
+func init() {
+	register(&command{
+		name:    "pgo-profile",
+		summary: "Train the pgo build once and record its profile into the lock (reproducible pgo builds)",
+		usage:   "--dir DIR [--url BASE [--write]] [flags]",
+		long:    pgoProfileHelp,
+		flags: func(fs *flag.FlagSet) runFunc {
+			var f pgoProfileFlags
+			fs.StringVar(&f.dir, "dir", "", "write the profile tarballs into `DIR`")
+			fs.StringVar(&f.baseURL, "url", "", "https `BASE` URL the tarballs will be served from: print the lock entries with BASE/<file name>")
+			fs.BoolVar(&f.write, "write", false, "with --url: record the profiles in the --lock file")
+			fs.StringVar(&f.build.engine, "engine", "dagger", "where to train: dagger or host")
+			fs.StringVar(&f.build.lockFile, "lock", lock.DefaultPath, "lock `file`")
+			fs.StringVar(&f.build.mirror, "mirror", "", "fetch every file as `URL`/<file name> instead of upstream (same checks)")
+			fs.StringVar(&f.build.cpu, "cpu", "", "CPU `level`, as for build")
+			fs.IntVar(&f.build.jobs, "jobs", 0, "parallel compile jobs (0: one per CPU)")
+			fs.StringVar(&f.build.platform, "platform", "linux/amd64", "target `platforms`, as for build")
+			fs.StringVar(&f.build.modules, "modules", "", "comma-separated nginx `modules`, as for build")
+			fs.StringVar(&f.build.cache, "cache", forge.DefaultCacheDir, "host engine: stage cache `DIR`")
+			fs.StringVar(&f.build.builderImage, "builder-image", "", "dagger engine: train in `REF` instead of the lock's builder image")
+			fs.BoolVar(&f.build.verbose, "v", false, "verbose")
+			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+				if len(args) > 0 {
+					return usageErrorf("unexpected arguments: %s", strings.Join(args, " "))
+				}
+				return runPGOProfile(ctx, f, stdout, stderr)
+			}
+		},
+	})
+}
+
+func (f pgoProfileFlags) check() error {
+	if f.dir == "" {
+		return usageErrorf("--dir is required: where to write the profile tarballs")
+	}
+	if f.write && f.baseURL == "" {
+		return usageErrorf("--write needs --url BASE: the lock records where the profile is fetched from")
+	}
+	if f.baseURL != "" {
+		u, err := url.Parse(f.baseURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" {
+			return usageErrorf("--url %q: give the https URL of the directory the tarballs will be served from", f.baseURL)
+		}
+	}
+	return nil
+}
+
+func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Writer) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	f.build.noSmoke = true
+	req, err := f.build.request()
+	if err != nil {
+		return err
+	}
+	req.ProfileDir = f.dir
+	opts := []forge.Option{forge.WithLog(stderr)}
+	if f.build.verbose {
+		opts = append(opts, forge.WithVerbose())
+	}
+	res, err := forge.Run(ctx, req, opts...)
+	if err != nil {
+		return err
+	}
+	var entries []lock.Profile
+	for _, p := range res.Profiles {
+		e := p.Profile
+		if f.baseURL != "" {
+			e.URL = strings.TrimSuffix(f.baseURL, "/") + "/" + url.PathEscape(forge.ProfileFileName(e))
+		}
+		entries = append(entries, e)
+		fmt.Fprintf(stderr, "profile %s: %s (sha256 %s)\n", e.Platform, p.File, e.SHA256)
+	}
+	b, err := json.MarshalIndent(struct {
+		Profiles []lock.Profile `json:"profiles"`
+	}{entries}, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, string(b))
+	if !f.write {
+		if f.baseURL == "" {
+			fmt.Fprintln(stderr, "serve the tarballs over https and record them: --url BASE --write (or add the entries above with their url to the lock's \"profiles\")")
+		}
+		return nil
+	}
+	l, err := lock.Load(f.build.lockFile)
+	if err != nil {
+		return fmt.Errorf("recording the profiles in %s: %w", f.build.lockFile, err)
+	}
+	for _, e := range entries {
+		l.SetProfile(e)
+	}
+	if err := l.Validate(); err != nil {
+		return fmt.Errorf("recording the profiles in %s: %w", f.build.lockFile, err)
+	}
+	if err := l.Write(f.build.lockFile); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "recorded %d profile(s) in %s: serve each file at its url before building\n", len(entries), f.build.lockFile)
+	return nil
+}

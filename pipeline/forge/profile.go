@@ -1,0 +1,122 @@
+package forge
+
+import (
+	"archive/tar"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+// ProfileFileName is the name a platform's recorded profile is written under: the arch and
+// the start of the training key, so that files of different plans never collide.
+func ProfileFileName(p lock.Profile) string {
+	_, arch, _ := strings.Cut(p.Platform, "/")
+	return fmt.Sprintf("nginx-forge-pgo-%s-%.12s.tar", arch, p.Training)
+}
+
+// recordProfile writes the training stage's output (tree: OUT of pgo-train, holding pgo/)
+// as the platform's profile tarball under ProfileDir.
+func (b *build) recordProfile(t *target, tree string) error {
+	if err := os.MkdirAll(b.req.ProfileDir, 0o755); err != nil {
+		return fmt.Errorf("profile directory %s: %w", b.req.ProfileDir, err)
+	}
+	rec := RecordedProfile{Profile: lock.Profile{Platform: t.plan.Platform.String(), Training: t.plan.TrainingKey}}
+	rec.File = filepath.Join(b.req.ProfileDir, ProfileFileName(rec.Profile))
+	sum, err := WriteProfile(rec.File, tree, time.Unix(t.plan.SourceDateEpoch, 0))
+	if err != nil {
+		return fmt.Errorf("writing the profile for %s: %w", t.plan.Platform, err)
+	}
+	rec.SHA256 = sum
+	b.res.Profiles = append(b.res.Profiles, rec)
+	b.logf("profile: %s (%s, training %.12s, sha256 %s)", rec.File, rec.Platform, rec.Training, sum)
+	return nil
+}
+
+// WriteProfile writes the pgo/ directory of tree to file as a tarball that depends on the
+// files' contents only (sorted names, root-owned, fixed modes and mtime), and
+// returns its SHA-256. It refuses a tree without pgo/compiler (not a training's output).
+func WriteProfile(file, tree string, mtime time.Time) (string, error) {
+	if _, err := os.Stat(filepath.Join(tree, "pgo", "compiler")); err != nil {
+		return "", fmt.Errorf("%s is not a training's output (no pgo/compiler): %w", tree, err)
+	}
+	var names []string
+	err := filepath.WalkDir(filepath.Join(tree, "pgo"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file or directory", path)
+		}
+		rel, err := filepath.Rel(tree, path)
+		if err != nil {
+			return err
+		}
+		names = append(names, filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(names)
+	tmp := file + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp)
+	h := sha256.New()
+	tw := tar.NewWriter(io.MultiWriter(f, h))
+	for _, n := range names {
+		path := filepath.Join(tree, filepath.FromSlash(n))
+		fi, err := os.Stat(path)
+		if err != nil {
+			f.Close()
+			return "", err
+		}
+		hdr := &tar.Header{Name: n, Mode: 0o644, ModTime: mtime, Format: tar.FormatPAX, Typeflag: tar.TypeReg, Size: fi.Size()}
+		if fi.IsDir() {
+			hdr = &tar.Header{Name: n + "/", Mode: 0o755, ModTime: mtime, Format: tar.FormatPAX, Typeflag: tar.TypeDir}
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			f.Close()
+			return "", err
+		}
+		if fi.IsDir() {
+			continue
+		}
+		if err := copyFile(tw, path); err != nil {
+			f.Close()
+			return "", err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func copyFile(w io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
+}
