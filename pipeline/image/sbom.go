@@ -244,9 +244,11 @@ type spdxRelationship struct {
 }
 
 // SBOM returns the SPDX 2.3 JSON document describing img, an image made by Assemble from
-// l: the image (by digest), nginx, OpenSSL, PCRE2 and zlib (version, download location,
-// SHA-256 of the source tarball, licence), the static libcrypt when the image says it has
-// one, and the base image (name and digest from the image's annotations). It is a pure
+// l: the image (by digest), nginx, OpenSSL, PCRE2, zlib and the components of the
+// third-party modules compiled in (WithModules; version, download location, SHA-256 of the
+// source tarball, licence), the static libcrypt when the image says it has one, and the
+// base image (name and digest from the image's annotations). Pass it the options Assemble
+// got: it refuses a component list that differs from the image's annotations. It is a pure
 // function of its inputs: created is SOURCE_DATE_EPOCH, and the namespace is derived from
 // the image digest.
 func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
