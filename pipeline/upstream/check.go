@@ -63,9 +63,10 @@ type Checker struct {
 	Logf func(format string, args ...any)
 }
 
-// Check looks up every component and base image of l. It goes on past a failed lookup so
-// that one run reports every problem; the returned error joins them, and the report then
-// holds what could be found (failed entries have an empty Latest).
+// Check looks up every component of l (the required ones and the optional ones l has) and
+// both base images. It goes on past a failed lookup so that one run reports every problem;
+// the returned error joins them, and the report then holds what could be found (failed
+// entries have an empty Latest).
 func (ch *Checker) Check(ctx context.Context, l *lock.Lock) (*Report, error) {
 	now := time.Now
 	if ch.Now != nil {
@@ -77,8 +78,13 @@ func (ch *Checker) Check(ctx context.Context, l *lock.Lock) (*Report, error) {
 	}
 	rep := &Report{}
 	var errs []error
-	for _, name := range lock.ComponentOrder {
-		c := l.MustComponent(name)
+	for _, name := range lock.AllComponents() {
+		// Every lock has the required components; an optional one it leaves out is not
+		// built, so it is not looked up either.
+		c, ok := l.Component(name)
+		if !ok {
+			continue
+		}
 		cr := ComponentReport{Name: name, Current: c.Version, Track: c.Track}
 		cur, err := ParseVersion(c.Version)
 		if err != nil {

@@ -37,15 +37,18 @@ type ghTag struct {
 // It reads both the releases and the tags of the repository: the releases carry the
 // pre-release and draft flags, while the tags also cover releases that have no GitHub
 // release object (older nginx stable patch releases are tags only). A tag whose release is
-// marked draft or pre-release is left out even if its name looks final.
+// marked draft or pre-release is left out even if its name looks final. For a repository
+// whose releases are its tags (Repo.TagsOnly) only the tags are read.
 func (c *Client) GitHubReleases(ctx context.Context, component string) ([]Version, error) {
 	repo, ok := Repos[component]
 	if !ok {
 		return nil, fmt.Errorf("component %q has no known upstream repository", component)
 	}
 	var releases []ghRelease
-	if err := c.ghList(ctx, "/repos/"+repo.GitHub+"/releases", &releases); err != nil {
-		return nil, err
+	if !repo.TagsOnly {
+		if err := c.ghList(ctx, "/repos/"+repo.GitHub+"/releases", &releases); err != nil {
+			return nil, err
+		}
 	}
 	var tags []ghTag
 	if err := c.ghList(ctx, "/repos/"+repo.GitHub+"/tags", &tags); err != nil {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,38 +15,13 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/upstream/upstreamtest"
 )
 
-// recorded serves the GitHub API responses under testdata/github: <owner>-<repo>-releases.json
-// and <owner>-<repo>-tags-<page>.json (the tags of nginx/nginx and openssl/openssl span two
-// pages, linked with Link headers like GitHub's).
+// recorded serves the GitHub API responses under testdata/github (see
+// upstreamtest.ServeRecorded): the tags of nginx/nginx and openssl/openssl span two pages,
+// linked with Link headers like GitHub's.
 func recorded(t *testing.T) *upstreamtest.Server {
 	t.Helper()
 	s := upstreamtest.New(t)
-	for _, c := range lock.ComponentOrder {
-		repo := upstream.Repos[c].GitHub
-		stem := strings.ReplaceAll(repo, "/", "-")
-		rel, err := os.ReadFile(filepath.Join("testdata", "github", stem+"-releases.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.SetGitHub(repo, "releases", rel)
-		var pages [][]byte
-		for p := 1; ; p++ {
-			b, err := os.ReadFile(filepath.Join("testdata", "github", fmt.Sprintf("%s-tags-%d.json", stem, p)))
-			if errors.Is(err, os.ErrNotExist) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			pages = append(pages, b)
-		}
-		s.SetGitHub(repo, "tags", pages...)
-	}
-	html, err := os.ReadFile(filepath.Join("testdata", "nginx.org", "download.html"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.SetNginxOrg(html)
+	upstreamtest.ServeRecorded(t, s, "testdata")
 	return s
 }
 
@@ -75,6 +48,12 @@ func TestGitHubReleasesFromRecordedResponses(t *testing.T) {
 		{lock.OpenSSL, "3.0.17 3.0.18 3.2.6 3.3.5 3.4.3 3.5.2 3.5.3 3.5.4 3.6.0"},
 		{lock.PCRE2, "10.10 10.43 10.44 10.45 10.46"},
 		{lock.Zlib, "1.2.9 1.2.12 1.2.13 1.3 1.3.1"},
+		{lock.Brotli, "1.0.7 1.0.9 1.1.0 1.2.0"},
+		// Its only release is a release candidate, and a tag.
+		{lock.NgxBrotli, "1.0.0rc"},
+		{lock.Zstd, "1.5.4 1.5.5 1.5.6 1.5.7"},
+		// Tags without a "v".
+		{lock.ZstdNginxModule, "0.1.0 0.1.1"},
 	} {
 		got, err := c.GitHubReleases(context.Background(), tc.component)
 		if err != nil {
@@ -87,6 +66,10 @@ func TestGitHubReleasesFromRecordedResponses(t *testing.T) {
 	var page2, authed, total int
 	for _, r := range s.Requests() {
 		total++
+		// These publish their releases as tags: the release objects are not read.
+		if strings.HasSuffix(r.Path, "/google/ngx_brotli/releases") || strings.HasSuffix(r.Path, "/tokers/zstd-nginx-module/releases") {
+			t.Errorf("read the release objects of a tags-only repository: %s", r.Path)
+		}
 		if strings.Contains(r.RawQuery, "page=2") {
 			page2++
 		}
@@ -97,8 +80,10 @@ func TestGitHubReleasesFromRecordedResponses(t *testing.T) {
 	if page2 != 2 {
 		t.Errorf("followed %d page-2 links, want 2 (nginx and openssl tags)", page2)
 	}
-	if authed != total || total != 10 {
-		t.Errorf("%d of %d requests carried the token; want all of 10", authed, total)
+	// Releases and tags of six repositories, nginx's and OpenSSL's tags on two pages, and
+	// only the tags of the two tags-only ones.
+	if authed != total || total != 16 {
+		t.Errorf("%d of %d requests carried the token; want all of 16", authed, total)
 	}
 	if strings.Contains(logs.String(), token) {
 		t.Errorf("the token appears in the log:\n%s", logs.String())

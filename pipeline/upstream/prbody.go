@@ -41,6 +41,11 @@ func PRBody(applied []Applied, warnings []string) string {
 			}
 		} else {
 			fmt.Fprintf(&b, "| signature | **none**: the checksum rests on the HTTPS download alone; the lock says why: %s |\n", escapeCell(a.Unsigned))
+			if a.NoSignatureAt != "" {
+				fmt.Fprintf(&b, "| signature lookup | nothing published at %s, so the component stays unsigned |\n", a.NoSignatureAt)
+			} else {
+				fmt.Fprintf(&b, "| signature lookup | none: %s's upstream publishes no signatures, so the component stays unsigned |\n", a.Name)
+			}
 		}
 		fmt.Fprintf(&b, "| top directory | `%s/` (matches the version) |\n", a.TopDir)
 	}

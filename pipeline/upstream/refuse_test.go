@@ -112,11 +112,13 @@ func TestUpdateReportsWhatWasVerified(t *testing.T) {
 
 // A component the lock marks unsigned gains a signature when upstream publishes one for the
 // new release: verified by a vendored key, pinned, and the "unsigned" reason removed (the
-// lock refuses both). Without a published signature it stays unsigned, reason kept.
+// lock refuses both). Without a published signature it stays unsigned, reason kept (one that
+// names no version: see TestUpdateRefusesUnsignedReasonOfTheLockedVersion).
 func TestUpdateUnsignedComponentGainsSignature(t *testing.T) {
 	for _, publish := range []bool{true, false} {
 		t.Run(map[bool]string{true: "published", false: "none upstream"}[publish], func(t *testing.T) {
 			s := upstreamtest.NewScenario(t)
+			setUnsigned(t, s.LockFile, lock.Nginx, "the test mirror carries no signatures of nginx releases")
 			s.Upstream.SetGitHub("nginx/nginx", "tags", upstreamtest.TagsJSON("nginx/nginx", "release-1.29.3", "release-1.28.1", "release-1.26.4", "release-1.26.3"))
 			tb := upstreamtest.Tarball(t, "nginx-1.26.4", map[string]string{"README": "nginx 1.26.4\n"})
 			s.Upstream.SetFile("nginx-1.26.4.tar.gz", tb)
@@ -205,5 +207,60 @@ func TestUpdateRefusesImageWithoutArm64(t *testing.T) {
 	}
 	if !bytes.Equal(before, s.LockBytes(t)) {
 		t.Error("the lock changed")
+	}
+}
+
+// setUnsigned rewrites component name's "unsigned" reason in the lock file.
+func setUnsigned(t *testing.T, file, name, reason string) {
+	t.Helper()
+	l, err := lock.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := l.MustComponent(name)
+	c.Unsigned = reason
+	l.SetComponent(c)
+	if err := l.Write(file); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An "unsigned" reason stays in the lock for the new release, so one written about the locked
+// release (naming its version) is not carried over to the next: the update is refused, before
+// anything is downloaded, and the lock is unchanged.
+func TestUpdateRefusesUnsignedReasonOfTheLockedVersion(t *testing.T) {
+	s := upstreamtest.NewScenario(t)
+	s.Upstream.SetGitHub("nginx/nginx", "tags", upstreamtest.TagsJSON("nginx/nginx", "release-1.26.4", "release-1.26.3"))
+	s.Upstream.SetFile("nginx-1.26.4.tar.gz", upstreamtest.Tarball(t, "nginx-1.26.4", map[string]string{"README": "nginx 1.26.4\n"}))
+	// The test lock's reason: "... Debian trixie's current nginx source (1.26.3-3+deb13u11),
+	// which does not carry nginx's nginx-1.26.3.tar.gz.asc ...".
+	reason := func() string {
+		l, err := lock.Load(s.LockFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.MustComponent(lock.Nginx).Unsigned
+	}()
+	if !strings.Contains(reason, "1.26.3") {
+		t.Fatalf("the test lock's nginx reason %q no longer names 1.26.3; pick another reason for this test", reason)
+	}
+	before := s.LockBytes(t)
+	f, _ := fetcher(t, s)
+	_, err := updater(s, f).UpdateFile(context.Background(), s.LockFile, check(t, s))
+	if err == nil {
+		t.Fatal("UpdateFile succeeded; want the stale unsigned reason refused")
+	}
+	for _, want := range []string{"nginx 1.26.4: refused", "names the locked version 1.26.3", "Rewrite the reason in the lock", "the lock is unchanged"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err does not say %q: %v", want, err)
+		}
+	}
+	if !bytes.Equal(before, s.LockBytes(t)) {
+		t.Errorf("the lock changed:\n%s", s.LockBytes(t))
+	}
+	for _, r := range s.Upstream.Requests() {
+		if r.Method == "GET" && strings.HasSuffix(r.Path, "/nginx-1.26.4.tar.gz") {
+			t.Errorf("the new tarball was downloaded before the refusal: %s %s", r.Method, r.Path)
+		}
 	}
 }

@@ -61,7 +61,11 @@ type Applied struct {
 	GainedSignature bool
 	// Unsigned is the lock's reason, kept, for a component that still has no signature.
 	Unsigned string
-	TopDir   string // the tarball's single top-level directory, e.g. "nginx-1.28.0"
+	// NoSignatureAt is where a signature of the still unsigned new release was looked for
+	// and not found; "" when upstream publishes no signatures for the component (no
+	// SignatureSuffix), so none was looked for.
+	NoSignatureAt string
+	TopDir        string // the tarball's single top-level directory, e.g. "nginx-1.28.0"
 
 	// Images only.
 	Ref       string   // the tag followed
@@ -74,13 +78,16 @@ func (a Applied) IsImage() bool { return a.Ref != "" }
 var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // SignatureSuffix is the name upstream gives a release's detached signature, appended to the
-// tarball's URL (nginx.org, OpenSSL's and zlib's GitHub releases publish .asc, PCRE2 .sig).
-// It is how a component the lock marks "unsigned" gains a signature when upstream has one.
+// tarball's URL (nginx.org, OpenSSL's and zlib's GitHub releases publish .asc, PCRE2's and
+// zstd's .sig). It is how a component the lock marks "unsigned" gains a signature when
+// upstream has one. brotli, ngx_brotli and zstd-nginx-module publish no signatures, so
+// there is nothing to look for: their new releases stay unsigned.
 var SignatureSuffix = map[string]string{
 	lock.Nginx:   ".asc",
 	lock.OpenSSL: ".asc",
 	lock.PCRE2:   ".sig",
 	lock.Zlib:    ".asc",
+	lock.Zstd:    ".sig",
 }
 
 // ImagePlatforms are the platforms every build targets (build.yml builds linux/amd64 and
@@ -137,7 +144,9 @@ func (u *Updater) logf(format string, args ...any) {
 //   - its signature cannot be verified (or, for a signed component, is missing),
 //   - it is signed by a key that is not vendored (pipeline/lock/keys),
 //   - its signature is older than the locked release's,
-//   - its tarball's top-level directory is not <name>-<new version>;
+//   - its tarball's top-level directory is not <name>-<new version> (TopDirName),
+//   - it stays unsigned and the lock's "unsigned" reason names the locked version (the reason
+//     was written about that release and would not be known to hold for the new one);
 //
 // and a base image when its index lacks a platform the build targets. Any refusal returns
 // an error and no lock, so version and checksum only ever change together.
@@ -209,8 +218,8 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 
 	// A component the lock marks unsigned gains a signature when upstream publishes one for
 	// the new release: it is then verified like any other (by a vendored key) and pinned.
-	if old.Signature == nil {
-		sigURL := next.URL + SignatureSuffix[old.Name]
+	if suffix, ok := SignatureSuffix[old.Name]; old.Signature == nil && ok {
+		sigURL := next.URL + suffix
 		found, err := u.published(ctx, sigURL)
 		if err != nil {
 			return lock.Component{}, Applied{}, err
@@ -219,8 +228,18 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 			next.Signature = &lock.Signature{URL: sigURL, Fingerprints: vendored}
 			a.GainedSignature = true
 		} else {
+			a.NoSignatureAt = sigURL
 			u.logf("%s %s: no signature at %s; the lock keeps its unsigned reason", old.Name, v, sigURL)
 		}
+	} else if old.Signature == nil {
+		u.logf("%s %s: upstream publishes no signatures; the lock keeps its unsigned reason", old.Name, v)
+	}
+	// The reason stays in the lock (and goes into the SBOM) for the new release, so it must
+	// still be true of it: one that names the locked version is about that release.
+	if next.Signature == nil && containsVersion(old.Unsigned, old.Version) {
+		return lock.Component{}, Applied{}, fmt.Errorf("refused: the new release stays unsigned, and the lock's \"unsigned\" reason names the locked version %s, so it is not known to hold for %s: %q. "+
+			"Rewrite the reason in the lock so that it holds for any release (why upstream publishes no signatures, without a version), then run `go run ./ci check-updates --write` again",
+			old.Version, v, old.Unsigned)
 	}
 
 	ver, err := u.Fetcher.FetchNew(ctx, next)
@@ -283,7 +302,7 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 	if err != nil {
 		return lock.Component{}, Applied{}, fmt.Errorf("refused: %w", err)
 	}
-	if want := old.Name + "-" + v; top != want {
+	if want := TopDirName(old.Name, v); top != want {
 		return lock.Component{}, Applied{}, fmt.Errorf("refused: its tarball %s unpacks into %s/, not %s/: the file is not the release it is named after "+
 			"(the build strips the top directory, so it would build whatever is inside); ask upstream, and keep the lock as it is",
 			next.FileName(), top, want)
@@ -465,6 +484,21 @@ func substituteVersion(raw, old, new string) (string, error) {
 		return "", fmt.Errorf("%q does not contain version %s, so the new release's URL cannot be derived: edit the lock by hand", raw, old)
 	}
 	return b.String(), nil
+}
+
+// containsVersion reports whether s contains v as a whole version (see substituteVersion).
+func containsVersion(s, v string) bool {
+	for i := 0; v != ""; {
+		j := strings.Index(s[i:], v)
+		if j < 0 {
+			return false
+		}
+		if wholeVersion(s, i+j, i+j+len(v)) {
+			return true
+		}
+		i += j + len(v)
+	}
+	return false
 }
 
 func wholeVersion(s string, start, end int) bool {

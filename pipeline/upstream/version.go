@@ -4,13 +4,15 @@
 // verified them).
 //
 // It reads machine-readable sources only: the GitHub releases and tags APIs (nginx/nginx,
-// openssl/openssl, PCRE2Project/pcre2, madler/zlib), nginx.org's download page as a fallback
-// for nginx, and registries (HEAD of the builder and runtime tags). Every base URL is an
-// option so tests point them at loopback servers.
+// openssl/openssl, PCRE2Project/pcre2, madler/zlib and, for the optional components a lock
+// has, google/brotli, google/ngx_brotli, facebook/zstd, tokers/zstd-nginx-module), nginx.org's
+// download page as a fallback for nginx, and registries (HEAD of the builder and runtime
+// tags). Every base URL is an option so tests point them at loopback servers.
 package upstream
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -21,14 +23,30 @@ import (
 // Version is a dotted release number, compared numerically part by part.
 type Version []int
 
-// ParseVersion parses "1.26.3", "10.46" or "3.5.7". Anything else (suffixes such as
-// "-beta1" or "-RC1", empty parts) is an error: those are never releases we build.
+// rcPart marks a release candidate: "1.0.0rc2" is {1, 0, 0, rcPart + 2}. It is negative, so
+// a candidate sorts before its release (1.0.0 is {1, 0, 0}, and a missing part counts as
+// zero) and after everything older, and candidates sort by number.
+const rcPart = math.MinInt32
+
+// ParseVersion parses "1.26.3", "10.46", "3.5.7" or a release candidate such as "1.0.0rc"
+// or "1.0.0rc2" (the form the lock allows, because ngx_brotli's only release is v1.0.0rc).
+// Anything else (suffixes such as "-beta1" or "-RC1", empty parts) is an error: those are
+// never releases we build. Which tags count as releases is each Repo's pattern's decision.
 func ParseVersion(s string) (Version, error) {
+	rc := -1
+	if i := strings.Index(s, "rc"); i >= 0 {
+		n := s[i+2:]
+		num, err := strconv.Atoi(n)
+		if n != "" && (err != nil || num < 1 || n[0] == '0') {
+			return nil, fmt.Errorf("version %q: %q is not rc followed by nothing or a number from 1", s, s[i:])
+		}
+		rc, s = num, s[:i]
+	}
 	parts := strings.Split(s, ".")
 	if len(parts) < 2 || len(parts) > 4 {
 		return nil, fmt.Errorf("version %q: want 2 to 4 dot-separated numbers", s)
 	}
-	v := make(Version, len(parts))
+	v := make(Version, len(parts), len(parts)+1)
 	for i, p := range parts {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 0 || p == "" || (len(p) > 1 && p[0] == '0') {
@@ -36,15 +54,26 @@ func ParseVersion(s string) (Version, error) {
 		}
 		v[i] = n
 	}
+	if rc >= 0 {
+		v = append(v, rcPart+rc)
+	}
 	return v, nil
 }
 
 func (v Version) String() string {
-	s := make([]string, len(v))
-	for i, n := range v {
-		s[i] = strconv.Itoa(n)
+	var s []string
+	rc := ""
+	for _, n := range v {
+		if n < 0 {
+			rc = "rc"
+			if n > rcPart {
+				rc += strconv.Itoa(n - rcPart)
+			}
+			continue
+		}
+		s = append(s, strconv.Itoa(n))
 	}
-	return strings.Join(s, ".")
+	return strings.Join(s, ".") + rc
 }
 
 // Compare returns -1, 0 or 1. Missing parts count as zero, so 1.3 == 1.3.0.
@@ -81,8 +110,17 @@ type Repo struct {
 	GitHub string
 	// tag matches a release tag and captures its version. The patterns are anchored and
 	// take digits and dots only, so pre-release tags (openssl-3.6.0-beta1, pcre2-10.45-RC1),
-	// old-style tags (OpenSSL_1_1_1w) and anything odd never match.
+	// old-style tags (OpenSSL_1_1_1w) and anything odd never match. ngx_brotli's alone takes
+	// an "rc" suffix: its only release is the tag v1.0.0rc, and a later final release still
+	// sorts above it.
 	tag *regexp.Regexp
+	// TagsOnly: the releases are git tags, and the lock pins GitHub's archive of the tag, so
+	// the release objects (and their draft and pre-release flags) are not read.
+	TagsOnly bool
+	// Dir is the name the release tarball's top directory starts with, "<Dir>-<version>/",
+	// when it is not the component's name (GitHub names an archive's directory after the
+	// repository: zstd-nginx-module-0.1.1/ for the component zstd_nginx_module).
+	Dir string
 }
 
 // Repos maps each component to its upstream repository.
@@ -91,6 +129,21 @@ var Repos = map[string]Repo{
 	lock.OpenSSL: {GitHub: "openssl/openssl", tag: regexp.MustCompile(`^openssl-([0-9]+\.[0-9]+\.[0-9]+)$`)},
 	lock.PCRE2:   {GitHub: "PCRE2Project/pcre2", tag: regexp.MustCompile(`^pcre2-([0-9]+\.[0-9]+)$`)},
 	lock.Zlib:    {GitHub: "madler/zlib", tag: regexp.MustCompile(`^v([0-9]+\.[0-9]+(?:\.[0-9]+){0,2})$`)},
+
+	lock.Brotli:          {GitHub: "google/brotli", tag: regexp.MustCompile(`^v([0-9]+\.[0-9]+\.[0-9]+)$`)},
+	lock.NgxBrotli:       {GitHub: "google/ngx_brotli", tag: regexp.MustCompile(`^v([0-9]+\.[0-9]+\.[0-9]+(?:rc(?:[1-9][0-9]*)?)?)$`), TagsOnly: true},
+	lock.Zstd:            {GitHub: "facebook/zstd", tag: regexp.MustCompile(`^v([0-9]+\.[0-9]+\.[0-9]+)$`)},
+	lock.ZstdNginxModule: {GitHub: "tokers/zstd-nginx-module", tag: regexp.MustCompile(`^v?([0-9]+\.[0-9]+\.[0-9]+)$`), TagsOnly: true, Dir: "zstd-nginx-module"},
+}
+
+// TopDirName is the top directory component's release v unpacks into: "<name>-<v>", with
+// the Repo's Dir for name when it has one.
+func TopDirName(component, v string) string {
+	name := component
+	if d := Repos[component].Dir; d != "" {
+		name = d
+	}
+	return name + "-" + v
 }
 
 // VersionFromTag returns the release version a tag names for the component, or false when

@@ -23,6 +23,14 @@ func TestParseVersion(t *testing.T) {
 		{"1.2.3.4.5", ""},
 		{"v1.3", ""},
 		{"", ""},
+		// Release candidates, as the lock allows them (ngx_brotli's only release).
+		{"1.0.0rc", "1.0.0rc"},
+		{"1.0.0rc2", "1.0.0rc2"},
+		{"1.0.0rc0", ""},
+		{"1.0.0rc02", ""},
+		{"1.0.0-rc1", ""},
+		{"1.0.0rcx", ""},
+		{"rc1", ""},
 	} {
 		v, err := ParseVersion(tc.in)
 		if tc.want == "" {
@@ -47,9 +55,22 @@ func TestCompare(t *testing.T) {
 		{"1.3", "1.3.0", 0},
 		{"1.3.1", "1.3", 1},
 		{"10.46", "10.5", 1},
+		// A release candidate comes before its release and after the release before it.
+		{"1.0.0rc", "1.0.0", -1},
+		{"1.0.0rc2", "1.0.0", -1},
+		{"0.9.9", "1.0.0rc", -1},
+		{"1.0.0rc", "1.0.0rc1", -1},
+		{"1.0.0rc2", "1.0.0rc1", 1},
+		{"1.0.0rc", "1.0.0rc", 0},
 	} {
-		a, _ := ParseVersion(tc.a)
-		b, _ := ParseVersion(tc.b)
+		a, err := ParseVersion(tc.a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := ParseVersion(tc.b)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if got := a.Compare(b); got != tc.want {
 			t.Errorf("%s vs %s = %d, want %d", tc.a, tc.b, got, tc.want)
 		}
@@ -76,6 +97,18 @@ func TestVersionFromTag(t *testing.T) {
 		{lock.Zlib, "v1.3", "1.3"},
 		{lock.Zlib, "v1.2.11.1-motley", ""},
 		{lock.Zlib, "1.2.8-develop", ""},
+		{lock.Brotli, "v1.1.0", "1.1.0"},
+		{lock.Brotli, "v1.1.0rc", ""},
+		{lock.Brotli, "1.1.0", ""},
+		{lock.NgxBrotli, "v1.0.0rc", "1.0.0rc"},
+		{lock.NgxBrotli, "v1.0.0", "1.0.0"},
+		{lock.NgxBrotli, "v1.0.0-rc", ""},
+		{lock.Zstd, "v1.5.7", "1.5.7"},
+		{lock.Zstd, "zstd-1.5.7", ""},
+		{lock.Zstd, "v1.5.7-kernel", ""},
+		{lock.ZstdNginxModule, "0.1.1", "0.1.1"},
+		{lock.ZstdNginxModule, "v0.1.1", "0.1.1"},
+		{lock.ZstdNginxModule, "0.1.1-beta", ""},
 		{"unknown", "v1.0", ""},
 	} {
 		v, ok := VersionFromTag(tc.component, tc.tag)
@@ -107,6 +140,19 @@ func TestBump(t *testing.T) {
 			url: "https://example.org/pcre2-10.44/pcre2-10.4.tar.gz", wantURL: "https://example.org/pcre2-10.44/pcre2-10.5.tar.gz"},
 		{name: "zlib", old: "1.3.1", new: "1.3.2",
 			url: "https://example.org/zlib/latest.tar.gz", wantErr: "does not contain version 1.3.1"},
+		// The URLs a lock with the optional components pins upstream: GitHub archives of a
+		// tag (brotli, the modules) and zstd's signed release assets.
+		{name: "brotli", old: "1.1.0", new: "1.2.0",
+			url: "https://github.com/google/brotli/archive/refs/tags/v1.1.0.tar.gz", wantURL: "https://github.com/google/brotli/archive/refs/tags/v1.2.0.tar.gz"},
+		{name: "ngx_brotli", old: "1.0.0rc", new: "1.0.0",
+			url: "https://github.com/google/ngx_brotli/archive/refs/tags/v1.0.0rc.tar.gz", wantURL: "https://github.com/google/ngx_brotli/archive/refs/tags/v1.0.0.tar.gz"},
+		{name: "zstd", old: "1.5.6", new: "1.5.7",
+			url:     "https://github.com/facebook/zstd/releases/download/v1.5.6/zstd-1.5.6.tar.gz",
+			sig:     "https://github.com/facebook/zstd/releases/download/v1.5.6/zstd-1.5.6.tar.gz.sig",
+			wantURL: "https://github.com/facebook/zstd/releases/download/v1.5.7/zstd-1.5.7.tar.gz",
+			wantSig: "https://github.com/facebook/zstd/releases/download/v1.5.7/zstd-1.5.7.tar.gz.sig"},
+		{name: "zstd_nginx_module", old: "0.1.0", new: "0.1.1",
+			url: "https://github.com/tokers/zstd-nginx-module/archive/refs/tags/0.1.0.tar.gz", wantURL: "https://github.com/tokers/zstd-nginx-module/archive/refs/tags/0.1.1.tar.gz"},
 	} {
 		c := lock.Component{Name: tc.name, Version: tc.old, URL: tc.url, SHA256: strings.Repeat("a", 64)}
 		if tc.sig != "" {
@@ -132,6 +178,51 @@ func TestBump(t *testing.T) {
 			if &got.Signature.Fingerprints[0] == &c.Signature.Fingerprints[0] {
 				t.Errorf("Bump shares the fingerprint slice with the old component")
 			}
+		}
+	}
+}
+
+// The directory each release tarball unpacks into: GitHub names an archive's after the
+// repository and the tag without its "v".
+func TestTopDirName(t *testing.T) {
+	for _, tc := range []struct{ component, version, want string }{
+		{lock.Nginx, "1.28.0", "nginx-1.28.0"},
+		{lock.Brotli, "1.2.0", "brotli-1.2.0"},
+		{lock.NgxBrotli, "1.0.0rc", "ngx_brotli-1.0.0rc"},
+		{lock.Zstd, "1.5.7", "zstd-1.5.7"},
+		{lock.ZstdNginxModule, "0.1.1", "zstd-nginx-module-0.1.1"},
+	} {
+		if got := TopDirName(tc.component, tc.version); got != tc.want {
+			t.Errorf("TopDirName(%s, %s) = %s, want %s", tc.component, tc.version, got, tc.want)
+		}
+	}
+}
+
+// Every component a lock may hold has an upstream repository to look it up in.
+func TestReposCoverEveryComponent(t *testing.T) {
+	for _, name := range lock.AllComponents() {
+		if Repos[name].GitHub == "" {
+			t.Errorf("component %s has no entry in Repos", name)
+		}
+	}
+}
+
+// The "unsigned" reasons an update refuses to carry over: those naming the locked version.
+func TestContainsVersion(t *testing.T) {
+	for _, tc := range []struct {
+		s, v string
+		want bool
+	}{
+		{"Debian's brotli_1.1.0.orig.tar.gz", "1.1.0", true},
+		{"its only release is the GitHub tag v1.0.0rc", "1.0.0rc", true},
+		{"google/brotli publishes no signatures", "1.1.0", false},
+		{"built from 1.1.0.1", "1.1.0", false},
+		{"tag v1.0.0rc1", "1.0.0rc", false},
+		{"zlib 11.1.0", "1.1.0", false},
+		{"", "1.1.0", false},
+	} {
+		if got := containsVersion(tc.s, tc.v); got != tc.want {
+			t.Errorf("containsVersion(%q, %q) = %v, want %v", tc.s, tc.v, got, tc.want)
 		}
 	}
 }

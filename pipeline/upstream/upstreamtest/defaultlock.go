@@ -85,12 +85,94 @@ func NewDefaultLockScenario(t testing.TB) *DefaultLockScenario {
 	return s
 }
 
+// ZstdSigner is the fingerprint of zstd's release signing key, vendored in
+// pipeline/lock/keys: what a lock pins for zstd's signature.
+const ZstdSigner = "4EF4AC63455FC9F4545D9B7DEF8FE99528B52FFD"
+
+// OptionalLocked are the versions of the optional components AddOptional pins: one release
+// behind the recorded upstream's newest (OptionalTargets), except ngx_brotli, whose only
+// release is the locked 1.0.0rc.
+var OptionalLocked = map[string]string{
+	lock.Brotli:          "1.1.0",
+	lock.NgxBrotli:       "1.0.0rc",
+	lock.Zstd:            "1.5.6",
+	lock.ZstdNginxModule: "0.1.0",
+}
+
+// OptionalTargets are the newest releases of the optional components in the recorded
+// GitHub responses (track "latest").
+var OptionalTargets = map[string]string{
+	lock.Brotli:          "1.2.0",
+	lock.Zstd:            "1.5.7",
+	lock.ZstdNginxModule: "0.1.1",
+}
+
+// OptionalComponents are lock entries for the optional components at OptionalLocked, from
+// the URLs a lock pins upstream: GitHub's archive of the release tag for brotli, ngx_brotli
+// and zstd-nginx-module, which publish no signatures (so each says so, without naming a
+// version), and zstd's release asset with its .sig by ZstdSigner. The checksums are
+// placeholders: AddOptional sets the stand-ins'.
+func OptionalComponents() []lock.Component {
+	const none = "0000000000000000000000000000000000000000000000000000000000000000"
+	return []lock.Component{
+		{Name: lock.Brotli, Version: OptionalLocked[lock.Brotli], Track: "latest", SHA256: none,
+			URL:      "https://github.com/google/brotli/archive/refs/tags/v1.1.0.tar.gz",
+			Unsigned: "google/brotli publishes no signatures; the SHA-256 is that of GitHub's archive of the release tag"},
+		{Name: lock.NgxBrotli, Version: OptionalLocked[lock.NgxBrotli], Track: "latest", SHA256: none,
+			URL:      "https://github.com/google/ngx_brotli/archive/refs/tags/v1.0.0rc.tar.gz",
+			Unsigned: "google/ngx_brotli publishes no signatures; the SHA-256 is that of GitHub's archive of the release tag"},
+		{Name: lock.Zstd, Version: OptionalLocked[lock.Zstd], Track: "latest", SHA256: none,
+			URL: "https://github.com/facebook/zstd/releases/download/v1.5.6/zstd-1.5.6.tar.gz",
+			Signature: &lock.Signature{URL: "https://github.com/facebook/zstd/releases/download/v1.5.6/zstd-1.5.6.tar.gz.sig",
+				Fingerprints: []string{ZstdSigner}}},
+		{Name: lock.ZstdNginxModule, Version: OptionalLocked[lock.ZstdNginxModule], Track: "latest", SHA256: none,
+			URL:      "https://github.com/tokers/zstd-nginx-module/archive/refs/tags/0.1.0.tar.gz",
+			Unsigned: "tokers/zstd-nginx-module publishes no signatures; the SHA-256 is that of GitHub's archive of the release tag"},
+	}
+}
+
+// optionalTopDirs are the directories GitHub's archives of the module repositories unpack
+// into, where they are not the component's name (written out here rather than taken from
+// the upstream package, so that a wrong name there fails the tests).
+var optionalTopDirs = map[string]string{lock.ZstdNginxModule: "zstd-nginx-module"}
+
+// AddOptional adds OptionalComponents to the scenario's lock and serves stand-ins of their
+// locked and OptionalTargets releases; zstd's are signed by a test key (in Keys and Vendored)
+// that the lock pins in place of ZstdSigner.
+func (s *DefaultLockScenario) AddOptional(t testing.TB) {
+	t.Helper()
+	l, err := lock.Load(s.LockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range OptionalComponents() {
+		if c.Signature != nil {
+			k := NewKey(t, c.Name+" Test Signer")
+			s.Keys[c.Name] = k
+			s.Vendored = append(s.Vendored, k.Fingerprint)
+			c.Signature.Fingerprints = []string{k.Fingerprint}
+		}
+		c.SHA256 = s.standIn(t, c, c.Version, LockedSignedAt)
+		l.SetComponent(c)
+		if v, ok := OptionalTargets[c.Name]; ok {
+			s.standIn(t, c, v, NewSignedAt)
+		}
+	}
+	if err := l.Write(s.LockFile); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // standIn serves component c's release v (file names from c's URLs with the version
 // replaced) signed by c's test key at the given time, and returns the tarball's SHA-256.
 func (s *DefaultLockScenario) standIn(t testing.TB, c lock.Component, v string, at time.Time) string {
 	t.Helper()
 	file := strings.ReplaceAll(c.FileName(), c.Version, v)
-	tb := Tarball(t, c.Name+"-"+v, map[string]string{
+	dir := c.Name
+	if d, ok := optionalTopDirs[c.Name]; ok {
+		dir = d
+	}
+	tb := Tarball(t, dir+"-"+v, map[string]string{
 		"README": fmt.Sprintf("%s %s (a test stand-in)\n", c.Name, v),
 	})
 	s.Tarballs[file] = tb
@@ -108,18 +190,26 @@ func (s *DefaultLockScenario) standIn(t testing.TB, c lock.Component, v string, 
 	return SHA256(tb)
 }
 
+// RecordedRepos are the repositories whose GitHub API responses are recorded under
+// pipeline/upstream/testdata/github: the required components' and the optional ones'.
+var RecordedRepos = []string{"nginx/nginx", "openssl/openssl", "PCRE2Project/pcre2", "madler/zlib",
+	"google/brotli", "google/ngx_brotli", "facebook/zstd", "tokers/zstd-nginx-module"}
+
 // ServeRecorded makes s answer with the GitHub API responses recorded under
 // dir/github (<owner>-<repo>-releases.json and <owner>-<repo>-tags-<page>.json, pages linked
-// like GitHub's) and nginx.org's download page recorded as dir/nginx.org/download.html.
+// like GitHub's) and nginx.org's download page recorded as dir/nginx.org/download.html. A
+// repository whose releases are its tags (google/ngx_brotli, tokers/zstd-nginx-module) has
+// no releases file.
 func ServeRecorded(t testing.TB, s *Server, dir string) {
 	t.Helper()
-	for _, repo := range []string{"nginx/nginx", "openssl/openssl", "PCRE2Project/pcre2", "madler/zlib"} {
+	for _, repo := range RecordedRepos {
 		stem := strings.ReplaceAll(repo, "/", "-")
 		rel, err := os.ReadFile(filepath.Join(dir, "github", stem+"-releases.json"))
-		if err != nil {
+		if err == nil {
+			s.SetGitHub(repo, "releases", rel)
+		} else if !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
 		}
-		s.SetGitHub(repo, "releases", rel)
 		var pages [][]byte
 		for p := 1; ; p++ {
 			b, err := os.ReadFile(filepath.Join(dir, "github", fmt.Sprintf("%s-tags-%d.json", stem, p)))
@@ -138,4 +228,14 @@ func ServeRecorded(t testing.TB, s *Server, dir string) {
 		t.Fatal(err)
 	}
 	s.SetNginxOrg(html)
+}
+
+// LockBytes returns the lock file's current content.
+func (s *DefaultLockScenario) LockBytes(t testing.TB) []byte {
+	t.Helper()
+	b, err := os.ReadFile(s.LockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

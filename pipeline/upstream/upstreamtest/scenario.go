@@ -40,8 +40,9 @@ var (
 // Scenario is a complete loopback upstream for check-updates: the test lock
 // (pipeline/lock/testdata/trixie.lock.json) copied to a temporary file with OpenSSL's signer
 // pinned to a test key and its checksum to a stand-in of the locked release; a GitHub API
-// that lists the locked versions of nginx, PCRE2 and zlib and a newer OpenSSL (next to
-// pre-releases and odd tags that must be ignored); a mirror with the locked and the new
+// that lists the locked versions of nginx, PCRE2, zlib and the lock's optional components
+// (brotli, ngx_brotli, zstd) and a newer OpenSSL (next to pre-releases and odd tags that must
+// be ignored); a mirror with the locked and the new
 // OpenSSL tarballs, their signatures by the pinned key (the new one made later) and the key
 // itself; and a registry holding the builder and runtime base images under the lock's tags,
 // each an index for linux/amd64 and linux/arm64.
@@ -110,6 +111,13 @@ func NewScenario(t testing.TB) *Scenario {
 	u.SetGitHub("PCRE2Project/pcre2", "tags", TagsJSON("PCRE2Project/pcre2", "pcre2-10.47-RC1", "pcre2-10.46", "pcre2-10.45"))
 	u.SetGitHub("madler/zlib", "releases", ReleasesJSON("madler/zlib", "v1.3.1", "v1.3"))
 	u.SetGitHub("madler/zlib", "tags", TagsJSON("madler/zlib", "v1.3.1.2-audit", "v1.3.1", "v1.3"))
+	// The test lock's optional components are current: brotli 1.1.0, ngx_brotli 1.0.0rc,
+	// zstd 1.5.7 (ngx_brotli's releases are its tags; its release objects are not read).
+	u.SetGitHub("google/brotli", "releases", ReleasesJSON("google/brotli", "v1.1.0", "v1.0.9"))
+	u.SetGitHub("google/brotli", "tags", TagsJSON("google/brotli", "v1.1.0", "v1.0.9"))
+	u.SetGitHub("google/ngx_brotli", "tags", TagsJSON("google/ngx_brotli", "v1.0.0rc"))
+	u.SetGitHub("facebook/zstd", "releases", ReleasesJSON("facebook/zstd", "v1.5.7", "v1.5.6"))
+	u.SetGitHub("facebook/zstd", "tags", TagsJSON("facebook/zstd", "v1.5.7", "v1.5.6"))
 
 	s.Tarball = Tarball(t, "openssl-"+NewOpenSSL, map[string]string{
 		"VERSION.dat": "MAJOR=3\nMINOR=5\nPATCH=8\n",
