@@ -20,7 +20,8 @@ func init() {
 		summary: "look for new upstream releases and base image digests (--write updates the lock)",
 		usage:   "[--write] [--lock FILE] [flags]",
 		long: `
-Reads the releases of nginx, OpenSSL, PCRE2 and zlib from GitHub (nginx.org's download page
+Reads the releases of nginx, OpenSSL, PCRE2 and zlib, and of the optional components the lock
+has (brotli, ngx_brotli, zstd, the zstd module), from GitHub (nginx.org's download page
 when GitHub fails for nginx), applies each component's track from the lock (nginx: a stable
 branch like "1.26" or "stable"; OpenSSL: a branch like "3.5" or "lts"; others "latest"),
 warns about end-of-life branches, and looks up the digests the builder and runtime image tags
