@@ -28,7 +28,7 @@ test fails when it drifts; regenerate it with:
 			lockFile := fs.String("lock", "", "lock file (default: the lock shipped in "+lock.DefaultPath+")")
 			cpu := fs.String("cpu", "", "default of the CPU build arg, a -march level (default: the platform's default level)")
 			platform := fs.String("platform", "linux/amd64", "platform the stages' flags are rendered for")
-			optimize := fs.String("optimize", "", "optimization mode rendered into the stages: none, lto or pgo (default: the plan's default)")
+			optimize := fs.String("optimize", "", "optimization mode rendered into the stages: auto, none, lto or pgo (default: auto, as for build)")
 			modules := fs.String("modules", "", "comma-separated nginx modules (default: the default module set)")
 			mirror := fs.String("mirror", "", "fetch every source from `URL`/<file name> instead of upstream (same checksums), as build --mirror does")
 			out := fs.String("o", "", "write to `FILE` instead of standard output")

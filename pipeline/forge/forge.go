@@ -167,6 +167,13 @@ func (b *build) resolve() error {
 		b.res.Platforms = append(b.res.Platforms, *pr)
 		b.targets = append(b.targets, &target{plan: p, res: &b.res.Platforms[len(b.res.Platforms)-1]})
 	}
+	if p := b.targets[0].plan; b.req.ProfileDir == "" && (b.req.Optimize == "" || b.req.Optimize == plan.OptimizeAuto) {
+		if p.Optimize == plan.OptimizePGO {
+			b.logf("optimize: pgo (auto: the lock records a PGO profile for this build, sha256 %s)", p.ProfileSHA256)
+		} else {
+			b.logf("optimize: %s (auto: the lock records no PGO profile for this build; go run ./ci pgo-profile records one)", p.Optimize)
+		}
+	}
 	for _, w := range b.targets[0].plan.Warnings {
 		b.logf("warning: %s", w)
 	}
@@ -368,6 +375,12 @@ func (b *build) buildTarget(ctx context.Context, t *target) error {
 		return err
 	}
 	imgOpts := []image.Option{image.WithBaseRef(b.runtimeRef()), image.WithLibcrypt(libcrypt), image.WithOptimize(p.Optimize), image.WithModules(p.Modules)}
+	switch {
+	case p.ProfileSHA256 != "":
+		imgOpts = append(imgOpts, image.WithProfile("sha256:"+p.ProfileSHA256))
+	case p.Optimize == plan.OptimizePGO:
+		imgOpts = append(imgOpts, image.WithProfile(image.ProfileTrained))
+	}
 	if b.req.Revision != "" {
 		imgOpts = append(imgOpts, image.WithRevision(b.req.Revision))
 	}

@@ -3,6 +3,7 @@ package forge_test
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -30,16 +31,16 @@ func TestRecordedProfileIsFetchedAndVerified(t *testing.T) {
 		}
 		body := []byte("a recorded profile")
 		sum := sha256.Sum256(body)
-		rec := lock.Profile{Platform: "linux/amd64", Training: p.TrainingKey, URL: "https://pgo.example.org/profiles/nginx-forge-pgo-amd64.tar", SHA256: hex.EncodeToString(sum[:])}
+		rec := lock.Profile{Platform: "linux/amd64", Training: p.TrainingKey, URL: "https://pgo.example.org/profiles/nginx-forge-pgo-amd64.tar.gz", SHA256: hex.EncodeToString(sum[:])}
 		l := *w.lock
 		l.Profiles = []lock.Profile{rec}
 		if tampered {
 			body = []byte("another profile")
 		}
-		w.serve("nginx-forge-pgo-amd64.tar", body)
+		w.serve("nginx-forge-pgo-amd64.tar.gz", body)
 		req := forge.Request{Lock: &l, Mirror: w.mirror, Optimize: plan.OptimizePGO, Tree: t.TempDir()}
 		_, err = forge.Run(context.Background(), req, forge.WithEngine(&fakeEngine{j: w.j}))
-		fetched, built := w.j.first("fetch /nginx-forge-pgo-amd64.tar"), w.j.first("build ")
+		fetched, built := w.j.first("fetch /nginx-forge-pgo-amd64.tar.gz"), w.j.first("build ")
 		if tampered {
 			var ce *source.ChecksumError
 			if !errors.As(err, &ce) || built >= 0 {
@@ -87,7 +88,11 @@ func TestRecordProfile(t *testing.T) {
 			t.Error("the reported SHA-256 is not the file's")
 		}
 		var names []string
-		tr := tar.NewReader(bytes.NewReader(b))
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(zr)
 		for {
 			h, err := tr.Next()
 			if err == io.EOF {

@@ -49,7 +49,7 @@ type Request struct {
 	Platforms []string // "linux/amd64", ...; empty means linux/amd64
 	CPU       string   // -march level; "" is the platform's default
 	Jobs      int      // parallel compile jobs; 0 is one per CPU
-	Optimize  string   // none, lto or pgo (plan.OptimizeModes); "" is plan.DefaultOptimize
+	Optimize  string   // auto, none, lto or pgo (plan.OptimizeModes); "" is plan.DefaultOptimize
 	Modules   []string // nil is the default module set
 	Mirror    string   // fetch every file as Mirror/<file name>
 	// Keyservers replace the servers that signer keys which are not vendored are fetched

@@ -57,6 +57,7 @@ type options struct {
 	libcrypt string
 	version  string
 	optimize string
+	profile  string
 	modules  []string // WithModules; nil: the plan's default modules for the lock
 }
 
@@ -91,6 +92,18 @@ func WithOptimize(mode string) Option { return func(o *options) { o.optimize = m
 
 // AnnotationOptimize is the annotation WithOptimize sets.
 const AnnotationOptimize = AnnotationPrefix + "optimize"
+
+// WithProfile records the PGO profile a pgo build used (annotation dev.nginx-forge.pgo-profile
+// and the SBOM's nginx package): "sha256:<hex>" for the lock's recorded profile, or
+// ProfileTrained when the build trained its own (and so is not reproducible). Empty (the
+// default) records nothing.
+func WithProfile(profile string) Option { return func(o *options) { o.profile = profile } }
+
+// AnnotationProfile is the annotation WithProfile sets.
+const AnnotationProfile = AnnotationPrefix + "pgo-profile"
+
+// ProfileTrained is WithProfile's value for a profile trained during the build.
+const ProfileTrained = "trained-in-build"
 
 // WithVersion overrides org.opencontainers.image.version (default: the nginx version).
 func WithVersion(v string) Option { return func(o *options) { o.version = v } }
@@ -275,6 +288,9 @@ func annotations(l *lock.Lock, o options, baseName, baseDigest string, created t
 	}
 	if o.optimize != "" {
 		a[AnnotationOptimize] = o.optimize
+	}
+	if o.profile != "" {
+		a[AnnotationProfile] = o.profile
 	}
 	return a
 }

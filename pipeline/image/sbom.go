@@ -269,6 +269,7 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 	libcryptVersion := anns[AnnotationPrefix+Libcrypt+".version"]
 	o.libcrypt = libcryptVersion
 	o.optimize = anns[AnnotationOptimize]
+	o.profile = anns[AnnotationProfile]
 	if v := anns[AnnotationVersion]; v != "" {
 		o.version = v
 	}
@@ -317,6 +318,13 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 		comment := componentComment(c)
 		if c.Name == lock.Nginx && o.optimize != "" {
 			comment += "; built with optimization mode " + o.optimize + " (nginx-forge --optimize: none, lto = link-time optimization with the static libraries, pgo = lto plus profile-guided OpenSSL and nginx)"
+		}
+		switch {
+		case c.Name != lock.Nginx || o.profile == "":
+		case o.profile == ProfileTrained:
+			comment += "; its PGO profile was trained during this build (not reproducible)"
+		default:
+			comment += "; PGO profile " + o.profile + " (recorded in the lock by ci pgo-profile)"
 		}
 		doc.Packages = append(doc.Packages, spdxPackage{
 			SPDXID:                id,

@@ -190,3 +190,44 @@ func TestSBOMRefusesOtherModulesThanTheImage(t *testing.T) {
 		})
 	}
 }
+
+// The PGO profile a pgo build used is in the annotations and the SBOM's nginx package: the
+// recorded profile's digest, or that the build trained its own; nothing without WithProfile.
+func TestProfileRecorded(t *testing.T) {
+	l := testLock(t)
+	rec := "sha256:" + strings.Repeat("ab", 32)
+	for _, tc := range []struct{ profile, want string }{
+		{rec, "PGO profile " + rec + " (recorded in the lock"},
+		{ProfileTrained, "trained during this build (not reproducible)"},
+		{"", ""},
+	} {
+		var opts []Option
+		if tc.profile != "" {
+			opts = append(opts, WithProfile(tc.profile))
+		}
+		img := assembleSynthetic(t, "amd64", opts...)
+		m, err := img.Manifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Annotations[AnnotationProfile]; got != tc.profile {
+			t.Errorf("annotation %s = %q, want %q", AnnotationProfile, got, tc.profile)
+		}
+		doc, err := SBOM(img, l, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var parsed spdxDocument
+		if err := json.Unmarshal(doc, &parsed); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range parsed.Packages {
+			if p.Name != lock.Nginx {
+				continue
+			}
+			if tc.want == "" && strings.Contains(p.Comment, "PGO profile") || !strings.Contains(p.Comment, tc.want) {
+				t.Errorf("profile %q: nginx comment %q, want %q", tc.profile, p.Comment, tc.want)
+			}
+		}
+	}
+}

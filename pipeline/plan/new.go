@@ -76,6 +76,9 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 			return nil, fmt.Errorf("plan: %w", err)
 		}
 	}
+	if o.optimize == OptimizeAuto && !o.training {
+		return newAuto(l, opts)
+	}
 	if o.cpu == "" {
 		o.cpu = DefaultCPU(o.platform.Arch)
 	}
@@ -308,6 +311,18 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 		Script: script,
 	})
 	return p, nil
+}
+
+// newAuto is the auto mode: the pgo plan when it builds from a recorded profile, else none.
+func newAuto(l *lock.Lock, opts []Option) (*Plan, error) {
+	p, err := New(l, append(append([]Option(nil), opts...), WithOptimize(OptimizePGO))...)
+	if err != nil {
+		return nil, err
+	}
+	if p.ProfileSHA256 != "" {
+		return p, nil
+	}
+	return New(l, append(append([]Option(nil), opts...), WithOptimize(OptimizeNone))...)
 }
 
 func without(names []string, drop string) []string {

@@ -38,19 +38,26 @@ import (
 // so no executor path is in any profile file name. The optimized build reads them with a
 // plain -fprofile-use, which looks for <object>.gcda beside each object: no path is in its
 // flags either (OpenSSL records its CFLAGS in the library, nginx its --with-cc-opt).
+//
+// auto (the default) is pgo when the lock records a profile for the plan's training key, and
+// none otherwise: pgo from a recorded profile measured fastest without costing any scenario
+// (README, Performance), lto did not measurably beat none, and a build that trains for
+// itself is not reproducible, so the default never trains.
 const (
+	OptimizeAuto = "auto"
 	OptimizeNone = "none"
 	OptimizeLTO  = "lto"
 	OptimizePGO  = "pgo"
 )
 
 // OptimizeModes are the accepted WithOptimize values.
-var OptimizeModes = []string{OptimizeNone, OptimizeLTO, OptimizePGO}
+var OptimizeModes = []string{OptimizeAuto, OptimizeNone, OptimizeLTO, OptimizePGO}
 
 // DefaultOptimize is the mode when none is asked for.
-const DefaultOptimize = OptimizeNone
+const DefaultOptimize = OptimizeAuto
 
-// WithOptimize sets the optimization mode: none, lto or pgo ("" keeps DefaultOptimize).
+// WithOptimize sets the optimization mode: auto, none, lto or pgo ("" keeps DefaultOptimize).
+// Plan.Optimize is the mode the plan builds with: auto resolves to pgo or none.
 func WithOptimize(mode string) Option {
 	return func(o *options) error {
 		if mode == "" {

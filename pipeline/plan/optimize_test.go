@@ -22,8 +22,9 @@ func TestOptimizeModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if none.Optimize != plan.DefaultOptimize || none.Render() != explicit.Render() {
-		t.Errorf("the default plan is not the %s plan", plan.DefaultOptimize)
+	// The default (auto) without a recorded profile is none.
+	if plan.DefaultOptimize != plan.OptimizeAuto || none.Optimize != plan.OptimizeNone || none.Render() != explicit.Render() {
+		t.Errorf("the default plan (%s) of a lock without a recorded profile is not the none plan", plan.DefaultOptimize)
 	}
 	if _, err := plan.New(l, plan.WithOptimize("O3")); err == nil {
 		t.Error("an unknown mode was accepted")
@@ -150,6 +151,23 @@ func TestRecordedProfile(t *testing.T) {
 	}
 	if !strings.Contains(string(df), "ADD --checksum=sha256:"+rec.SHA256+" "+rec.URL+" /src/nginx-pgo-amd64.tar") || strings.Contains(string(df), "train.sh") {
 		t.Error("the Dockerfile does not fetch the recorded profile, or still trains")
+	}
+
+	// The default (auto) builds from it; with another CPU level (another training key) the
+	// default is none and trains nothing.
+	auto, err := plan.New(&withProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auto.Optimize != plan.OptimizePGO || auto.ProfileSHA256 != rec.SHA256 || auto.Render() != p.Render() {
+		t.Errorf("auto with a recorded profile: mode %q, profile %q", auto.Optimize, auto.ProfileSHA256)
+	}
+	autoV4, err := plan.New(&withProfile, plan.WithCPU("x86-64-v4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if autoV4.Optimize != plan.OptimizeNone || len(autoV4.Warnings) != 0 {
+		t.Errorf("auto for another plan: mode %q, warnings %q", autoV4.Optimize, autoV4.Warnings)
 	}
 
 	// Recorded for another plan (another CPU level): trained, and the warning says why.
