@@ -272,3 +272,58 @@ func TestDockerfileSourceMirror(t *testing.T) {
 		}
 	}
 }
+
+// TestDockerfileGoldenPGO keeps the pgo renderings of the default lock under testdata/, so
+// the training and profile steps (and any change to them) are reviewed as a Dockerfile too:
+// pgo.Dockerfile trains during the build (no recorded profile), pgo-recorded.Dockerfile
+// fetches a recorded profile by URL and checksum and trains nothing. Regenerate: go test
+// ./pipeline/dockerfile -run DockerfileGoldenPGO -update
+func TestDockerfileGoldenPGO(t *testing.T) {
+	l := lock.Default()
+	trained, err := plan.New(l, plan.WithOptimize(plan.OptimizePGO))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := *l
+	recorded.Profiles = []lock.Profile{{Platform: "linux/amd64", Training: trained.TrainingKey,
+		URL: "https://pgo.example.org/nginx-forge/nginx-forge-pgo-amd64.tar.gz", SHA256: strings.Repeat("5e", 32)}}
+	for _, tc := range []struct {
+		file  string
+		lock  *lock.Lock
+		wants []string
+	}{
+		{"pgo.Dockerfile", l, []string{"FROM builder AS openssl-instrumented", "FROM builder AS pgo-train", `. "$WORK/files/train/train.sh"`, "-fprofile-generate=/pgo/nginx", "-fprofile-use"}},
+		{"pgo-recorded.Dockerfile", &recorded, []string{"FROM builder AS pgo-profile", "ADD --checksum=sha256:" + strings.Repeat("5e", 32) + " https://pgo.example.org/nginx-forge/nginx-forge-pgo-amd64.tar.gz", "-fprofile-use"}},
+	} {
+		p, err := plan.New(tc.lock, plan.WithOptimize(plan.OptimizePGO))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := dockerfile.Render(p, tc.lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.wants {
+			if !bytes.Contains(got, []byte(w)) {
+				t.Errorf("%s lacks %q", tc.file, w)
+			}
+		}
+		file := filepath.Join("testdata", tc.file)
+		if updating() {
+			if err := os.MkdirAll("testdata", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(file, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatalf("reading %s: %v (regenerate with go test ./pipeline/dockerfile -run DockerfileGoldenPGO -update)", file, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s drifted from the plan:\n%s\nregenerate with go test ./pipeline/dockerfile -run DockerfileGoldenPGO -update", file, firstDiff(want, got))
+		}
+	}
+}
