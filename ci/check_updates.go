@@ -164,6 +164,9 @@ func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdate
 		if a.SHA256 != "" && !a.Signed {
 			rep.Warningf("%s %s has no signature pinned in the lock: its checksum rests on the HTTPS download alone; review it", a.Name, a.New)
 		}
+		if a.DroppedProfile != "" {
+			rep.Warningf("the recorded PGO profile for %s was removed from the lock (trained on the sources or builder this update replaces): record a new one with go run ./ci pgo-profile --url BASE --write", a.DroppedProfile)
+		}
 	}
 	if err := rep.UpdateSummary("Upstream updates ("+cfg.lockFile+")", rows); err != nil {
 		return err

@@ -17,7 +17,7 @@ func PRBody(applied []Applied, warnings []string) string {
 	b.WriteString("`go run ./ci check-updates --write` verified every change below before writing it into the lock; " +
 		"a release or image failing any check would have left the lock unchanged. The pull request's build and smoke test decide whether it lands.\n")
 	for _, a := range applied {
-		if a.IsImage() {
+		if a.IsImage() || a.DroppedProfile != "" {
 			continue
 		}
 		fmt.Fprintf(&b, "\n### %s %s → %s\n\n", a.Name, a.Old, a.New)
@@ -60,6 +60,16 @@ func PRBody(applied []Applied, warnings []string) string {
 		for _, a := range images {
 			fmt.Fprintf(&b, "| %s | `%s` | `%s` → `%s` | %s |\n", a.Name, a.Ref, orNoneDigest(a.Old), a.New, strings.Join(a.Platforms, ", "))
 		}
+	}
+	var dropped []string
+	for _, a := range applied {
+		if a.DroppedProfile != "" {
+			dropped = append(dropped, fmt.Sprintf("%s (training %.12s)", a.DroppedProfile, a.Old))
+		}
+	}
+	if len(dropped) > 0 {
+		fmt.Fprintf(&b, "\n### PGO profiles\n\nRemoved from the lock: %s. They were trained on the sources or builder this update replaces, "+
+			"so builds of this lock use no PGO (`--optimize auto`) until `go run ./ci pgo-profile --url BASE --write` records a new profile and it is served at its URL.\n", strings.Join(dropped, ", "))
 	}
 	if len(warnings) > 0 {
 		b.WriteString("\n### Warnings\n\n")

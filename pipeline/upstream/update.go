@@ -70,6 +70,10 @@ type Applied struct {
 	// Images only.
 	Ref       string   // the tag followed
 	Platforms []string // what the pinned index covers, e.g. linux/amd64, linux/arm64
+
+	// DroppedProfile is the platform of a recorded PGO profile Apply removed (Old is its
+	// training key): it was trained on the sources or builder this update replaces.
+	DroppedProfile string
 }
 
 // IsImage reports whether a is a base image change.
@@ -200,6 +204,19 @@ func (u *Updater) Apply(ctx context.Context, l *lock.Lock, rep *Report) (*lock.L
 		u.logf("%s image %s: index %s covers %s", ir.Role, ir.Ref, ir.Latest, strings.Join(plats, ", "))
 		done = append(done, Applied{Name: ir.Role + " image", Old: img.Digest, New: ir.Latest, Ref: ir.Ref, Platforms: plats})
 		img.Digest = ir.Latest
+	}
+	// A recorded PGO profile fits the sources and the compiler it was trained with: a new
+	// release changes the first, a new builder image may change the second (and a profile
+	// the compiler cannot read stops the build). Drop them; the body says to record again.
+	stale := false
+	for _, a := range done {
+		stale = stale || !a.IsImage() || a.Name == "builder image"
+	}
+	if stale {
+		for _, p := range out.Profiles {
+			done = append(done, Applied{Name: "PGO profile " + p.Platform, Old: p.Training, New: "dropped", DroppedProfile: p.Platform})
+		}
+		out.Profiles = nil
 	}
 	if err := out.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("the updated lock is invalid: %w", err)
