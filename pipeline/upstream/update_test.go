@@ -18,13 +18,19 @@ import (
 
 func check(t *testing.T, s *upstreamtest.Scenario) *upstream.Report {
 	t.Helper()
-	l, err := lock.Load(s.LockFile)
+	return checkLock(t, s.LockFile, s.Upstream, s.Registry)
+}
+
+// checkLock checks lockFile against the fake upstream up and the registry at registry.
+func checkLock(t *testing.T, lockFile string, up *upstreamtest.Server, registry string) *upstream.Report {
+	t.Helper()
+	l, err := lock.Load(lockFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ch := &upstream.Checker{
-		Releases: upstream.NewClient(upstream.WithGitHubAPI(s.Upstream.GitHubAPI()), upstream.WithNginxOrg(s.Upstream.NginxOrg()), upstream.WithRetries(1, time.Millisecond)),
-		Images:   upstream.NewImageResolver(upstream.WithRegistry(s.Registry)),
+		Releases: upstream.NewClient(upstream.WithGitHubAPI(up.GitHubAPI()), upstream.WithNginxOrg(up.NginxOrg()), upstream.WithRetries(1, time.Millisecond)),
+		Images:   upstream.NewImageResolver(upstream.WithRegistry(registry)),
 		Now:      func() time.Time { return time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC) },
 	}
 	rep, err := ch.Check(context.Background(), l)
