@@ -70,23 +70,22 @@ func WithModules(names []string) Option {
 
 // builtComponents are the lock's components nginx is built from, in lock order: the required
 // ones, and the components of each third-party module compiled in (o.modules, or by default
-// each module whose components the lock has). A library pinned without its module (the test
+// the plan's default set for l). A library pinned without its module (the test
 // lock's zstd) is not linked, so it is not listed.
 func builtComponents(l *lock.Lock, o options) []lock.Component {
 	want := map[string]bool{}
 	for _, name := range lock.ComponentOrder {
 		want[name] = true
 	}
+	modules := o.modules
+	if modules == nil {
+		modules = plan.DefaultModulesOf(l)
+	}
 	for _, m := range plan.Modules {
-		if len(m.Components) == 0 {
-			continue
-		}
-		in := hasComponents(l, m.Components)
-		if o.modules != nil {
-			in = contains(o.modules, m.Name)
-		}
-		for _, c := range m.Components {
-			want[c] = want[c] || in
+		if contains(modules, m.Name) {
+			for _, c := range m.Components {
+				want[c] = true
+			}
 		}
 	}
 	var out []lock.Component
@@ -108,7 +107,7 @@ func checkModules(l *lock.Lock, o options) error {
 				continue
 			}
 			known = true
-			if !hasComponents(l, m.Components) {
+			if !l.HasComponents(m.Components...) {
 				return fmt.Errorf("module %q is built from the lock components %s, which the lock does not all have: pass the lock the image was built from", name, strings.Join(m.Components, " and "))
 			}
 		}
@@ -140,15 +139,6 @@ func matchAnnotations(anns map[string]string, l *lock.Lock, built []lock.Compone
 		}
 	}
 	return nil
-}
-
-func hasComponents(l *lock.Lock, names []string) bool {
-	for _, n := range names {
-		if _, ok := l.Component(n); !ok {
-			return false
-		}
-	}
-	return true
 }
 
 func contains(list []string, s string) bool {

@@ -150,6 +150,16 @@ func (l *Lock) Component(name string) (Component, bool) {
 	return Component{}, false
 }
 
+// HasComponents reports whether the lock has every one of the named components.
+func (l *Lock) HasComponents(names ...string) bool {
+	for _, n := range names {
+		if _, ok := l.Component(n); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // MustComponent returns the named component; Validate guarantees the required ones
 // (ComponentOrder) exist.
 func (l *Lock) MustComponent(name string) Component {

@@ -8,24 +8,16 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
-// defaultModules is DefaultModules plus every third-party module whose components l has.
-func defaultModules(l *lock.Lock) []string {
+// DefaultModulesOf is the module set a plan of l compiles in without WithModules:
+// DefaultModules plus every third-party module whose components l has.
+func DefaultModulesOf(l *lock.Lock) []string {
 	out := append([]string(nil), DefaultModules...)
 	for _, m := range Modules {
-		if len(m.Components) > 0 && hasAll(l, m.Components) {
+		if len(m.Components) > 0 && l.HasComponents(m.Components...) {
 			out = append(out, m.Name)
 		}
 	}
 	return out
-}
-
-func hasAll(l *lock.Lock, names []string) bool {
-	for _, n := range names {
-		if _, ok := l.Component(n); !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // Module is an optional nginx feature and the configure flag that compiles it in.
@@ -122,7 +114,7 @@ func moduleFlags(l *lock.Lock, names []string) ([]string, []string, error) {
 				return nil, nil, fmt.Errorf("nginx module %q needs module %q: add it to the module list", m.Name, r)
 			}
 		}
-		if !hasAll(l, m.Components) {
+		if !l.HasComponents(m.Components...) {
 			return nil, nil, fmt.Errorf("nginx module %q is built from the lock components %s, which the lock does not have all of: add them (pinned by URL, SHA-256 and signature) or drop the module", m.Name, strings.Join(m.Components, " and "))
 		}
 		flags = append(flags, m.Flag)

@@ -70,7 +70,7 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("plan: invalid lock: %w", err)
 	}
-	o := options{platform: Platform{OS: "linux", Arch: "amd64"}, modules: defaultModules(l), optimize: DefaultOptimize}
+	o := options{platform: Platform{OS: "linux", Arch: "amd64"}, modules: DefaultModulesOf(l), optimize: DefaultOptimize}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("plan: %w", err)
