@@ -103,18 +103,10 @@ func init() {
 		long:    buildHelp,
 		flags: func(fs *flag.FlagSet) runFunc {
 			var f buildFlags
-			fs.StringVar(&f.engine, "engine", "dagger", "where to build: dagger or host")
+			f.stackFlags(fs)
 			fs.StringVar(&f.tree, "tree", "", "write the install tree to `DIR` (must be new or empty)")
 			fs.StringVar(&f.output, "output", "", "write the image to `PATH`: an OCI layout directory, or a tarball if it ends in .tar")
-			fs.StringVar(&f.lockFile, "lock", lock.DefaultPath, "lock `file` (when the default is absent, the lock built into this program)")
-			fs.StringVar(&f.mirror, "mirror", "", "fetch every file as `URL`/<file name> instead of upstream (same checks)")
-			fs.StringVar(&f.keyserver, "keyserver", "", "fetch signer keys that are not vendored from these comma-separated `URLs` (default keyserver.ubuntu.com, then keys.openpgp.org)")
-			fs.StringVar(&f.cpu, "cpu", "", "CPU `level` to compile for: x86-64-v2, x86-64-v3 (amd64 default), x86-64-v4, armv8.2-a (arm64 default), ..., or native (not portable)")
-			fs.IntVar(&f.jobs, "jobs", 0, "parallel compile jobs (0: one per CPU)")
 			fs.StringVar(&f.optimize, "optimize", forge.DefaultOptimize, "optimization `mode`: "+strings.Join(forge.OptimizeModes, ", ")+" (auto: pgo when the lock records a PGO profile for this build (ci pgo-profile), else none; lto: link-time optimization of nginx with OpenSSL, PCRE2, zlib; pgo: lto plus a profile of OpenSSL and nginx: the lock's recorded one, else trained on loopback during this build, which is then not reproducible)")
-			fs.StringVar(&f.platform, "platform", "linux/amd64", "target `platforms`: linux/amd64, linux/arm64, or both comma-separated (dagger: one build per platform, pushed as one index)")
-			fs.StringVar(&f.modules, "modules", "", "comma-separated nginx `modules` replacing the default set (e.g. http_ssl,http_v2,pcre-jit)")
-			fs.StringVar(&f.cache, "cache", forge.DefaultCacheDir, "host engine: stage cache `DIR`")
 			fs.BoolVar(&f.verbose, "v", false, "verbose: show downloads, verification, registry steps and the smoke table")
 			fs.StringVar(&f.image, "image", "", "`REPO[:TAG[,TAG...]]` to publish to (with --push) and to name --output's tarball")
 			fs.BoolVar(&f.push, "push", false, "push by digest, smoke-test that digest, then move the tags")
@@ -123,7 +115,6 @@ func init() {
 			fs.BoolVar(&f.noSmoke, "no-smoke", false, "skip the smoke tests (refused with --push)")
 			fs.BoolVar(&f.insecure, "insecure", false, "allow plain HTTP to registries that are not on loopback")
 			fs.BoolVar(&f.bundle, "bundle", false, "with --tree: add a systemd unit, sysusers.d and sysctl.d files for a bare-metal install")
-			fs.StringVar(&f.builderImage, "builder-image", "", "dagger engine: build in `REF` instead of the lock's builder image")
 			fs.StringVar(&f.runtimeImage, "runtime-image", "", "base the image on `REF` instead of the lock's runtime image")
 			fs.StringVar(&f.revision, "revision", "", "source `revision` (commit) recorded in org.opencontainers.image.revision")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -134,6 +125,21 @@ func init() {
 			}
 		},
 	})
+}
+
+// stackFlags declares the flags that choose what is built and where: shared by build and
+// pgo-profile, which must train exactly what build builds.
+func (f *buildFlags) stackFlags(fs *flag.FlagSet) {
+	fs.StringVar(&f.engine, "engine", "dagger", "where to build: dagger or host")
+	fs.StringVar(&f.lockFile, "lock", lock.DefaultPath, "lock `file` (when the default is absent, the lock built into this program)")
+	fs.StringVar(&f.mirror, "mirror", "", "fetch every file as `URL`/<file name> instead of upstream (same checks)")
+	fs.StringVar(&f.keyserver, "keyserver", "", "fetch signer keys that are not vendored from these comma-separated `URLs` (default keyserver.ubuntu.com, then keys.openpgp.org)")
+	fs.StringVar(&f.cpu, "cpu", "", "CPU `level` to compile for: x86-64-v2, x86-64-v3 (amd64 default), x86-64-v4, armv8.2-a (arm64 default), ..., or native (not portable)")
+	fs.IntVar(&f.jobs, "jobs", 0, "parallel compile jobs (0: one per CPU)")
+	fs.StringVar(&f.platform, "platform", "linux/amd64", "target `platforms`: linux/amd64, linux/arm64, or both comma-separated (dagger: one build per platform, pushed as one index)")
+	fs.StringVar(&f.modules, "modules", "", "comma-separated nginx `modules` replacing the default set (e.g. http_ssl,http_v2,pcre-jit)")
+	fs.StringVar(&f.cache, "cache", forge.DefaultCacheDir, "host engine: stage cache `DIR`")
+	fs.StringVar(&f.builderImage, "builder-image", "", "dagger engine: build in `REF` instead of the lock's builder image")
 }
 
 func (f buildFlags) check() error {

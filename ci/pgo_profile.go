@@ -52,15 +52,7 @@ func init() {
 			fs.StringVar(&f.dir, "dir", "", "write the profile tarballs into `DIR`")
 			fs.StringVar(&f.baseURL, "url", "", "https `BASE` URL the tarballs will be served from: print the lock entries with BASE/<file name>")
 			fs.BoolVar(&f.write, "write", false, "with --url: record the profiles in the --lock file")
-			fs.StringVar(&f.build.engine, "engine", "dagger", "where to train: dagger or host")
-			fs.StringVar(&f.build.lockFile, "lock", lock.DefaultPath, "lock `file`")
-			fs.StringVar(&f.build.mirror, "mirror", "", "fetch every file as `URL`/<file name> instead of upstream (same checks)")
-			fs.StringVar(&f.build.cpu, "cpu", "", "CPU `level`, as for build")
-			fs.IntVar(&f.build.jobs, "jobs", 0, "parallel compile jobs (0: one per CPU)")
-			fs.StringVar(&f.build.platform, "platform", "linux/amd64", "target `platforms`, as for build")
-			fs.StringVar(&f.build.modules, "modules", "", "comma-separated nginx `modules`, as for build")
-			fs.StringVar(&f.build.cache, "cache", forge.DefaultCacheDir, "host engine: stage cache `DIR`")
-			fs.StringVar(&f.build.builderImage, "builder-image", "", "dagger engine: train in `REF` instead of the lock's builder image")
+			f.build.stackFlags(fs)
 			fs.BoolVar(&f.build.verbose, "v", false, "verbose")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
