@@ -2,15 +2,14 @@ package forge
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -50,80 +49,48 @@ func WriteProfile(file, tree string, mtime time.Time) (string, error) {
 	if _, err := os.Stat(filepath.Join(tree, "pgo", "compiler")); err != nil {
 		return "", fmt.Errorf("%s is not a training's output (no pgo/compiler): %w", tree, err)
 	}
-	var names []string
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	// WalkDir visits in lexical order, so the entries' order depends on the names only.
 	err := filepath.WalkDir(filepath.Join(tree, "pgo"), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
-		}
-		if !d.IsDir() && !d.Type().IsRegular() {
-			return fmt.Errorf("%s: not a regular file or directory", path)
 		}
 		rel, err := filepath.Rel(tree, path)
 		if err != nil {
 			return err
 		}
-		names = append(names, filepath.ToSlash(rel))
-		return nil
+		hdr := &tar.Header{Name: filepath.ToSlash(rel) + "/", Mode: 0o755, ModTime: mtime, Format: tar.FormatPAX, Typeflag: tar.TypeDir}
+		if d.IsDir() {
+			return tw.WriteHeader(hdr)
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file or directory", path)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		hdr.Name, hdr.Mode, hdr.Typeflag, hdr.Size = filepath.ToSlash(rel), 0o644, tar.TypeReg, int64(len(b))
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		_, err = tw.Write(b)
+		return err
 	})
 	if err != nil {
 		return "", err
 	}
-	sort.Strings(names)
-	tmp := file + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmp)
-	h := sha256.New()
-	zw := gzip.NewWriter(io.MultiWriter(f, h))
-	tw := tar.NewWriter(zw)
-	for _, n := range names {
-		path := filepath.Join(tree, filepath.FromSlash(n))
-		fi, err := os.Stat(path)
-		if err != nil {
-			f.Close()
-			return "", err
-		}
-		hdr := &tar.Header{Name: n, Mode: 0o644, ModTime: mtime, Format: tar.FormatPAX, Typeflag: tar.TypeReg, Size: fi.Size()}
-		if fi.IsDir() {
-			hdr = &tar.Header{Name: n + "/", Mode: 0o755, ModTime: mtime, Format: tar.FormatPAX, Typeflag: tar.TypeDir}
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			f.Close()
-			return "", err
-		}
-		if fi.IsDir() {
-			continue
-		}
-		if err := copyFile(tw, path); err != nil {
-			f.Close()
-			return "", err
-		}
-	}
 	if err := tw.Close(); err != nil {
-		f.Close()
 		return "", err
 	}
 	if err := zw.Close(); err != nil {
-		f.Close()
 		return "", err
 	}
-	if err := f.Close(); err != nil {
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
 		return "", err
 	}
-	if err := os.Rename(tmp, file); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func copyFile(w io.Writer, path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(w, f)
-	return err
+	sum := sha256.Sum256(buf.Bytes())
+	return hex.EncodeToString(sum[:]), nil
 }
