@@ -22,9 +22,9 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/basetest"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
 // The real thing: the stack built by the host executor from the test lock, on the

@@ -26,8 +26,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")

@@ -22,14 +22,7 @@ func TestSBOMSignatureComments(t *testing.T) {
 	zlib.Unsigned = ""
 	l.SetComponent(zlib)
 	img := assembleSynthetic(t, "amd64")
-	doc, err := SBOM(img, l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var parsed spdxDocument
-	if err := json.Unmarshal(doc, &parsed); err != nil {
-		t.Fatal(err)
-	}
+	parsed := sbomOf(t, img, l)
 	comments := map[string]string{}
 	for _, p := range parsed.Packages {
 		comments[p.Name] = p.Comment
@@ -58,18 +51,8 @@ func TestSBOMSignatureComments(t *testing.T) {
 func TestSBOMOptionalComponents(t *testing.T) {
 	l := testLock(t)
 	img := assembleSynthetic(t, "amd64")
-	doc, err := SBOM(img, l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var parsed spdxDocument
-	if err := json.Unmarshal(doc, &parsed); err != nil {
-		t.Fatal(err)
-	}
-	pkgs := map[string]spdxPackage{}
-	for _, p := range parsed.Packages {
-		pkgs[p.Name] = p
-	}
+	parsed := sbomOf(t, img, l)
+	pkgs := packagesByName(parsed)
 	links := map[string]bool{}
 	for _, r := range parsed.Relationships {
 		if r.SPDXElementID == "SPDXRef-Package-nginx" && r.RelationshipType == "STATIC_LINK" {
@@ -115,18 +98,8 @@ func TestSBOMFollowsModules(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			img := assembleSynthetic(t, "amd64", WithModules(tc.modules))
-			doc, err := SBOM(img, l, WithModules(tc.modules))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var parsed spdxDocument
-			if err := json.Unmarshal(doc, &parsed); err != nil {
-				t.Fatal(err)
-			}
-			pkgs := map[string]spdxPackage{}
-			for _, p := range parsed.Packages {
-				pkgs[p.Name] = p
-			}
+			parsed := sbomOf(t, img, l, WithModules(tc.modules))
+			pkgs := packagesByName(parsed)
 			related := map[string]bool{}
 			for _, r := range parsed.Relationships {
 				related[r.RelatedSPDXElement] = true
@@ -213,14 +186,7 @@ func TestProfileRecorded(t *testing.T) {
 		if got := m.Annotations[AnnotationProfile]; got != tc.profile {
 			t.Errorf("annotation %s = %q, want %q", AnnotationProfile, got, tc.profile)
 		}
-		doc, err := SBOM(img, l, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var parsed spdxDocument
-		if err := json.Unmarshal(doc, &parsed); err != nil {
-			t.Fatal(err)
-		}
+		parsed := sbomOf(t, img, l, opts...)
 		for _, p := range parsed.Packages {
 			if p.Name != lock.Nginx {
 				continue
@@ -230,4 +196,26 @@ func TestProfileRecorded(t *testing.T) {
 			}
 		}
 	}
+}
+
+// sbomOf is SBOM(img, l, opts...) parsed.
+func sbomOf(t *testing.T, img v1.Image, l *lock.Lock, opts ...Option) spdxDocument {
+	t.Helper()
+	doc, err := SBOM(img, l, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parsed spdxDocument
+	if err := json.Unmarshal(doc, &parsed); err != nil {
+		t.Fatal(err)
+	}
+	return parsed
+}
+
+func packagesByName(doc spdxDocument) map[string]spdxPackage {
+	pkgs := map[string]spdxPackage{}
+	for _, p := range doc.Packages {
+		pkgs[p.Name] = p
+	}
+	return pkgs
 }
