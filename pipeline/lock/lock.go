@@ -366,7 +366,13 @@ func (l *Lock) Validate() error {
 func checkURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("%q is not a URL: %v", raw, err)
+		// url.Parse's error quotes the input, which may hold a password: name neither.
+		return fmt.Errorf("%q is not a URL", RedactURL(raw))
+	}
+	// A lock is committed, reviewed and printed: credentials in it would be published with it.
+	// Private mirrors take credentials at run time (--mirror), never from the lock.
+	if u.User != nil {
+		return fmt.Errorf("%q carries user information (user:password@): a lock holds no credentials; remove it, and give a private mirror at run time with --mirror", RedactURL(raw))
 	}
 	// Plain http is refused: integrity rests on the checksum, but the lock is also what
 	// people read and copy, and a mirror is given at run time (--mirror), not in the lock.
@@ -435,4 +441,18 @@ func (l *Lock) Write(file string) error {
 		return fmt.Errorf("writing lock %q: %w", file, err)
 	}
 	return nil
+}
+
+// RedactURL returns raw with any password replaced by "xxxxx" (and, when raw does not parse
+// as a URL, everything between "//" and the first "@" after it), for logs and errors.
+func RedactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	if i := strings.Index(raw, "//"); i >= 0 {
+		if j := strings.Index(raw[i+2:], "@"); j >= 0 {
+			return raw[:i+2] + "xxxxx" + raw[i+2+j:]
+		}
+	}
+	return raw
 }

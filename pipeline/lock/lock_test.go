@@ -72,6 +72,12 @@ func TestParseRejects(t *testing.T) {
 		{"url of a directory", func(m map[string]any) { comp(m, 3)["url"] = "https://nginx.org/download/" }, "components[3] (nginx).url", "file on a host"},
 		{"url without path", func(m map[string]any) { comp(m, 3)["url"] = "https://nginx.org" }, "components[3] (nginx).url", "file on a host"},
 		{"url ending in ..", func(m map[string]any) { comp(m, 3)["url"] = "https://nginx.org/download/.." }, "components[3] (nginx).url", "file on a host"},
+		{"url with credentials", func(m map[string]any) {
+			comp(m, 3)["url"] = "https://user:s3cret@nginx.org/download/nginx-1.26.3.tar.gz"
+		}, "components[3] (nginx).url", "holds no credentials"},
+		{"signature url with a user", func(m map[string]any) {
+			comp(m, 2)["signature"].(map[string]any)["url"] = "https://token@github.com/openssl-3.5.7.tar.gz.asc"
+		}, "components[2] (openssl).signature.url", "user information"},
 		{"http signature url", func(m map[string]any) {
 			comp(m, 2)["signature"].(map[string]any)["url"] = "http://github.com/openssl-3.5.7.tar.gz.asc"
 		}, "components[2] (openssl).signature.url", "https"},
@@ -378,5 +384,25 @@ func TestOptionalComponents(t *testing.T) {
 	back.SetComponent(mod)
 	if got := back.UnsignedWithoutReason(); strings.Join(got, ",") != ZstdNginxModule {
 		t.Errorf("UnsignedWithoutReason() = %v, want [%s]", got, ZstdNginxModule)
+	}
+}
+
+// A refused URL's message must not carry its password: errors are printed and logged.
+func TestURLErrorsHidePasswords(t *testing.T) {
+	for _, raw := range []string{
+		"https://user:s3cret@nginx.org/download/nginx-1.26.3.tar.gz",
+		"http://user:s3cret@nginx.org/download/nginx-1.26.3.tar.gz",
+		"https://user:s3cret@nginx.org/%zz",
+	} {
+		err := checkURL(raw)
+		if err == nil {
+			t.Fatalf("checkURL(%q) accepted it", raw)
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("checkURL(%q) error shows the password: %v", raw, err)
+		}
+	}
+	if got := RedactURL("http://u:s3cret@127.0.0.1:1/x"); strings.Contains(got, "s3cret") || !strings.Contains(got, "127.0.0.1:1/x") {
+		t.Errorf("RedactURL = %q", got)
 	}
 }

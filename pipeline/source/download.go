@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
 // maxBackoff bounds the wait between two attempts.
@@ -103,7 +105,7 @@ func (f *Fetcher) download(ctx context.Context, src, dst, name string, limit int
 		if err := os.Rename(tmp.Name(), dst); err != nil {
 			return permanent(fmt.Errorf("moving %s into the cache: %w", name, err))
 		}
-		f.logf("fetched %s (%d bytes) from %s, sha256 verified", name, n, src)
+		f.logf("fetched %s (%d bytes) from %s, sha256 verified", name, n, lock.RedactURL(src))
 		return nil
 	})
 	var pe *permanentError
@@ -144,7 +146,7 @@ func (f *Fetcher) retry(ctx context.Context, src string, attempt func() error) e
 		if i >= f.retries {
 			return fmt.Errorf("%w (gave up after %d attempts)", err, i+1)
 		}
-		f.logf("fetching %s failed (attempt %d of %d): %v; retrying in %s", src, i+1, f.retries+1, err, wait)
+		f.logf("fetching %s failed (attempt %d of %d): %v; retrying in %s", lock.RedactURL(src), i+1, f.retries+1, err, wait)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -166,9 +168,12 @@ func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit in
 	stalled := fmt.Errorf("no data received for %s", f.stall)
 	timer := time.AfterFunc(f.stall, func() { cancel(stalled) })
 	defer timer.Stop()
+	// shown is src for messages: a mirror given with credentials (user:password@) must not
+	// print them.
+	shown := lock.RedactURL(src)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
 	if err != nil {
-		return 0, permanent(fmt.Errorf("bad URL %q: %w", src, err))
+		return 0, permanent(fmt.Errorf("bad URL %q", shown))
 	}
 	req.Header.Set("User-Agent", "nginx-forge (+https://github.com/nginx-forge/nginx-forge)")
 	resp, err := f.client.Do(req)
@@ -176,18 +181,18 @@ func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit in
 		if context.Cause(ctx) == stalled {
 			err = stalled
 		}
-		return 0, fmt.Errorf("GET %s: %w", src, err)
+		return 0, fmt.Errorf("GET %s: %w", shown, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		err := fmt.Errorf("GET %s: %s", src, resp.Status)
+		err := fmt.Errorf("GET %s: %s", shown, resp.Status)
 		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout {
 			return 0, err
 		}
 		return 0, permanent(err)
 	}
 	if resp.ContentLength > limit {
-		return 0, permanent(&SizeError{URL: src, Limit: limit, Size: resp.ContentLength})
+		return 0, permanent(&SizeError{URL: shown, Limit: limit, Size: resp.ContentLength})
 	}
 	// Read one byte past the limit to tell "exactly at the limit" from "over it".
 	body := &progressReader{r: resp.Body, progress: func() { timer.Reset(f.stall) }}
@@ -198,10 +203,10 @@ func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit in
 		}
 		// A body cut short (connection reset, io.ErrUnexpectedEOF against Content-Length) is
 		// worth another try.
-		return n, fmt.Errorf("GET %s: reading body after %d bytes: %w", src, n, err)
+		return n, fmt.Errorf("GET %s: reading body after %d bytes: %w", shown, n, err)
 	}
 	if n > limit {
-		return n, permanent(&SizeError{URL: src, Limit: limit, Size: -1})
+		return n, permanent(&SizeError{URL: shown, Limit: limit, Size: -1})
 	}
 	return n, nil
 }

@@ -79,7 +79,7 @@ func (f *Fetcher) key(ctx context.Context, fpr string) (*openpgp.Entity, bool, e
 		if noIDs {
 			how += "; it has no user IDs and was accepted through its direct-key self-signature"
 		}
-		f.logf("key %s: fetched from %s (%s), cached in %s", fpr, src, how, file)
+		f.logf("key %s: fetched from %s (%s), cached in %s", fpr, lock.RedactURL(src), how, file)
 		return e, false, nil
 	}
 	return nil, false, &KeyError{Fingerprint: fpr, Tried: srcs, Err: errors.Join(errs...)}

@@ -163,7 +163,7 @@ func New(opts ...Option) *Fetcher {
 	}
 	if f.mirror != "" {
 		if u, err := url.Parse(f.mirror); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			f.initErr = fmt.Errorf("mirror %q is not an http(s) URL like http://127.0.0.1:8000/sources", f.mirror)
+			f.initErr = fmt.Errorf("mirror %q is not an http(s) URL like http://127.0.0.1:8000/sources", lock.RedactURL(f.mirror))
 		}
 	}
 	if f.keyserversSet && len(f.keyservers) == 0 {

@@ -898,3 +898,54 @@ func TestSignatureFromTheFuture(t *testing.T) {
 		t.Fatalf("err = %v, want a refusal of a future signature", err)
 	}
 }
+
+// A private mirror's credentials (--mirror http://user:password@host) reach the server but
+// never a log line or an error: -v prints every fetch and every retry.
+func TestMirrorPasswordNeverPrinted(t *testing.T) {
+	l := testLock(t)
+	zlib := l.MustComponent(lock.Zlib)
+	body := readMirror(t, zlib.FileName())
+	var mu sync.Mutex
+	n, authed := 0, 0
+	url, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if u, p, ok := r.BasicAuth(); ok && u == "user" && p == "s3cret" {
+			authed++
+		}
+		n++
+		switch {
+		case strings.Contains(r.URL.Path, "absent"):
+			http.NotFound(w, r)
+		case n == 1:
+			http.Error(w, "try later", http.StatusServiceUnavailable)
+		default:
+			w.Write(body)
+		}
+	}))
+	withCreds := strings.Replace(url, "http://", "http://user:s3cret@", 1)
+	var logs strings.Builder
+	logf := func(format string, a ...any) { fmt.Fprintf(&logs, format+"\n", a...) }
+	f := fastFetcher(t, t.TempDir(), withCreds, source.WithLogf(logf))
+	if _, err := f.Fetch(context.Background(), zlib); err != nil {
+		t.Fatal(err)
+	}
+	if authed != 2 || n != 2 {
+		t.Errorf("%d of %d requests carried the mirror's credentials, want 2 of 2", authed, n)
+	}
+	// A missing file: the error names the URL.
+	missing := zlib
+	missing.URL = strings.Replace(zlib.URL, zlib.FileName(), "absent.tar.gz", 1)
+	_, err := fastFetcher(t, t.TempDir(), withCreds, source.WithLogf(logf)).Fetch(context.Background(), missing)
+	if err == nil {
+		t.Fatal("fetching an absent file succeeded")
+	}
+	if !strings.Contains(logs.String(), "retrying") || !strings.Contains(logs.String(), "fetched") {
+		t.Fatalf("the log lacks the retry or the fetch, so it proves nothing:\n%s", logs.String())
+	}
+	for what, s := range map[string]string{"log": logs.String(), "error": err.Error()} {
+		if strings.Contains(s, "s3cret") {
+			t.Errorf("the %s shows the mirror's password:\n%s", what, s)
+		}
+	}
+}
