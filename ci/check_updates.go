@@ -2,17 +2,24 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/actions"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 )
+
+// defaultCheckTimeout bounds a scheduled run against an upstream that accepts connections but
+// never answers: lookups run in parallel under it, and a --write run's downloads (a few
+// small signatures and tarballs of tens of MB) fit well inside it on a runner.
+const defaultCheckTimeout = 100 * time.Second
 
 func init() {
 	register(&command{
@@ -55,6 +62,8 @@ warning annotations.`,
 			keyserver := fs.String("keyserver", "", "fetch signer keys that are not vendored from these comma-separated `URLs` (default keyserver.ubuntu.com, then keys.openpgp.org)")
 			cacheDir := fs.String("cache", "", "source cache `dir` (default ~/.cache/nginx-forge/sources)")
 			prBody := fs.String("pr-body", "", "with --write, when the lock changed, write the update pull request's Markdown body (what was verified for each change) to `file`")
+			keysDir := fs.String("keys", "", "reviewed signer keys `dir`: trusted like the vendored keys, and where a pinned signer's key is vendored (default: keys/ beside --lock)")
+			timeout := fs.Duration("timeout", defaultCheckTimeout, "one `deadline` for the whole run (lookups, downloads, key fetches): an upstream that never answers fails the run after this long")
 			verbose := fs.Bool("v", false, "print each request and decision")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
@@ -74,11 +83,17 @@ warning annotations.`,
 				if *prBody != "" && !*write {
 					return usageErrorf("--pr-body needs --write (the body lists what --write verified)")
 				}
+				if *timeout <= 0 {
+					return usageErrorf("--timeout %s must be positive", *timeout)
+				}
+				if *keysDir == "" {
+					*keysDir = lock.KeysDirBeside(*lockFile)
+				}
 				return checkUpdates(ctx, stdout, stderr, checkUpdatesConfig{
 					write: *write, prBody: *prBody, lockFile: *lockFile, githubAPI: *ghAPI, nginxOrg: *nginxOrg,
 					mirror: *mirror, registry: *registry, skipImages: *skipImages,
 					token: os.Getenv(*tokenEnv), cacheDir: *cacheDir, verbose: *verbose,
-					keyservers: splitList(*keyserver),
+					keyservers: splitList(*keyserver), keysDir: *keysDir, timeout: *timeout,
 				})
 			}
 		},
@@ -95,6 +110,8 @@ type checkUpdatesConfig struct {
 	token                       string
 	cacheDir                    string
 	keyservers                  []string
+	keysDir                     string
+	timeout                     time.Duration
 	verbose                     bool
 }
 
@@ -102,6 +119,10 @@ type checkUpdatesConfig struct {
 // signers a new release may be signed by. Only tests set it: they sign their stand-in
 // releases with generated keys, and the vendored keys' private halves are upstream's.
 var testVendoredKeys []string
+
+// exitPartial is check-updates' exit status when it wrote some updates and refused others:
+// the update workflow still opens the pull request with what landed, then fails visibly.
+const exitPartial = 3
 
 func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdatesConfig) error {
 	rep := actions.New(actions.WithWriter(stdout))
@@ -116,20 +137,11 @@ func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdate
 	if err != nil {
 		return err
 	}
-
-	clientOpts := []upstream.ClientOption{upstream.WithGitHubAPI(cfg.githubAPI), upstream.WithNginxOrg(cfg.nginxOrg), upstream.WithLogf(logf)}
-	if cfg.token != "" {
-		clientOpts = append(clientOpts, upstream.WithToken(cfg.token))
-	}
-	checker := &upstream.Checker{Releases: upstream.NewClient(clientOpts...), Logf: logf}
-	if !cfg.skipImages {
-		var imgOpts []upstream.ImageOption
-		if cfg.registry != "" {
-			imgOpts = append(imgOpts, upstream.WithRegistry(cfg.registry))
-		}
-		checker.Images = upstream.NewImageResolver(imgOpts...)
-	}
-
+	// One deadline for the whole run: an upstream that accepts connections and never
+	// answers costs this much, once, whatever the number of components.
+	ctx, cancel := upstream.WithDeadline(ctx, cfg.timeout)
+	defer cancel()
+	checker := newChecker(cfg, logf)
 	var report *upstream.Report
 	checkErr := rep.Group("Looking up upstream releases and base images", func() error {
 		var err error
@@ -142,72 +154,139 @@ func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdate
 
 	var applied []upstream.Applied
 	var writeErr error
-	if cfg.write && checkErr == nil && report.Changed() {
+	refused := report.Failed
+	if cfg.write && report.Changed() {
 		writeErr = rep.Group("Downloading and verifying new releases", func() error {
 			u := &upstream.Updater{
-				Fetcher:  upstream.NewFetcher(upstream.FetchConfig{Mirror: cfg.mirror, CacheDir: cfg.cacheDir, Logf: logf, Keyservers: cfg.keyservers}),
+				Fetcher: upstream.NewFetcher(upstream.FetchConfig{Mirror: cfg.mirror, CacheDir: cfg.cacheDir, Logf: logf,
+					Keyservers: cfg.keyservers, KeysDir: cfg.keysDir}),
 				Images:   checker.Images,
 				Vendored: testVendoredKeys,
 				Mirror:   cfg.mirror,
+				KeysDir:  cfg.keysDir,
 				Logf:     logf,
 			}
 			var err error
 			applied, err = u.UpdateFile(ctx, cfg.lockFile, report)
 			return err
 		})
+		var re *upstream.RefusedError
+		if errors.As(writeErr, &re) {
+			refused, writeErr = re.Refused, nil
+		}
 	}
+	written := writeErr == nil && len(applied) > 0
+	if err := reportUpdates(rep, cfg, report, applied, refused, written); err != nil {
+		return err
+	}
+	if writeErr != nil {
+		rep.Errorf("%s", strings.ReplaceAll(writeErr.Error(), "\n", "; "))
+		return fmt.Errorf("updating %s (it is unchanged): %w", cfg.lockFile, writeErr)
+	}
+	for _, r := range refused {
+		rep.Errorf("refused %s; to resolve: %s", strings.ReplaceAll(r.Error(), "\n", "; "), r.Fix)
+	}
+	switch {
+	case len(refused) > 0 && written:
+		return &exitError{code: exitPartial, err: fmt.Errorf("refused %d (the other updates were written to %s): %w", len(refused), cfg.lockFile, errors.Join(refusalErrs(refused)...))}
+	case len(refused) > 0 && cfg.write:
+		return fmt.Errorf("refused %d, %s is unchanged: %w", len(refused), cfg.lockFile, errors.Join(refusalErrs(refused)...))
+	case checkErr != nil:
+		return fmt.Errorf("checking for updates: %w", checkErr)
+	}
+	return nil
+}
 
+func newChecker(cfg checkUpdatesConfig, logf func(string, ...any)) *upstream.Checker {
+	clientOpts := []upstream.ClientOption{upstream.WithGitHubAPI(cfg.githubAPI), upstream.WithNginxOrg(cfg.nginxOrg), upstream.WithLogf(logf)}
+	if cfg.token != "" {
+		clientOpts = append(clientOpts, upstream.WithToken(cfg.token))
+	}
+	checker := &upstream.Checker{Releases: upstream.NewClient(clientOpts...), Logf: logf}
+	if !cfg.skipImages {
+		var imgOpts []upstream.ImageOption
+		if cfg.registry != "" {
+			imgOpts = append(imgOpts, upstream.WithRegistry(cfg.registry))
+		}
+		checker.Images = upstream.NewImageResolver(imgOpts...)
+	}
+	return checker
+}
+
+func refusalErrs(rs []upstream.Refusal) []error {
+	out := make([]error, len(rs))
+	for i, r := range rs {
+		out[i] = fmt.Errorf("%w; to resolve: %s", r, r.Fix)
+	}
+	return out
+}
+
+// reportUpdates writes the summary, step outputs, the pull request body and the lines that
+// say what was written.
+func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, report *upstream.Report, applied []upstream.Applied, refused []upstream.Refusal, written bool) error {
 	rows, outputs := updateRows(report)
-	written := cfg.write && writeErr == nil && checkErr == nil && len(applied) > 0
 	outputs["written"] = fmt.Sprint(written)
+	var names []string
+	for _, r := range refused {
+		names = append(names, r.Name)
+	}
+	outputs["refused"] = strings.Join(names, ", ")
+	var keys []string
 	for _, a := range applied {
 		if a.SHA256 != "" && !a.Signed {
 			rep.Warningf("%s %s has no signature pinned in the lock: its checksum rests on the HTTPS download alone; review it", a.Name, a.New)
 		}
 		if a.DroppedProfile != "" {
-			rep.Warningf("the recorded PGO profile for %s was removed from the lock (trained on the sources or builder this update replaces): record a new one with go run ./ci pgo-profile --url BASE --write", a.DroppedProfile)
+			rep.Warningf("the recorded PGO profile for %s was removed from the lock (trained on the sources or builder this update replaces): the update workflow records a new one; by hand: go run ./ci pgo-profile --write", a.DroppedProfile)
+		}
+		if a.NewKey != nil {
+			keys = append(keys, a.NewKey.Fingerprint)
+			rep.Warningf("%s %s: vendored the pinned signer key %s (%s) from %s: review it", a.Name, a.New, a.NewKey.Fingerprint, strings.Join(a.NewKey.UserIDs, "; "), a.NewKey.Source)
 		}
 	}
-	if err := rep.UpdateSummary("Upstream updates ("+cfg.lockFile+")", rows); err != nil {
+	outputs["new_keys"] = strings.Join(keys, " ")
+	summary := rows
+	for _, r := range refused {
+		summary = append(summary, actions.Row{Component: r.Name, Old: "refused", New: r.Target, EOL: r.Fix})
+	}
+	if err := rep.UpdateSummary("Upstream updates ("+cfg.lockFile+")", summary); err != nil {
 		return err
 	}
 	if err := rep.SetOutputs(outputs); err != nil {
 		return err
 	}
 	if written && cfg.prBody != "" {
-		body := upstream.PRBody(applied, report.Warnings) + "\n" + outputs["summary"]
+		body := upstream.PRBody(applied, refused, report.Warnings) + "\n" + outputs["summary"]
 		if err := os.WriteFile(cfg.prBody, []byte(body), 0o644); err != nil {
 			return fmt.Errorf("writing the pull request body %q (the lock %s was updated): %w", cfg.prBody, cfg.lockFile, err)
 		}
 	}
-
 	switch {
-	case checkErr != nil:
-		rep.Errorf("%s", strings.ReplaceAll(checkErr.Error(), "\n", "; "))
-		return fmt.Errorf("checking for updates (the lock is unchanged): %w", checkErr)
-	case writeErr != nil:
-		rep.Errorf("%s", strings.ReplaceAll(writeErr.Error(), "\n", "; "))
-		return fmt.Errorf("updating %s (it is unchanged): %w", cfg.lockFile, writeErr)
 	case written:
 		fmt.Fprintf(rep.Writer(), "updated %s:\n", cfg.lockFile)
 		for _, a := range applied {
-			how := ""
-			switch {
-			case a.IsImage():
-				how = " (index: " + strings.Join(a.Platforms, ", ") + ")"
-			case a.Signed:
-				how = " (sha256 " + a.SHA256 + ", signed by " + a.SignedBy + ", top directory " + a.TopDir + "/)"
-			default:
-				how = " (sha256 " + a.SHA256 + ", checksum only, top directory " + a.TopDir + "/)"
-			}
-			fmt.Fprintf(rep.Writer(), "  %s: %s -> %s%s\n", a.Name, orNone(a.Old), a.New, how)
+			fmt.Fprintf(rep.Writer(), "  %s: %s -> %s%s\n", a.Name, orNone(a.Old), a.New, appliedHow(a))
 		}
 	case report.Changed() && !cfg.write:
 		fmt.Fprintf(rep.Writer(), "updates are available: run with --write to verify them and update %s\n", cfg.lockFile)
-	case !report.Changed():
+	case !report.Changed() && len(refused) == 0:
 		fmt.Fprintln(rep.Writer(), "everything is up to date")
 	}
 	return nil
+}
+
+func appliedHow(a upstream.Applied) string {
+	switch {
+	case a.IsImage():
+		return " (index: " + strings.Join(a.Platforms, ", ") + ")"
+	case a.NewKey != nil:
+		return " (sha256 " + a.SHA256 + ", signed by " + a.SignedBy + ", whose key is now vendored in " + a.NewKey.Fingerprint + ".asc; top directory " + a.TopDir + "/)"
+	case a.Signed:
+		return " (sha256 " + a.SHA256 + ", signed by " + a.SignedBy + ", top directory " + a.TopDir + "/)"
+	case a.DroppedProfile != "":
+		return ""
+	}
+	return " (sha256 " + a.SHA256 + ", checksum only, top directory " + a.TopDir + "/)"
 }
 
 // updateRows turns the report into summary rows and step outputs.

@@ -96,25 +96,67 @@ func TestCheckUpdatesWrite(t *testing.T) {
 	}
 }
 
+// A refused release leaves its entry as it was; what else passed (both base images here)
+// is written, and the exit status says "partial" (3). Without anything else to write, the
+// lock is byte for byte unchanged and the status is 1.
 func TestCheckUpdatesWriteRefusesUnverified(t *testing.T) {
+	mallory := upstreamtest.NewKey(t, "Mallory") // signs with a key no lock pins
 	for _, tc := range []struct {
 		name   string
 		break_ func(t *testing.T, s *upstreamtest.Scenario)
+		fix    string
 	}{
-		{"tampered tarball", func(t *testing.T, s *upstreamtest.Scenario) { s.Tamper() }},
-		{"unpinned signer", func(t *testing.T, s *upstreamtest.Scenario) { s.SignWith(t, upstreamtest.NewKey(t, "Mallory")) }},
+		{"tampered tarball", func(t *testing.T, s *upstreamtest.Scenario) { s.Tamper() }, "check-updates --write again"},
+		{"unpinned signer", func(t *testing.T, s *upstreamtest.Scenario) { s.SignWith(t, mallory) }, "go run ./ci lock trust openssl " + mallory.Fingerprint},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.name+", images move", func(t *testing.T) {
+			notInActions(t)
+			s := upstreamtest.NewScenario(t)
+			tc.break_(t, s)
+			body := filepath.Join(t.TempDir(), "body.md")
+			code, out, errs := runCheckUpdates(t, s, "--write", "--pr-body", body)
+			if code != exitPartial {
+				t.Errorf("exit %d, want %d (partial); stderr:\n%s", code, exitPartial, errs)
+			}
+			l, err := lock.Load(s.LockFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := l.MustComponent(lock.OpenSSL); o.Version != "3.5.7" {
+				t.Errorf("openssl moved to %s although refused", o.Version)
+			}
+			if l.Images.Builder.Digest != s.BuilderDigest || l.Images.Runtime.Digest != s.RuntimeDigest {
+				t.Errorf("images = %+v; want both pinned although openssl was refused", l.Images)
+			}
+			for _, want := range []string{"refused 1", "openssl 3.5.8: refused", "the other updates were written"} {
+				if !strings.Contains(errs, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, errs)
+				}
+			}
+			if !strings.Contains(out, "updated ") || !strings.Contains(out, "builder image: (none) -> "+s.BuilderDigest) {
+				t.Errorf("stdout does not list what was written:\n%s", out)
+			}
+			b, err := os.ReadFile(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"### Refused (not in this pull request)", "| openssl | 3.5.8 |", tc.fix} {
+				if !strings.Contains(string(b), want) {
+					t.Errorf("PR body lacks %q:\n%s", want, b)
+				}
+			}
+		})
+		t.Run(tc.name+", nothing else", func(t *testing.T) {
 			notInActions(t)
 			s := upstreamtest.NewScenario(t)
 			tc.break_(t, s)
 			before := s.LockBytes(t)
-			code, out, errs := runCheckUpdates(t, s, "--write")
+			code, out, errs := runCheckUpdates(t, s, "--write", "--skip-images")
 			if code != 1 {
 				t.Errorf("exit %d, want 1; stderr:\n%s", code, errs)
 			}
-			if !strings.Contains(errs, "it is unchanged") || !strings.Contains(errs, "openssl 3.5.8") {
-				t.Errorf("stderr does not say which release failed and that the lock is unchanged:\n%s", errs)
+			if !strings.Contains(errs, "is unchanged") || !strings.Contains(errs, "openssl 3.5.8") || !strings.Contains(errs, tc.fix) {
+				t.Errorf("stderr does not say which release failed, how to resolve it, and that the lock is unchanged:\n%s", errs)
 			}
 			if !bytes.Equal(before, s.LockBytes(t)) {
 				t.Errorf("the lock changed:\n%s", s.LockBytes(t))
@@ -232,7 +274,7 @@ func TestCheckUpdatesPRBodyOnlyWhenWritten(t *testing.T) {
 	s := upstreamtest.NewScenario(t)
 	s.Tamper()
 	body := filepath.Join(t.TempDir(), "body.md")
-	if code, _, errs := runCheckUpdates(t, s, "--write", "--pr-body", body); code != 1 {
+	if code, _, errs := runCheckUpdates(t, s, "--write", "--skip-images", "--pr-body", body); code != 1 {
 		t.Fatalf("exit %d, want 1; stderr:\n%s", code, errs)
 	}
 	if _, err := os.Stat(body); !os.IsNotExist(err) {

@@ -45,6 +45,16 @@ func register(c *command) {
 // errUsage marks an error caused by how the command was called (exit code 2).
 var errUsage = forge.ErrUsage
 
+// exitError asks for a particular exit status (a command documents its own, like
+// check-updates' "partial").
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
 func usageErrorf(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
 }
@@ -93,8 +103,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := runFn(ctx, fs.Args(), stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "ci %s: %v\n", c.name, err)
-		if errors.Is(err, errUsage) {
+		var ee *exitError
+		switch {
+		case errors.Is(err, errUsage):
 			return 2
+		case errors.As(err, &ee):
+			return ee.code
 		}
 		return 1
 	}

@@ -4,6 +4,7 @@ import (
 	"embed"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -52,3 +53,12 @@ func VendoredFingerprints() []string {
 	sort.Strings(out)
 	return out
 }
+
+// IsFingerprint reports whether s is a primary-key fingerprint as the lock writes them: 40
+// upper-case hex digits.
+func IsFingerprint(s string) bool { return fingerprintRE.MatchString(s) }
+
+// KeysDirBeside is the keys directory that belongs to the lock file lockFile: "keys" next to
+// it (for the default lock, pipeline/lock/keys itself). An update writes a newly vendored
+// signer's key there, and a build of that lock trusts the keys there like the embedded ones.
+func KeysDirBeside(lockFile string) string { return filepath.Join(filepath.Dir(lockFile), "keys") }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -40,13 +41,15 @@ func (e *KeyError) Unwrap() error { return e.Err }
 // key servers in turn. Key material is accepted only if it holds a key with exactly that
 // primary fingerprint; anything else in it (other keys bundled with it) is ignored.
 func (f *Fetcher) key(ctx context.Context, fpr string) (*openpgp.Entity, bool, error) {
-	if b, ok := lock.VendoredKey(fpr); ok {
+	if b, where, ok, err := f.vendoredKey(fpr); err != nil {
+		return nil, false, err
+	} else if ok {
 		e, _, err := pickKey(b, fpr)
 		if err != nil {
-			// keys_test.go in pipeline/lock keeps this from happening.
-			return nil, false, fmt.Errorf("vendored key %s/%s.asc: %w (fix or remove the file)", lock.KeysDir, fpr, err)
+			// keys_test.go in pipeline/lock keeps this from happening for the embedded keys.
+			return nil, false, fmt.Errorf("vendored key %s: %w (fix or remove the file)", where, err)
 		}
-		f.logf("key %s: vendored (%s/%s.asc)", fpr, lock.KeysDir, fpr)
+		f.logf("key %s: vendored (%s)", fpr, where)
 		return e, true, nil
 	}
 	file := filepath.Join(f.cacheDir, "keys", fpr+".asc")
@@ -59,6 +62,46 @@ func (f *Fetcher) key(ctx context.Context, fpr string) (*openpgp.Entity, bool, e
 		f.logf("cached key %s is unusable (%v): fetching it again", file, err)
 		os.Remove(file)
 	}
+	e, b, src, noIDs, err := f.fetchKey(ctx, fpr)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := writeFileAtomic(filepath.Dir(file), file, b); err != nil {
+		return nil, false, fmt.Errorf("caching key %s: %w", fpr, err)
+	}
+	how := "fingerprint verified"
+	if noIDs {
+		how += "; it has no user IDs and was accepted through its direct-key self-signature"
+	}
+	f.logf("key %s: fetched from %s (%s), cached in %s", fpr, lock.RedactURL(src), how, file)
+	return e, false, nil
+}
+
+// vendoredKey returns the reviewed key for fpr: the one embedded in the program
+// (pipeline/lock/keys when it was built), else <keys dir>/<FPR>.asc (WithKeysDir), which is
+// how a key the update just vendored beside the lock counts before the program is rebuilt.
+func (f *Fetcher) vendoredKey(fpr string) (b []byte, where string, ok bool, err error) {
+	if b, ok := lock.VendoredKey(fpr); ok {
+		return b, lock.KeysDir + "/" + fpr + ".asc", true, nil
+	}
+	if f.keysDir == "" || !lock.IsFingerprint(fpr) {
+		return nil, "", false, nil
+	}
+	file := filepath.Join(f.keysDir, fpr+".asc")
+	b, err = os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, "", false, nil
+	}
+	if err != nil {
+		return nil, "", false, fmt.Errorf("reading vendored key %s: %w", file, err)
+	}
+	return b, file, true, nil
+}
+
+// fetchKey downloads the key fpr from the mirror or the key servers in turn and returns the
+// first that holds a key with exactly that primary fingerprint (see pickKey), with the
+// material as received and where it came from.
+func (f *Fetcher) fetchKey(ctx context.Context, fpr string) (e *openpgp.Entity, b []byte, src string, noIDs bool, err error) {
 	srcs := f.keyURLs(fpr)
 	var errs []error
 	for _, src := range srcs {
@@ -69,20 +112,91 @@ func (f *Fetcher) key(ctx context.Context, fpr string) (*openpgp.Entity, bool, e
 		}
 		e, noIDs, err := pickKey(b, fpr)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("key from %s: %w", src, err))
+			errs = append(errs, fmt.Errorf("key from %s: %w", lock.RedactURL(src), err))
 			continue
 		}
-		if err := writeFileAtomic(filepath.Dir(file), file, b); err != nil {
-			return nil, false, fmt.Errorf("caching key %s: %w", fpr, err)
-		}
-		how := "fingerprint verified"
-		if noIDs {
-			how += "; it has no user IDs and was accepted through its direct-key self-signature"
-		}
-		f.logf("key %s: fetched from %s (%s), cached in %s", fpr, lock.RedactURL(src), how, file)
-		return e, false, nil
+		return e, b, src, noIDs, nil
 	}
-	return nil, false, &KeyError{Fingerprint: fpr, Tried: srcs, Err: errors.Join(errs...)}
+	shown := make([]string, len(srcs))
+	for i, s := range srcs {
+		shown[i] = lock.RedactURL(s)
+	}
+	return nil, nil, "", false, &KeyError{Fingerprint: fpr, Tried: shown, Err: errors.Join(errs...)}
+}
+
+// SignerKey is a signer's public key as an update vendors it into the repository.
+type SignerKey struct {
+	Fingerprint string
+	// Armored is that key alone (no other key a server bundled with it), armored: the
+	// content of <FINGERPRINT>.asc.
+	Armored []byte
+	// UserIDs are the key's identities, each with a verified self-signature.
+	UserIDs []string
+	// Source is where it came from: a key server's or the mirror's URL (password removed).
+	Source string
+	// Vendored: the key was already vendored (Source is then its file) and nothing needs
+	// writing.
+	Vendored bool
+}
+
+// SignerKey returns the public key whose primary fingerprint is fpr, for vendoring: the
+// vendored one when there is one, else a fresh download from the mirror or the key servers
+// (not the cache, so that Source says where it came from). go-crypto reads a key only when
+// every user ID self-signature and subkey binding verifies, and pickKey takes only the key
+// with exactly fpr; on top of that a key without user IDs is refused here, because a
+// reviewer is asked to judge it by its identities.
+func (f *Fetcher) SignerKey(ctx context.Context, fpr string) (SignerKey, error) {
+	if f.initErr != nil {
+		return SignerKey{}, f.initErr
+	}
+	if !lock.IsFingerprint(fpr) {
+		return SignerKey{}, fmt.Errorf("%q is not a key fingerprint (40 upper-case hex digits)", fpr)
+	}
+	if b, where, ok, err := f.vendoredKey(fpr); err != nil {
+		return SignerKey{}, err
+	} else if ok {
+		e, _, err := pickKey(b, fpr)
+		if err != nil {
+			return SignerKey{}, fmt.Errorf("vendored key %s: %w (fix or remove the file)", where, err)
+		}
+		return SignerKey{Fingerprint: fpr, Armored: b, UserIDs: userIDs(e), Source: where, Vendored: true}, nil
+	}
+	e, _, src, noIDs, err := f.fetchKey(ctx, fpr)
+	if err != nil {
+		return SignerKey{}, err
+	}
+	if noIDs || len(e.Identities) == 0 {
+		return SignerKey{}, fmt.Errorf("key %s from %s has no user IDs, so a reviewer cannot tell whose it is: fetch it from a key server that keeps them (--keyserver https://keyserver.ubuntu.com), or vendor it by hand as %s/%s.asc", fpr, lock.RedactURL(src), lock.KeysDir, fpr)
+	}
+	var buf bytes.Buffer
+	w, err := armor.Encode(&buf, openpgp.PublicKeyType, nil)
+	if err != nil {
+		return SignerKey{}, err
+	}
+	if err := e.Serialize(w); err != nil {
+		return SignerKey{}, fmt.Errorf("exporting key %s: %w", fpr, err)
+	}
+	if err := w.Close(); err != nil {
+		return SignerKey{}, err
+	}
+	buf.WriteByte('\n')
+	// The exported file must read back as exactly this key (what lock's key file test and
+	// the next build will require of it).
+	if back, _, err := pickKey(buf.Bytes(), fpr); err != nil || len(back.Identities) != len(e.Identities) {
+		return SignerKey{}, fmt.Errorf("exporting key %s: the exported key does not read back (%v)", fpr, err)
+	}
+	return SignerKey{Fingerprint: fpr, Armored: buf.Bytes(), UserIDs: userIDs(e), Source: lock.RedactURL(src)}, nil
+}
+
+func userIDs(e *openpgp.Entity) []string {
+	var out []string
+	for id := range e.Identities {
+		if id != "" {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // pickKey parses armored or binary key material and returns the entity whose primary key

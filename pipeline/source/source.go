@@ -62,6 +62,7 @@ type Fetcher struct {
 	stall         time.Duration
 	now           func() time.Time
 	initErr       error
+	keysDir       string
 }
 
 // Option configures a Fetcher.
@@ -99,6 +100,12 @@ func WithKeyserver(urls ...string) Option {
 		f.keyserversSet = true
 	}
 }
+
+// WithKeysDir names a directory of reviewed signer keys (<FINGERPRINT>.asc, the layout of
+// pipeline/lock/keys), trusted like the keys embedded in the program: the keys directory
+// beside a lock file, where an update vendors a new signer's key in the same change as the
+// lock, so that the lock builds without a key server before the program is rebuilt.
+func WithKeysDir(dir string) Option { return func(f *Fetcher) { f.keysDir = dir } }
 
 // WithHTTPClient sets the HTTP client (default: a client with a 30s connect/header timeout and
 // no overall timeout, since a 50 MB tarball on a slow link legitimately takes minutes).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
@@ -36,6 +37,9 @@ type Report struct {
 	// Warnings are for people and annotations (end of life, fallbacks); they do not fail
 	// the run.
 	Warnings []string
+	// Failed are the lookups that failed: an update refuses these entries and makes the
+	// others.
+	Failed []Refusal
 }
 
 // Changed reports whether anything in the lock would change.
@@ -64,8 +68,10 @@ type Checker struct {
 }
 
 // Check looks up every component of l (the required ones and the optional ones l has) and
-// both base images. It goes on past a failed lookup so that one run reports every problem;
-// the returned error joins them, and the report then holds what could be found (failed
+// both base images, all at once: one unanswering host then costs the run one deadline (the
+// context's), not one per component. It goes on past a failed lookup so that one run
+// reports every problem: each failure is in the report's Failed (and so refused by an
+// update) and the returned error joins them; the report holds what could be found (failed
 // entries have an empty Latest).
 func (ch *Checker) Check(ctx context.Context, l *lock.Lock) (*Report, error) {
 	now := time.Now
@@ -76,82 +82,141 @@ func (ch *Checker) Check(ctx context.Context, l *lock.Lock) (*Report, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	rep := &Report{}
-	var errs []error
+	type compResult struct {
+		cr       ComponentReport
+		warnings []string
+		err      error
+	}
+	var names []string
 	for _, name := range lock.AllComponents() {
 		// Every lock has the required components; an optional one it leaves out is not
 		// built, so it is not looked up either.
-		c, ok := l.Component(name)
-		if !ok {
-			continue
+		if _, ok := l.Component(name); ok {
+			names = append(names, name)
 		}
-		cr := ComponentReport{Name: name, Current: c.Version, Track: c.Track}
-		cur, err := ParseVersion(c.Version)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("lock component %s: %w", name, err))
-			rep.Components = append(rep.Components, cr)
-			continue
+	}
+	comps := make([]compResult, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := l.MustComponent(name)
+			r := &comps[i]
+			r.cr = ComponentReport{Name: name, Current: c.Version, Track: c.Track}
+			cur, err := ParseVersion(c.Version)
+			if err != nil {
+				r.err = fmt.Errorf("lock component %s: %w", name, err)
+				return
+			}
+			releases, source, warn, err := ch.releases(ctx, name, logf)
+			r.warnings = append(r.warnings, warn...)
+			if err != nil {
+				r.err = err
+				return
+			}
+			sel, err := Select(name, c.Track, cur, releases, now())
+			r.cr.Track = sel.Track
+			if err != nil {
+				r.err = err
+				return
+			}
+			r.cr.Latest, r.cr.EOL, r.cr.Source = sel.Target.String(), sel.EOL, source
+			r.cr.Update = sel.Target.Compare(cur) > 0
+			if sel.Target.Compare(cur) < 0 {
+				r.warnings = append(r.warnings, fmt.Sprintf("%s: the lock has %s, newer than the newest %s release upstream (%s); is the track right?", name, c.Version, sel.Track, sel.Target))
+			}
+			r.warnings = append(r.warnings, sel.Warnings...)
+			logf("%s: locked %s, track %s, newest %s", name, c.Version, sel.Track, sel.Target)
+		}()
+	}
+	roles := []struct {
+		role string
+		img  lock.Image
+	}{{"builder", l.Images.Builder}, {"runtime", l.Images.Runtime}}
+	images := make([]ImageReport, len(roles))
+	imageErrs := make([]error, len(roles))
+	if ch.Images != nil {
+		for i, im := range roles {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				images[i] = ImageReport{Role: im.role, Ref: im.img.Ref, Current: im.img.Digest}
+				d, err := ch.Images.Digest(ctx, im.img.Ref)
+				if err != nil {
+					imageErrs[i] = fmt.Errorf("%s image: %w", im.role, deadlineHint(ctx, err))
+					return
+				}
+				images[i].Latest = d
+				images[i].Update = d != im.img.Digest
+				logf("%s image %s: locked %q, now %s", im.role, im.img.Ref, im.img.Digest, d)
+			}()
 		}
-		releases, source, err := ch.releases(ctx, name, rep, logf)
-		if err != nil {
-			errs = append(errs, err)
-			rep.Components = append(rep.Components, cr)
-			continue
+	}
+	wg.Wait()
+
+	rep := &Report{}
+	var errs []error
+	for _, r := range comps {
+		rep.Components = append(rep.Components, r.cr)
+		rep.Warnings = append(rep.Warnings, r.warnings...)
+		if r.err != nil {
+			errs = append(errs, r.err)
+			rep.Failed = append(rep.Failed, Refusal{Name: r.cr.Name, Err: r.err, Fix: fixFor(r.cr.Name, r.err)})
 		}
-		sel, err := Select(name, c.Track, cur, releases, now())
-		cr.Track = sel.Track
-		if err != nil {
-			errs = append(errs, err)
-			rep.Components = append(rep.Components, cr)
-			continue
-		}
-		cr.Latest, cr.EOL, cr.Source = sel.Target.String(), sel.EOL, source
-		cr.Update = sel.Target.Compare(cur) > 0
-		if sel.Target.Compare(cur) < 0 {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: the lock has %s, newer than the newest %s release upstream (%s); is the track right?", name, c.Version, sel.Track, sel.Target))
-		}
-		rep.Warnings = append(rep.Warnings, sel.Warnings...)
-		logf("%s: locked %s, track %s, newest %s", name, c.Version, sel.Track, sel.Target)
-		rep.Components = append(rep.Components, cr)
 	}
 	if ch.Images != nil {
-		for _, im := range []struct {
-			role string
-			img  lock.Image
-		}{{"builder", l.Images.Builder}, {"runtime", l.Images.Runtime}} {
-			ir := ImageReport{Role: im.role, Ref: im.img.Ref, Current: im.img.Digest}
-			d, err := ch.Images.Digest(ctx, im.img.Ref)
+		rep.Images = images
+		for i, err := range imageErrs {
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s image: %w", im.role, err))
-			} else {
-				ir.Latest = d
-				ir.Update = d != im.img.Digest
-				logf("%s image %s: locked %q, now %s", im.role, im.img.Ref, im.img.Digest, d)
+				errs = append(errs, err)
+				rep.Failed = append(rep.Failed, Refusal{Name: roles[i].role + " image", Err: err, Fix: fixFor(roles[i].role+" image", err)})
 			}
-			rep.Images = append(rep.Images, ir)
 		}
 	}
 	return rep, errors.Join(errs...)
 }
 
+// deadlineHint names the deadline in err when the context's deadline is what ended it, so
+// that a run against an upstream that accepts connections but never answers says why it
+// stopped.
+func deadlineHint(ctx context.Context, err error) error {
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return err
+	}
+	if d, ok := ctx.Value(deadlineKey{}).(time.Duration); ok {
+		return fmt.Errorf("%w (no answer within the run's %s deadline, --timeout)", err, d)
+	}
+	return fmt.Errorf("%w (the run's deadline passed)", err)
+}
+
+type deadlineKey struct{}
+
+// WithDeadline returns ctx limited to d, for the whole of a check and its downloads, and
+// remembers d so that errors can name it.
+func WithDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return context.WithValue(ctx, deadlineKey{}, d), cancel
+}
+
 // releases lists a component's releases: GitHub first; for nginx, nginx.org when GitHub
 // fails (rate limit, outage), with a warning so the fallback is visible.
-func (ch *Checker) releases(ctx context.Context, name string, rep *Report, logf func(string, ...any)) ([]Version, string, error) {
+func (ch *Checker) releases(ctx context.Context, name string, logf func(string, ...any)) ([]Version, string, []string, error) {
 	vs, err := ch.Releases.GitHubReleases(ctx, name)
 	if err == nil && len(vs) > 0 {
-		return vs, "github", nil
+		return vs, "github", nil, nil
 	}
 	if err == nil {
 		err = fmt.Errorf("GitHub lists no release tags for %s", Repos[name].GitHub)
 	}
-	if name != lock.Nginx {
-		return nil, "", fmt.Errorf("%s: %w", name, err)
+	err = deadlineHint(ctx, err)
+	if name != lock.Nginx || ctx.Err() != nil {
+		return nil, "", nil, fmt.Errorf("%s: %w", name, err)
 	}
 	logf("nginx: GitHub failed (%v); trying nginx.org", err)
 	vs, err2 := ch.Releases.NginxOrgReleases(ctx)
 	if err2 != nil {
-		return nil, "", fmt.Errorf("nginx: GitHub: %w; fallback: %w", err, err2)
+		return nil, "", nil, fmt.Errorf("nginx: GitHub: %w; fallback: %w", err, deadlineHint(ctx, err2))
 	}
-	rep.Warnings = append(rep.Warnings, fmt.Sprintf("nginx: GitHub lookup failed (%v); used nginx.org's download page", err))
-	return vs, "nginx.org", nil
+	return vs, "nginx.org", []string{fmt.Sprintf("nginx: GitHub lookup failed (%v); used nginx.org's download page", err)}, nil
 }

@@ -9,7 +9,9 @@ type FetchConfig struct {
 	CacheDir string // "" is pipeline/source's default
 	// Keyservers replace source.DefaultKeyservers for signer keys that are not vendored.
 	Keyservers []string
-	Logf       func(format string, args ...any)
+	// KeysDir holds reviewed keys trusted like the vendored ones (source.WithKeysDir).
+	KeysDir string
+	Logf    func(format string, args ...any)
 }
 
 // NewFetcher is pipeline/source's verifying downloader configured by c.
@@ -23,6 +25,9 @@ func NewFetcher(c FetchConfig) Fetcher {
 	}
 	if c.CacheDir != "" {
 		opts = append(opts, source.WithCacheDir(c.CacheDir))
+	}
+	if c.KeysDir != "" {
+		opts = append(opts, source.WithKeysDir(c.KeysDir))
 	}
 	if c.Keyservers != nil {
 		opts = append(opts, source.WithKeyserver(c.Keyservers...))

@@ -90,7 +90,7 @@ func (r *ImageResolver) IndexPlatforms(ctx context.Context, ref, digest string, 
 	}
 	if !desc.MediaType.IsIndex() {
 		return nil, fmt.Errorf("image %s (%s) is a single-platform manifest (%s), not an index: the build targets %s and the lock pins one digest for all of them; "+
-			"follow a multi-platform tag in the lock's ref", ref, digest, desc.MediaType, strings.Join(want, " and "))
+			"follow a multi-platform tag in the lock's ref (%w)", ref, digest, desc.MediaType, strings.Join(want, " and "), errPlatforms)
 	}
 	idx, err := desc.ImageIndex()
 	if err != nil {
@@ -122,8 +122,8 @@ func (r *ImageResolver) IndexPlatforms(ctx context.Context, ref, digest string, 
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("image %s (index %s) has no %s manifest (it covers %s): the build targets %s; "+
-			"keep the locked digest until the tag covers every platform, or follow another tag",
-			ref, digest, strings.Join(missing, " or "), orNothing(plats), strings.Join(want, " and "))
+			"keep the locked digest until the tag covers every platform, or follow another tag (%w)",
+			ref, digest, strings.Join(missing, " or "), orNothing(plats), strings.Join(want, " and "), errPlatforms)
 	}
 	return plats, nil
 }

@@ -12,10 +12,10 @@ import (
 // what was verified before it entered the lock (`ci check-updates --pr-body FILE` writes it,
 // update.yml hands it to the pull-request job). Nothing is claimed that was not checked: a
 // component without a signature says so, with the lock's reason.
-func PRBody(applied []Applied, warnings []string) string {
+func PRBody(applied []Applied, refused []Refusal, warnings []string) string {
 	var b strings.Builder
 	b.WriteString("`go run ./ci check-updates --write` verified every change below before writing it into the lock; " +
-		"a release or image failing any check would have left the lock unchanged. The pull request's build and smoke test decide whether it lands.\n")
+		"a release or image failing any check is left as it was and listed under Refused. The pull request's build and smoke test decide whether it lands.\n")
 	for _, a := range applied {
 		if a.IsImage() || a.DroppedProfile != "" {
 			continue
@@ -27,7 +27,10 @@ func PRBody(applied []Applied, warnings []string) string {
 		if a.Signed {
 			fmt.Fprintf(&b, "| signature file | %s |\n", a.SignatureURL)
 			where := "**not vendored**"
-			if a.SignerVendored {
+			switch {
+			case a.NewKey != nil:
+				where = fmt.Sprintf("pinned in the lock; its key is vendored by this pull request (`%s/%s.asc`, see New signer keys)", lock.KeysDir, a.SignedBy)
+			case a.SignerVendored:
 				where = fmt.Sprintf("vendored (`%s/%s.asc`)", lock.KeysDir, a.SignedBy)
 			}
 			fmt.Fprintf(&b, "| signer | `%s`, %s |\n", a.SignedBy, where)
@@ -48,6 +51,31 @@ func PRBody(applied []Applied, warnings []string) string {
 			}
 		}
 		fmt.Fprintf(&b, "| top directory | `%s/` (matches the version) |\n", a.TopDir)
+	}
+	var keys []Applied
+	for _, a := range applied {
+		if a.NewKey != nil {
+			keys = append(keys, a)
+		}
+	}
+	if len(keys) > 0 {
+		b.WriteString("\n### New signer keys: review these keys\n\n" +
+			"Each key's fingerprint was already pinned in the lock, but the key itself was not in the repository. " +
+			"It was fetched, its primary fingerprint checked to be exactly the pinned one and every self-signature verified, " +
+			"and this pull request adds it, so that builds of this lock never need a key server. " +
+			"Check the fingerprint against upstream's own publication before merging.\n\n" +
+			"| file | fingerprint | user IDs | fetched from | signed |\n|---|---|---|---|---|\n")
+		for _, a := range keys {
+			k := a.NewKey
+			fmt.Fprintf(&b, "| `%s/%s.asc` | `%s` | %s | %s | %s %s |\n", lock.KeysDir, k.Fingerprint, k.Fingerprint,
+				escapeCell(strings.Join(k.UserIDs, "; ")), escapeCell(k.Source), a.Name, a.New)
+		}
+	}
+	if len(refused) > 0 {
+		b.WriteString("\n### Refused (not in this pull request)\n\n| component | release | why | to resolve |\n|---|---|---|---|\n")
+		for _, r := range refused {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Name, orLookupFailed(r.Target), escapeCell(r.Err.Error()), escapeCell(r.Fix))
+		}
 	}
 	var images []Applied
 	for _, a := range applied {
@@ -88,3 +116,10 @@ func orNoneDigest(s string) string {
 }
 
 func escapeCell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
+
+func orLookupFailed(s string) string {
+	if s == "" {
+		return "(lookup failed)"
+	}
+	return s
+}

@@ -47,7 +47,7 @@ func TestUpdateDropsStaleProfiles(t *testing.T) {
 				dropped = append(dropped, a)
 			}
 		}
-		body := upstream.PRBody(applied, nil)
+		body := upstream.PRBody(applied, nil, nil)
 		if only == "runtime" {
 			if len(after.Profiles) != 1 || len(dropped) != 0 || strings.Contains(body, "PGO profiles") {
 				t.Errorf("runtime image update: profiles %+v, dropped %+v", after.Profiles, dropped)

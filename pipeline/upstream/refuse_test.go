@@ -1,9 +1,9 @@
 package upstream_test
 
 import (
-	"bytes"
 	"context"
-	"os"
+	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -22,11 +22,6 @@ func TestUpdateRefusesNewRelease(t *testing.T) {
 		break_   func(t *testing.T, s *upstreamtest.Scenario, u *upstream.Updater)
 		wantErrs []string
 	}{
-		{"signer not vendored", func(t *testing.T, s *upstreamtest.Scenario, u *upstream.Updater) {
-			// Pinned in the lock and its key served by the mirror (as a key server would),
-			// but not vendored: fine for rebuilding the locked release, not for a new one.
-			u.Vendored = []string{}
-		}, []string{"refused", "not vendored", "pipeline/lock/keys/", "reviewed change"}},
 		{"signature older than the locked release's", func(t *testing.T, s *upstreamtest.Scenario, u *upstream.Updater) {
 			s.Upstream.SetFile(upstreamtest.SignatureName, s.Pinned.SignAt(t, s.Tarball, upstreamtest.LockedSignedAt.Add(-5*time.Minute)))
 		}, []string{"refused", "before the locked 3.5.7's"}},
@@ -54,39 +49,54 @@ func TestUpdateRefusesNewRelease(t *testing.T) {
 			u := updater(s, f)
 			tc.break_(t, s, u)
 			wants := append(tc.wantErrs, "openssl 3.5.8")
-			if tc.name == "signer not vendored" {
-				wants = append(wants, s.Pinned.Fingerprint)
-			}
 			expectRefusal(t, u, s.LockFile, check(t, s), wants...)
 		})
 	}
 }
 
 // expectRefusal runs the update of lockFile by rep and wants it refused with every one of
-// wants (and "the lock is unchanged") in the error, and the lock file byte-identical.
-func expectRefusal(t *testing.T, u *upstream.Updater, lockFile string, rep *upstream.Report, wants ...string) {
+// wants in the refusal (its reason or its fix), the refused entries byte-identical in the
+// lock, and nothing refused among what was applied.
+func expectRefusal(t *testing.T, u *upstream.Updater, lockFile string, rep *upstream.Report, wants ...string) []upstream.Refusal {
 	t.Helper()
-	before, err := os.ReadFile(lockFile)
+	before, err := lock.Load(lockFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	applied, err := u.UpdateFile(context.Background(), lockFile, rep)
-	if err == nil {
-		t.Fatalf("UpdateFile succeeded (applied %+v); want a refusal", applied)
+	var re *upstream.RefusedError
+	if !errors.As(err, &re) {
+		t.Fatalf("UpdateFile = %v (applied %+v); want a *RefusedError", err, applied)
 	}
-	t.Logf("refused: %v", err)
-	for _, want := range append(wants, "the lock is unchanged") {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("err does not say %q: %v", want, err)
+	text := err.Error()
+	for _, r := range re.Refused {
+		text += "\nfix: " + r.Fix
+	}
+	t.Logf("refused: %s", text)
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("the refusal does not say %q: %s", want, text)
 		}
 	}
-	after, err := os.ReadFile(lockFile)
+	after, err := lock.Load(lockFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(before, after) {
-		t.Errorf("the lock changed:\n%s", after)
+	for _, r := range re.Refused {
+		for _, a := range applied {
+			if a.Name == r.Name {
+				t.Errorf("%s was both refused and applied", r.Name)
+			}
+		}
+		if c, ok := before.Component(r.Name); ok && !reflect.DeepEqual(c, after.MustComponent(r.Name)) {
+			t.Errorf("the refused %s changed in the lock: %+v -> %+v", r.Name, c, after.MustComponent(r.Name))
+		}
+		if r.Name == "runtime image" && before.Images.Runtime != after.Images.Runtime ||
+			r.Name == "builder image" && before.Images.Builder != after.Images.Builder {
+			t.Errorf("the refused %s changed in the lock", r.Name)
+		}
 	}
+	return re.Refused
 }
 
 // What a verified update reports: the signer (vendored), both signature dates, the top
@@ -109,7 +119,7 @@ func TestUpdateReportsWhatWasVerified(t *testing.T) {
 			t.Errorf("image applied = %+v; want an index for linux/amd64 and linux/arm64/v8", im)
 		}
 	}
-	body := upstream.PRBody(applied, nil)
+	body := upstream.PRBody(applied, nil, nil)
 	for _, want := range []string{
 		"### openssl 3.5.7 → 3.5.8",
 		"| sha256 | `" + o.SHA256 + "`",
@@ -165,15 +175,15 @@ func TestUpdateUnsignedComponentGainsSignature(t *testing.T) {
 					strings.Join(n.Signature.Fingerprints, ",") != s.Pinned.Fingerprint || !a.GainedSignature || !a.Signed {
 					t.Errorf("nginx = %+v (signature %+v), applied %+v; want the signature pinned to %s and no unsigned reason", n, n.Signature, a, s.Pinned.Fingerprint)
 				}
-				if !strings.Contains(upstream.PRBody(applied, nil), "the `unsigned` reason is removed") {
+				if !strings.Contains(upstream.PRBody(applied, nil, nil), "the `unsigned` reason is removed") {
 					t.Error("the PR body does not say the component gained a signature")
 				}
 			} else {
 				if n.Signature != nil || n.Unsigned == "" || a.Signed || a.Unsigned != n.Unsigned {
 					t.Errorf("nginx = %+v, applied %+v; want it still unsigned with its reason", n, a)
 				}
-				if !strings.Contains(upstream.PRBody(applied, nil), "| signature | **none**: the checksum rests on the HTTPS download alone; the lock says why: "+n.Unsigned) {
-					t.Errorf("the PR body does not say nginx is unsigned and why:\n%s", upstream.PRBody(applied, nil))
+				if !strings.Contains(upstream.PRBody(applied, nil, nil), "| signature | **none**: the checksum rests on the HTTPS download alone; the lock says why: "+n.Unsigned) {
+					t.Errorf("the PR body does not say nginx is unsigned and why:\n%s", upstream.PRBody(applied, nil, nil))
 				}
 			}
 		})
@@ -214,15 +224,11 @@ func TestImageIndexPlatforms(t *testing.T) {
 func TestUpdateRefusesImageWithoutArm64(t *testing.T) {
 	s := upstreamtest.NewScenario(t)
 	upstreamtest.PushIndex(t, s.Registry, "gcr.io/distroless/base-nossl-debian13:nonroot", "linux/amd64")
-	before := s.LockBytes(t)
 	f, _ := fetcher(t, s)
-	_, err := updater(s, f).UpdateFile(context.Background(), s.LockFile, check(t, s))
-	if err == nil || !strings.Contains(err.Error(), "runtime image: image gcr.io/distroless/base-nossl-debian13:nonroot") ||
-		!strings.Contains(err.Error(), "has no linux/arm64 manifest") || !strings.Contains(err.Error(), "the lock is unchanged") {
-		t.Fatalf("err = %v; want the runtime image refused for lacking linux/arm64", err)
-	}
-	if !bytes.Equal(before, s.LockBytes(t)) {
-		t.Error("the lock changed")
+	refused := expectRefusal(t, updater(s, f), s.LockFile, check(t, s),
+		"runtime image", "image gcr.io/distroless/base-nossl-debian13:nonroot", "has no linux/arm64 manifest", "wait for the image to be published for every platform")
+	if len(refused) != 1 {
+		t.Errorf("refused %v, want the runtime image alone", refused)
 	}
 }
 
@@ -260,20 +266,9 @@ func TestUpdateRefusesUnsignedReasonOfTheLockedVersion(t *testing.T) {
 	if !strings.Contains(reason, "1.26.3") {
 		t.Fatalf("the test lock's nginx reason %q no longer names 1.26.3; pick another reason for this test", reason)
 	}
-	before := s.LockBytes(t)
 	f, _ := fetcher(t, s)
-	_, err := updater(s, f).UpdateFile(context.Background(), s.LockFile, check(t, s))
-	if err == nil {
-		t.Fatal("UpdateFile succeeded; want the stale unsigned reason refused")
-	}
-	for _, want := range []string{"nginx 1.26.4: refused", "names the locked version 1.26.3", "Rewrite the reason in the lock", "the lock is unchanged"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("err does not say %q: %v", want, err)
-		}
-	}
-	if !bytes.Equal(before, s.LockBytes(t)) {
-		t.Errorf("the lock changed:\n%s", s.LockBytes(t))
-	}
+	expectRefusal(t, updater(s, f), s.LockFile, check(t, s),
+		"nginx 1.26.4: refused", "names the locked version 1.26.3", "rewrite the component's \"unsigned\" reason in the lock")
 	for _, r := range s.Upstream.Requests() {
 		if r.Method == "GET" && strings.HasSuffix(r.Path, "/nginx-1.26.4.tar.gz") {
 			t.Errorf("the new tarball was downloaded before the refusal: %s %s", r.Method, r.Path)

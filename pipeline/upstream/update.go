@@ -31,9 +31,14 @@ import (
 //
 // Fetch verifies a release the lock pins (checksum and signature): the update uses it to
 // learn, from a verified signature, when the locked release was signed.
+//
+// SignerKey returns a pinned signer's public key for vendoring (see source.SignerKey): the
+// update writes it beside the lock when a new release is signed by a pinned key that is not
+// vendored yet.
 type Fetcher interface {
 	FetchNew(ctx context.Context, c lock.Component) (source.Verified, error)
 	Fetch(ctx context.Context, c lock.Component) (source.Verified, error)
+	SignerKey(ctx context.Context, fpr string) (source.SignerKey, error)
 }
 
 // Applied is one change made to the lock, with what was verified before it was made (the
@@ -48,9 +53,10 @@ type Applied struct {
 	Signed       bool   // the new tarball's signature was verified
 	SignatureURL string // the signature file (as in the lock)
 	SignedBy     string // the pinned fingerprint that made it
-	// SignerVendored is always true for a signed update: a new release signed by a key that
-	// is not vendored is refused. It is kept so the body states it rather than implies it.
+	// SignerVendored: the signer's key was vendored before this update. When it was not,
+	// NewKey is the key this update vendors (written beside the lock with it).
 	SignerVendored bool
+	NewKey         *source.SignerKey
 	SignedAt       time.Time // when the new signature was made
 	// LockedSignedAt is when the locked release's signature was made (zero when the locked
 	// release had no signature): the new one must not be older.
@@ -78,6 +84,56 @@ type Applied struct {
 
 // IsImage reports whether a is a base image change.
 func (a Applied) IsImage() bool { return a.Ref != "" }
+
+// Refusal is an update that was not made: the component or image, the release or digest
+// that was refused, why, and what a person does to resolve it. The other updates of the same
+// run are made regardless (each component and image is decided on its own).
+type Refusal struct {
+	Name   string // component name, or "builder image" / "runtime image"
+	Target string // the refused version or digest ("" when the lookup itself failed)
+	Err    error  // why
+	Fix    string // the command or step that resolves it
+}
+
+func (r Refusal) Error() string {
+	t := r.Name
+	if r.Target != "" {
+		t += " " + r.Target
+	}
+	return t + ": " + r.Err.Error()
+}
+
+func (r Refusal) Unwrap() error { return r.Err }
+
+// fixFor says what resolves a refusal, from what refused it.
+func fixFor(name string, err error) string {
+	var se *source.SignerError
+	var ke *source.KeyError
+	switch {
+	case errors.As(err, &se):
+		fpr := se.Issuer
+		if fpr == "" {
+			fpr = "<FINGERPRINT of key " + se.KeyID + ">"
+		}
+		return fmt.Sprintf("if upstream really changed signers, check the new key with them out of band, then adopt it in a reviewed change: go run ./ci lock trust %s %s", name, fpr)
+	case errors.As(err, &ke):
+		return fmt.Sprintf("the pinned key %s could not be obtained: run again with --keyserver URL naming a key server that has it, or vendor it by hand as %s/%s.asc in a reviewed change", ke.Fingerprint, lock.KeysDir, ke.Fingerprint)
+	case errors.Is(err, errReplay), errors.Is(err, errWrongTopDir):
+		return "ask upstream; keep the lock as it is (the next run checks again)"
+	case errors.Is(err, errUnsignedReason):
+		return "rewrite the component's \"unsigned\" reason in the lock so that it holds for any release (why upstream publishes no signatures, without a version), then run go run ./ci check-updates --write again"
+	case errors.Is(err, errPlatforms):
+		return "wait for the image to be published for every platform the build targets (the next run checks again), or pin a digest by hand"
+	}
+	return "run go run ./ci check-updates --write again (transient failures clear by themselves on the next scheduled run)"
+}
+
+var (
+	errReplay         = errors.New("signed before the locked release")
+	errWrongTopDir    = errors.New("wrong top directory")
+	errUnsignedReason = errors.New("unsigned reason names the locked version")
+	errPlatforms      = errors.New("index lacks a platform")
+)
 
 var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
@@ -118,6 +174,9 @@ type Updater struct {
 	Mirror string
 	// HTTP is the client for that look-up (default: 60 s timeout).
 	HTTP *http.Client
+	// KeysDir is where UpdateFile vendors the key of a pinned signer that was not vendored
+	// yet ("" is the keys directory beside the lock file, lock.KeysDirBeside).
+	KeysDir string
 	// Logf reports each check (default quiet).
 	Logf func(format string, args ...any)
 }
@@ -142,31 +201,37 @@ func (u *Updater) logf(format string, args ...any) {
 	}
 }
 
-// Apply returns a copy of l with the updates of rep: for each component, the new version,
-// URLs derived from the old ones by version substitution, and the checksum of the verified
-// download; for each base image, the new index digest. A new release is refused when
-//   - its signature cannot be verified (or, for a signed component, is missing),
-//   - it is signed by a key that is not vendored (pipeline/lock/keys),
+// Apply returns a copy of l with the updates of rep that can be vouched for, and the ones
+// refused. Each component and base image is decided on its own: a refusal leaves that entry
+// as it was and the others still move. For a component that moves, the lock gets the new
+// version, URLs derived from the old ones by version substitution, and the checksum of the
+// verified download; for a base image, the new index digest. A new release is refused when
+//   - its signature cannot be verified (or, for a signed component, is missing), including
+//     a signature by a key whose fingerprint the lock does not pin,
+//   - its signer's key is pinned but cannot be obtained with a valid self-signature,
 //   - its signature is older than the locked release's,
 //   - its tarball's top-level directory is not <name>-<new version> (TopDirName),
 //   - it stays unsigned and the lock's "unsigned" reason names the locked version (the reason
 //     was written about that release and would not be known to hold for the new one);
 //
-// and a base image when its index lacks a platform the build targets. Any refusal returns
-// an error and no lock, so version and checksum only ever change together.
-func (u *Updater) Apply(ctx context.Context, l *lock.Lock, rep *Report) (*lock.Lock, []Applied, error) {
+// and a base image when its index lacks a platform the build targets. A release signed by a
+// pinned key that is not vendored moves, and its Applied carries the key (NewKey) for the
+// caller to vendor with the lock (UpdateFile does). A component whose lookup failed (an
+// entry of rep.Failed) is refused as well. The error is for what no single entry explains.
+func (u *Updater) Apply(ctx context.Context, l *lock.Lock, rep *Report) (*lock.Lock, []Applied, []Refusal, error) {
 	if u.Fetcher == nil {
-		return nil, nil, errors.New("upstream.Updater: no Fetcher")
+		return nil, nil, nil, errors.New("upstream.Updater: no Fetcher")
 	}
 	b, err := l.Marshal()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	out, err := lock.Parse(b)
 	if err != nil {
-		return nil, nil, fmt.Errorf("copying the lock: %w", err)
+		return nil, nil, nil, fmt.Errorf("copying the lock: %w", err)
 	}
 	var done []Applied
+	refused := append([]Refusal(nil), rep.Failed...)
 	for _, cr := range rep.Components {
 		if !cr.Update {
 			continue
@@ -174,7 +239,9 @@ func (u *Updater) Apply(ctx context.Context, l *lock.Lock, rep *Report) (*lock.L
 		old := out.MustComponent(cr.Name)
 		next, a, err := u.component(ctx, old, cr.Latest)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s %s: %w (the lock is unchanged)", cr.Name, cr.Latest, err)
+			u.logf("%s %s: refused: %v", cr.Name, cr.Latest, err)
+			refused = append(refused, Refusal{Name: cr.Name, Target: cr.Latest, Err: err, Fix: fixFor(cr.Name, err)})
+			continue
 		}
 		out.SetComponent(next)
 		done = append(done, a)
@@ -188,21 +255,15 @@ func (u *Updater) Apply(ctx context.Context, l *lock.Lock, rep *Report) (*lock.L
 			img = &out.Images.Runtime
 		}
 		if img.Ref != ir.Ref {
-			return nil, nil, fmt.Errorf("%s image: the report is for %q but the lock has %q", ir.Role, ir.Ref, img.Ref)
+			return nil, nil, nil, fmt.Errorf("%s image: the report is for %q but the lock has %q", ir.Role, ir.Ref, img.Ref)
 		}
-		if u.Images == nil {
-			return nil, nil, fmt.Errorf("%s image %s: no image resolver to check the platforms of %s (the lock is unchanged)", ir.Role, ir.Ref, ir.Latest)
-		}
-		want := u.Platforms
-		if want == nil {
-			want = ImagePlatforms
-		}
-		plats, err := u.Images.IndexPlatforms(ctx, ir.Ref, ir.Latest, want)
+		a, err := u.image(ctx, ir)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s image: %w (the lock is unchanged)", ir.Role, err)
+			refused = append(refused, Refusal{Name: ir.Role + " image", Target: ir.Latest, Err: err, Fix: fixFor(ir.Role+" image", err)})
+			continue
 		}
-		u.logf("%s image %s: index %s covers %s", ir.Role, ir.Ref, ir.Latest, strings.Join(plats, ", "))
-		done = append(done, Applied{Name: ir.Role + " image", Old: img.Digest, New: ir.Latest, Ref: ir.Ref, Platforms: plats})
+		a.Old = img.Digest
+		done = append(done, a)
 		img.Digest = ir.Latest
 	}
 	// A recorded PGO profile fits the sources and the compiler it was trained with: a new
@@ -219,9 +280,26 @@ func (u *Updater) Apply(ctx context.Context, l *lock.Lock, rep *Report) (*lock.L
 		out.Profiles = nil
 	}
 	if err := out.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("the updated lock is invalid: %w", err)
+		return nil, nil, nil, fmt.Errorf("the updated lock is invalid: %w", err)
 	}
-	return out, done, nil
+	return out, done, refused, nil
+}
+
+// image checks that the index a base image tag now points at covers every platform.
+func (u *Updater) image(ctx context.Context, ir ImageReport) (Applied, error) {
+	if u.Images == nil {
+		return Applied{}, fmt.Errorf("no image resolver to check the platforms of %s", ir.Latest)
+	}
+	want := u.Platforms
+	if want == nil {
+		want = ImagePlatforms
+	}
+	plats, err := u.Images.IndexPlatforms(ctx, ir.Ref, ir.Latest, want)
+	if err != nil {
+		return Applied{}, err
+	}
+	u.logf("%s image %s: index %s covers %s", ir.Role, ir.Ref, ir.Latest, strings.Join(plats, ", "))
+	return Applied{Name: ir.Role + " image", New: ir.Latest, Ref: ir.Ref, Platforms: plats}, nil
 }
 
 // component fetches and vets old's new release v and returns the lock entry for it.
@@ -254,9 +332,8 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 	// The reason stays in the lock (and goes into the SBOM) for the new release, so it must
 	// still be true of it: one that names the locked version is about that release.
 	if next.Signature == nil && containsVersion(old.Unsigned, old.Version) {
-		return lock.Component{}, Applied{}, fmt.Errorf("refused: the new release stays unsigned, and the lock's \"unsigned\" reason names the locked version %s, so it is not known to hold for %s: %q. "+
-			"Rewrite the reason in the lock so that it holds for any release (why upstream publishes no signatures, without a version), then run `go run ./ci check-updates --write` again",
-			old.Version, v, old.Unsigned)
+		return lock.Component{}, Applied{}, fmt.Errorf("refused: the new release stays unsigned, and the lock's \"unsigned\" reason names the locked version %s, so it is not known to hold for %s: %q (%w)",
+			old.Version, v, old.Unsigned, errUnsignedReason)
 	}
 
 	ver, err := u.Fetcher.FetchNew(ctx, next)
@@ -276,13 +353,21 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 		if !ver.Signed {
 			return lock.Component{}, Applied{}, errors.New("refused: the lock pins a signature but the fetcher did not verify one")
 		}
-		if !contains(vendored, ver.SignedBy) {
-			return lock.Component{}, Applied{}, fmt.Errorf("refused: its signature %s was made by %s, whose key is not vendored in %s. "+
-				"A key fetched from a key server is good enough to rebuild a locked release, but not to let a new one in: "+
-				"check %s out of band with upstream, add it as %s/%s.asc in a reviewed change, then run `go run ./ci check-updates --write` again",
-				next.SignatureFileName(), ver.SignedBy, lock.KeysDir, ver.SignedBy, lock.KeysDir, ver.SignedBy)
+		a.Signed, a.SignedBy, a.SignedAt, a.SignatureURL = true, ver.SignedBy, ver.SignedAt, next.Signature.URL
+		a.SignerVendored = ver.SignerVendored || contains(vendored, ver.SignedBy)
+		if !a.SignerVendored {
+			// The lock pins this fingerprint (the fetcher verifies only with pinned keys), so
+			// the key is the one a reviewer already accepted by its hash. Vendor it with this
+			// change, so that builds of the new lock never need a key server, and so that the
+			// pull request shows it for review.
+			k, err := u.Fetcher.SignerKey(ctx, ver.SignedBy)
+			if err != nil {
+				return lock.Component{}, Applied{}, fmt.Errorf("refused: its signer %s is pinned but not vendored, and its key cannot be vendored: %w", ver.SignedBy, err)
+			}
+			if !k.Vendored {
+				a.NewKey = &k
+			}
 		}
-		a.Signed, a.SignedBy, a.SignerVendored, a.SignedAt, a.SignatureURL = true, ver.SignedBy, true, ver.SignedAt, next.Signature.URL
 
 		// The new signature must not be older than the locked release's: a release signed
 		// before the one we have is an old build under a new name (a replay), whatever its
@@ -300,9 +385,8 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 			a.LockedSignedAt = lv.SignedAt
 			if ver.SignedAt.Before(lv.SignedAt) {
 				return lock.Component{}, Applied{}, fmt.Errorf("refused: its signature %s was made on %s, before the locked %s's (%s): "+
-					"a new release signed earlier than the one it replaces is suspect (an older build under a new version?); "+
-					"ask upstream, and keep the lock as it is",
-					next.SignatureFileName(), ver.SignedAt.UTC().Format(time.RFC3339), old.Version, lv.SignedAt.UTC().Format(time.RFC3339))
+					"a new release signed earlier than the one it replaces is suspect (an older build under a new version?) (%w)",
+					next.SignatureFileName(), ver.SignedAt.UTC().Format(time.RFC3339), old.Version, lv.SignedAt.UTC().Format(time.RFC3339), errReplay)
 			}
 		}
 		if a.GainedSignature {
@@ -317,12 +401,12 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 
 	top, err := TopDir(ver.Path)
 	if err != nil {
-		return lock.Component{}, Applied{}, fmt.Errorf("refused: %w", err)
+		return lock.Component{}, Applied{}, fmt.Errorf("refused: %w (%w)", err, errWrongTopDir)
 	}
 	if want := TopDirName(old.Name, v); top != want {
 		return lock.Component{}, Applied{}, fmt.Errorf("refused: its tarball %s unpacks into %s/, not %s/: the file is not the release it is named after "+
-			"(the build strips the top directory, so it would build whatever is inside); ask upstream, and keep the lock as it is",
-			next.FileName(), top, want)
+			"(the build strips the top directory, so it would build whatever is inside) (%w)",
+			next.FileName(), top, want, errWrongTopDir)
 	}
 	a.TopDir = top
 	u.logf("%s %s: sha256 %s, top directory %s/", old.Name, v, ver.SHA256, top)
@@ -420,8 +504,42 @@ func TopDir(file string) (string, error) {
 	return top, nil
 }
 
-// UpdateFile applies rep to the lock file and rewrites it in the stable form. When anything
-// is refused or fails, the file is not touched (byte for byte).
+// RefusedError is UpdateFile's error when something was refused: every refusal, and whether
+// the other updates were written.
+type RefusedError struct {
+	Refused []Refusal
+	Wrote   bool // the lock (and any vendored key) was written with the updates that passed
+}
+
+func (e *RefusedError) Error() string {
+	var b strings.Builder
+	for i, r := range e.Refused {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(r.Error())
+	}
+	if e.Wrote {
+		b.WriteString(" (the other updates were written)")
+	} else {
+		b.WriteString(" (the lock is unchanged)")
+	}
+	return b.String()
+}
+
+// Unwrap gives errors.Is and errors.As each refusal's cause.
+func (e *RefusedError) Unwrap() []error {
+	out := make([]error, len(e.Refused))
+	for i, r := range e.Refused {
+		out[i] = r.Err
+	}
+	return out
+}
+
+// UpdateFile applies rep to the lock file and rewrites it in the stable form, with the keys
+// of newly vendored signers written to keysDir (lock.KeysDirBeside(file) when ""), before
+// the lock. What was refused is returned as a *RefusedError, after the rest was written; when
+// nothing could be applied, the file is not touched (byte for byte).
 func (u *Updater) UpdateFile(ctx context.Context, file string, rep *Report) ([]Applied, error) {
 	before, err := os.ReadFile(file)
 	if err != nil {
@@ -431,24 +549,47 @@ func (u *Updater) UpdateFile(ctx context.Context, file string, rep *Report) ([]A
 	if err != nil {
 		return nil, fmt.Errorf("lock file %q: %w", file, err)
 	}
-	out, done, err := u.Apply(ctx, l, rep)
+	out, done, refused, err := u.Apply(ctx, l, rep)
 	if err != nil {
 		return nil, err
 	}
+	refusedErr := func(wrote bool) error {
+		if len(refused) == 0 {
+			return nil
+		}
+		return &RefusedError{Refused: refused, Wrote: wrote}
+	}
 	if len(done) == 0 {
-		return nil, nil
+		return nil, refusedErr(false)
 	}
 	after, err := out.Marshal()
 	if err != nil {
 		return nil, err
 	}
 	if bytes.Equal(before, after) {
-		return done, nil
+		return done, refusedErr(false)
+	}
+	keysDir := u.KeysDir
+	if keysDir == "" {
+		keysDir = lock.KeysDirBeside(file)
+	}
+	for _, a := range done {
+		if a.NewKey == nil {
+			continue
+		}
+		if err := os.MkdirAll(keysDir, 0o755); err != nil {
+			return nil, fmt.Errorf("vendoring key %s: %w (the lock is unchanged)", a.NewKey.Fingerprint, err)
+		}
+		kf := filepath.Join(keysDir, a.NewKey.Fingerprint+".asc")
+		if err := os.WriteFile(kf, a.NewKey.Armored, 0o644); err != nil {
+			return nil, fmt.Errorf("vendoring key %s: %w (the lock is unchanged)", a.NewKey.Fingerprint, err)
+		}
+		u.logf("%s: vendored the key of %s as %s", a.Name, a.NewKey.Fingerprint, kf)
 	}
 	if err := out.Write(file); err != nil {
 		return nil, err
 	}
-	return done, nil
+	return done, refusedErr(true)
 }
 
 // Bump returns c at version v: the version, the tarball URL and the signature URL with the
