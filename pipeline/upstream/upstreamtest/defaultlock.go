@@ -239,3 +239,15 @@ func (s *DefaultLockScenario) LockBytes(t testing.TB) []byte {
 	}
 	return b
 }
+
+// ServeRelease serves a stand-in of component name's release v, signed by the component's
+// test key after the locked release, and returns its SHA-256. Listing it on GitHub is the
+// caller's (Upstream.SetGitHub).
+func (s *DefaultLockScenario) ServeRelease(t testing.TB, name, v string) string {
+	t.Helper()
+	l, err := lock.Load(s.LockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.standIn(t, l.MustComponent(name), v, NewSignedAt)
+}
