@@ -186,6 +186,54 @@ func TestUnattendedReplayWithAnUnpinnedSigner(t *testing.T) {
 	if !strings.Contains(string(body), "### Refused (not in this pull request)") || !strings.Contains(string(body), fix) {
 		t.Errorf("PR body does not list the refusal and its fix:\n%s", body)
 	}
+
+	// What a person does after checking the new signer with upstream: the command the
+	// refusal names. The next run then lets the release in.
+	r.keyserver.Serve(mallory.Fingerprint, mallory.Armored)
+	var tout, terr bytes.Buffer
+	if code := run(context.Background(), []string{"lock", "--lock", r.LockFile, "--keyserver", r.keyserver.URL, "trust", lock.OpenSSL, mallory.Fingerprint}, &tout, &terr); code != 0 {
+		t.Fatalf("lock trust: exit %d: %s", code, terr.String())
+	}
+	if _, err := os.Stat(filepath.Join(r.keysDir, mallory.Fingerprint+".asc")); err != nil {
+		t.Errorf("lock trust did not vendor the key: %v", err)
+	}
+	if code, _, errs := r.run(t); code != 0 {
+		t.Fatalf("after lock trust: exit %d; stderr:\n%s", code, errs)
+	}
+	if l, _ := lock.Load(r.LockFile); l.MustComponent(lock.OpenSSL).Version != "3.5.4" {
+		t.Errorf("openssl = %s after lock trust, want 3.5.4", l.MustComponent(lock.OpenSSL).Version)
+	}
+}
+
+func TestLockTrustRefusals(t *testing.T) {
+	s := upstreamtest.NewDefaultLockScenario(t)
+	ks := upstreamtest.NewKeyserver(t)
+	impostor := upstreamtest.NewKey(t, "Impostor")
+	wanted := upstreamtest.NewKey(t, "Wanted")
+	ks.Serve(wanted.Fingerprint, impostor.Armored)
+	before := s.LockBytes(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"trust", lock.OpenSSL, "C14AC37739CAE924"}, 2, "not a key fingerprint"},
+		{[]string{"trust", "libressl", wanted.Fingerprint}, 2, "has no component \"libressl\""},
+		{[]string{"trust", lock.OpenSSL, wanted.Fingerprint}, 1, "refusing key material: asked for fingerprint " + wanted.Fingerprint},
+		{[]string{"trust", lock.OpenSSL}, 2, "want: lock trust COMPONENT FINGERPRINT"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), append([]string{"lock", "--lock", s.LockFile, "--keyserver", ks.URL}, tc.args...), &out, &errb)
+		if code != tc.code || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("lock %v: exit %d, stderr %q; want exit %d and %q", tc.args, code, errb.String(), tc.code, tc.want)
+		}
+	}
+	if !bytes.Equal(before, s.LockBytes(t)) {
+		t.Error("a refused lock trust changed the lock")
+	}
+	if _, err := os.Stat(lock.KeysDirBeside(s.LockFile)); !os.IsNotExist(err) {
+		t.Errorf("a refused lock trust wrote keys (stat: %v)", err)
+	}
 }
 
 // Key checks fail closed: a key server that answers for PCRE2's pinned fingerprint with

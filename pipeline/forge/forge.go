@@ -288,6 +288,10 @@ func (b *build) fetch(ctx context.Context) error {
 	if b.req.Keyservers != nil {
 		opts = append(opts, source.WithKeyserver(b.req.Keyservers...))
 	}
+	if b.req.LockFile != "" {
+		// Keys an update vendored beside this lock count before the program is rebuilt.
+		opts = append(opts, source.WithKeysDir(lock.KeysDirBeside(b.req.LockFile)))
+	}
 	start := time.Now()
 	f := source.New(opts...)
 	verified, err := f.FetchAll(ctx, b.l)
