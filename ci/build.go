@@ -41,6 +41,7 @@ type buildFlags struct {
 	builderImage string
 	runtimeImage string
 	revision     string
+	ref          string
 }
 
 // buildHelp is `ci build --help`.
@@ -102,29 +103,36 @@ func init() {
 		usage:   "[--push --image REPO[:TAG,...]] [--output PATH] [--tree DIR] [flags]",
 		long:    buildHelp,
 		flags: func(fs *flag.FlagSet) runFunc {
-			var f buildFlags
-			f.stackFlags(fs)
-			fs.StringVar(&f.tree, "tree", "", "write the install tree to `DIR` (must be new or empty)")
-			fs.StringVar(&f.output, "output", "", "write the image to `PATH`: an OCI layout directory, or a tarball if it ends in .tar")
-			fs.StringVar(&f.optimize, "optimize", forge.DefaultOptimize, "optimization `mode`: "+strings.Join(forge.OptimizeModes, ", ")+" (auto: pgo when the lock records a PGO profile for this build (ci pgo-profile), else none; lto: link-time optimization of nginx with OpenSSL, PCRE2, zlib; pgo: lto plus a profile of OpenSSL and nginx: the lock's recorded one, else trained on loopback during this build, which is then not reproducible)")
-			fs.BoolVar(&f.verbose, "v", false, "verbose: show downloads, verification, registry steps and the smoke table")
-			fs.StringVar(&f.image, "image", "", "`REPO[:TAG[,TAG...]]` to publish to (with --push) and to name --output's tarball")
-			fs.BoolVar(&f.push, "push", false, "push by digest, smoke-test that digest, then move the tags")
-			fs.BoolVar(&f.digestOnly, "digest-only", false, "with --push: move no tag (print the digest for 'ci manifest')")
-			fs.BoolVar(&f.latest, "latest", false, "with --push and default tags: also move latest")
-			fs.BoolVar(&f.noSmoke, "no-smoke", false, "skip the smoke tests (refused with --push)")
-			fs.BoolVar(&f.insecure, "insecure", false, "allow plain HTTP to registries that are not on loopback")
-			fs.BoolVar(&f.bundle, "bundle", false, "with --tree: add a systemd unit, sysusers.d and sysctl.d files for a bare-metal install")
-			fs.StringVar(&f.runtimeImage, "runtime-image", "", "base the image on `REF` instead of the lock's runtime image")
-			fs.StringVar(&f.revision, "revision", "", "source `revision` (commit) recorded in org.opencontainers.image.revision")
+			f := declareBuildFlags(fs)
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
 					return usageErrorf("unexpected arguments: %s", strings.Join(args, " "))
 				}
-				return runBuild(ctx, f, stdout, stderr)
+				return runBuild(ctx, *f, stdout, stderr)
 			}
 		},
 	})
+}
+
+// declareBuildFlags declares build's flags on fs; they fill the returned flags when fs parses.
+func declareBuildFlags(fs *flag.FlagSet) *buildFlags {
+	var f buildFlags
+	f.stackFlags(fs)
+	fs.StringVar(&f.tree, "tree", "", "write the install tree to `DIR` (must be new or empty)")
+	fs.StringVar(&f.output, "output", "", "write the image to `PATH`: an OCI layout directory, or a tarball if it ends in .tar")
+	fs.StringVar(&f.optimize, "optimize", forge.DefaultOptimize, "optimization `mode`: "+strings.Join(forge.OptimizeModes, ", ")+" (auto: pgo when the lock records a PGO profile for this build (ci pgo-profile), else none; lto: link-time optimization of nginx with OpenSSL, PCRE2, zlib; pgo: lto plus a profile of OpenSSL and nginx: the lock's recorded one, else trained on loopback during this build, which is then not reproducible)")
+	fs.BoolVar(&f.verbose, "v", false, "verbose: show downloads, verification, registry steps and the smoke table")
+	fs.StringVar(&f.image, "image", "", "`REPO[:TAG[,TAG...]]` to publish to (with --push) and to name --output's tarball")
+	fs.BoolVar(&f.push, "push", false, "push by digest, smoke-test that digest, then move the tags")
+	fs.BoolVar(&f.digestOnly, "digest-only", false, "with --push: move no tag (print the digest for 'ci manifest')")
+	fs.BoolVar(&f.latest, "latest", false, "with --push and default tags: also move the nginx channel (stable or mainline) and latest")
+	fs.StringVar(&f.ref, "ref", "", "the git `ref` built (e.g. refs/heads/main, refs/tags/v1.4.0; GitHub's GITHUB_REF): decides the default tags as ci manifest does (README: Tags)")
+	fs.BoolVar(&f.noSmoke, "no-smoke", false, "skip the smoke tests (refused with --push)")
+	fs.BoolVar(&f.insecure, "insecure", false, "allow plain HTTP to registries that are not on loopback")
+	fs.BoolVar(&f.bundle, "bundle", false, "with --tree: add a systemd unit, sysusers.d and sysctl.d files for a bare-metal install")
+	fs.StringVar(&f.runtimeImage, "runtime-image", "", "base the image on `REF` instead of the lock's runtime image")
+	fs.StringVar(&f.revision, "revision", "", "source `revision` (commit) recorded in org.opencontainers.image.revision")
+	return &f
 }
 
 // stackFlags declares the flags that choose what is built and where: shared by build and
@@ -282,7 +290,7 @@ func (f buildFlags) request() (forge.Request, error) {
 		Platforms: platforms, CPU: f.cpu, Jobs: f.jobs, Optimize: f.optimize, Mirror: f.mirror, CacheDir: f.cache,
 		Tree: f.tree, Bundle: f.bundle, Output: f.output,
 		Push: f.push, DigestOnly: f.digestOnly, Latest: f.latest, NoSmoke: f.noSmoke, Insecure: f.insecure,
-		Revision: f.revision,
+		Revision: f.revision, Ref: f.ref,
 	}
 	if f.modules != "" {
 		req.Modules = splitList(f.modules)

@@ -10,14 +10,16 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
 func init() {
 	register(&command{
 		name:    "manifest",
 		summary: "assemble a multi-platform index from per-platform digests, push it, then tag it",
-		usage:   "--image REPO:TAG[,TAG...] [--dry-run] DIGEST_REF...",
+		usage:   "--image REPO[:TAG,...] [--ref REF --revision SHA] [--dry-run] DIGEST_REF...",
 		long: `
 For the workflow that builds each architecture on its own runner: every runner pushes its
 image by digest, and this command joins them. Each DIGEST_REF is REPO@sha256:... (or just
@@ -25,22 +27,39 @@ sha256:..., meaning --image's repository). The platform of each entry is read fr
 image's config; entries are sorted by platform, so the index digest does not depend on the
 argument order; two images of one platform are refused.
 
-The index is pushed by digest first, then the tags move (same safety as publishing an image:
-a failure leaves every tag where it was and says what is left in the registry). Transient
+The tags are those --image names, or, for --image REPO alone, the ones the lock, --ref and
+--revision decide (the same rule as ci build --push; README: Tags). The index is pushed by
+digest first, then the tags move, all or none (as when publishing an image: a failure puts
+every tag back where it was and says what, if anything, the registry kept). Transient
 registry errors are retried. Credentials come from the Docker config and, for ghcr.io,
 GITHUB_TOKEN; they are never printed.
 
 Prints REPO@sha256:... of the index. --dry-run reads the per-platform images, prints the
 index manifest and the tags it would move, and writes nothing.`,
 		flags: func(fs *flag.FlagSet) runFunc {
-			imageFlag := fs.String("image", "", "`REPO:TAG[,TAG...]` to publish the index as (required)")
+			imageFlag := fs.String("image", "", "`REPO[:TAG,...]` to publish the index as (required); without tags, the tags --lock, --ref and --revision decide")
+			lockFile := fs.String("lock", lock.DefaultPath, "lock `file` the images were built from (for the default tags)")
+			ref := fs.String("ref", "", "the git `ref` built (GITHUB_REF), for the default tags")
+			revision := fs.String("revision", "", "the `commit` built (GITHUB_SHA), for the default tags")
 			dryRun := fs.Bool("dry-run", false, "print the index and tags without pushing anything")
 			insecure := fs.Bool("insecure", false, "allow plain HTTP to a registry that is not on loopback")
 			verbose := fs.Bool("v", false, "print each registry step on standard error")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-				repo, tags, err := parseImageTags(*imageFlag)
+				if *imageFlag == "" {
+					return usageErrorf("--image REPO[:TAG,...] is required")
+				}
+				repo, tags, err := parseImage(*imageFlag)
 				if err != nil {
 					return err
+				}
+				if len(tags) == 0 {
+					l, err := forge.LoadLock(*lockFile, func(string, ...any) {})
+					if err != nil {
+						return err
+					}
+					if tags = image.Tags(l, image.TagEvent{Ref: *ref, Revision: *revision}); len(tags) == 0 {
+						return usageErrorf("--ref %q with no --revision moves no tag: name the tags in --image REPO:TAG,...", *ref)
+					}
 				}
 				if len(args) == 0 {
 					return usageErrorf("give at least one per-platform DIGEST_REF (REPO@sha256:...)")
@@ -72,22 +91,6 @@ index manifest and the tags it would move, and writes nothing.`,
 			}
 		},
 	})
-}
-
-// parseImageTags splits "REPO:TAG[,TAG...]" ("ghcr.io/o/nginx:1.26.3,latest"); an index
-// is published under tags, so at least one is required.
-func parseImageTags(s string) (string, []string, error) {
-	if s == "" {
-		return "", nil, usageErrorf("--image REPO:TAG[,TAG...] is required")
-	}
-	repo, tags, err := parseImage(s)
-	if err != nil {
-		return "", nil, err
-	}
-	if len(tags) == 0 {
-		return "", nil, usageErrorf("--image %q has no tag; write REPO:TAG[,TAG...]", s)
-	}
-	return repo, tags, nil
 }
 
 func runManifest(ctx context.Context, stdout io.Writer, repo string, tags, refs []string, dryRun bool, opts []image.PublishOption) error {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log"
 	"net/http/httptest"
+	"flag"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +16,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/forge"
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
 )
 
 func pushPlatform(t *testing.T, repo, arch string) string {
@@ -79,7 +84,7 @@ func TestManifestCommand(t *testing.T) {
 
 	for _, bad := range [][]string{
 		{amd},                              // no --image
-		{"--image", repo, amd},             // no tag
+		{"--image", repo, "--ref", "refs/heads/feature", amd}, // no tag given and none decided
 		{"--image", repo + ":x"},           // no digests
 		{"--image", repo + ":x", "latest"}, // not a digest
 	} {
@@ -96,4 +101,43 @@ func mustTagRef(t *testing.T, s string) name.Tag {
 		t.Fatal(err)
 	}
 	return tag
+}
+
+// One tag rule: for the same lock, ref and revision, the CI join (ci manifest --image REPO)
+// moves exactly the tags ci build --push would, in the same order.
+func TestBuildAndManifestDecideTheSameTags(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	repo := strings.TrimPrefix(srv.URL, "http://") + "/nginx-forge"
+	amd := pushPlatform(t, repo, "amd64")
+	lockFile := "../pipeline/lock/testdata/trixie.lock.json"
+	l, err := forge.LoadLock(lockFile, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sha = "89abcdef0123456789abcdef0123456789abcdef"
+	for _, ref := range []string{"refs/heads/main", "refs/tags/v1.4.0", ""} {
+		args := []string{"--push", "--image", repo, "--lock", lockFile, "--ref", ref, "--revision", sha}
+		fs := flag.NewFlagSet("build", flag.ContinueOnError)
+		f := declareBuildFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		req, err := f.request()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromBuild := image.Tags(l, req.TagEvent())
+		code, out, errs := runManifestCmd(t, "--image", repo, "--lock", lockFile, "--ref", ref, "--revision", sha, "--dry-run", amd)
+		if code != 0 {
+			t.Fatalf("manifest --ref %q: exit %d: %s", ref, code, errs)
+		}
+		want := "move tags " + strings.Join(fromBuild, ", ") + ";"
+		if !strings.Contains(out, want) {
+			t.Errorf("--ref %q: build moves %v; manifest says:\n%s", ref, fromBuild, out)
+		}
+		if ref != "" && !slices.Contains(fromBuild, "latest") {
+			t.Errorf("--ref %q: %v lacks latest", ref, fromBuild)
+		}
+	}
 }

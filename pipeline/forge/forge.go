@@ -569,7 +569,7 @@ func (b *build) publish(ctx context.Context) error {
 	}
 	tags := b.req.Tags
 	if len(tags) == 0 && !b.req.DigestOnly {
-		tags = image.DefaultTags(b.l, b.req.Latest)
+		tags = image.Tags(b.l, b.req.TagEvent())
 	}
 	imageTags := tags
 	if len(b.targets) > 1 {

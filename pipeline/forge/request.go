@@ -69,10 +69,16 @@ type Request struct {
 	Tags       []string // tags to move; empty is the default tags
 	Push       bool     // push by digest, smoke-test that digest, then move the tags
 	DigestOnly bool     // with Push: move no tag
-	Latest     bool     // with Push and the default tags: also move latest
+	Latest     bool     // with Push and the default tags: also move the channel and latest
+	Ref        string   // the git ref built (GITHUB_REF), for the default tags (image.Tags)
 	NoSmoke    bool     // skip the smoke tests (never with Push)
 	Insecure   bool     // allow plain HTTP to registries not on loopback
 	Revision   string   // source revision recorded in the image's annotations
+}
+
+// TagEvent is what the default tags are decided from (image.Tags).
+func (r Request) TagEvent() image.TagEvent {
+	return image.TagEvent{Ref: r.Ref, Revision: r.Revision, Latest: r.Latest}
 }
 
 // WantsImage: an image is assembled unless the only output asked for is the install tree.

@@ -281,10 +281,10 @@ func TestWriteLayout(t *testing.T) {
 
 func TestDefaultTags(t *testing.T) {
 	l := testLock(t)
-	if got := strings.Join(DefaultTags(l, false), " "); got != "1.26.3 1.26.3-openssl3.5.7-pcre2-10.46-zlib1.3.1" {
+	if got := strings.Join(DefaultTags(l, false), " "); got != "1.26.3 1.26.3-openssl3.5.7-pcre2-10.46-zlib1.3.1 1.26" {
 		t.Errorf("DefaultTags = %s", got)
 	}
-	if got := DefaultTags(l, true); got[len(got)-1] != "latest" || len(got) != 3 {
+	if got := DefaultTags(l, true); got[len(got)-1] != "latest" || len(got) != 5 {
 		t.Errorf("DefaultTags(latest) = %v", got)
 	}
 }

@@ -155,6 +155,11 @@ type PublishError struct {
 	Moved []string
 	// Restored are tags that were moved during the tag step and then put back.
 	Restored []string
+	// Removed are tags this publish created during the tag step and then deleted again.
+	Removed []string
+	// ImageDeleted: the registry could only remove the created tags by deleting the image
+	// this publish pushed (distribution 2.x); Digest is no longer in the registry.
+	ImageDeleted bool
 	// Unchanged are tags left where they were (including restored ones).
 	Unchanged []string
 	Err       error
@@ -170,6 +175,8 @@ func (e *PublishError) Error() string {
 func (e *PublishError) State() string {
 	var s string
 	switch {
+	case e.ImageDeleted:
+		s = fmt.Sprintf("%s was pushed and verified, then deleted again with the tags it had been given (the registry cannot delete a tag alone)", e.Digest)
 	case !e.Pushed && e.Step == StepPrepare:
 		s = "nothing pushed"
 	case !e.Pushed:
@@ -185,6 +192,9 @@ func (e *PublishError) State() string {
 		s += "; no tag moved"
 		if len(e.Restored) > 0 {
 			s += " (put back where they were: " + strings.Join(e.Restored, ", ") + ")"
+		}
+		if len(e.Removed) > 0 {
+			s += " (created, then deleted again: " + strings.Join(e.Removed, ", ") + ")"
 		}
 	} else {
 		s += "; tags moved to it: " + strings.Join(e.Moved, ", ")
@@ -205,7 +215,8 @@ type target interface {
 // manifest), runs the verify function on exactly that digest, attaches the SBOM, and only
 // then points each tag at the digest. Any failure stops the sequence and leaves every tag
 // where it was: a failure while moving tags puts the tags already moved back where they
-// were (or, if they did not exist, says so). The error is a *PublishError.
+// were and deletes the ones it created (a registry that refuses to delete a tag keeps it,
+// and the error lists it under Moved). The error is a *PublishError.
 func Publish(ctx context.Context, img v1.Image, repo string, tags []string, opts ...PublishOption) (*Published, error) {
 	o := newPublishOptions(opts)
 	return publish(ctx, img, repo, tags, o, func(ref name.Digest, ropts []remote.Option) error {
@@ -317,11 +328,12 @@ func publish(ctx context.Context, t target, repoStr string, tagNames []string, o
 			for _, later := range tags[i:] {
 				perr.Unchanged = append(perr.Unchanged, later.TagStr())
 			}
-			// Put back the tags moved before this one.
+			// Put back the tags moved before this one; remove the ones this publish created.
+			var created []name.Tag
 			for _, done := range tags[:i] {
 				p := prev[done.TagStr()]
 				if p == nil {
-					perr.Moved = append(perr.Moved, done.TagStr()+" (new; the registry API cannot remove a tag alone)")
+					created = append(created, done)
 					continue
 				}
 				if p.Digest == h {
@@ -335,6 +347,7 @@ func publish(ctx context.Context, t target, repoStr string, tagNames []string, o
 					perr.Restored = append(perr.Restored, done.TagStr())
 				}
 			}
+			removeCreated(ref, created, res.AlreadyPresent, perr, ropts)
 			return nil, perr
 		}
 		res.Tags = append(res.Tags, tag)
@@ -342,24 +355,44 @@ func publish(ctx context.Context, t target, repoStr string, tagNames []string, o
 	return res, nil
 }
 
+// removeCreated deletes the tags a failed tag step created. Deleting by tag removes the tag
+// alone (OCI distribution spec 1.1, distribution 3, go-containerregistry's registry).
+// distribution 2.x refuses that, but deletes a manifest by digest together with every tag
+// on it: when this publish pushed the manifest (nothing else can have tagged it, and the
+// tags put back point elsewhere), that removes the new tags, and the untagged image goes
+// with them. Tags neither way can remove are listed in Moved.
+func removeCreated(ref name.Digest, created []name.Tag, alreadyPresent bool, perr *PublishError, ropts []remote.Option) {
+	var left []name.Tag
+	for _, tag := range created {
+		if err := remote.Delete(tag, ropts...); err != nil {
+			left = append(left, tag)
+			continue
+		}
+		perr.Removed = append(perr.Removed, tag.TagStr())
+	}
+	if len(left) == 0 {
+		return
+	}
+	if !alreadyPresent {
+		if err := remote.Delete(ref, ropts...); err == nil {
+			perr.Pushed = false
+			perr.ImageDeleted = true
+			for _, tag := range left {
+				perr.Removed = append(perr.Removed, tag.TagStr())
+			}
+			return
+		}
+	}
+	for _, tag := range left {
+		perr.Moved = append(perr.Moved, tag.TagStr()+" (new; the registry deletes neither the tag alone nor, since it held the image before, the image with its tags)")
+	}
+}
+
 func isNotFound(err error) bool {
 	var te *transport.Error
 	return errors.As(err, &te) && te.StatusCode == http.StatusNotFound
 }
 
-// DefaultTags are the tags of an image built from l: the nginx version, the full stack
-// version ("1.26.2-openssl3.3.1-pcre2-10.44-zlib1.3.1"), and "latest" when asked.
-func DefaultTags(l *lock.Lock, latest bool) []string {
-	v := func(n string) string {
-		c, _ := l.Component(n)
-		return c.Version
-	}
-	tags := []string{
-		v(lock.Nginx),
-		fmt.Sprintf("%s-openssl%s-pcre2-%s-zlib%s", v(lock.Nginx), v(lock.OpenSSL), v(lock.PCRE2), v(lock.Zlib)),
-	}
-	if latest {
-		tags = append(tags, "latest")
-	}
-	return tags
-}
+// DefaultTags are the tags a person's publish of l moves (Tags with no git ref), plus latest
+// (and the nginx channel) when latest is set.
+func DefaultTags(l *lock.Lock, latest bool) []string { return Tags(l, TagEvent{Latest: latest}) }

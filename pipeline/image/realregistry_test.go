@@ -3,6 +3,7 @@ package image
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -281,5 +282,53 @@ func TestIndexRealRegistry(t *testing.T) {
 	}
 	if _, err := BuildIndex(context.Background(), []string{repo + ":latest"}, quick()...); err == nil || !strings.Contains(err.Error(), "REPO@sha256") {
 		t.Errorf("tag instead of digest: %v", err)
+	}
+}
+
+// Tags move all or none: when the third tag's put fails, the tag that existed is put back
+// and the one this publish created is deleted again, on Debian's registry (distribution 2.8)
+// and on go-containerregistry's.
+func TestPublishTagsAllOrNone(t *testing.T) {
+	for _, which := range []string{"distribution", "go-containerregistry"} {
+		t.Run(which, func(t *testing.T) {
+			var host string
+			if which == "distribution" {
+				host = registrytest.Start(t).Host
+			} else {
+				host = newInProcessRegistry(t).Host
+			}
+			proxy := registrytest.NewProxy(t, host)
+			repo := proxy.Host + "/nginx-forge/nginx"
+			old, next := variant(t, "old", "amd64"), variant(t, "next", "amd64")
+			if _, err := Publish(context.Background(), old, repo, []string{"1.26.3", "latest"}, quick()...); err != nil {
+				t.Fatal(err)
+			}
+			proxy.SetRule(registrytest.FailFrom(1, -1, registrytest.Fail500, func(r registrytest.Request) bool {
+				return registrytest.IsManifestPut(r) && strings.HasSuffix(r.Path, "/manifests/latest")
+			}))
+			_, err := Publish(context.Background(), next, repo, []string{"1.26.3", "1.26", "latest"}, quick()...)
+			var perr *PublishError
+			if !errors.As(err, &perr) || perr.Step != StepTag {
+				t.Fatalf("got %v, want a tag-step *PublishError", err)
+			}
+			t.Logf("error: %v", err)
+			if len(perr.Moved) != 0 || !slices.Equal(perr.Restored, []string{"1.26.3"}) || !slices.Equal(perr.Removed, []string{"1.26"}) {
+				t.Errorf("Moved %v, Restored %v, Removed %v; want none, [1.26.3], [1.26]", perr.Moved, perr.Restored, perr.Removed)
+			}
+			// distribution 2.8 deletes no tag alone: the image this publish pushed goes, with it.
+			if perr.ImageDeleted != (which == "distribution") {
+				t.Errorf("ImageDeleted = %v on %s", perr.ImageDeleted, which)
+			}
+			proxy.SetRule(nil)
+			for _, tag := range []string{"1.26.3", "latest"} {
+				if got := headDigest(t, repo+":"+tag); got != digestOf(t, old) {
+					t.Errorf("tag %s -> %s, want the old %s", tag, got, digestOf(t, old))
+				}
+			}
+			tag, _ := name.NewTag(repo + ":1.26")
+			if _, err := remote.Head(tag); err == nil {
+				t.Error("the new tag 1.26 was left behind")
+			}
+		})
 	}
 }

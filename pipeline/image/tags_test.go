@@ -1,0 +1,41 @@
+package image
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+// The tag table of the README, row by row, from the default lock (nginx 1.26.2).
+func TestTags(t *testing.T) {
+	l := lock.Default()
+	full := "1.26.2-openssl3.3.1-pcre2-10.44-zlib1.3.1"
+	sha := "0123456789abcdef0123456789abcdef01234567"
+	for _, tc := range []struct {
+		name string
+		ev   TagEvent
+		want []string
+	}{
+		{"a person's build", TagEvent{}, []string{"1.26.2", full, "1.26"}},
+		{"a person's build with --latest", TagEvent{Latest: true}, []string{"1.26.2", full, "1.26", "stable", "latest"}},
+		{"a person's build with --revision", TagEvent{Revision: sha}, []string{"1.26.2", full, "1.26", "sha-0123456789ab"}},
+		{"main", TagEvent{Ref: MainRef, Revision: sha}, []string{"1.26.2", full, "1.26", "stable", "sha-0123456789ab", "latest"}},
+		{"a release tag", TagEvent{Ref: "refs/tags/v1.4.0", Revision: sha}, []string{"1.26.2", full, "1.26", "stable", "sha-0123456789ab", "latest", "v1.4.0"}},
+		{"another branch", TagEvent{Ref: "refs/heads/feature", Revision: sha}, []string{"sha-0123456789ab"}},
+		{"a pull request", TagEvent{Ref: "refs/pull/7/merge", Revision: sha}, []string{"sha-0123456789ab"}},
+		{"a tag that is no release", TagEvent{Ref: "refs/tags/nightly", Revision: sha}, []string{"sha-0123456789ab"}},
+	} {
+		if got := Tags(l, tc.ev); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Tags = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// An odd minor is nginx's mainline.
+	c := l.MustComponent(lock.Nginx)
+	c.Version = "1.27.3"
+	l.SetComponent(c)
+	if got := strings.Join(Tags(l, TagEvent{Ref: MainRef}), " "); got != "1.27.3 1.27.3-openssl3.3.1-pcre2-10.44-zlib1.3.1 1.27 mainline latest" {
+		t.Errorf("mainline: Tags = %s", got)
+	}
+}
