@@ -3,10 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"io"
 	"log"
 	"net/http/httptest"
-	"flag"
 	"slices"
 	"strings"
 	"testing"
@@ -83,10 +83,10 @@ func TestManifestCommand(t *testing.T) {
 	}
 
 	for _, bad := range [][]string{
-		{amd},                              // no --image
+		{amd}, // no --image
 		{"--image", repo, "--ref", "refs/heads/feature", amd}, // no tag given and none decided
-		{"--image", repo + ":x"},           // no digests
-		{"--image", repo + ":x", "latest"}, // not a digest
+		{"--image", repo + ":x"},                              // no digests
+		{"--image", repo + ":x", "latest"},                    // not a digest
 	} {
 		if code, _, errs := runManifestCmd(t, bad...); code != 2 {
 			t.Errorf("manifest %v: exit %d (want 2): %s", bad, code, errs)
