@@ -136,6 +136,12 @@ func TestBuildAndManifestDecideTheSameTags(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("--ref %q: build moves %v; manifest says:\n%s", ref, fromBuild, out)
 		}
+		// build.yml's merge job names the index's tags with ci tags.
+		var tout, terr bytes.Buffer
+		if code := run(context.Background(), []string{"tags", "--lock", lockFile, "--ref", ref, "--revision", sha}, &tout, &terr); code != 0 ||
+			strings.TrimSpace(tout.String()) != strings.Join(fromBuild, ",") {
+			t.Errorf("--ref %q: ci tags printed %q (exit %d, %s); build moves %v", ref, tout.String(), code, terr.String(), fromBuild)
+		}
 		if ref != "" && !slices.Contains(fromBuild, "latest") {
 			t.Errorf("--ref %q: %v lacks latest", ref, fromBuild)
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -490,8 +491,8 @@ func updateProblems(w *actionlint.Workflow) []string {
 			add("job %s checks out with persisted credentials", prID)
 		}
 		if a == "peter-evans/create-pull-request" {
-			if inputOf(s, "add-paths") != "pipeline/lock/stack.lock.json" {
-				add("job %s commits %q, want the lock only", prID, inputOf(s, "add-paths"))
+			if got := strings.Fields(inputOf(s, "add-paths")); !slices.Equal(got, []string{"pipeline/lock/stack.lock.json", "pipeline/lock/keys/*.asc"}) {
+				add("job %s commits %q, want the lock and vendored keys only", prID, inputOf(s, "add-paths"))
 			}
 			if inputOf(s, "body-path") == "" {
 				add("job %s does not take the pull request's body from the artifact (body-path)", prID)
@@ -500,6 +501,20 @@ func updateProblems(w *actionlint.Workflow) []string {
 	}
 	if !gets {
 		add("job %s does not download the artifact %s uploads (%v)", prID, checkID, uploads)
+	}
+	// A partial update (exit 3) lands what passed; the refusal must still turn the run red.
+	seen := false
+	for _, j := range w.Jobs {
+		if j.If != nil && strings.Contains(j.If.Value, "needs."+checkID+".outputs.refused != ''") {
+			for _, st := range j.Steps {
+				if strings.Contains(runOf(st), "exit 1") {
+					seen = true
+				}
+			}
+		}
+	}
+	if !seen {
+		add("no job fails the run when check-updates refused something (if: needs.%s.outputs.refused != '' and exit 1)", checkID)
 	}
 	return out
 }
@@ -554,8 +569,8 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"    permissions:\n      contents: write # push\n    outputs:",
 			"runs project code (sets up Go) and has contents: write"},
 		{"update.yml", "pull-request job runs go",
-			"      - name: Put the new lock in place\n        run: |\n",
-			"      - name: Put the new lock in place\n        run: |\n          go run ./ci check-updates --lock pipeline/lock/stack.lock.json\n",
+			"      - name: Put the new lock and keys in place\n        run: |\n",
+			"      - name: Put the new lock and keys in place\n        run: |\n          go run ./ci check-updates --lock pipeline/lock/stack.lock.json\n",
 			"job pull-request holds a write token and runs project code"},
 		{"update.yml", "pull-request job runs a repository script",
 			`          jq -e 'type == "object"' "$RUNNER_TEMP/update/stack.lock.json" > /dev/null`,
@@ -581,9 +596,15 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			`go run ./ci check-updates --write`,
 			"without --pr-body"},
 		{"update.yml", "hand-written body",
-			`        run: cp pipeline/lock/stack.lock.json "$RUNNER_TEMP/update/stack.lock.json"`,
-			`        run: cp pipeline/lock/stack.lock.json "$RUNNER_TEMP/update/stack.lock.json"; echo "All verified." > "$RUNNER_TEMP/update/body.md"`,
+			`          cp pipeline/lock/stack.lock.json "$RUNNER_TEMP/update/stack.lock.json"`,
+			`          cp pipeline/lock/stack.lock.json "$RUNNER_TEMP/update/stack.lock.json"; echo "All verified." > "$RUNNER_TEMP/update/body.md"`,
 			"writes the pull request's body in a script"},
+		{"update.yml", "pull-request job commits more than the lock and keys",
+			"            pipeline/lock/keys/*.asc\n", "            pipeline/lock/keys/*.asc\n            ci/\n",
+			"want the lock and vendored keys only"},
+		{"update.yml", "a refusal goes unseen",
+			"    if: ${{ !cancelled() && needs.check-updates.outputs.refused != '' }}\n", "    if: false\n",
+			"no job fails the run when check-updates refused something"},
 		{"update.yml", "pull-request job not after the check",
 			"    needs: check-updates\n", "",
 			"does not need check-updates"},

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/forge"
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+func init() {
+	register(&command{
+		name:    "tags",
+		summary: "print the tags a publish of the lock moves for a git ref (the README's tag table)",
+		usage:   "[--lock FILE] [--ref REF] [--revision SHA] [--latest]",
+		long: `
+Prints, comma-separated, the tags that ci build --push and ci manifest --image REPO move
+for this lock, git ref and commit: the one rule of image.Tags, which the README's tag
+table describes. build.yml's merge job uses it to name the index's tags.`,
+		flags: func(fs *flag.FlagSet) runFunc {
+			lockFile := fs.String("lock", lock.DefaultPath, "lock `file`")
+			ref := fs.String("ref", "", "the git `ref` built (GITHUB_REF): refs/heads/main, refs/tags/vX.Y.Z, ...")
+			revision := fs.String("revision", "", "the `commit` built (GITHUB_SHA)")
+			latest := fs.Bool("latest", false, "a person's build with --latest")
+			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+				if len(args) > 0 {
+					return usageErrorf("tags takes no arguments, got %q", args)
+				}
+				l, err := forge.LoadLock(*lockFile, func(string, ...any) {})
+				if err != nil {
+					return err
+				}
+				tags := image.Tags(l, image.TagEvent{Ref: *ref, Revision: *revision, Latest: *latest})
+				if len(tags) == 0 {
+					return fmt.Errorf("--ref %q without --revision moves no tag", *ref)
+				}
+				fmt.Fprintln(stdout, strings.Join(tags, ","))
+				return nil
+			}
+		},
+	})
+}
