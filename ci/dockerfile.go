@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/dockerfile"
@@ -44,6 +45,11 @@ test fails when it drifts; regenerate it with:
 					}
 				}
 				r := dockerfile.Request{Platform: *platform, CPU: *cpu, Mirror: *mirror, Optimize: *optimize}
+				if *lockFile != "" {
+					// Run from the repository root (the build context): a profile the lock
+					// keeps in the repository is copied from beside it.
+					r.LockDir = filepath.Dir(*lockFile)
+				}
 				if *modules != "" {
 					r.Modules = strings.Split(*modules, ",")
 				}

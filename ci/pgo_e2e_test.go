@@ -19,10 +19,11 @@ import (
 )
 
 // TestPGOBuildFromRecordedProfileIsReproducible is the pgo mode's reproducibility, end to
-// end with the real stack: `ci pgo-profile --write` trains once and records the profile in
-// a copy of the test lock (served, like the sources, by a loopback mirror), then two
-// `ci build --optimize pgo --output` runs, each with an empty stage cache of its own (every
-// stage compiled again, OpenSSL and nginx with the profile), must give one image digest.
+// end with the real stack: `ci pgo-profile --in-repo --write` trains once and records the
+// profile in a copy of the test lock, as a file beside it (profiles/<file>, the way the
+// repository keeps the default lock's), then two `ci build --output` runs with the default
+// --optimize auto, each with an empty stage cache of its own (every stage compiled again,
+// OpenSSL and nginx with the profile), must choose pgo and give one image digest.
 // It compiles the stack twice with LTO (plus the training, unless the shared build cache has
 // it): about 7 minutes on 2 cores, 13 with the training, so it runs only when asked,
 // NGINX_FORGE_PGO_TEST=1 (.ci/test sets it), and never under -short.
@@ -65,7 +66,7 @@ func TestPGOBuildFromRecordedProfileIsReproducible(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	rec := pgoProfileFlags{
 		build: buildFlags{engine: "host", lockFile: lockFile, mirror: srv.URL, platform: "linux/amd64", cache: testenv.BuildCacheDir()},
-		dir:   filepath.Join(work, "pgo"), baseURL: "https://pgo.example.org/nginx-forge", write: true,
+		dir:   filepath.Join(work, "pgo"), inRepo: true, write: true,
 	}
 	if err := runPGOProfile(ctx, rec, &stdout, &stderr); err != nil {
 		t.Fatalf("pgo-profile: %v\n%s", err, stderr.String())
@@ -79,8 +80,11 @@ func TestPGOBuildFromRecordedProfileIsReproducible(t *testing.T) {
 		t.Fatalf("the lock records %+v; pgo-profile printed %s", l.Profiles, stdout.String())
 	}
 	p := l.Profiles[0]
-	if err := os.Symlink(filepath.Join(rec.dir, p.FileName()), filepath.Join(served, p.FileName())); err != nil {
-		t.Fatal(err)
+	if p.URL != "profiles/"+p.FileName() {
+		t.Fatalf("the lock records the profile at %q, want profiles/%s", p.URL, p.FileName())
+	}
+	if _, err := os.Stat(filepath.Join(work, "profiles", p.FileName())); err != nil {
+		t.Fatalf("the profile is not beside the lock: %v", err)
 	}
 
 	imageLine := regexp.MustCompile(`(?m)^image: (sha256:[0-9a-f]{64}) `)
@@ -89,7 +93,7 @@ func TestPGOBuildFromRecordedProfileIsReproducible(t *testing.T) {
 		start := time.Now()
 		var stdout, stderr bytes.Buffer
 		f := buildFlags{engine: "host", lockFile: lockFile, mirror: srv.URL, platform: "linux/amd64", cache: t.TempDir(),
-			optimize: "pgo", runtimeImage: base.String(), output: filepath.Join(work, "nginx-"+string(rune('a'+i))+".tar"), noSmoke: true}
+			optimize: "auto", runtimeImage: base.String(), output: filepath.Join(work, "nginx-"+string(rune('a'+i))+".tar"), noSmoke: true}
 		if err := runBuild(ctx, f, &stdout, &stderr); err != nil {
 			t.Fatalf("pgo build %d: %v\n%s", i+1, err, stderr.String())
 		}
@@ -100,7 +104,8 @@ func TestPGOBuildFromRecordedProfileIsReproducible(t *testing.T) {
 			t.Fatalf("pgo build %d printed no image digest", i+1)
 		}
 		digests = append(digests, m[1])
-		if !strings.Contains(log, "pgo-profile (linux/amd64): done") || strings.Contains(log, "pgo-train") || strings.Contains(log, "not reproducible") {
+		if !strings.Contains(log, "pgo-profile (linux/amd64): done") || strings.Contains(log, "pgo-train") || strings.Contains(log, "not reproducible") ||
+			!strings.Contains(log, "optimize: pgo (auto: the lock records a PGO profile") {
 			t.Errorf("pgo build %d did not build from the recorded profile alone", i+1)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
@@ -23,21 +25,24 @@ and modules), runs the training workload on loopback, and writes the counters as
 tarball per platform into --dir, named after the platform and the training key (a digest
 of the sources, flags, modules and workload it was trained for).
 
-Serve the tarball somewhere over https (a release asset, an object store) and record it in
-the lock: --url BASE prints the entry with BASE/<file name>, --write also adds it to --lock
-(one profile per platform; a new one replaces the old). A build whose plan has another
+Keep the tarball in the repository (--in-repo: the lock entry's url is
+profiles/<file name>, relative to the lock; with --write the file is copied there and both
+are committed together; update.yml records them this way), or serve it over https (--url
+BASE prints the entry with BASE/<file name>). --write adds the entry to --lock (one profile
+per platform; a new one replaces the old). A build whose plan has another
 training key (a new nginx, another CPU level or module set) trains for itself again and
 warns. The profile is tied to the compiler it was trained with: the build stops, naming
 both, when the builder's differs.
 
 Examples:
-  go run ./ci pgo-profile --engine host --dir out/pgo
+  go run ./ci pgo-profile --engine host --dir out/pgo --in-repo --write
   go run ./ci pgo-profile --dir out/pgo --url https://example.org/nginx-pgo --write`
 
 type pgoProfileFlags struct {
 	build   buildFlags
 	dir     string
 	baseURL string
+	inRepo  bool
 	write   bool
 }
 
@@ -51,7 +56,8 @@ func init() {
 			var f pgoProfileFlags
 			fs.StringVar(&f.dir, "dir", "", "write the profile tarballs into `DIR`")
 			fs.StringVar(&f.baseURL, "url", "", "https `BASE` URL the tarballs will be served from: print the lock entries with BASE/<file name>")
-			fs.BoolVar(&f.write, "write", false, "with --url: record the profiles in the --lock file")
+			fs.BoolVar(&f.inRepo, "in-repo", false, "keep the profiles in the repository: the lock entries' url is profiles/<file name>, relative to the lock (with --write the files are copied there)")
+			fs.BoolVar(&f.write, "write", false, "with --url or --in-repo: record the profiles in the --lock file")
 			f.build.stackFlags(fs)
 			fs.BoolVar(&f.build.verbose, "v", false, "verbose")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -68,8 +74,11 @@ func (f pgoProfileFlags) check() error {
 	if f.dir == "" {
 		return usageErrorf("--dir is required: where to write the profile tarballs")
 	}
-	if f.write && f.baseURL == "" {
-		return usageErrorf("--write needs --url BASE: the lock records where the profile is fetched from")
+	if f.write && f.baseURL == "" && !f.inRepo {
+		return usageErrorf("--write needs --in-repo or --url BASE: the lock records where the profile is fetched from")
+	}
+	if f.inRepo && f.baseURL != "" {
+		return usageErrorf("--in-repo and --url both say where the profile lives: give one")
 	}
 	if f.baseURL != "" {
 		u, err := url.Parse(f.baseURL)
@@ -101,8 +110,11 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 	var entries []lock.Profile
 	for _, p := range res.Profiles {
 		e := p.Profile
-		if f.baseURL != "" {
+		switch {
+		case f.baseURL != "":
 			e.URL = strings.TrimSuffix(f.baseURL, "/") + "/" + url.PathEscape(forge.ProfileFileName(e))
+		case f.inRepo:
+			e.URL = lock.ProfilesDir + "/" + forge.ProfileFileName(e)
 		}
 		entries = append(entries, e)
 		fmt.Fprintf(stderr, "profile %s: %s (sha256 %s)\n", e.Platform, p.File, e.SHA256)
@@ -124,7 +136,13 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 	if err != nil {
 		return fmt.Errorf("recording the profiles in %s: %w", f.build.lockFile, err)
 	}
-	for _, e := range entries {
+	for i, e := range entries {
+		if f.inRepo {
+			dst := filepath.Join(filepath.Dir(f.build.lockFile), filepath.FromSlash(e.URL))
+			if err := copyFile(res.Profiles[i].File, dst); err != nil {
+				return fmt.Errorf("recording the profiles in %s: %w", f.build.lockFile, err)
+			}
+		}
 		l.SetProfile(e)
 	}
 	if err := l.Validate(); err != nil {
@@ -133,6 +151,22 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 	if err := l.Write(f.build.lockFile); err != nil {
 		return err
 	}
+	if f.inRepo {
+		fmt.Fprintf(stderr, "recorded %d profile(s) in %s, files under %s: commit them together\n", len(entries), f.build.lockFile,
+			filepath.Join(filepath.Dir(f.build.lockFile), lock.ProfilesDir))
+		return nil
+	}
 	fmt.Fprintf(stderr, "recorded %d profile(s) in %s: serve each file at its url before building\n", len(entries), f.build.lockFile)
 	return nil
+}
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
 }

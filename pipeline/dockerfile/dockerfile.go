@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -38,6 +40,10 @@ type Request struct {
 	Platform, CPU, Mirror string
 	Optimize              string   // plan.WithOptimize's mode; "" is the default
 	Modules               []string // nil: the default set
+	// LockDir is the lock file's directory relative to the build context (the repository
+	// root), where a profile the lock keeps in the repository is copied from ("" is
+	// pipeline/lock, the default lock's).
+	LockDir string
 }
 
 // RenderLock plans l as r asks and renders it; the plan's warnings come back with it.
@@ -53,6 +59,9 @@ func RenderLock(l *lock.Lock, r Request) ([]byte, []string, error) {
 	var ropts []Option
 	if r.Mirror != "" {
 		ropts = append(ropts, WithSourceMirror(r.Mirror))
+	}
+	if r.LockDir != "" {
+		ropts = append(ropts, WithLockDir(r.LockDir))
 	}
 	b, err := Render(p, l, ropts...)
 	return b, p.Warnings, err
@@ -141,11 +150,21 @@ func Render(p *plan.Plan, l *lock.Lock, opts ...Option) ([]byte, error) {
 		}
 		w("\nFROM builder AS %s\n", s.Name)
 		w("ARG %s\n", ArgCPU)
-		src := c.URL
-		if o.mirror != "" {
-			src = o.mirror + "/" + url.PathEscape(c.FileName())
+		if p, ok := l.ProfileBySource(c.Name); ok && p.InRepo() {
+			// A file of the build context: COPY it and check it (ADD --checksum takes URLs only).
+			dir := o.lockDir
+			if dir == "" {
+				dir = path.Dir(lock.DefaultPath)
+			}
+			w("COPY %s %s\n", path.Join(dir, p.URL), plan.ContainerSrc(s))
+			w("RUN echo '%s  %s' | sha256sum -c -\n", c.SHA256, plan.ContainerSrc(s))
+		} else {
+			src := c.URL
+			if o.mirror != "" {
+				src = o.mirror + "/" + url.PathEscape(c.FileName())
+			}
+			w("ADD --checksum=sha256:%s %s %s\n", c.SHA256, src, plan.ContainerSrc(s))
 		}
-		w("ADD --checksum=sha256:%s %s %s\n", c.SHA256, src, plan.ContainerSrc(s))
 		for _, d := range s.Deps {
 			w("COPY --from=%s %s/ %s/\n", d, plan.ContainerOut(d), plan.ContainerDep(d))
 		}
@@ -206,8 +225,13 @@ type Option func(*options)
 var ErrMirrorURL = errors.New("not an http(s) URL like http://127.0.0.1:8000/sources")
 
 type options struct {
-	mirror string
+	mirror  string
+	lockDir string
 }
+
+// WithLockDir says where the lock file lies relative to the build context (default
+// pipeline/lock): a profile the lock keeps in the repository is copied from there.
+func WithLockDir(dir string) Option { return func(o *options) { o.lockDir = filepath.ToSlash(dir) } }
 
 // WithSourceMirror makes every ADD fetch baseURL/<file name> instead of the lock's upstream
 // URL, as "ci build --mirror" fetches. ADD --checksum still pins each file's SHA-256, so a

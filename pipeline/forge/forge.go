@@ -280,6 +280,15 @@ func (b *build) preflight(ctx context.Context) error {
 	return nil
 }
 
+// lockFile is the lock's path: what its keys directory and in-repository profiles are
+// relative to.
+func (b *build) lockFile() string {
+	if b.req.LockFile == "" {
+		return lock.DefaultPath
+	}
+	return b.req.LockFile
+}
+
 func (b *build) fetch(ctx context.Context) error {
 	opts := []source.Option{source.WithLogf(b.vlogf)}
 	if b.req.Mirror != "" {
@@ -288,10 +297,8 @@ func (b *build) fetch(ctx context.Context) error {
 	if b.req.Keyservers != nil {
 		opts = append(opts, source.WithKeyserver(b.req.Keyservers...))
 	}
-	if b.req.LockFile != "" {
-		// Keys an update vendored beside this lock count before the program is rebuilt.
-		opts = append(opts, source.WithKeysDir(lock.KeysDirBeside(b.req.LockFile)))
-	}
+	// Keys an update vendored beside this lock count before the program is rebuilt.
+	opts = append(opts, source.WithKeysDir(lock.KeysDirBeside(b.lockFile())))
 	start := time.Now()
 	f := source.New(opts...)
 	verified, err := f.FetchAll(ctx, b.l)
@@ -308,7 +315,10 @@ func (b *build) fetch(ctx context.Context) error {
 			if _, ok := b.sources[s.Source.Component]; ok {
 				continue
 			}
-			c, ok := b.l.Input(s.Source.Component)
+			c, ok, err := b.l.LocatedInput(s.Source.Component, b.lockFile())
+			if err != nil {
+				return fmt.Errorf("fetching sources (nothing was built): %w", err)
+			}
 			if !ok {
 				return fmt.Errorf("fetching sources (nothing was built): stage %s reads %q, which the lock does not have", s.Name, s.Source.Component)
 			}

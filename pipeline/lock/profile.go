@@ -3,6 +3,7 @@ package lock
 import (
 	"fmt"
 	"path"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -19,8 +20,9 @@ type Profile struct {
 	// TrainingKey), a digest of the sources, flags, modules, scripts and training workload
 	// the instrumented stages are made of. A plan with another key cannot use this profile.
 	Training string `json:"training"`
-	// URL is where the profile tarball is fetched from (https; --mirror applies as for the
-	// components); SHA256 pins it.
+	// URL is where the profile tarball is fetched from: an https URL (--mirror applies as for
+	// the components), or a path relative to the lock file's directory, for a profile kept in
+	// the repository (ProfilesDir, "profiles/linux-amd64-<training>.tar.gz"). SHA256 pins it.
 	URL    string `json:"url"`
 	SHA256 string `json:"sha256"`
 }
@@ -42,6 +44,41 @@ func (p Profile) Source() Component {
 		v = v[:12]
 	}
 	return Component{Name: ProfileSourcePrefix + arch, Version: v, URL: p.URL, SHA256: p.SHA256, Unsigned: profileUnsigned}
+}
+
+// ProfilesDir is where a profile kept in the repository lives, relative to its lock file
+// (pipeline/lock/profiles for the default lock); the lock's url is then
+// "profiles/<file name>".
+const ProfilesDir = "profiles"
+
+// InRepo reports whether the profile is a file of the repository (a relative path in URL)
+// rather than a download.
+func (p Profile) InRepo() bool { return !strings.Contains(p.URL, "://") }
+
+// Located returns the profile as a source with an in-repository path resolved against the
+// directory of lockFile, as a file:// URL that pipeline/source reads and checks like a
+// download. A downloaded profile is returned as Source gives it.
+func (p Profile) Located(lockFile string) (Component, error) {
+	c := p.Source()
+	if !p.InRepo() {
+		return c, nil
+	}
+	abs, err := filepath.Abs(filepath.Join(filepath.Dir(lockFile), filepath.FromSlash(p.URL)))
+	if err != nil {
+		return Component{}, fmt.Errorf("profile %s: %w", p.URL, err)
+	}
+	c.URL = "file://" + abs
+	return c, nil
+}
+
+// checkRepoPath accepts a clean relative path below the lock's directory that names a
+// gzipped tarball.
+func checkRepoPath(raw string) error {
+	if raw == "" || path.IsAbs(raw) || path.Clean(raw) != raw || raw == ".." || strings.HasPrefix(raw, "../") ||
+		strings.ContainsAny(raw, "\\\x00") || !strings.HasSuffix(raw, ".tar.gz") {
+		return fmt.Errorf("%q is neither an https URL nor a clean relative path to a .tar.gz below the lock's directory (like %s/linux-amd64-<training>.tar.gz)", raw, ProfilesDir)
+	}
+	return nil
 }
 
 // FileName is the name the profile is stored and mirrored under: the last element of its URL.
@@ -102,7 +139,11 @@ func (l *Lock) validateProfiles() error {
 		if !trainingKeyRE.MatchString(p.Training) {
 			return &FieldError{f + ".training", fmt.Sprintf("%q is not the 64 lower-case hex digits `ci pgo-profile` prints", p.Training)}
 		}
-		if err := checkURL(p.URL); err != nil {
+		if p.InRepo() {
+			if err := checkRepoPath(p.URL); err != nil {
+				return &FieldError{f + ".url", err.Error()}
+			}
+		} else if err := checkURL(p.URL); err != nil {
 			return &FieldError{f + ".url", err.Error()}
 		}
 		if !sha256RE.MatchString(p.SHA256) {
@@ -110,4 +151,27 @@ func (l *Lock) validateProfiles() error {
 		}
 	}
 	return nil
+}
+
+// LocatedInput is Input with a profile kept in the repository resolved against lockFile's
+// directory (Profile.Located): what a build fetches.
+func (l *Lock) LocatedInput(name, lockFile string) (Component, bool, error) {
+	for _, p := range l.Profiles {
+		if p.Source().Name == name {
+			c, err := p.Located(lockFile)
+			return c, err == nil, err
+		}
+	}
+	c, ok := l.Input(name)
+	return c, ok, nil
+}
+
+// ProfileBySource returns the recorded profile whose source name (Profile.Source) is name.
+func (l *Lock) ProfileBySource(name string) (Profile, bool) {
+	for _, p := range l.Profiles {
+		if p.Source().Name == name {
+			return p, true
+		}
+	}
+	return Profile{}, false
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
@@ -160,6 +161,20 @@ func (f *Fetcher) retry(ctx context.Context, src string, attempt func() error) e
 
 // fetchTo does one GET of src into w. Errors that retrying cannot fix are marked permanent.
 func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit int64) (int64, error) {
+	// A file of the checkout (a PGO profile the lock records by path): read, not downloaded,
+	// and checked like any download.
+	if file, ok := strings.CutPrefix(src, "file://"); ok {
+		fh, err := os.Open(file)
+		if err != nil {
+			return 0, permanent(fmt.Errorf("reading %s: %w", file, err))
+		}
+		defer fh.Close()
+		n, err := io.Copy(w, io.LimitReader(fh, limit+1))
+		if err == nil && n > limit {
+			err = permanent(&SizeError{URL: src, Limit: limit, Size: -1})
+		}
+		return n, err
+	}
 	// A server that stops sending in mid-body would otherwise hold the build forever (the
 	// client has no overall timeout, on purpose): cancel the request when no byte has
 	// arrived for the stall timeout, and let the retry loop try again.

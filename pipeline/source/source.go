@@ -424,7 +424,7 @@ func order(name string) int {
 
 // fileURL is where a lock URL is fetched from: upstream, or the mirror's copy of the file.
 func (f *Fetcher) fileURL(upstream string) string {
-	if f.mirror == "" {
+	if f.mirror == "" || strings.HasPrefix(upstream, "file://") {
 		return upstream
 	}
 	return f.mirror + "/" + url.PathEscape(lastElem(upstream))
