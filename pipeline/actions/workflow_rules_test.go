@@ -491,8 +491,8 @@ func updateProblems(w *actionlint.Workflow) []string {
 			add("job %s checks out with persisted credentials", prID)
 		}
 		if a == "peter-evans/create-pull-request" {
-			if got := strings.Fields(inputOf(s, "add-paths")); !slices.Equal(got, []string{"pipeline/lock/stack.lock.json", "pipeline/lock/keys/*.asc"}) {
-				add("job %s commits %q, want the lock and vendored keys only", prID, inputOf(s, "add-paths"))
+			if got := strings.Fields(inputOf(s, "add-paths")); !slices.Equal(got, []string{"pipeline/lock/stack.lock.json", "pipeline/lock/keys/*.asc", "pipeline/lock/profiles/*.tar.gz"}) {
+				add("job %s commits %q, want the lock, vendored keys and PGO profiles only", prID, inputOf(s, "add-paths"))
 			}
 			if inputOf(s, "body-path") == "" {
 				add("job %s does not take the pull request's body from the artifact (body-path)", prID)
@@ -569,16 +569,16 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"    permissions:\n      contents: write # push\n    outputs:",
 			"runs project code (sets up Go) and has contents: write"},
 		{"update.yml", "pull-request job runs go",
-			"      - name: Put the new lock and keys in place\n        run: |\n",
-			"      - name: Put the new lock and keys in place\n        run: |\n          go run ./ci check-updates --lock pipeline/lock/stack.lock.json\n",
+			"      - name: Put the recorded PGO profiles in place\n        run: |\n",
+			"      - name: Put the recorded PGO profiles in place\n        run: |\n          go run ./ci check-updates --lock pipeline/lock/stack.lock.json\n",
 			"job pull-request holds a write token and runs project code"},
 		{"update.yml", "pull-request job runs a repository script",
 			`          jq -e 'type == "object"' "$RUNNER_TEMP/update/stack.lock.json" > /dev/null`,
 			`          ./.ci/check-lock "$RUNNER_TEMP/update/stack.lock.json"`,
 			"job pull-request holds a write token and runs project code"},
 		{"update.yml", "pull-request job sets up Go",
-			"      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        with:\n          name: update",
-			"      - uses: actions/setup-go@d35c59abb061a4a6fb18e82ac0862c26744d6ab5 # v5.5.0\n      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        with:\n          name: update",
+			"      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        if: needs.record-profiles.result == 'success'\n",
+			"      - uses: actions/setup-go@d35c59abb061a4a6fb18e82ac0862c26744d6ab5 # v5.5.0\n      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        if: needs.record-profiles.result == 'success'\n",
 			"not on its short list"},
 		{"update.yml", "no artifact handed on",
 			"          name: update\n          path: ${{ runner.temp }}/update/\n",
@@ -600,13 +600,13 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			`          cp pipeline/lock/stack.lock.json "$RUNNER_TEMP/update/stack.lock.json"; echo "All verified." > "$RUNNER_TEMP/update/body.md"`,
 			"writes the pull request's body in a script"},
 		{"update.yml", "pull-request job commits more than the lock and keys",
-			"            pipeline/lock/keys/*.asc\n", "            pipeline/lock/keys/*.asc\n            ci/\n",
-			"want the lock and vendored keys only"},
+			"            pipeline/lock/profiles/*.tar.gz\n", "            pipeline/lock/profiles/*.tar.gz\n            ci/\n",
+			"want the lock, vendored keys and PGO profiles only"},
 		{"update.yml", "a refusal goes unseen",
 			"    if: ${{ !cancelled() && needs.check-updates.outputs.refused != '' }}\n", "    if: false\n",
 			"no job fails the run when check-updates refused something"},
 		{"update.yml", "pull-request job not after the check",
-			"    needs: check-updates\n", "",
+			"    needs: [check-updates, record-profiles]\n", "    needs: [record-profiles]\n",
 			"does not need check-updates"},
 		// build.yml: the runc smoke test
 		{"build.yml", "tags move without waiting for the runc smoke test",
