@@ -247,7 +247,11 @@ func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, report *upstre
 	outputs["new_keys"] = strings.Join(keys, " ")
 	summary := rows
 	for _, r := range refused {
-		summary = append(summary, actions.Row{Component: r.Name, Old: "refused", New: r.Target, EOL: r.Fix})
+		what := "refused"
+		if r.Target == "" {
+			what = "failed"
+		}
+		summary = append(summary, actions.Row{Component: r.Name, Old: what, New: r.Target, EOL: r.Fix})
 	}
 	if err := rep.UpdateSummary("Upstream updates ("+cfg.lockFile+")", summary); err != nil {
 		return err

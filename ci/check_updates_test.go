@@ -106,7 +106,7 @@ func TestCheckUpdatesWriteRefusesUnverified(t *testing.T) {
 		break_ func(t *testing.T, s *upstreamtest.Scenario)
 		fix    string
 	}{
-		{"tampered tarball", func(t *testing.T, s *upstreamtest.Scenario) { s.Tamper() }, "check-updates --write again"},
+		{"tampered tarball", func(t *testing.T, s *upstreamtest.Scenario) { s.Tamper() }, "check-updates again"},
 		{"unpinned signer", func(t *testing.T, s *upstreamtest.Scenario) { s.SignWith(t, mallory) }, "go run ./ci lock trust openssl " + mallory.Fingerprint},
 	} {
 		t.Run(tc.name+", images move", func(t *testing.T) {

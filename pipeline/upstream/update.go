@@ -125,7 +125,7 @@ func fixFor(name string, err error) string {
 	case errors.Is(err, errPlatforms):
 		return "wait for the image to be published for every platform the build targets (the next run checks again), or pin a digest by hand"
 	}
-	return "run go run ./ci check-updates --write again (transient failures clear by themselves on the next scheduled run)"
+	return "run go run ./ci check-updates again (a transient failure clears by itself on the next scheduled run; a file that keeps failing its checks is a matter for upstream)"
 }
 
 var (
