@@ -34,17 +34,21 @@ branch like "1.26" or "stable"; OpenSSL: a branch like "3.5" or "lts"; others "l
 warns about end-of-life branches, and looks up the digests the builder and runtime image tags
 point at now. It prints a table and exits 0 whether or not something is new.
 
-With --write, each new release is downloaded with its signature and the lock is rewritten
-with the new version and SHA-256 together, and with the new base image index digests. A new
-release is refused when its signature cannot be verified against the fingerprints pinned in
-the lock, when its signer's key is not vendored (pipeline/lock/keys: add it in a reviewed
-change), when its signature is older than the locked release's (the locked release is
-verified again to learn that date), or when its tarball's top directory is not
-<name>-<version>/; a base image is refused when its index lacks linux/amd64 or linux/arm64.
-A component the lock marks "unsigned" gains a signature when upstream publishes one for the
-new release (and loses its "unsigned" reason). On any refusal the lock is left byte-for-byte
-as it was and the command exits 1. --pr-body FILE writes, when the lock was rewritten, the
-Markdown that lists what was verified for each change (the update pull request's body).
+With --write, each component and base image is decided on its own: a new release is
+downloaded with its signature and written into the lock (version and SHA-256 together) when
+its signature verifies against a fingerprint the lock pins, is not older than the locked
+release's (which is verified again to learn that date), and its tarball's top directory is
+<name>-<version>/; a base image's new index digest when the index covers linux/amd64 and
+linux/arm64. When the pinned signer's key is not vendored yet, it is fetched (--keyserver),
+its fingerprint and self-signatures checked, and written as keys/<FPR>.asc beside the lock
+(--keys) in the same change. A component the lock marks "unsigned" gains a signature when
+upstream publishes one for the new release. What is refused is listed with its reason and
+the command that resolves it (a release signed by an unpinned key: ci lock trust), and the
+rest is still written. Exit status: 0 all done, 3 partial (written and refused), 1 nothing
+written (refused or a lookup failed), 2 usage. All lookups run in parallel under one
+--timeout for the whole run. --pr-body FILE writes, when the lock was rewritten, the Markdown
+that lists what was verified for each change, the new keys to review and what was refused
+(the update pull request's body).
 
 A GitHub token raises the API rate limit; it is read from the environment variable named by
 --github-token-env (never from a flag, never printed). In GitHub Actions the results also go
