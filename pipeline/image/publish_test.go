@@ -93,12 +93,12 @@ func TestPublishRoundTripInProcess(t *testing.T) {
 	if len(verified) != 1 || verified[0] != repo+"@"+want {
 		t.Errorf("verified %v, want exactly %s@%s", verified, repo, want)
 	}
-	for _, tag := range []string{"1.26.3", "1.26.3-openssl3.5.7-pcre2-10.46-zlib1.3.1", "latest"} {
+	for _, tag := range []string{"1.26.3", "1.26.3-openssl3.5.7-pcre2-10.46-zlib1.3.1", "1.26", "stable", "latest"} {
 		if got := headDigest(t, repo+":"+tag); got != want {
 			t.Errorf("tag %s -> %s, want %s", tag, got, want)
 		}
 	}
-	if res.AlreadyPresent || len(res.Tags) != 3 || res.SBOM == nil {
+	if res.AlreadyPresent || len(res.Tags) != 5 || res.SBOM == nil {
 		t.Errorf("result %+v", res)
 	}
 	// The SBOM is found as a referrer of the image.
