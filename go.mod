@@ -6,11 +6,15 @@ require (
 	dagger.io/dagger v0.21.6
 	github.com/ProtonMail/go-crypto v1.5.2
 	github.com/google/go-containerregistry v0.22.1
+	github.com/package-url/packageurl-go v0.1.3
 	github.com/quic-go/quic-go v0.65.0
 	github.com/rhysd/actionlint v1.7.12
 	github.com/sethvargo/go-githubactions v1.3.2
+	github.com/spdx/tools-golang v0.5.7
 	golang.org/x/sys v0.47.0
 )
+
+require github.com/anchore/go-struct-converter v0.1.0 // indirect
 
 require (
 	github.com/99designs/gqlgen v0.17.89 // indirect
