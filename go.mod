@@ -10,11 +10,20 @@ require (
 	github.com/quic-go/quic-go v0.65.0
 	github.com/rhysd/actionlint v1.7.12
 	github.com/sethvargo/go-githubactions v1.3.2
+	github.com/sigstore/sigstore v1.10.8
 	github.com/spdx/tools-golang v0.5.7
 	golang.org/x/sys v0.47.0
 )
 
-require github.com/anchore/go-struct-converter v0.1.0 // indirect
+require (
+	github.com/anchore/go-struct-converter v0.1.0 // indirect
+	github.com/secure-systems-lab/go-securesystemslib v0.11.0 // indirect
+	github.com/sigstore/protobuf-specs v0.5.0 // indirect
+	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
+	golang.org/x/term v0.45.0 // indirect
+	google.golang.org/genproto/googleapis/api v0.0.0-20250825161204-c5933d9347a5 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
+)
 
 require (
 	github.com/99designs/gqlgen v0.17.89 // indirect

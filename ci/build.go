@@ -41,6 +41,7 @@ type buildFlags struct {
 	builderImage string
 	runtimeImage string
 	revision     string
+	signKey      string
 }
 
 // buildHelp is `ci build --help`.
@@ -117,6 +118,7 @@ func init() {
 			fs.BoolVar(&f.bundle, "bundle", false, "with --tree: add a systemd unit, sysusers.d and sysctl.d files for a bare-metal install")
 			fs.StringVar(&f.runtimeImage, "runtime-image", "", "base the image on `REF` instead of the lock's runtime image")
 			fs.StringVar(&f.revision, "revision", "", "source `revision` (commit) recorded in org.opencontainers.image.revision")
+			fs.StringVar(&f.signKey, "sign-key", "", "with --push: sign each pushed image and index with this unencrypted PEM private key `FILE`, cosign's way (sha256-<digest>.sig; cosign verify --key PUB --insecure-ignore-tlog), before any tag moves")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
 					return usageErrorf("unexpected arguments: %s", strings.Join(args, " "))
@@ -154,6 +156,9 @@ func (f buildFlags) check() error {
 	}
 	if f.digestOnly && !f.push {
 		return usageErrorf("--digest-only only makes sense with --push")
+	}
+	if f.signKey != "" && !f.push {
+		return usageErrorf("--sign-key %s signs what --push publishes: add --push", f.signKey)
 	}
 	if f.bundle && f.tree == "" {
 		return usageErrorf("--bundle needs --tree DIR: the bundle's files are written into the install tree")
@@ -282,7 +287,7 @@ func (f buildFlags) request() (forge.Request, error) {
 		Platforms: platforms, CPU: f.cpu, Jobs: f.jobs, Optimize: f.optimize, Mirror: f.mirror, CacheDir: f.cache,
 		Tree: f.tree, Bundle: f.bundle, Output: f.output,
 		Push: f.push, DigestOnly: f.digestOnly, Latest: f.latest, NoSmoke: f.noSmoke, Insecure: f.insecure,
-		Revision: f.revision,
+		Revision: f.revision, SignKey: f.signKey,
 	}
 	if f.modules != "" {
 		req.Modules = splitList(f.modules)

@@ -72,7 +72,10 @@ type Request struct {
 	Latest     bool     // with Push and the default tags: also move latest
 	NoSmoke    bool     // skip the smoke tests (never with Push)
 	Insecure   bool     // allow plain HTTP to registries not on loopback
-	Revision   string   // source revision recorded in the image's annotations
+	// SignKey: with Push, sign each pushed image and index with this unencrypted PEM private
+	// key, cosign's way (pipeline/sign), before any tag moves.
+	SignKey  string
+	Revision string // source revision recorded in the image's annotations
 }
 
 // WantsImage: an image is assembled unless the only output asked for is the install tree.
