@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -197,5 +198,48 @@ func TestLoadKeyRefusals(t *testing.T) {
 				t.Errorf("error quotes the key file's contents: %v", err)
 			}
 		})
+	}
+}
+
+// The README's way to make a key (openssl genpkey, then openssl pkey -pubout for cosign
+// verify --key) gives a key --sign-key takes, and key.pub verifies what it signs.
+func TestREADMEKeyCommands(t *testing.T) {
+	if _, err := exec.LookPath("openssl"); err != nil {
+		t.Skip("openssl is not installed (apt-get install openssl): the README's key commands cannot be run")
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "key.pem"},
+		{"pkey", "-in", "key.pem", "-pubout", "-out", "key.pub"},
+	} {
+		cmd := exec.Command("openssl", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("openssl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	s, err := LoadKey(filepath.Join(dir, "key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubPEM, err := os.ReadFile(filepath.Join(dir, "key.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := cryptoutils.UnmarshalPEMToPublicKey(pubPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := []byte(`{"critical":{}}`)
+	sig, err := s.SignMessage(bytes.NewReader(msg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := signature.LoadVerifier(pub, crypto.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.VerifySignature(bytes.NewReader(sig), bytes.NewReader(msg)); err != nil {
+		t.Fatalf("key.pub does not verify what key.pem signs: %v", err)
 	}
 }
