@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anchore/clio"
 	"github.com/anchore/grype/grype"
 	v6 "github.com/anchore/grype/grype/db/v6"
 	"github.com/anchore/grype/grype/db/v6/testdb"
@@ -17,6 +18,8 @@ import (
 	"github.com/anchore/grype/grype/matcher"
 	"github.com/anchore/grype/grype/matcher/stock"
 	"github.com/anchore/grype/grype/pkg"
+	grypejson "github.com/anchore/grype/grype/presenter/json"
+	"github.com/anchore/grype/grype/presenter/models"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/basetest"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
@@ -39,7 +42,7 @@ const (
 // and neither control.
 func TestGrypeFindsPlantedVulnerabilities(t *testing.T) {
 	sbomPath := sbomOfTestImage(t)
-	matches := scan(t, sbomPath, plantedDB(t))
+	matches, _ := scan(t, sbomPath, plantedDB(t))
 
 	found := map[string]match.Match{}
 	var all []string
@@ -212,8 +215,10 @@ func writeJSON(t *testing.T, path string, v any) {
 }
 
 // scan is `grype sbom:PATH` with CPE matching on (grype's default for packages without an
-// ecosystem, such as pkg:generic), against the database in dbDir.
-func scan(t *testing.T, sbomPath, dbDir string) []match.Match {
+// ecosystem, such as pkg:generic), against the database in dbDir, with grype ignore rules
+// (what scan-action's config applies). It returns the matches and grype's JSON report of
+// them, the document scan-action writes.
+func scan(t *testing.T, sbomPath, dbDir string, ignore ...match.IgnoreRule) ([]match.Match, []byte) {
 	t.Helper()
 	rdr, err := v6.NewReader(v6.Config{DBDirPath: dbDir})
 	if err != nil {
@@ -227,13 +232,23 @@ func scan(t *testing.T, sbomPath, dbDir string) []match.Match {
 	if ctx.Distro == nil || ctx.Distro.Name() != "debian" || ctx.Distro.Version != "13" {
 		t.Errorf("grype sees the distro %v in the SBOM, want debian 13 (from the pkg:deb purls)", ctx.Distro)
 	}
+	provider := v6.NewVulnerabilityProvider(rdr)
 	m := grype.VulnerabilityMatcher{
-		VulnerabilityProvider: v6.NewVulnerabilityProvider(rdr),
+		VulnerabilityProvider: provider,
 		Matchers:              matcher.NewDefaultMatchers(matcher.Config{Stock: stock.MatcherConfig{UseCPEs: true}}),
+		IgnoreRules:           ignore,
 	}
-	found, _, err := m.FindMatches(pkgs, ctx)
+	found, ignored, err := m.FindMatches(pkgs, ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return found.Sorted()
+	doc, err := models.NewDocument(clio.Identification{Name: "grype", Version: "v0.117.0"}, pkgs, ctx, *found, ignored, provider, nil, nil, models.SortBySeverity, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report bytes.Buffer
+	if err := grypejson.NewPresenter(models.PresenterConfig{Document: doc}).Present(&report); err != nil {
+		t.Fatal(err)
+	}
+	return found.Sorted(), report.Bytes()
 }
