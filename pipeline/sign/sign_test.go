@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -241,5 +242,67 @@ func TestREADMEKeyCommands(t *testing.T) {
 	}
 	if err := v.VerifySignature(bytes.NewReader(sig), bytes.NewReader(msg)); err != nil {
 		t.Fatalf("key.pub does not verify what key.pem signs: %v", err)
+	}
+}
+
+// The real cosign CLI, when installed, verifies what Sign pushed with the key's public half
+// (no Rekor entry: --insecure-ignore-tlog), and refuses it under another key: the layout and
+// payload are cosign's, not merely self-consistent.
+func TestCosignVerifies(t *testing.T) {
+	cosign, err := exec.LookPath("cosign")
+	if err != nil {
+		t.Skip("cosign is not installed (go install github.com/sigstore/cosign/v3/cmd/cosign@v3.0.6): sigstore's libraries verify the signature in TestSignVerifiesWithSigstore")
+	}
+	reg := registrytest.Start(t)
+	idx, err := random.Index(256, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := idx.Digest()
+	ref, err := name.NewDigest(reg.Ref("forge/nginx@" + d.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.WriteIndex(ref, idx); err != nil {
+		t.Fatal(err)
+	}
+	keyFile, pub := newKey(t)
+	_, otherPub := newKey(t)
+	s, err := LoadKey(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Sign(context.Background(), ref, s); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	run := func(p crypto.PublicKey) (string, error) {
+		pemPub, err := cryptoutils.MarshalPublicKeyToPEM(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pubFile := filepath.Join(dir, "key.pub")
+		if err := os.WriteFile(pubFile, pemPub, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, cosign, "verify", "--key", pubFile, "--insecure-ignore-tlog=true", "--allow-insecure-registry", ref.String())
+		// Anything cosign would fetch from the internet (a TUF root, Rekor) goes to a closed
+		// loopback port instead: only the registry on 127.0.0.1 is reached.
+		cmd.Env = append(os.Environ(), "HOME="+dir, "TUF_ROOT="+filepath.Join(dir, "tuf"),
+			"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run(pub)
+	if err != nil {
+		t.Fatalf("cosign verify refuses the signature: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, ref.DigestStr()) {
+		t.Errorf("cosign verify output does not name %s:\n%s", ref.DigestStr(), out)
+	}
+	if out, err := run(otherPub); err == nil {
+		t.Errorf("cosign verify accepts the signature under another key:\n%s", out)
 	}
 }
