@@ -42,6 +42,7 @@ type buildFlags struct {
 	runtimeImage string
 	revision     string
 	ref          string
+	signKey      string
 }
 
 // buildHelp is `ci build --help`.
@@ -162,6 +163,9 @@ func (f buildFlags) check() error {
 	}
 	if f.digestOnly && !f.push {
 		return usageErrorf("--digest-only only makes sense with --push")
+	}
+	if f.signKey != "" && !f.push {
+		return usageErrorf("--sign-key %s signs what --push publishes: add --push", f.signKey)
 	}
 	if f.bundle && f.tree == "" {
 		return usageErrorf("--bundle needs --tree DIR: the bundle's files are written into the install tree")
@@ -290,7 +294,7 @@ func (f buildFlags) request() (forge.Request, error) {
 		Platforms: platforms, CPU: f.cpu, Jobs: f.jobs, Optimize: f.optimize, Mirror: f.mirror, CacheDir: f.cache,
 		Tree: f.tree, Bundle: f.bundle, Output: f.output,
 		Push: f.push, DigestOnly: f.digestOnly, Latest: f.latest, NoSmoke: f.noSmoke, Insecure: f.insecure,
-		Revision: f.revision, Ref: f.ref,
+		Revision: f.revision, Ref: f.ref, SignKey: f.signKey,
 	}
 	if f.modules != "" {
 		req.Modules = splitList(f.modules)

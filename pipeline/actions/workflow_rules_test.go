@@ -227,7 +227,7 @@ func permissionProblems(name, text string, w *actionlint.Workflow) []string {
 		}
 		attests := false
 		for _, s := range j.Steps {
-			if a := actionOf(s); a == "actions/attest-build-provenance" || a == "actions/attest-sbom" || a == "actions/attest" {
+			if a := actionOf(s); a == "actions/attest-build-provenance" || a == "actions/attest-sbom" || a == "actions/attest" || cosignSignsRE.MatchString(runOf(s)) {
 				attests = true
 			}
 		}
@@ -430,6 +430,126 @@ func buildProblems(w *actionlint.Workflow) []string {
 	return out
 }
 
+// cosignSignsRE matches a run: script that signs or attests with cosign.
+var cosignSignsRE = regexp.MustCompile(`(?m)\bcosign\s+(sign|attest)\b`)
+
+// vulnAllowFile is the reviewed per-CVE override file of the vulnerability gate.
+const vulnAllowFile = ".github/vuln-allow.yaml"
+
+// gateAndSignProblems: every pushed architecture's SBOM is scanned by a pinned scanner in a
+// job the tag-moving job needs (fixable critical findings fail it, findings go to the step
+// summary, overrides come only from the reviewed file); the index the tag-moving job pushed
+// is signed keylessly by digest with a pinned cosign, and its SBOMs attested with cosign, in
+// the one job that may mint an OIDC token.
+func gateAndSignProblems(w *actionlint.Workflow) []string {
+	var out []string
+	add := func(format string, a ...any) { out = append(out, "build.yml: "+fmt.Sprintf(format, a...)) }
+	scanIDs := jobsWhere(w, usesAction("anchore/scan-action"))
+	tagIDs := jobsWhere(w, runContains("ci manifest"))
+	signIDs := jobsWhere(w, func(s *actionlint.Step) bool { return cosignSignsRE.MatchString(runOf(s)) })
+	var pushIDs []string
+	for _, id := range jobsWhere(w, runContains("--push")) {
+		if offPR(w, w.Jobs[id]) {
+			pushIDs = append(pushIDs, id)
+		}
+	}
+	if len(scanIDs) != 1 || len(tagIDs) != 1 || len(signIDs) != 1 || len(pushIDs) != 1 {
+		add("want exactly one scanning job (anchore/scan-action), one tag-moving job, one cosign-signing job and one pushing job; found %v, %v, %v, %v", scanIDs, tagIDs, signIDs, pushIDs)
+		return out
+	}
+	scanID, tagID, signID, pushID := scanIDs[0], tagIDs[0], signIDs[0], pushIDs[0]
+	scan, tag, signer := w.Jobs[scanID], w.Jobs[tagID], w.Jobs[signID]
+
+	// The gate: before the tags, after the push, for every pushed architecture.
+	if !jobNeeds(tag, scanID) {
+		add("the tag-moving job %s does not need the vulnerability gate %s: tags could move to a vulnerable image", tagID, scanID)
+	}
+	if !jobNeeds(scan, pushID) {
+		add("job %s does not need %s: there is nothing to scan before the push", scanID, pushID)
+	}
+	if !offPR(w, scan) {
+		add("job %s is not kept off pull requests (nothing is pushed there)", scanID)
+	}
+	if a, b := arches(scan), arches(w.Jobs[pushID]); strings.Join(a, ",") != strings.Join(b, ",") || len(a) == 0 {
+		add("job %s scans architectures %v, but %s pushes %v", scanID, a, pushID, b)
+	}
+	if code, why := runsProjectCode(scan); code {
+		add("job %s runs project code (%s): the gate must not run what it judges", scanID, why)
+	}
+	for scope, v := range scopes(scan.Permissions) {
+		if v == "write" {
+			add("job %s only reads, but has %s: write", scanID, scope)
+		}
+	}
+	var gate string
+	scanned := false
+	for _, s := range scan.Steps {
+		if actionOf(s) == "anchore/scan-action" {
+			scanned = true
+			if !strings.Contains(inputOf(s, "sbom"), "sboms/${{ matrix.arch }}.spdx.json") {
+				add("job %s: the scanner reads %q, not the pushed architecture's SBOM", scanID, inputOf(s, "sbom"))
+			}
+			if inputOf(s, "config") != vulnAllowFile {
+				add("job %s: the scanner's config is %q, not the reviewed override file %s", scanID, inputOf(s, "config"), vulnAllowFile)
+			}
+			if inputOf(s, "output-format") != "json" {
+				add("job %s: the scanner writes no JSON report for the gate", scanID)
+			}
+		}
+		if r := runOf(s); scanned && strings.Contains(r, "GITHUB_STEP_SUMMARY") {
+			gate = r
+		}
+	}
+	if gate == "" {
+		add("job %s has no step after the scanner that lists the findings in the step summary", scanID)
+	} else if !strings.Contains(gate, `"Critical"`) || !strings.Contains(gate, `fix.state == "fixed"`) || !strings.Contains(gate, "exit 1") {
+		add("job %s: the gate does not fail on fixable critical findings (Critical, fix.state fixed, exit 1)", scanID)
+	}
+	raw, err := os.ReadFile(filepath.Join(workflowDir(), "..", "vuln-allow.yaml"))
+	if err != nil {
+		add("the override file %s cannot be read: %v", vulnAllowFile, err)
+	} else if !regexp.MustCompile(`(?m)^ignore:`).Match(raw) {
+		add("the override file %s has no grype ignore: list", vulnAllowFile)
+	}
+
+	// Keyless signing: the index the tag-moving job pushed, by digest, with a pinned cosign.
+	installs := false
+	for _, s := range signer.Steps {
+		if actionOf(s) == "sigstore/cosign-installer" {
+			installs = true
+		}
+		r := runOf(s)
+		if !cosignSignsRE.MatchString(r) {
+			continue
+		}
+		if !regexp.MustCompile(`cosign sign --yes "\$IMAGE@\$DIGEST"`).MatchString(r) {
+			add("job %s does not sign the pushed index by digest (cosign sign --yes \"$IMAGE@$DIGEST\")", signID)
+		}
+		if !regexp.MustCompile(`cosign attest --yes --type spdxjson --predicate "[^"]+\.spdx\.json" "\$IMAGE@\$DIGEST"`).MatchString(r) {
+			add("job %s does not attest the SBOMs with cosign (cosign attest --yes --type spdxjson ... \"$IMAGE@$DIGEST\")", signID)
+		}
+		env := map[string]string{}
+		if s.Env != nil {
+			for k, v := range s.Env.Vars {
+				env[k] = strings.TrimSpace(v.Value.Value)
+			}
+		}
+		for v, output := range map[string]string{"image": "image", "digest": "digest"} {
+			m := needsOutputRE.FindStringSubmatch(env[v])
+			if m == nil || !strings.EqualFold(m[1], tagID) || m[2] != output {
+				add("job %s: %s is %q, not the tag-moving job's output %s", signID, strings.ToUpper(v), env[v], output)
+			}
+		}
+	}
+	if !installs {
+		add("job %s signs without installing cosign with sigstore/cosign-installer", signID)
+	}
+	if !jobNeeds(signer, tagID) {
+		add("job %s does not need the tag-moving job %s", signID, tagID)
+	}
+	return out
+}
+
 // updateProblems: the job that runs check-updates is read-only and hands the lock and body
 // on as an artifact; the job that opens the pull request has the write scopes and runs none
 // of our code, only pinned actions from a short list.
@@ -537,6 +657,7 @@ func problemsOf(name, text string) ([]string, error) {
 	switch name {
 	case "build.yml":
 		out = append(out, buildProblems(w)...)
+		out = append(out, gateAndSignProblems(w)...)
 	case "update.yml":
 		out = append(out, updateProblems(w)...)
 	}
@@ -546,7 +667,8 @@ func problemsOf(name, text string) ([]string, error) {
 // TestWorkflowRules: build.yml and update.yml break none of their own rules above
 // (TestWorkflowPermissions applies the permission rules to every workflow).
 func TestWorkflowRules(t *testing.T) {
-	for name, check := range map[string]func(*actionlint.Workflow) []string{"build.yml": buildProblems, "update.yml": updateProblems} {
+	for name, check := range map[string]func(*actionlint.Workflow) []string{"build.yml": buildProblems, "build.yml gate and signing": gateAndSignProblems, "update.yml": updateProblems} {
+		name, _, _ = strings.Cut(name, " ")
 		w, errs := actionlint.Parse([]byte(readWorkflow(t, name)))
 		if len(errs) > 0 {
 			t.Fatalf("%s: %v", name, errs[0])
@@ -610,7 +732,7 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"does not need check-updates"},
 		// build.yml: the runc smoke test
 		{"build.yml", "tags move without waiting for the runc smoke test",
-			"    needs: [build, smoke]\n", "    needs: build\n",
+			"    needs: [build, smoke, scan]\n", "    needs: [build, scan]\n",
 			"tag-moving job merge does not need smoke"},
 		{"build.yml", "smoke before the push",
 			"    needs: build\n    name: smoke-test", "    needs: test\n    name: smoke-test",
@@ -672,8 +794,40 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 		{"build.yml", "attest before the index exists",
 			"    needs: merge\n    name: attest", "    needs: smoke\n    name: attest",
 			"does not need the tag-moving job merge"},
+		// build.yml: the vulnerability gate and keyless signing
+		{"build.yml", "tags move without waiting for the scan",
+			"    needs: [build, smoke, scan]\n", "    needs: [build, smoke]\n",
+			"does not need the vulnerability gate scan"},
+		{"build.yml", "scan of one architecture only",
+			"          - arch: amd64\n          - arch: arm64\n    runs-on: ubuntu-24.04\n    timeout-minutes: 15",
+			"          - arch: amd64\n    runs-on: ubuntu-24.04\n    timeout-minutes: 15",
+			"job scan scans architectures [amd64]"},
+		{"build.yml", "scanner ignores the reviewed overrides",
+			"          config: .github/vuln-allow.yaml\n", "",
+			"not the reviewed override file"},
+		{"build.yml", "gate lets fixable criticals through",
+			"            exit 1\n          fi\n\n  # Assemble", "          fi\n\n  # Assemble",
+			"the gate does not fail on fixable critical findings"},
+		{"build.yml", "gate runs our code",
+			"      - name: Check the SBOM describes the pushed digest\n        env:\n          ARCH: ${{ matrix.arch }}\n        run: |\n",
+			"      - name: Check the SBOM describes the pushed digest\n        env:\n          ARCH: ${{ matrix.arch }}\n        run: |\n          go run ./ci smoke --help\n",
+			"job scan runs project code"},
+		{"build.yml", "signing a tag",
+			`cosign sign --yes "$IMAGE@$DIGEST"`, `cosign sign --yes "$IMAGE:latest"`,
+			"does not sign the pushed index by digest"},
+		{"build.yml", "signing another digest",
+			"          IMAGE: ${{ needs.merge.outputs.image }}\n          DIGEST: ${{ needs.merge.outputs.digest }}\n        run: |\n          # By digest",
+			"          IMAGE: ${{ needs.merge.outputs.image }}\n          DIGEST: ${{ needs.merge.outputs.index }}\n        run: |\n          # By digest",
+			`DIGEST is "${{ needs.merge.outputs.index }}"`},
+		{"build.yml", "cosign not from the pinned installer",
+			"      - name: Install cosign\n        uses: sigstore/cosign-installer@6f9f17788090df1f26f669e9d70d6ae9567deba6 # v4.1.2\n        with:\n          cosign-release: v3.0.6\n", "",
+			"signs without installing cosign"},
+		{"build.yml", "signing in the scan job",
+			"    permissions:\n      contents: read\n    steps:\n      - uses: actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2\n        with:\n          persist-credentials: false\n          sparse-checkout",
+			"    permissions:\n      contents: read\n      id-token: write # sign\n    steps:\n      - uses: actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2\n        with:\n          persist-credentials: false\n          sparse-checkout",
+			"job scan has id-token or attestations: write but attests nothing"},
 		{"build.yml", "write-all",
-			"    permissions:\n      contents: read # as GitHub's documented set for attesting images; nothing here checks out\n      id-token: write # mint the OIDC token that Sigstore certifies the signatures with\n      attestations: write # store the attestations in the repository's attestation store\n      packages: write # push the attestations to ghcr.io next to the index (push-to-registry)\n",
+			"    permissions:\n      contents: read # as GitHub's documented set for attesting images; nothing here checks out\n      id-token: write # mint the OIDC token that Sigstore certifies the signatures with (cosign, attest actions)\n      attestations: write # store the attestations in the repository's attestation store\n      packages: write # push the signature and attestations to ghcr.io next to the index (push-to-registry)\n",
 			"    permissions: write-all\n",
 			"job attest sets permissions for every scope at once"},
 	}

@@ -2,6 +2,7 @@ package forge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/bundle"
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
@@ -20,6 +22,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/sign"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
@@ -64,7 +67,8 @@ type build struct {
 	res     *Result
 	logf    func(string, ...any)
 	vlogf   func(string, ...any)
-	table   io.Writer // the smoke table: the log when verbose
+	signer  signature.SignerVerifier // --sign-key's, loaded before anything is built
+	table   io.Writer                // the smoke table: the log when verbose
 	log     io.Writer
 	verbose bool
 	groups  bool
@@ -95,6 +99,16 @@ func Run(ctx context.Context, req Request, opts ...Option) (*Result, error) {
 	}
 	if err := b.resolve(); err != nil {
 		return b.res, err
+	}
+	if req.SignKey != "" {
+		// A key that cannot sign fails now, not after a build of several minutes.
+		if !req.Push {
+			return b.res, errors.New("a signing key (--sign-key) signs what --push publishes: add --push, or leave the key out")
+		}
+		var err error
+		if b.signer, err = sign.LoadKey(req.SignKey); err != nil {
+			return b.res, err
+		}
 	}
 	b.eng = c.eng
 	if b.eng == nil {
@@ -590,6 +604,7 @@ func (b *build) publish(ctx context.Context) error {
 	var digestRefs []string
 	for _, t := range b.targets {
 		opts := append(b.publishOptions(), image.WithVerify(b.verifier(t)), image.WithSBOM(t.sbom, created))
+		opts = append(opts, b.signOptions()...)
 		step := fmt.Sprintf("push (%s)", t.plan.Platform)
 		b.progress(engine.Event{Step: step})
 		start := time.Now()
@@ -608,7 +623,7 @@ func (b *build) publish(ctx context.Context) error {
 	}
 	if len(b.targets) > 1 {
 		var err error
-		if pub, err = image.Index(ctx, b.req.Repo, digestRefs, tags, b.publishOptions()...); err != nil {
+		if pub, err = image.Index(ctx, b.req.Repo, digestRefs, tags, append(b.publishOptions(), b.signOptions()...)...); err != nil {
 			return err
 		}
 		b.logf("push: index %s of %s", pub.Digest, strings.Join(b.req.platforms(), ", "))
@@ -623,6 +638,22 @@ func (b *build) publish(ctx context.Context) error {
 		return b.output()
 	}
 	return nil
+}
+
+// signOptions sign each pushed image and the index of several (so a verifier that resolves
+// a tag to either finds a signature) with --sign-key's key; without a key it does nothing.
+func (b *build) signOptions() []image.PublishOption {
+	if b.signer == nil {
+		return nil
+	}
+	return []image.PublishOption{image.WithSign(func(ctx context.Context, ref name.Digest, ropts []remote.Option) error {
+		sig, err := sign.Sign(ctx, ref, b.signer, ropts...)
+		if err != nil {
+			return err
+		}
+		b.logf("push: signed %s (signature %s)", ref.DigestStr(), sig.DigestStr())
+		return nil
+	})}
 }
 
 // verifier is the smoke test Publish runs on the pushed digest: the image pulled back from

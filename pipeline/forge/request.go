@@ -73,7 +73,10 @@ type Request struct {
 	Ref        string   // the git ref built (GITHUB_REF), for the default tags (image.Tags)
 	NoSmoke    bool     // skip the smoke tests (never with Push)
 	Insecure   bool     // allow plain HTTP to registries not on loopback
-	Revision   string   // source revision recorded in the image's annotations
+	// SignKey: with Push, sign each pushed image and index with this unencrypted PEM private
+	// key, cosign's way (pipeline/sign), before any tag moves.
+	SignKey  string
+	Revision string // source revision recorded in the image's annotations
 }
 
 // TagEvent is what the default tags are decided from (image.Tags).

@@ -129,10 +129,47 @@ func syntheticBase(t testing.TB, arch string) v1.Image {
 	return img
 }
 
+// syntheticDebianBase is syntheticBase with a second layer holding what the SBOM reads of a
+// distroless base: os-release and a dpkg database in distroless's status.d form (one stanza
+// file per package, beside md5sums files that are not packages). libstdc++6 is not in
+// distroless base-nossl; it is here for its '+', which an SPDX ID cannot hold.
+func syntheticDebianBase(t testing.TB, arch string) v1.Image {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"usr/lib/os-release":                   "PRETTY_NAME=\"Debian GNU/Linux 13 (trixie)\"\nNAME=\"Debian GNU/Linux\"\nVERSION_ID=\"13\"\nID=debian\n",
+		"var/lib/dpkg/status.d/base-files":     "Package: base-files\nVersion: 13.8+deb13u1\nArchitecture: " + arch + "\nMaintainer: Santiago Vila <sanvila@debian.org>\n",
+		"var/lib/dpkg/status.d/libc6":          "Package: libc6\nSource: glibc\nVersion: 2.41-12\nArchitecture: " + arch + "\nDescription: GNU C Library: Shared libraries\n Contains the standard libraries.\n",
+		"var/lib/dpkg/status.d/libc6.md5sums":  "0123 lib/x86_64-linux-gnu/libc.so.6\n",
+		"var/lib/dpkg/status.d/libstdc++6":     "Package: libstdc++6\nSource: gcc-14 (14.2.0-19)\nVersion: 14.2.0-19\nArchitecture: " + arch + "\n",
+		"var/lib/dpkg/status.d/tzdata":         "Package: tzdata\nVersion: 2025b-4+deb13u1\nArchitecture: all\n",
+		"var/lib/dpkg/status.d/tzdata.md5sums": "",
+	}
+	for p, body := range files {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := TreeLayer(dir, TreeOptions{ModTime: time.Unix(0, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.Append(syntheticBase(t, arch), mutate.Addendum{Layer: l, MediaType: types.OCILayer, History: v1.History{Created: v1.Time{Time: time.Unix(0, 0).UTC()}, CreatedBy: "synthetic dpkg database"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
 func assembleSynthetic(t testing.TB, arch string, opts ...Option) v1.Image {
 	t.Helper()
+	return assembleOn(t, syntheticBase(t, arch), opts...)
+}
+
+func assembleOn(t testing.TB, base v1.Image, opts ...Option) v1.Image {
+	t.Helper()
 	tree := syntheticTree(t, time.Now(), 0, false)
-	base := syntheticBase(t, arch)
 	opts = append([]Option{WithBaseRef("gcr.io/distroless/base-nossl-debian13:nonroot"), WithRevision("0123456789abcdef0123456789abcdef01234567"), WithLibcrypt("1:4.4.33-2"), WithOptimize("lto")}, opts...)
 	img, err := Assemble(base, tree, testLock(t), opts...)
 	if err != nil {

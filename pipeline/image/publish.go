@@ -24,6 +24,7 @@ type VerifyFunc func(ctx context.Context, ref name.Digest) error
 
 type publishOptions struct {
 	verify      VerifyFunc
+	sign        SignFunc
 	sbom        []byte
 	sbomCreated time.Time
 	keychain    authn.Keychain
@@ -140,6 +141,7 @@ const (
 	StepPush    = "push"
 	StepVerify  = "verify"
 	StepSBOM    = "sbom"
+	StepSign    = "sign"
 	StepTag     = "tag"
 )
 
@@ -305,6 +307,14 @@ func publish(ctx context.Context, t target, repoStr string, tagNames []string, o
 			return fail(StepSBOM, fmt.Errorf("pushing SBOM %s: %w", aref, err))
 		}
 		res.SBOM = &aref
+	}
+
+	// Step 3b: sign exactly the verified digest, so that no tag ever names an unsigned one.
+	if o.sign != nil {
+		o.logf("signing %s", ref)
+		if err := o.sign(ctx, ref, ropts); err != nil {
+			return fail(StepSign, fmt.Errorf("signing %s: %w", ref, err))
+		}
 	}
 
 	// Step 4: move the tags, remembering where they were so a failure can put them back.

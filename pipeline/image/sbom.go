@@ -12,6 +12,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/package-url/packageurl-go"
+	spdxjson "github.com/spdx/tools-golang/json"
+	"github.com/spdx/tools-golang/spdx"
+	"github.com/spdx/tools-golang/spdx/v2/common"
+	"github.com/spdx/tools-golang/spdxlib"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
@@ -182,63 +187,15 @@ func sbomLicenseExpression(l *lock.Lock, o options) string {
 	return strings.Join(parts, " AND ")
 }
 
-// SPDX 2.3 JSON document (the subset this program writes).
-type spdxDocument struct {
-	SPDXVersion       string             `json:"spdxVersion"`
-	DataLicense       string             `json:"dataLicense"`
-	SPDXID            string             `json:"SPDXID"`
-	Name              string             `json:"name"`
-	DocumentNamespace string             `json:"documentNamespace"`
-	CreationInfo      spdxCreationInfo   `json:"creationInfo"`
-	Packages          []spdxPackage      `json:"packages"`
-	Relationships     []spdxRelationship `json:"relationships"`
-}
-
-type spdxCreationInfo struct {
-	Created  string   `json:"created"`
-	Creators []string `json:"creators"`
-	Comment  string   `json:"comment,omitempty"`
-}
-
-type spdxPackage struct {
-	SPDXID                string            `json:"SPDXID"`
-	Name                  string            `json:"name"`
-	VersionInfo           string            `json:"versionInfo,omitempty"`
-	Supplier              string            `json:"supplier,omitempty"`
-	DownloadLocation      string            `json:"downloadLocation"`
-	FilesAnalyzed         bool              `json:"filesAnalyzed"`
-	Checksums             []spdxChecksum    `json:"checksums,omitempty"`
-	LicenseConcluded      string            `json:"licenseConcluded"`
-	LicenseDeclared       string            `json:"licenseDeclared"`
-	CopyrightText         string            `json:"copyrightText"`
-	PrimaryPackagePurpose string            `json:"primaryPackagePurpose,omitempty"`
-	Comment               string            `json:"comment,omitempty"`
-	ExternalRefs          []spdxExternalRef `json:"externalRefs,omitempty"`
-}
-
-type spdxChecksum struct {
-	Algorithm     string `json:"algorithm"`
-	ChecksumValue string `json:"checksumValue"`
-}
-
-type spdxExternalRef struct {
-	ReferenceCategory string `json:"referenceCategory"`
-	ReferenceType     string `json:"referenceType"`
-	ReferenceLocator  string `json:"referenceLocator"`
-}
-
-type spdxRelationship struct {
-	SPDXElementID      string `json:"spdxElementId"`
-	RelationshipType   string `json:"relationshipType"`
-	RelatedSPDXElement string `json:"relatedSpdxElement"`
-}
-
 // SBOM returns the SPDX 2.3 JSON document describing img, an image made by Assemble from
 // l: the image (by digest), nginx, OpenSSL, PCRE2, zlib and the components of the
 // third-party modules compiled in (WithModules; version, download location, SHA-256 of the
-// source tarball, licence), the static libcrypt when the image says it has one, and the
-// base image (name and digest from the image's annotations). Pass it the options Assemble
-// got: it refuses a component list that differs from the image's annotations. It is a pure
+// source tarball, licence, CPE 2.3 and purl), the static libcrypt when the image says it has
+// one, the base image (name and digest from the image's annotations) and the Debian packages
+// of the base, read from the dpkg database inside the image's layers. The CPEs and purls are
+// what vulnerability scanners (grype, trivy) match advisories by: without them a scan of the
+// SBOM finds nothing, even for a known-vulnerable OpenSSL. Pass it the options Assemble got:
+// it refuses a component list that differs from the image's annotations. It is a pure
 // function of its inputs: created is SOURCE_DATE_EPOCH, and the namespace is derived from
 // the image digest.
 func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
@@ -273,38 +230,44 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 	if err := matchAnnotations(anns, l, built); err != nil {
 		return nil, fmt.Errorf("SBOM of image %s: %w", digest, err)
 	}
+	debs, osRelease, err := dpkgPackages(img)
+	if err != nil {
+		return nil, fmt.Errorf("SBOM of image %s: reading the base's Debian packages: %w", digest, err)
+	}
 	created := time.Unix(*o.epoch, 0).UTC()
 
-	imageID := "SPDXRef-Image"
-	doc := spdxDocument{
-		SPDXVersion:       "SPDX-2.3",
-		DataLicense:       "CC0-1.0",
-		SPDXID:            "SPDXRef-DOCUMENT",
-		Name:              "nginx-forge-" + o.version,
+	const imageID = "Image"
+	doc := &spdx.Document{
+		SPDXVersion:       spdx.Version,
+		DataLicense:       spdx.DataLicense,
+		SPDXIdentifier:    "DOCUMENT",
+		DocumentName:      "nginx-forge-" + o.version,
 		DocumentNamespace: o.source + "/spdx/" + digest.Hex,
-		CreationInfo: spdxCreationInfo{
-			Created:  created.Format(time.RFC3339),
-			Creators: []string{"Tool: nginx-forge", "Organization: nginx-forge"},
-			Comment:  "created is the build's SOURCE_DATE_EPOCH, so the same inputs give the same document",
+		CreationInfo: &spdx.CreationInfo{
+			Created:        created.Format(time.RFC3339),
+			Creators:       []spdx.Creator{{CreatorType: "Tool", Creator: "nginx-forge"}, {CreatorType: "Organization", Creator: "nginx-forge"}},
+			CreatorComment: "created is the build's SOURCE_DATE_EPOCH, so the same inputs give the same document",
 		},
 	}
-	doc.Packages = append(doc.Packages, spdxPackage{
-		SPDXID:                imageID,
-		Name:                  "nginx-forge",
-		VersionInfo:           o.version,
-		DownloadLocation:      "NOASSERTION",
-		Checksums:             []spdxChecksum{{"SHA256", digest.Hex}},
-		LicenseConcluded:      "NOASSERTION",
-		LicenseDeclared:       sbomLicenseExpression(l, o),
-		CopyrightText:         "NOASSERTION",
-		PrimaryPackagePurpose: "CONTAINER",
-		Comment:               "the image manifest; checksum is its digest",
-		ExternalRefs:          []spdxExternalRef{purl(ociPurl("nginx-forge", digest.String(), ""))},
+	doc.Packages = append(doc.Packages, &spdx.Package{
+		PackageSPDXIdentifier:   imageID,
+		PackageName:             "nginx-forge",
+		PackageVersion:          o.version,
+		PackageDownloadLocation: "NOASSERTION",
+		PackageChecksums:        []spdx.Checksum{{Algorithm: spdx.SHA256, Value: digest.Hex}},
+		PackageLicenseConcluded: "NOASSERTION",
+		PackageLicenseDeclared:  sbomLicenseExpression(l, o),
+		PackageCopyrightText:    "NOASSERTION",
+		PrimaryPackagePurpose:   "CONTAINER",
+		PackageComment:          "the image manifest; checksum is its digest",
+		PackageExternalReferences: []*spdx.PackageExternalReference{
+			purlRef(ociPurl("nginx-forge", digest.String(), "")),
+		},
 	})
-	rels := []spdxRelationship{{"SPDXRef-DOCUMENT", "DESCRIBES", imageID}}
+	rels := []*spdx.Relationship{rel("DOCUMENT", common.TypeRelationshipDescribe, imageID)}
 
 	for _, c := range built {
-		id := "SPDXRef-Package-" + c.Name
+		id := componentID(c.Name)
 		comment := componentComment(c)
 		if c.Name == lock.Nginx && o.optimize != "" {
 			comment += "; built with optimization mode " + o.optimize + " (nginx-forge --optimize: none, lto = link-time optimization with the static libraries, pgo = lto plus profile-guided OpenSSL and nginx)"
@@ -316,40 +279,53 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 		default:
 			comment += "; PGO profile " + o.profile + " (recorded in the lock by ci pgo-profile)"
 		}
-		doc.Packages = append(doc.Packages, spdxPackage{
-			SPDXID:                id,
-			Name:                  c.Name,
-			VersionInfo:           c.Version,
-			DownloadLocation:      c.URL,
-			Checksums:             []spdxChecksum{{"SHA256", c.SHA256}},
-			LicenseConcluded:      licenseOr(c.Name),
-			LicenseDeclared:       licenseOr(c.Name),
-			CopyrightText:         "NOASSERTION",
-			PrimaryPackagePurpose: purpose(c.Name),
-			Comment:               comment,
-			ExternalRefs: []spdxExternalRef{purl("pkg:generic/" + c.Name + "@" + url.PathEscape(c.Version) +
-				"?download_url=" + url.QueryEscape(c.URL) + "&checksum=sha256:" + c.SHA256)},
+		refs := []*spdx.PackageExternalReference{}
+		for _, vp := range cpeProducts[c.Name] {
+			refs = append(refs, cpeRef(vp[0], vp[1], c.Version))
+		}
+		refs = append(refs, purlRef(packageurl.NewPackageURL(packageurl.TypeGeneric, "", c.Name, c.Version,
+			packageurl.QualifiersFromMap(map[string]string{"download_url": c.URL, "checksum": "sha256:" + c.SHA256}), "").ToString()))
+		doc.Packages = append(doc.Packages, &spdx.Package{
+			PackageSPDXIdentifier:     id,
+			PackageName:               c.Name,
+			PackageVersion:            c.Version,
+			PackageDownloadLocation:   c.URL,
+			PackageChecksums:          []spdx.Checksum{{Algorithm: spdx.SHA256, Value: c.SHA256}},
+			PackageLicenseConcluded:   licenseOr(c.Name),
+			PackageLicenseDeclared:    licenseOr(c.Name),
+			PackageCopyrightText:      "NOASSERTION",
+			PrimaryPackagePurpose:     purpose(c.Name),
+			PackageComment:            comment,
+			PackageExternalReferences: refs,
 		})
 		if c.Name == lock.Nginx {
-			rels = append(rels, spdxRelationship{imageID, "CONTAINS", id})
+			rels = append(rels, rel(imageID, common.TypeRelationshipContains, id))
 		} else {
-			rels = append(rels, spdxRelationship{"SPDXRef-Package-nginx", "STATIC_LINK", id})
+			rels = append(rels, rel(componentID(lock.Nginx), common.TypeRelationshipStaticLink, id))
 		}
 	}
 	if libcryptVersion != "" {
-		id := "SPDXRef-Package-" + Libcrypt
-		doc.Packages = append(doc.Packages, spdxPackage{
-			SPDXID:                id,
-			Name:                  Libcrypt,
-			VersionInfo:           libcryptVersion,
-			DownloadLocation:      "NOASSERTION",
-			LicenseConcluded:      licenses[Libcrypt],
-			LicenseDeclared:       licenses[Libcrypt],
-			CopyrightText:         "NOASSERTION",
-			PrimaryPackagePurpose: "LIBRARY",
-			Comment:               "libxcrypt's libcrypt.a from the builder image's libcrypt-dev package (" + l.Images.Builder.Pinned() + "), linked statically into nginx",
+		id := componentID(Libcrypt)
+		// libcrypt.a comes from the builder's libcrypt-dev, so its version is a distribution
+		// package version ("1:4.4.33-2"); the purl names libxcrypt at the upstream part, the
+		// version its advisories are about. No CPE: this program does not know NVD's name
+		// for libxcrypt, and a guessed one would match nothing or the wrong thing.
+		up := debianUpstreamVersion(libcryptVersion)
+		doc.Packages = append(doc.Packages, &spdx.Package{
+			PackageSPDXIdentifier:   id,
+			PackageName:             Libcrypt,
+			PackageVersion:          libcryptVersion,
+			PackageDownloadLocation: "NOASSERTION",
+			PackageLicenseConcluded: licenses[Libcrypt],
+			PackageLicenseDeclared:  licenses[Libcrypt],
+			PackageCopyrightText:    "NOASSERTION",
+			PrimaryPackagePurpose:   "LIBRARY",
+			PackageComment:          "libxcrypt's libcrypt.a from the builder image's libcrypt-dev package (" + l.Images.Builder.Pinned() + "), linked statically into nginx",
+			PackageExternalReferences: []*spdx.PackageExternalReference{
+				purlRef(packageurl.NewPackageURL(packageurl.TypeGeneric, "", "libxcrypt", up, nil, "").ToString()),
+			},
 		})
-		rels = append(rels, spdxRelationship{"SPDXRef-Package-nginx", "STATIC_LINK", id})
+		rels = append(rels, rel(componentID(lock.Nginx), common.TypeRelationshipStaticLink, id))
 	}
 	baseName := anns[AnnotationBaseName]
 	baseDigest := anns[AnnotationBaseDigest]
@@ -357,30 +333,104 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image annotation %s=%q: %w", AnnotationBaseDigest, baseDigest, err)
 	}
-	doc.Packages = append(doc.Packages, spdxPackage{
-		SPDXID:                "SPDXRef-Base",
-		Name:                  baseName,
-		VersionInfo:           baseDigest,
-		DownloadLocation:      "NOASSERTION",
-		Checksums:             []spdxChecksum{{"SHA256", bd.Hex}},
-		LicenseConcluded:      "NOASSERTION",
-		LicenseDeclared:       "NOASSERTION",
-		CopyrightText:         "NOASSERTION",
-		PrimaryPackagePurpose: "CONTAINER",
-		Comment:               "the base image; its own packages are described by its publisher",
-		ExternalRefs:          []spdxExternalRef{purl(ociPurl(repoBase(baseName), baseDigest, repoPath(baseName)))},
+	baseComment := "the base image; its Debian packages, read from its dpkg database, are the packages it CONTAINS"
+	if len(debs) == 0 {
+		baseComment = "the base image; it has no dpkg database (var/lib/dpkg/status or status.d), so no packages of it are listed"
+	}
+	doc.Packages = append(doc.Packages, &spdx.Package{
+		PackageSPDXIdentifier:   "Base",
+		PackageName:             baseName,
+		PackageVersion:          baseDigest,
+		PackageDownloadLocation: "NOASSERTION",
+		PackageChecksums:        []spdx.Checksum{{Algorithm: spdx.SHA256, Value: bd.Hex}},
+		PackageLicenseConcluded: "NOASSERTION",
+		PackageLicenseDeclared:  "NOASSERTION",
+		PackageCopyrightText:    "NOASSERTION",
+		PrimaryPackagePurpose:   "CONTAINER",
+		PackageComment:          baseComment,
+		PackageExternalReferences: []*spdx.PackageExternalReference{
+			purlRef(ociPurl(repoBase(baseName), baseDigest, repoPath(baseName))),
+		},
 	})
-	rels = append(rels, spdxRelationship{imageID, "DESCENDANT_OF", "SPDXRef-Base"})
+	rels = append(rels, rel(imageID, common.TypeRelationshipDescendantOf, "Base"))
+	used := map[spdx.ElementID]bool{}
+	for _, d := range debs {
+		id := debElementID(d, used)
+		doc.Packages = append(doc.Packages, &spdx.Package{
+			PackageSPDXIdentifier:   id,
+			PackageName:             d.name,
+			PackageVersion:          d.version,
+			PackageDownloadLocation: "NOASSERTION",
+			PackageLicenseConcluded: "NOASSERTION",
+			PackageLicenseDeclared:  "NOASSERTION",
+			PackageCopyrightText:    "NOASSERTION",
+			PrimaryPackagePurpose:   "OPERATING-SYSTEM",
+			PackageSourceInfo:       "from the base image's dpkg database, " + d.file,
+			PackageExternalReferences: []*spdx.PackageExternalReference{
+				purlRef(d.purl(osRelease)),
+			},
+		})
+		rels = append(rels, rel("Base", common.TypeRelationshipContains, id))
+	}
 	doc.Relationships = rels
+	if err := spdxlib.ValidateDocument(doc); err != nil {
+		return nil, fmt.Errorf("SBOM of image %s is not a valid SPDX document: %w", digest, err)
+	}
 
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return nil, err
+	if err := spdxjson.Write(doc, &buf, spdxjson.Indent("  "), spdxjson.EscapeHTML(false)); err != nil {
+		return nil, fmt.Errorf("writing the SBOM of image %s: %w", digest, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// cpeProducts are the NVD vendor:product pairs of the components, the names NVD's CVE
+// records (and so grype's and trivy's CPE matching) use. nginx is listed twice: NVD moved it
+// from nginx:nginx to f5:nginx in 2022, and older advisories keep the old name. ngx_brotli
+// and the zstd nginx module have no NVD product, so they carry the purl alone.
+var cpeProducts = map[string][][2]string{
+	lock.Nginx:   {{"f5", "nginx"}, {"nginx", "nginx"}},
+	lock.OpenSSL: {{"openssl", "openssl"}},
+	lock.PCRE2:   {{"pcre", "pcre2"}},
+	lock.Zlib:    {{"zlib", "zlib"}},
+	lock.Brotli:  {{"google", "brotli"}},
+	lock.Zstd:    {{"facebook", "zstandard"}},
+}
+
+// cpe23 is the CPE 2.3 formatted string of an application. Characters other than letters,
+// digits, '.', '_' and '-' are quoted with a backslash, as the formatted-string binding
+// requires (a version such as "1.0.0+dfsg" would otherwise be read as two fields' worth of
+// punctuation).
+func cpe23(vendor, product, version string) string {
+	q := func(s string) string {
+		var b strings.Builder
+		for _, r := range strings.ToLower(s) {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		}
+		return b.String()
+	}
+	return "cpe:2.3:a:" + q(vendor) + ":" + q(product) + ":" + q(version) + ":*:*:*:*:*:*:*"
+}
+
+// componentID is the SPDX element ID of a compiled component: SPDX IDs allow letters, digits,
+// '.' and '-' only, so ngx_brotli is Package-ngx-brotli.
+func componentID(name string) spdx.ElementID {
+	return spdx.ElementID("Package-" + spdxIDChars.ReplaceAllString(name, "-"))
+}
+
+func cpeRef(vendor, product, version string) *spdx.PackageExternalReference {
+	return &spdx.PackageExternalReference{Category: common.CategorySecurity, RefType: common.TypeSecurityCPE23Type, Locator: cpe23(vendor, product, version)}
+}
+
+func purlRef(locator string) *spdx.PackageExternalReference {
+	return &spdx.PackageExternalReference{Category: common.CategoryPackageManager, RefType: common.TypePackageManagerPURL, Locator: locator}
+}
+
+func rel(a spdx.ElementID, kind string, b spdx.ElementID) *spdx.Relationship {
+	return &spdx.Relationship{RefA: common.MakeDocElementID("", string(a)), RefB: common.MakeDocElementID("", string(b)), Relationship: kind}
 }
 
 // componentComment says what vouches for a component's source: always its checksum, and its
@@ -411,10 +461,6 @@ func purpose(n string) string {
 		return "APPLICATION"
 	}
 	return "LIBRARY"
-}
-
-func purl(locator string) spdxExternalRef {
-	return spdxExternalRef{ReferenceCategory: "PACKAGE-MANAGER", ReferenceType: "purl", ReferenceLocator: locator}
 }
 
 // ociPurl is the package URL of an OCI image: pkg:oci/NAME@DIGEST?repository_url=REPO.

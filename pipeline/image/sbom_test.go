@@ -1,11 +1,16 @@
 package image
 
 import (
-	"encoding/json"
+	"bytes"
 	"strings"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/package-url/packageurl-go"
+	spdxjson "github.com/spdx/tools-golang/json"
+	"github.com/spdx/tools-golang/spdx"
+	"github.com/spdx/tools-golang/spdx/v2/common"
+	"github.com/spdx/tools-golang/spdxlib"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
@@ -25,7 +30,7 @@ func TestSBOMSignatureComments(t *testing.T) {
 	parsed := sbomOf(t, img, l)
 	comments := map[string]string{}
 	for _, p := range parsed.Packages {
-		comments[p.Name] = p.Comment
+		comments[p.PackageName] = p.PackageComment
 	}
 	for _, name := range []string{lock.Nginx, lock.PCRE2} {
 		c := l.MustComponent(name)
@@ -55,8 +60,8 @@ func TestSBOMOptionalComponents(t *testing.T) {
 	pkgs := packagesByName(parsed)
 	links := map[string]bool{}
 	for _, r := range parsed.Relationships {
-		if r.SPDXElementID == "SPDXRef-Package-nginx" && r.RelationshipType == "STATIC_LINK" {
-			links[r.RelatedSPDXElement] = true
+		if r.RefA.ElementRefID == componentID(lock.Nginx) && r.Relationship == "STATIC_LINK" {
+			links[string(r.RefB.ElementRefID)] = true
 		}
 	}
 	for name, license := range map[string]string{lock.Brotli: "MIT", lock.NgxBrotli: "BSD-2-Clause"} {
@@ -66,17 +71,17 @@ func TestSBOMOptionalComponents(t *testing.T) {
 			continue
 		}
 		c := l.MustComponent(name)
-		if p.VersionInfo != c.Version || p.Checksums[0].ChecksumValue != c.SHA256 || p.LicenseDeclared != license {
-			t.Errorf("%s: version %q checksum %v license %q; want the lock's and %s", name, p.VersionInfo, p.Checksums, p.LicenseDeclared, license)
+		if p.PackageVersion != c.Version || p.PackageChecksums[0].Value != c.SHA256 || p.PackageLicenseDeclared != license {
+			t.Errorf("%s: version %q checksum %v license %q; want the lock's and %s", name, p.PackageVersion, p.PackageChecksums, p.PackageLicenseDeclared, license)
 		}
-		if !links[p.SPDXID] {
+		if !links[string(p.PackageSPDXIdentifier)] {
 			t.Errorf("%s is not STATIC_LINK of nginx", name)
 		}
 	}
 	if _, ok := pkgs[lock.Zstd]; ok {
 		t.Error("SBOM lists zstd, which the test lock pins without its module (so nothing links it)")
 	}
-	if img := pkgs["nginx-forge"].LicenseDeclared; !strings.Contains(img, "MIT") {
+	if img := pkgs["nginx-forge"].PackageLicenseDeclared; !strings.Contains(img, "MIT") {
 		t.Errorf("image license %q leaves out brotli's MIT", img)
 	}
 }
@@ -102,7 +107,7 @@ func TestSBOMFollowsModules(t *testing.T) {
 			pkgs := packagesByName(parsed)
 			related := map[string]bool{}
 			for _, r := range parsed.Relationships {
-				related[r.RelatedSPDXElement] = true
+				related[string(r.RefB.ElementRefID)] = true
 			}
 			m, err := img.Manifest()
 			if err != nil {
@@ -120,12 +125,12 @@ func TestSBOMFollowsModules(t *testing.T) {
 				_, inSBOM := pkgs[name]
 				_, annotated := m.Annotations[AnnotationPrefix+name+".version"]
 				inHistory := strings.Contains(history.String(), name+" ")
-				if inSBOM != tc.listed || related["SPDXRef-Package-"+name] != tc.listed || annotated != tc.listed || inHistory != tc.listed {
+				if inSBOM != tc.listed || related[string(componentID(name))] != tc.listed || annotated != tc.listed || inHistory != tc.listed {
 					t.Errorf("%s: in SBOM %v, related %v, annotated %v, in history %v; want all %v (modules %s)",
-						name, inSBOM, related["SPDXRef-Package-"+name], annotated, inHistory, tc.listed, strings.Join(tc.modules, ","))
+						name, inSBOM, related[string(componentID(name))], annotated, inHistory, tc.listed, strings.Join(tc.modules, ","))
 				}
 			}
-			for _, lic := range []string{pkgs["nginx-forge"].LicenseDeclared, m.Annotations[AnnotationLicenses]} {
+			for _, lic := range []string{pkgs["nginx-forge"].PackageLicenseDeclared, m.Annotations[AnnotationLicenses]} {
 				if strings.Contains(lic, "MIT") != tc.listed {
 					t.Errorf("licence %q: brotli's MIT present = %v, want %v", lic, !tc.listed, tc.listed)
 				}
@@ -188,34 +193,160 @@ func TestProfileRecorded(t *testing.T) {
 		}
 		parsed := sbomOf(t, img, l, opts...)
 		for _, p := range parsed.Packages {
-			if p.Name != lock.Nginx {
+			if p.PackageName != lock.Nginx {
 				continue
 			}
-			if tc.want == "" && strings.Contains(p.Comment, "PGO profile") || !strings.Contains(p.Comment, tc.want) {
-				t.Errorf("profile %q: nginx comment %q, want %q", tc.profile, p.Comment, tc.want)
+			if tc.want == "" && strings.Contains(p.PackageComment, "PGO profile") || !strings.Contains(p.PackageComment, tc.want) {
+				t.Errorf("profile %q: nginx comment %q, want %q", tc.profile, p.PackageComment, tc.want)
 			}
 		}
 	}
 }
 
-// sbomOf is SBOM(img, l, opts...) parsed.
-func sbomOf(t *testing.T, img v1.Image, l *lock.Lock, opts ...Option) spdxDocument {
+// sbomOf is SBOM(img, l, opts...) read back with the SPDX library and validated by it (every
+// relationship names an element of the document), so a document the library cannot read fails
+// every SBOM test.
+func sbomOf(t *testing.T, img v1.Image, l *lock.Lock, opts ...Option) *spdx.Document {
 	t.Helper()
 	doc, err := SBOM(img, l, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var parsed spdxDocument
-	if err := json.Unmarshal(doc, &parsed); err != nil {
-		t.Fatal(err)
+	return parseSBOM(t, doc)
+}
+
+func parseSBOM(t *testing.T, doc []byte) *spdx.Document {
+	t.Helper()
+	parsed, err := spdxjson.Read(bytes.NewReader(doc))
+	if err != nil {
+		t.Fatalf("the SPDX library cannot read the SBOM: %v", err)
+	}
+	if err := spdxlib.ValidateDocument(parsed); err != nil {
+		t.Fatalf("the SPDX library refuses the SBOM: %v", err)
 	}
 	return parsed
 }
 
-func packagesByName(doc spdxDocument) map[string]spdxPackage {
-	pkgs := map[string]spdxPackage{}
+func packagesByName(doc *spdx.Document) map[string]*spdx.Package {
+	pkgs := map[string]*spdx.Package{}
 	for _, p := range doc.Packages {
-		pkgs[p.Name] = p
+		pkgs[p.PackageName] = p
 	}
 	return pkgs
+}
+
+// What scanners match by: every compiled component carries a CPE 2.3 (NVD's vendor and
+// product) and a purl naming the tarball it was built from; the base's Debian packages are
+// listed from its dpkg database (status.d stanzas, not the md5sums beside them) with
+// pkg:deb purls naming the distro and source package, and the base CONTAINS them.
+func TestSBOMScannerIdentifiers(t *testing.T) {
+	l := testLock(t)
+	parsed := sbomOf(t, assembleOn(t, syntheticDebianBase(t, "arm64")), l)
+	pkgs := packagesByName(parsed)
+	refs := func(p *spdx.Package, kind string) []string {
+		var out []string
+		for _, r := range p.PackageExternalReferences {
+			if r.RefType == kind {
+				out = append(out, r.Locator)
+			}
+		}
+		return out
+	}
+	wantCPE := map[string][]string{
+		lock.OpenSSL: {"cpe:2.3:a:openssl:openssl:3.5.7:*:*:*:*:*:*:*"},
+		lock.Nginx:   {"cpe:2.3:a:f5:nginx:1.26.3:*:*:*:*:*:*:*", "cpe:2.3:a:nginx:nginx:1.26.3:*:*:*:*:*:*:*"},
+		lock.PCRE2:   {"cpe:2.3:a:pcre:pcre2:10.46:*:*:*:*:*:*:*"},
+		lock.Zlib:    {"cpe:2.3:a:zlib:zlib:1.3.1:*:*:*:*:*:*:*"},
+		lock.Brotli:  {"cpe:2.3:a:google:brotli:1.1.0:*:*:*:*:*:*:*"},
+	}
+	for name, want := range wantCPE {
+		p := pkgs[name]
+		if p == nil {
+			t.Errorf("SBOM lacks %s", name)
+			continue
+		}
+		if got := refs(p, "cpe23Type"); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%s CPEs %q, want %q", name, got, want)
+		}
+		c := l.MustComponent(name)
+		purls := refs(p, "purl")
+		if len(purls) != 1 {
+			t.Fatalf("%s purls %q, want one", name, purls)
+		}
+		u, err := packageurl.FromString(purls[0])
+		if err != nil {
+			t.Fatalf("%s purl %q: %v", name, purls[0], err)
+		}
+		q := u.Qualifiers.Map()
+		if u.Type != "generic" || u.Name != name || u.Version != c.Version || q["download_url"] != c.URL || q["checksum"] != "sha256:"+c.SHA256 {
+			t.Errorf("%s purl %q: want pkg:generic/%s@%s with the lock's download_url and checksum", name, purls[0], name, c.Version)
+		}
+	}
+	for _, p := range parsed.Packages {
+		for _, c := range refs(p, "cpe23Type") {
+			if strings.Count(c, ":") != 12 || !strings.HasPrefix(c, "cpe:2.3:a:") {
+				t.Errorf("%s: %q is not a CPE 2.3 formatted string", p.PackageName, c)
+			}
+		}
+	}
+	wantDeb := map[string]string{
+		"base-files": "pkg:deb/debian/base-files@13.8%2Bdeb13u1?arch=arm64&distro=debian-13",
+		"libc6":      "pkg:deb/debian/libc6@2.41-12?arch=arm64&distro=debian-13&upstream=glibc",
+		"libstdc++6": "pkg:deb/debian/libstdc%2B%2B6@14.2.0-19?arch=arm64&distro=debian-13&upstream=gcc-14",
+		"tzdata":     "pkg:deb/debian/tzdata@2025b-4%2Bdeb13u1?arch=all&distro=debian-13",
+	}
+	contained := map[common.ElementID]bool{}
+	for _, r := range parsed.Relationships {
+		if r.RefA.ElementRefID == "Base" && r.Relationship == "CONTAINS" {
+			contained[r.RefB.ElementRefID] = true
+		}
+	}
+	debs := 0
+	for _, p := range parsed.Packages {
+		if !strings.HasPrefix(string(p.PackageSPDXIdentifier), "Deb-") {
+			continue
+		}
+		debs++
+		if got := refs(p, "purl"); len(got) != 1 || got[0] != wantDeb[p.PackageName] {
+			t.Errorf("Debian package %s: purls %q, want %q", p.PackageName, got, wantDeb[p.PackageName])
+		}
+		if !contained[p.PackageSPDXIdentifier] {
+			t.Errorf("the base does not CONTAIN %s", p.PackageName)
+		}
+	}
+	if debs != len(wantDeb) {
+		t.Errorf("SBOM lists %d Debian packages, want %d (%v)", debs, len(wantDeb), wantDeb)
+	}
+}
+
+// A base without a dpkg database lists no Debian packages and says why in the base's comment.
+func TestSBOMBaseWithoutDpkg(t *testing.T) {
+	parsed := sbomOf(t, assembleSynthetic(t, "amd64"), testLock(t))
+	for _, p := range parsed.Packages {
+		if strings.HasPrefix(string(p.PackageSPDXIdentifier), "Deb-") {
+			t.Errorf("SBOM lists Debian package %s for a base without dpkg", p.PackageName)
+		}
+		if p.PackageSPDXIdentifier == "Base" && !strings.Contains(p.PackageComment, "no dpkg database") {
+			t.Errorf("base comment %q does not say it has no dpkg database", p.PackageComment)
+		}
+	}
+}
+
+// dpkg's status file remembers removed packages whose configuration files remain
+// ("deinstall ok config-files"): they are not in the image, so not in the SBOM.
+func TestParseDpkgStatus(t *testing.T) {
+	status := "Package: libc6\nStatus: install ok installed\nSource: glibc (2.39-0ubuntu8)\nVersion: 2.39-0ubuntu8.3\nArchitecture: amd64\n\n" +
+		"Package: oldlib\nStatus: deinstall ok config-files\nVersion: 1.0-1\n\n" +
+		"Package: zlib1g\nStatus: install ok installed\nSource: zlib\nVersion: 1:1.3.dfsg-3.1ubuntu2\nArchitecture: amd64\n"
+	got := parseDpkgStatus([]byte(status), "var/lib/dpkg/status")
+	if len(got) != 2 || got[0].name != "libc6" || got[1].name != "zlib1g" {
+		t.Fatalf("parsed %+v, want libc6 and zlib1g only", got)
+	}
+	osr := osRelease{"ubuntu", "24.04"}
+	if p := got[0].purl(osr); p != "pkg:deb/ubuntu/libc6@2.39-0ubuntu8.3?arch=amd64&distro=ubuntu-24.04&upstream=glibc%402.39-0ubuntu8" {
+		t.Errorf("libc6 purl %s", p)
+	}
+	if p := got[1].purl(osr); p != "pkg:deb/ubuntu/zlib1g@1%3A1.3.dfsg-3.1ubuntu2?arch=amd64&distro=ubuntu-24.04&upstream=zlib" {
+		t.Errorf("zlib1g purl %s", p)
+	}
 }

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// --sign-key signs what --push publishes: alone it is a usage error.
+func TestSignKeyNeedsPush(t *testing.T) {
+	err := runBuild(context.Background(), buildFlags{engine: "host", signKey: "key.pem"}, io.Discard, io.Discard)
+	if err == nil || !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--sign-key key.pem signs what --push publishes") {
+		t.Fatalf("err = %v, want a usage error asking for --push", err)
+	}
+}
+
+// A key that cannot sign is refused before anything else can fail or start (here: before
+// the missing Dagger engine is even looked for), naming the flag and the file.
+func TestBadSignKeyFailsBeforeTheBuild(t *testing.T) {
+	for _, v := range []string{"DAGGER_SESSION_PORT", "_EXPERIMENTAL_DAGGER_RUNNER_HOST", "_EXPERIMENTAL_DAGGER_CLI_BIN", "DAGGER_SESSION_TOKEN"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	t.Setenv("PATH", t.TempDir()) // no engine: if the key were checked later, this would fail first
+	key := filepath.Join(t.TempDir(), "cosign.key")
+	if err := os.WriteFile(key, []byte("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := runBuild(context.Background(), buildFlags{engine: "dagger", lockFile: testLockPath, platform: "linux/amd64",
+		mirror: "http://127.0.0.1:9/never-contacted", image: "127.0.0.1:5000/nginx-forge/nginx:test", push: true, signKey: key}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--sign-key "+key+" is cosign's encrypted key format") {
+		t.Fatalf("err = %v, want the key refused before the engine is looked for", err)
+	}
+}
