@@ -135,7 +135,13 @@ func (r Report) Print(w io.Writer) error {
 			}
 		}
 	}
-	pass, fail, skip := 0, 0, 0
+	pass, fail, skip := r.Counts()
+	fmt.Fprintf(tw, "\n%d passed, %d failed, %d skipped\n", pass, fail, skip)
+	return tw.Flush()
+}
+
+// Counts are the numbers of passed, failed and skipped checks.
+func (r Report) Counts() (pass, fail, skip int) {
 	for _, res := range r.Results {
 		switch res.Status {
 		case Pass:
@@ -146,8 +152,7 @@ func (r Report) Print(w io.Writer) error {
 			skip++
 		}
 	}
-	fmt.Fprintf(tw, "\n%d passed, %d failed, %d skipped\n", pass, fail, skip)
-	return tw.Flush()
+	return pass, fail, skip
 }
 
 // Expect is what the image must be. Empty fields are not checked (the check says so).
