@@ -691,3 +691,22 @@ func Expect(l *lock.Lock, modules []string) (smoke.Expect, error) {
 	}
 	return e, nil
 }
+
+// ExpectRecorded is what the smoke tests compare an image with when only the image is
+// given: the nginx, OpenSSL and PCRE2 versions and the modules it records (image.ReadRecord);
+// Modules stays nil (reported, not compared) when the image does not record them.
+func ExpectRecorded(rec image.Record) (smoke.Expect, error) {
+	e := smoke.Expect{Nginx: rec.Versions[lock.Nginx], OpenSSL: rec.Versions[lock.OpenSSL], PCRE2: rec.Versions[lock.PCRE2]}
+	if rec.Modules == nil {
+		return e, nil
+	}
+	e.Modules = []string{}
+	for _, name := range rec.Modules {
+		i := slices.IndexFunc(plan.Modules, func(m plan.Module) bool { return m.Name == name })
+		if i < 0 {
+			return smoke.Expect{}, fmt.Errorf("the image records the module %q, which this version of nginx-forge does not know (name the expected modules with --modules, or \"any\")", name)
+		}
+		e.Modules = append(e.Modules, plan.Modules[i].Flag)
+	}
+	return e, nil
+}
