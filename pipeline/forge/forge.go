@@ -248,8 +248,20 @@ func (b *build) publishOptions() []image.PublishOption {
 	return opts
 }
 
-// preflight: what can fail without compiling fails now, before any download.
+// preflight: what can fail without compiling fails now, before any download. On a cold
+// Dagger engine it pulls the builder image, which takes a while: it is a step of the
+// progress like the others.
 func (b *build) preflight(ctx context.Context) error {
+	b.progress(engine.Event{Step: "preflight"})
+	start := time.Now()
+	if err := b.preflightChecks(ctx); err != nil {
+		return err
+	}
+	b.progress(engine.Event{Step: "preflight", Done: true, Duration: time.Since(start), Cache: engine.Built})
+	return nil
+}
+
+func (b *build) preflightChecks(ctx context.Context) error {
 	wants := b.req.WantsImage()
 	if err := b.eng.Preflight(ctx, wants && !b.req.NoSmoke); err != nil {
 		return err

@@ -276,6 +276,16 @@ func Run(ctx context.Context, t Target, o Options) Report {
 	return rep
 }
 
+// Checks names every check Run runs, in order: a gate that requires every check to run
+// counts them against this.
+func Checks() []string {
+	var names []string
+	for _, c := range (&runner{}).checks() {
+		names = append(names, c.name)
+	}
+	return names
+}
+
 func (r *runner) checks() []check {
 	return []check{
 		{CheckNoShell, checkNoShell},
