@@ -9,7 +9,12 @@ import (
 	"os"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
@@ -30,6 +35,12 @@ HTTP on 8080, TLS 1.3, HTTP/2 and HTTP/3 on 8443, user, read-only root, no shell
 binary's hardening (PIE, RELRO, BIND_NOW, canary, NX, fortify) and dynamic needs. The exit
 status is 1 when a check failed, naming the failed checks.
 
+What the image must be comes from the image itself: an image built by "ci build" records
+the versions of what nginx was built from and its modules (annotations dev.nginx-forge.*),
+and nginx -V must match that record. --expect-lock adds a comparison with a lock (nginx,
+OpenSSL and PCRE2 versions); --modules replaces the recorded modules. An image that records
+nothing (built from the Dockerfile, or elsewhere) is expected to have the default modules.
+
 Needs root, runc and umoci (apt-get install runc umoci).
 
 With --address HOST instead of --image, the suite runs against a server that is already
@@ -44,8 +55,11 @@ this command mounted into containers of the image: one bound to the nginx servic
 starting nginx itself. --json prints the report as JSON.
 
 Examples:
-  # The image just pushed to a loopback registry, compared with the test lock
-  go run ./ci smoke --image 127.0.0.1:5000/nginx-forge@sha256:... \
+  # The image just pushed to a loopback registry, checked against what it records
+  go run ./ci smoke --image 127.0.0.1:5000/nginx-forge/nginx@sha256:...
+
+  # ... and compared with the test lock
+  go run ./ci smoke --image 127.0.0.1:5000/nginx-forge/nginx@sha256:... \
       --expect-lock pipeline/lock/testdata/trixie.lock.json
 
   # Try your server blocks against the image
@@ -55,8 +69,8 @@ Examples:
   go run ./ci smoke --address 127.0.0.1 --tls-ca tls.crt --json`,
 		flags: func(fs *flag.FlagSet) runFunc {
 			ref := fs.String("image", "", "image `REF` to test (tag or digest)")
-			expectLock := fs.String("expect-lock", "", "lock `file` whose nginx, OpenSSL and PCRE2 versions the image must have (default: versions are reported, not compared)")
-			modules := fs.String("modules", "", "comma-separated nginx `modules` the image was built with, as for build --modules (default: the default set; \"any\" to skip the comparison)")
+			expectLock := fs.String("expect-lock", "", "lock `file` whose nginx, OpenSSL and PCRE2 versions the image must have (default: the versions the image records; not compared when it records none)")
+			modules := fs.String("modules", "", "comma-separated nginx `modules` the image was built with, as for build --modules (default: the modules the image records, else the default set; \"any\" to skip the comparison)")
 			insecure := fs.Bool("insecure", false, "allow a plain-HTTP registry (loopback registries already are)")
 			confD := fs.String("conf-d", "", "mount `DIR` read-only at /etc/nginx/conf.d")
 			noTLS := fs.Bool("no-tls", false, "do not mount a certificate (the TLS checks are skipped)")
@@ -120,7 +134,18 @@ Examples:
 				if len(args) > 0 {
 					return usageErrorf("unexpected arguments %q", args)
 				}
-				expect, err := smokeExpect(*expectLock, *modules)
+				// The flags are checked before anything is pulled.
+				flagExpect, err := smokeExpect(*expectLock, *modules)
+				if err != nil {
+					return err
+				}
+				ctx, cancel := context.WithTimeout(ctx, *timeout)
+				defer cancel()
+				img, err := pullImage(ctx, *ref, *insecure)
+				if err != nil {
+					return err
+				}
+				expect, from, err := imageExpect(img, flagExpect, *expectLock, *modules)
 				if err != nil {
 					return err
 				}
@@ -132,32 +157,74 @@ Examples:
 				}
 				if *verbose {
 					o.Logf = log.New(stderr, "smoke: ", log.Ltime).Printf
+					o.Logf("expectations from %s", from)
 				}
-				ctx, cancel := context.WithTimeout(ctx, *timeout)
-				defer cancel()
-				if *asJSON {
-					return runSmokeJSON(ctx, *ref, o, stdout)
+				rep, err := smoke.Image(ctx, img, o)
+				if err != nil {
+					return err
 				}
-				return runSmoke(ctx, *ref, o, stdout)
+				digest, err := img.Digest()
+				if err != nil {
+					return err
+				}
+				return printSmoke(rep, fmt.Sprintf("image %s (%s), expectations from %s", *ref, digest, from), *asJSON, stdout)
 			}
 		},
 	})
 }
 
-func runSmoke(ctx context.Context, ref string, o smoke.ImageOptions, stdout io.Writer) error {
-	rep, digest, err := smoke.Ref(ctx, ref, o)
-	if err != nil {
-		return err
+// pullImage fetches ref (tag or digest) once: the expectations are read from exactly the
+// image that is then run.
+func pullImage(ctx context.Context, ref string, insecure bool) (v1.Image, error) {
+	var nopts []name.Option
+	if insecure {
+		nopts = append(nopts, name.Insecure)
 	}
-	return printSmoke(rep, fmt.Sprintf("image %s (%s)", ref, digest), false, stdout)
+	r, err := name.ParseReference(ref, nopts...)
+	if err != nil {
+		return nil, usageErrorf("--image %q: parsing reference: %v", ref, err)
+	}
+	img, err := remote.Image(r, remote.WithContext(ctx), remote.WithAuthFromKeychain(image.Keychain()))
+	if err != nil {
+		return nil, fmt.Errorf("pulling image %s: %w", ref, err)
+	}
+	return img, nil
 }
 
-func runSmokeJSON(ctx context.Context, ref string, o smoke.ImageOptions, stdout io.Writer) error {
-	rep, _, err := smoke.Ref(ctx, ref, o)
+// imageExpect builds what the image must be, and says where that came from. The image's
+// own record (its annotations: component versions, modules) comes first: an image is
+// checked against what it was built as, whatever lock or --modules built it. --expect-lock
+// adds a comparison with a lock (its nginx, OpenSSL and PCRE2 versions replace the
+// recorded ones, so nginx -V must match the lock); --modules replaces the recorded modules
+// ("any": not compared). An image without a record (built by the Dockerfile, or elsewhere)
+// is checked as before: flagExpect (smokeExpect of the same flags), the lock's default
+// modules, versions only with --expect-lock.
+func imageExpect(img v1.Image, flagExpect smoke.Expect, lockFile, modules string) (smoke.Expect, string, error) {
+	rec, ok, err := image.ReadRecord(img)
 	if err != nil {
-		return err
+		return smoke.Expect{}, "", err
 	}
-	return printSmoke(rep, "", true, stdout)
+	if !ok {
+		from := "the default module set (the image records no build)"
+		if lockFile != "" {
+			from = lockFile + " (the image records no build)"
+		}
+		return flagExpect, from, nil
+	}
+	e, err := forge.ExpectRecorded(rec)
+	if err != nil {
+		return smoke.Expect{}, "", fmt.Errorf("--image: %w", err)
+	}
+	from := "the image's record"
+	if lockFile != "" {
+		e.Nginx, e.OpenSSL, e.PCRE2 = flagExpect.Nginx, flagExpect.OpenSSL, flagExpect.PCRE2
+		from += ", versions compared with " + lockFile
+	}
+	if modules != "" {
+		e.Modules = flagExpect.Modules
+		from += ", modules from --modules"
+	}
+	return e, from, nil
 }
 
 // printSmoke prints the table (after a title line) or the JSON report, and fails naming

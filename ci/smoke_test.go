@@ -7,11 +7,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
@@ -252,3 +259,63 @@ func TestSmokeAddressRealNginx(t *testing.T) {
 
 // hostGlobals are the entrypoint's -g directives plus a user this machine has.
 const hostGlobals = "daemon off; user nobody nogroup;"
+
+// ci smoke --image takes its expectations from the image's record; --expect-lock and
+// --modules only add to it (issue 21: an image built from the test lock, with ngx_brotli,
+// failed "nginx -V modules" and "brotli" without --expect-lock).
+func TestSmokeExpectationsFromTheImage(t *testing.T) {
+	recorded := mutate.Annotations(empty.Image, map[string]string{
+		image.AnnotationPrefix + "nginx.version":   "1.26.3",
+		image.AnnotationPrefix + "openssl.version": "3.5.7",
+		image.AnnotationPrefix + "pcre2.version":   "10.46",
+		image.AnnotationModules:                    "http_ssl,http_v3,brotli",
+	}).(v1.Image)
+	wantMods := []string{"--with-http_ssl_module", "--with-http_v3_module", smoke.BrotliModuleFlag}
+
+	flags := func(lockFile, modules string) smoke.Expect {
+		e, err := smokeExpect(lockFile, modules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	e, from, err := imageExpect(recorded, flags("", ""), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Nginx != "1.26.3" || e.OpenSSL != "3.5.7" || e.PCRE2 != "10.46" || !slices.Equal(e.Modules, wantMods) || from != "the image's record" {
+		t.Errorf("without flags: %+v from %q; want the record's versions and modules %q", e, from, wantMods)
+	}
+
+	// --expect-lock: the lock's versions (the default lock's differ from the record: nginx -V
+	// must then match the lock, and fails); the modules stay the record's.
+	defaultLock := filepath.Join("..", lock.DefaultPath)
+	e, from, _ = imageExpect(recorded, flags(defaultLock, ""), defaultLock, "")
+	def := lock.Default()
+	ng, _ := def.Component(lock.Nginx)
+	if e.Nginx != ng.Version || !slices.Equal(e.Modules, wantMods) || !strings.Contains(from, "versions compared with") {
+		t.Errorf("--expect-lock: %+v from %q; want nginx %s and the record's modules", e, from, ng.Version)
+	}
+
+	// --modules replaces the record's modules; "any" compares none.
+	if e, _, _ := imageExpect(recorded, flags("", "http_ssl"), "", "http_ssl"); !slices.Equal(e.Modules, []string{"--with-http_ssl_module"}) || e.Nginx != "1.26.3" {
+		t.Errorf("--modules http_ssl: %+v", e)
+	}
+	if e, _, _ := imageExpect(recorded, flags("", "any"), "", "any"); e.Modules != nil {
+		t.Errorf("--modules any: %+v", e)
+	}
+
+	// An image that records nothing is checked as before: the flags' expectations.
+	e, from, _ = imageExpect(empty.Image, flags("", ""), "", "")
+	if e.Nginx != "" || slices.Contains(e.Modules, smoke.BrotliModuleFlag) || !strings.Contains(from, "records no build") {
+		t.Errorf("no record: %+v from %q", e, from)
+	}
+
+	// A module this version does not know: an error naming it and the way out.
+	unknown := mutate.Annotations(empty.Image, map[string]string{
+		image.AnnotationPrefix + "nginx.version": "1.26.3", image.AnnotationModules: "http_ssl,teleport",
+	}).(v1.Image)
+	if _, _, err := imageExpect(unknown, flags("", ""), "", ""); err == nil || !strings.Contains(err.Error(), `"teleport"`) || !strings.Contains(err.Error(), "--modules") {
+		t.Errorf("unknown recorded module: %v", err)
+	}
+}

@@ -6,6 +6,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
@@ -65,4 +68,30 @@ func BuilderFor(t testing.TB, host, repo string, o Options) name.Digest {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// DockerTypedFor is the stand-in base with Docker schema 2 media types (manifest, config,
+// layers) and the same blobs, as many real bases are published (the lab's stand-ins are
+// too): what an image assembled on it must not carry into its own manifest.
+func DockerTypedFor(t testing.TB, o Options) v1.Image {
+	t.Helper()
+	img, _ := For(t, o)
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.DockerManifestSchema2), types.DockerConfigJSON)
+	for _, l := range layers {
+		if out, err = mutate.Append(out, mutate.Addendum{Layer: l, MediaType: types.DockerLayer}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err = mutate.ConfigFile(out, cf); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

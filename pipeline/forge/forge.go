@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -261,8 +262,20 @@ func (b *build) publishOptions() []image.PublishOption {
 	return opts
 }
 
-// preflight: what can fail without compiling fails now, before any download.
+// preflight: what can fail without compiling fails now, before any download. On a cold
+// Dagger engine it pulls the builder image, which takes a while: it is a step of the
+// progress like the others.
 func (b *build) preflight(ctx context.Context) error {
+	b.progress(engine.Event{Step: "preflight"})
+	start := time.Now()
+	if err := b.preflightChecks(ctx); err != nil {
+		return err
+	}
+	b.progress(engine.Event{Step: "preflight", Done: true, Duration: time.Since(start), Cache: engine.Built})
+	return nil
+}
+
+func (b *build) preflightChecks(ctx context.Context) error {
 	wants := b.req.WantsImage()
 	if err := b.eng.Preflight(ctx, wants && !b.req.NoSmoke); err != nil {
 		return err
@@ -518,11 +531,9 @@ func (b *build) smokeAll(ctx context.Context) error {
 		return nil
 	}
 	for _, t := range b.targets {
-		rep, err := b.smoke(ctx, t, t.img)
-		if err != nil {
+		if _, err := b.smoke(ctx, t, t.img); err != nil {
 			return fmt.Errorf("smoke-testing image %s (%s): %w", t.res.Digest, t.plan.Platform, err)
 		}
-		b.logf("smoke: %d checks passed on %s (%s)", countPassed(rep), t.res.Digest, t.plan.Platform)
 	}
 	return nil
 }
@@ -544,13 +555,42 @@ func (b *build) smoke(ctx context.Context, t *target, img v1.Image) (smoke.Repor
 	}
 	t.res.Smoke = &rep
 	rep.Print(b.table)
-	if err := rep.Err(); err != nil {
+	err = rep.Err()
+	if notRun := notRun(rep, t.plan); err == nil && len(notRun) > 0 {
+		err = fmt.Errorf("smoke checks not run: %s (every check must run before an image is written or a tag moves; a check the engine cannot run is a failure)", strings.Join(notRun, ", "))
+	}
+	if err != nil {
 		if !b.verbose {
 			rep.Print(b.log)
 		}
 		return rep, err
 	}
+	p, f, sk := rep.Counts()
+	b.logf("smoke (%s): %d passed, %d failed, %d skipped", t.plan.Platform, p, f, sk)
 	return rep, nil
+}
+
+// notRun names the checks of rep that were skipped, with the reason: each is a failure of
+// the build's gate. The one skip that is not is HTTP/3 on a build without the http_v3
+// module: there is nothing to check (the other optional modules' checks pass by checking
+// the absence).
+func notRun(rep smoke.Report, p *plan.Plan) []string {
+	var out []string
+	for _, r := range rep.Results {
+		if r.Status != smoke.Skip {
+			continue
+		}
+		if r.Name == smoke.CheckHTTP3 && !slices.Contains(p.Modules, plan.ModuleHTTP3) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s (%s)", r.Name, firstLine(r.Detail)))
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
 }
 
 // writeOutput writes --output once the image passed its smoke test (or was published).
@@ -677,16 +717,6 @@ func listOrNone(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-func countPassed(r smoke.Report) int {
-	n := 0
-	for _, res := range r.Results {
-		if res.Status == smoke.Pass {
-			n++
-		}
-	}
-	return n
-}
-
 // Expect is what the smoke tests compare an image with: the lock's versions and the
 // configure flags of the modules (nil: the default set), validated as the plan validates them.
 func Expect(l *lock.Lock, modules []string) (smoke.Expect, error) {
@@ -715,6 +745,25 @@ func Expect(l *lock.Lock, modules []string) (smoke.Expect, error) {
 				e.Modules = append(e.Modules, m.Flag)
 			}
 		}
+	}
+	return e, nil
+}
+
+// ExpectRecorded is what the smoke tests compare an image with when only the image is
+// given: the nginx, OpenSSL and PCRE2 versions and the modules it records (image.ReadRecord);
+// Modules stays nil (reported, not compared) when the image does not record them.
+func ExpectRecorded(rec image.Record) (smoke.Expect, error) {
+	e := smoke.Expect{Nginx: rec.Versions[lock.Nginx], OpenSSL: rec.Versions[lock.OpenSSL], PCRE2: rec.Versions[lock.PCRE2]}
+	if rec.Modules == nil {
+		return e, nil
+	}
+	e.Modules = []string{}
+	for _, name := range rec.Modules {
+		i := slices.IndexFunc(plan.Modules, func(m plan.Module) bool { return m.Name == name })
+		if i < 0 {
+			return smoke.Expect{}, fmt.Errorf("the image records the module %q, which this version of nginx-forge does not know (name the expected modules with --modules, or \"any\")", name)
+		}
+		e.Modules = append(e.Modules, plan.Modules[i].Flag)
 	}
 	return e, nil
 }

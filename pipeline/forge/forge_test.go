@@ -66,6 +66,7 @@ type fakeEngine struct {
 	preflightErr error
 	buildErr     error
 	smokeFails   bool
+	smokeSkips   string // a check the engine reports as skipped (could not run it)
 }
 
 var _ engine.Engine = (*fakeEngine)(nil)
@@ -122,7 +123,11 @@ func (e *fakeEngine) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o sm
 	if e.smokeFails {
 		st = smoke.Fail
 	}
-	return smoke.Report{Results: []smoke.Result{{Name: smoke.CheckHTTP, Status: st, Detail: "fake"}}}, nil
+	rep := smoke.Report{Results: []smoke.Result{{Name: smoke.CheckHTTP, Status: st, Detail: "fake"}}}
+	if e.smokeSkips != "" {
+		rep.Results = append(rep.Results, smoke.Result{Name: e.smokeSkips, Status: smoke.Skip, Detail: "the runtime cannot tell: fake", Unobservable: true})
+	}
+	return rep, nil
 }
 func (e *fakeEngine) Close() error { return nil }
 
@@ -310,6 +315,10 @@ func TestFailedStepsLeaveNothing(t *testing.T) {
 		{"build fails", &fakeEngine{j: w.j, buildErr: errors.New("compiler exploded")}, true, "compiler exploded"},
 		{"smoke fails before push", &fakeEngine{j: w.j, smokeFails: true}, true, "smoke checks failed"},
 		{"smoke fails without push", &fakeEngine{j: w.j, smokeFails: true}, false, "smoke checks failed"},
+		// Every check must run before a tag moves (issue 21): one the engine could not run
+		// is a failure, whichever check it is.
+		{"a check not run stops the push", &fakeEngine{j: w.j, smokeSkips: smoke.CheckReadOnly}, true, "smoke checks not run: " + smoke.CheckReadOnly},
+		{"HTTP/3 not run on a build with http_v3", &fakeEngine{j: w.j, smokeSkips: smoke.CheckHTTP3}, false, "smoke checks not run: " + smoke.CheckHTTP3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -345,5 +354,26 @@ func TestPushRefusesUnexplainedUnsigned(t *testing.T) {
 	}
 	if tags := w.tags(t); len(tags) > 0 {
 		t.Errorf("tags moved: %q", tags)
+	}
+}
+
+// The one skip that is not a failure: HTTP/3 on a build without the http_v3 module has
+// nothing to check.
+func TestHTTP3SkipPassesWithoutTheModule(t *testing.T) {
+	w := newWorld(t)
+	var mods []string
+	for _, m := range plan.DefaultModulesOf(w.lock) {
+		if m != plan.ModuleHTTP3 {
+			mods = append(mods, m)
+		}
+	}
+	req := w.request(t.TempDir())
+	req.Push, req.Modules = false, mods
+	var log strings.Builder
+	if _, err := forge.Run(context.Background(), req, forge.WithEngine(&fakeEngine{j: w.j, smokeSkips: smoke.CheckHTTP3}), forge.WithLog(&log)); err != nil {
+		t.Fatalf("build without http_v3: %v\n%s", err, log.String())
+	}
+	if !strings.Contains(log.String(), "1 passed, 0 failed, 1 skipped") {
+		t.Errorf("the log does not count the checks:\n%s", log.String())
 	}
 }

@@ -102,6 +102,11 @@ func WithProfile(profile string) Option { return func(o *options) { o.profile = 
 // AnnotationProfile is the annotation WithProfile sets.
 const AnnotationProfile = AnnotationPrefix + "pgo-profile"
 
+// AnnotationModules lists the nginx modules compiled in, comma-separated, by the names
+// `ci build --modules` takes (WithModules, or the plan's default set): with the component
+// versions, what `ci smoke --image` expects of the image without being told (ReadRecord).
+const AnnotationModules = AnnotationPrefix + "modules"
+
 // ProfileTrained is WithProfile's value for a profile trained during the build.
 const ProfileTrained = "trained-in-build"
 
@@ -286,6 +291,7 @@ func annotations(l *lock.Lock, o options, baseName, baseDigest string, created t
 	if o.libcrypt != "" {
 		a[AnnotationPrefix+Libcrypt+".version"] = o.libcrypt
 	}
+	a[AnnotationModules] = strings.Join(builtModules(l, o), ",")
 	if o.optimize != "" {
 		a[AnnotationOptimize] = o.optimize
 	}

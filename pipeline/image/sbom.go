@@ -82,10 +82,7 @@ func builtComponents(l *lock.Lock, o options) []lock.Component {
 	for _, name := range lock.ComponentOrder {
 		want[name] = true
 	}
-	modules := o.modules
-	if modules == nil {
-		modules = plan.DefaultModulesOf(l)
-	}
+	modules := builtModules(l, o)
 	for _, m := range plan.Modules {
 		if contains(modules, m.Name) {
 			for _, c := range m.Components {
@@ -100,6 +97,15 @@ func builtComponents(l *lock.Lock, o options) []lock.Component {
 		}
 	}
 	return out
+}
+
+// builtModules are the modules nginx is built with: o.modules, or the plan's default set
+// for l.
+func builtModules(l *lock.Lock, o options) []string {
+	if o.modules == nil {
+		return plan.DefaultModulesOf(l)
+	}
+	return o.modules
 }
 
 // checkModules refuses a module list the plan would have refused: an unknown module, or a

@@ -1,9 +1,12 @@
 package plan
 
 import (
+	"errors"
+	"fmt"
 	"path"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // What a container executor runs besides the stage scripts, in one place so that the Dagger
@@ -21,12 +24,15 @@ var ContainerAptCacheDirs = []string{"/var/cache/apt", "/var/lib/apt"}
 // ContainerSetupScript installs BuildPackages in the builder. Ubuntu's and Debian's images
 // ship /etc/apt/apt.conf.d/docker-clean, which deletes downloaded packages after every
 // install and so defeats the cache volume: it goes first.
+// It writes a record like a stage's (ContainerBuilderRecord), so the setup's cache hit and
+// time are reported like a stage's.
 func (p *Plan) ContainerSetupScript() string {
-	return `rm -f /etc/apt/apt.conf.d/docker-clean
+	return recordStart + `rm -f /etc/apt/apt.conf.d/docker-clean
 echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' > /etc/apt/apt.conf.d/keep-cache
 export DEBIAN_FRONTEND=noninteractive
 apt-get update
-apt-get install -y --no-install-recommends ` + strings.Join(p.BuildPackages, " ") + "\n"
+apt-get install -y --no-install-recommends ` + strings.Join(p.BuildPackages, " ") + "\n" +
+		recordEnd(ContainerBuilderRecord)
 }
 
 // ContainerSetupCommand is the argv that runs ContainerSetupScript.
@@ -72,8 +78,95 @@ func (p *Plan) ContainerEnv(s Stage) []EnvVar {
 const containerJobs = `export JOBS="${JOBS:-$(nproc)}"` + "\n"
 
 // ContainerScript is the program a container runs for stage s (under ContainerShell, in
-// ContainerWorkDir, with ContainerEnv).
-func ContainerScript(s Stage) string { return containerJobs + s.Script }
+// ContainerWorkDir, with ContainerEnv): the stage's script between the two halves of the
+// stage record (see ContainerStageRecord).
+func ContainerScript(s Stage) string {
+	script := s.Script
+	if !strings.HasSuffix(script, "\n") {
+		script += "\n"
+	}
+	return containerJobs + recordStart + script + recordEnd(ContainerStageRecord)
+}
+
+// ContainerStageRecord is a file each container stage writes outside its OUT when its
+// script succeeded: the run that built it (StageRunVar), its wall time and the CPU time of
+// the shell and its children (bash's `times`). A Dagger engine tells its SDK nothing about
+// which steps it took from its cache, but a cached step's file is the one the building run
+// wrote: the Dagger executor sets StageRunVar to a value of its own, which the engine leaves
+// out of the step's cache key (a volatile variable), and reads the file back after the
+// stage: its own value means the stage was built now, another one that it came from the
+// cache, with the times of the run that built it. The file is in WORK, not OUT, so no
+// later stage and no image sees it; the rendered Dockerfile runs the same script and
+// writes it too (with an empty run).
+const ContainerStageRecord = ContainerWorkDir + "/.nginx-forge-stage"
+
+// StageRunVar is the variable a container executor may set to name its run in the stage
+// record.
+const StageRunVar = "NGINX_FORGE_RUN"
+
+// ContainerBuilderRecord is the stage record of ContainerSetupScript, in the builder's root
+// (a stage's WORK starts empty, so the two never meet).
+const ContainerBuilderRecord = "/.nginx-forge-builder"
+
+// recordStart and recordEnd wrap a script so that it writes a stage record to path when
+// it succeeds (a failure ends the script before, under -e).
+const recordStart = "nginx_forge_start=$EPOCHREALTIME\n"
+
+func recordEnd(path string) string {
+	return "{ printf 'run %s\\nwall %s %s\\n' \"${" + StageRunVar + ":-}\" \"$nginx_forge_start\" \"$EPOCHREALTIME\"; times; } >" + path + "\n"
+}
+
+// StageRecord is a parsed ContainerStageRecord.
+type StageRecord struct {
+	Run             string
+	Wall, User, Sys time.Duration
+}
+
+// ParseStageRecord reads what ContainerScript wrote to ContainerStageRecord.
+func ParseStageRecord(data string) (StageRecord, error) {
+	var r StageRecord
+	lines := strings.Split(strings.TrimRight(data, "\n"), "\n")
+	if len(lines) != 4 {
+		return r, fmt.Errorf("stage record %q: want 4 lines (run, wall, and the two lines of bash's times), got %d", data, len(lines))
+	}
+	run, ok := strings.CutPrefix(lines[0], "run ")
+	switch {
+	case ok:
+		r.Run = run
+	case lines[0] != "run":
+		return r, fmt.Errorf("stage record %q: first line is not \"run ID\"", data)
+	}
+	var start, end float64
+	if _, err := fmt.Sscanf(lines[1], "wall %f %f", &start, &end); err != nil || end < start {
+		return r, fmt.Errorf("stage record %q: second line is not \"wall START END\" (EPOCHREALTIME seconds)", data)
+	}
+	r.Wall = time.Duration((end - start) * float64(time.Second))
+	// `times`: the shell's user and system time, then its children's ("1m2.345s 0m0.250s").
+	for _, l := range lines[2:] {
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			return r, fmt.Errorf("stage record %q: %q is not a line of bash's times", data, l)
+		}
+		u, err1 := parseTimes(f[0])
+		s, err2 := parseTimes(f[1])
+		if err := errors.Join(err1, err2); err != nil {
+			return r, fmt.Errorf("stage record %q: %w", data, err)
+		}
+		r.User += u
+		r.Sys += s
+	}
+	return r, nil
+}
+
+// parseTimes reads one of bash's `times` values: "1m2.345s".
+func parseTimes(v string) (time.Duration, error) {
+	var m int
+	var s float64
+	if _, err := fmt.Sscanf(v, "%dm%fs", &m, &s); err != nil {
+		return 0, fmt.Errorf("%q is not a time as bash's times prints it (1m2.345s)", v)
+	}
+	return time.Duration(m)*time.Minute + time.Duration(s*float64(time.Second)), nil
+}
 
 // ContainerCommand is the argv that runs stage s in a container.
 func ContainerCommand(s Stage) []string {

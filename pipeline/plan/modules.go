@@ -41,7 +41,7 @@ var Modules = []Module{
 	{Name: "file-aio", Flag: "--with-file-aio"},
 	{Name: "http_ssl", Flag: "--with-http_ssl_module"},
 	{Name: "http_v2", Flag: "--with-http_v2_module"},
-	{Name: "http_v3", Flag: "--with-http_v3_module", Requires: []string{"http_ssl"}},
+	{Name: ModuleHTTP3, Flag: "--with-http_v3_module", Requires: []string{"http_ssl"}},
 	{Name: "http_realip", Flag: "--with-http_realip_module"},
 	{Name: "http_addition", Flag: "--with-http_addition_module"},
 	{Name: "http_auth_request", Flag: "--with-http_auth_request_module"},
@@ -122,3 +122,7 @@ func moduleFlags(l *lock.Lock, names []string) ([]string, []string, error) {
 	}
 	return flags, ordered, nil
 }
+
+// ModuleHTTP3 is the module that serves HTTP/3 over QUIC: without it the smoke suite has no
+// HTTP/3 to check, and tls.conf drops its QUIC lines.
+const ModuleHTTP3 = "http_v3"

@@ -135,7 +135,13 @@ func (r Report) Print(w io.Writer) error {
 			}
 		}
 	}
-	pass, fail, skip := 0, 0, 0
+	pass, fail, skip := r.Counts()
+	fmt.Fprintf(tw, "\n%d passed, %d failed, %d skipped\n", pass, fail, skip)
+	return tw.Flush()
+}
+
+// Counts are the numbers of passed, failed and skipped checks.
+func (r Report) Counts() (pass, fail, skip int) {
 	for _, res := range r.Results {
 		switch res.Status {
 		case Pass:
@@ -146,8 +152,7 @@ func (r Report) Print(w io.Writer) error {
 			skip++
 		}
 	}
-	fmt.Fprintf(tw, "\n%d passed, %d failed, %d skipped\n", pass, fail, skip)
-	return tw.Flush()
+	return pass, fail, skip
 }
 
 // Expect is what the image must be. Empty fields are not checked (the check says so).
@@ -269,6 +274,16 @@ func Run(ctx context.Context, t Target, o Options) Report {
 		rep.Results = append(rep.Results, Result{Name: c.name, Status: st, Detail: detail, Unobservable: st == Skip && rec.hit})
 	}
 	return rep
+}
+
+// Checks names every check Run runs, in order: a gate that requires every check to run
+// counts them against this.
+func Checks() []string {
+	var names []string
+	for _, c := range (&runner{}).checks() {
+		names = append(names, c.name)
+	}
+	return names
 }
 
 func (r *runner) checks() []check {

@@ -26,11 +26,13 @@ ARG CPU=x86-64-v3
 FROM ${BUILDER_IMAGE} AS builder
 SHELL ["bash","-euo","pipefail","-c"]
 RUN --mount=type=cache,target=/var/cache/apt,sharing=locked --mount=type=cache,target=/var/lib/apt,sharing=locked <<'NGINX_FORGE_EOF'
+nginx_forge_start=$EPOCHREALTIME
 rm -f /etc/apt/apt.conf.d/docker-clean
 echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' > /etc/apt/apt.conf.d/keep-cache
 export DEBIAN_FRONTEND=noninteractive
 apt-get update
 apt-get install -y --no-install-recommends build-essential perl libcrypt-dev linux-libc-dev ca-certificates
+{ printf 'run %s\nwall %s %s\n' "${NGINX_FORGE_RUN:-}" "$nginx_forge_start" "$EPOCHREALTIME"; times; } >/.nginx-forge-builder
 NGINX_FORGE_EOF
 
 FROM builder AS zlib
@@ -50,6 +52,7 @@ WORKDIR /out/zlib
 WORKDIR /work
 RUN <<'NGINX_FORGE_EOF'
 export JOBS="${JOBS:-$(nproc)}"
+nginx_forge_start=$EPOCHREALTIME
 umask 022
 mkdir src
 tar -xzf "$SRC" -C src --strip-components=1 --no-same-owner
@@ -62,6 +65,7 @@ make -j"$JOBS" libz.a
 make install DESTDIR="$OUT"
 rm -rf "$OUT/usr/share"
 find "$OUT" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+{ printf 'run %s\nwall %s %s\n' "${NGINX_FORGE_RUN:-}" "$nginx_forge_start" "$EPOCHREALTIME"; times; } >/work/.nginx-forge-stage
 NGINX_FORGE_EOF
 
 FROM builder AS pcre2
@@ -82,6 +86,7 @@ WORKDIR /out/pcre2
 WORKDIR /work
 RUN <<'NGINX_FORGE_EOF'
 export JOBS="${JOBS:-$(nproc)}"
+nginx_forge_start=$EPOCHREALTIME
 umask 022
 mkdir src
 tar -xzf "$SRC" -C src --strip-components=1 --no-same-owner
@@ -96,6 +101,7 @@ make -j"$JOBS" libpcre2-8.la
 make install-libLTLIBRARIES install-nodist_includeHEADERS install-includeHEADERS DESTDIR="$OUT"
 rm -f "$OUT"/usr/lib/*.la
 find "$OUT" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+{ printf 'run %s\nwall %s %s\n' "${NGINX_FORGE_RUN:-}" "$nginx_forge_start" "$EPOCHREALTIME"; times; } >/work/.nginx-forge-stage
 NGINX_FORGE_EOF
 
 FROM builder AS pgo-profile
@@ -111,6 +117,7 @@ WORKDIR /out/pgo-profile
 WORKDIR /work
 RUN <<'NGINX_FORGE_EOF'
 export JOBS="${JOBS:-$(nproc)}"
+nginx_forge_start=$EPOCHREALTIME
 umask 022
 tar -xf "$SRC" -C "$OUT" --no-same-owner
 want=$(cat "$OUT/pgo/compiler")
@@ -120,6 +127,7 @@ if [ "$want" != "$have" ]; then
   exit 1
 fi
 find "$OUT" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+{ printf 'run %s\nwall %s %s\n' "${NGINX_FORGE_RUN:-}" "$nginx_forge_start" "$EPOCHREALTIME"; times; } >/work/.nginx-forge-stage
 NGINX_FORGE_EOF
 
 FROM builder AS openssl
@@ -143,6 +151,7 @@ WORKDIR /out/openssl
 WORKDIR /work
 RUN <<'NGINX_FORGE_EOF'
 export JOBS="${JOBS:-$(nproc)}"
+nginx_forge_start=$EPOCHREALTIME
 umask 022
 mkdir src
 tar -xzf "$SRC" -C src --strip-components=1 --no-same-owner
@@ -171,6 +180,7 @@ make -j"$JOBS" build_libs
 make install_dev DESTDIR="$OUT"
 rm -rf "$OUT/usr/share"
 find "$OUT" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+{ printf 'run %s\nwall %s %s\n' "${NGINX_FORGE_RUN:-}" "$nginx_forge_start" "$EPOCHREALTIME"; times; } >/work/.nginx-forge-stage
 NGINX_FORGE_EOF
 
 FROM builder AS nginx
@@ -395,6 +405,7 @@ WORKDIR /out/nginx
 WORKDIR /work
 RUN <<'NGINX_FORGE_EOF'
 export JOBS="${JOBS:-$(nproc)}"
+nginx_forge_start=$EPOCHREALTIME
 umask 022
 mkdir src
 tar -xzf "$SRC" -C src --strip-components=1 --no-same-owner
@@ -465,6 +476,7 @@ install -m 0644 "$WORK/files/nginx.conf" etc/nginx/nginx.conf
 install -m 0644 "$WORK/files/index.html" usr/share/nginx/html/index.html
 mkdir -p etc/nginx/conf.d etc/nginx/tls etc/nginx/compression.d var/cache/nginx run/nginx
 find "$OUT" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+{ printf 'run %s\nwall %s %s\n' "${NGINX_FORGE_RUN:-}" "$nginx_forge_start" "$EPOCHREALTIME"; times; } >/work/.nginx-forge-stage
 NGINX_FORGE_EOF
 
 FROM builder AS rootfs

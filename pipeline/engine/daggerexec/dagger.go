@@ -25,6 +25,7 @@ package daggerexec
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -46,6 +47,9 @@ type Executor struct {
 	logf     func(format string, args ...any)
 	progress io.Writer
 	client   *dagger.Client
+	// runID names this executor's run in the stage records (plan.StageRunVar): a record
+	// naming another run is one the engine took from its cache.
+	runID string
 }
 
 // Option configures an Executor.
@@ -71,6 +75,9 @@ func New(opts ...Option) *Executor {
 	if e.progress == nil {
 		e.progress = io.Discard
 	}
+	var id [16]byte
+	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails (Go 1.24+)
+	e.runID = hex.EncodeToString(id[:])
 	return e
 }
 
@@ -108,16 +115,17 @@ func (e *Executor) Close() error {
 // be new or empty. Bad input (a tarball whose SHA-256 is not the plan's, a non-empty
 // treeDir) is refused before the engine is contacted.
 func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]string, treeDir string) error {
-	return e.run(ctx, p, sources, treeDir, nil)
+	_, err := e.run(ctx, p, sources, treeDir, nil)
+	return err
 }
 
-func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, treeDir string, progress engine.Progress) error {
+func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, treeDir string, progress engine.Progress) ([]engine.Stage, error) {
 	if err := engine.VerifySources(p, sources); err != nil {
-		return fmt.Errorf("dagger executor: %w", err)
+		return nil, fmt.Errorf("dagger executor: %w", err)
 	}
 	abs, err := engine.EmptyDir(treeDir)
 	if err != nil {
-		return fmt.Errorf("dagger executor: install tree directory: %w", err)
+		return nil, fmt.Errorf("dagger executor: install tree directory: %w", err)
 	}
 	for _, w := range p.Warnings {
 		e.logf("dagger: warning: %s", w)
@@ -126,47 +134,76 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 		e.logf("dagger: warning: the binary targets the CPU of the engine's machine, not necessarily this one's or the servers'")
 	}
 	if err := e.Connect(ctx); err != nil {
-		return err
+		return nil, err
 	}
 
 	builder := e.builder(p)
+	ctrs := map[string]*dagger.Container{}
 	outs := map[string]*dagger.Directory{}
 	for _, s := range p.Stages {
 		for _, d := range s.Deps {
 			if outs[d] == nil {
-				return fmt.Errorf("dagger executor: stage %s depends on %q, which is not an earlier stage of the plan", s.Name, d)
+				return nil, fmt.Errorf("dagger executor: stage %s depends on %q, which is not an earlier stage of the plan", s.Name, d)
 			}
 		}
 		src, err := filepath.Abs(sources[s.Source.Component])
 		if err != nil {
-			return fmt.Errorf("dagger executor: source of %s: %w", s.Name, err)
+			return nil, fmt.Errorf("dagger executor: source of %s: %w", s.Name, err)
 		}
-		outs[s.Name] = e.stage(p, builder, s, src, outs)
+		ctrs[s.Name] = e.stage(p, builder, s, src, outs)
+		outs[s.Name] = ctrs[s.Name].Directory(plan.ContainerOut(s.Name))
 	}
 	tree, ok := outs[p.Final]
 	if !ok {
-		return fmt.Errorf("dagger executor: the plan's final stage %q is not one of its stages", p.Final)
+		return nil, fmt.Errorf("dagger executor: the plan's final stage %q is not one of its stages", p.Final)
 	}
 
-	// Each stage is evaluated on its own, in plan order, so that its start and end can be
-	// reported; the export then reads the results from the engine's cache. The engine would
+	// The builder, then each stage, is evaluated on its own, in plan order, so that its
+	// start and end can be reported, and whether it came from the engine's cache (its
+	// stage record); the export then reads the results from the cache. The engine would
 	// otherwise run independent stages side by side: on small runners the compile of each
 	// already uses every core.
 	e.logf("dagger: building %d stages for %s", len(p.Stages), p.Platform)
-	for _, s := range p.Stages {
-		progress.Start(s.Name)
+	step := func(name string, ctr *dagger.Container, record string) (engine.Stage, error) {
+		progress.Start(name)
 		start := time.Now()
-		if _, err := outs[s.Name].Sync(ctx); err != nil {
-			return fmt.Errorf("dagger executor: building stage %s for %s: %w%s", s.Name, p.Platform, err, stderrTail(err))
+		data, err := ctr.File(record).Contents(ctx)
+		if err != nil {
+			return engine.Stage{}, fmt.Errorf("dagger executor: building %s for %s: %w%s", name, p.Platform, err, stderrTail(err))
 		}
-		progress.Done(s.Name, time.Since(start), engine.CacheUnknown)
+		r, err := plan.ParseStageRecord(data)
+		if err != nil {
+			return engine.Stage{}, fmt.Errorf("dagger executor: %s for %s: %w", name, p.Platform, err)
+		}
+		st := engine.Stage{Name: name, Cached: r.Run != e.runID, Wall: r.Wall, User: r.User, Sys: r.Sys}
+		cache := engine.Built
+		if st.Cached {
+			cache = engine.Cached
+		}
+		progress.Done(name, time.Since(start), cache)
+		return st, nil
+	}
+	if _, err := step(builderStep, builder, plan.ContainerBuilderRecord); err != nil {
+		return nil, err
+	}
+	var stages []engine.Stage
+	for _, s := range p.Stages {
+		st, err := step(s.Name, ctrs[s.Name], plan.ContainerStageRecord)
+		if err != nil {
+			return stages, err
+		}
+		stages = append(stages, st)
 	}
 	e.logf("dagger: exporting the install tree to %s", abs)
 	if _, err := tree.Export(ctx, abs); err != nil {
-		return fmt.Errorf("dagger executor: building for %s: %w%s", p.Platform, err, stderrTail(err))
+		return stages, fmt.Errorf("dagger executor: building for %s: %w%s", p.Platform, err, stderrTail(err))
 	}
-	return nil
+	return stages, nil
 }
+
+// builderStep names the builder's setup (the plan's packages installed in its builder image)
+// in the progress lines, before the stages.
+const builderStep = "builder"
 
 // stderrTail is the end of a failed step's standard error, which the engine's error
 // message leaves out.
@@ -192,7 +229,7 @@ func (e *Executor) builder(p *plan.Plan) *dagger.Container {
 		c = c.WithMountedCache(dir, e.client.CacheVolume(cacheKey(p, dir)),
 			dagger.ContainerWithMountedCacheOpts{Sharing: dagger.CacheSharingModeLocked})
 	}
-	c = c.WithExec(p.ContainerSetupCommand())
+	c = c.WithVolatileVariable(plan.StageRunVar, e.runID).WithExec(p.ContainerSetupCommand())
 	for _, dir := range plan.ContainerAptCacheDirs {
 		c = c.WithoutMount(dir)
 	}
@@ -201,7 +238,8 @@ func (e *Executor) builder(p *plan.Plan) *dagger.Container {
 
 // stage is one plan stage: its own chain from the builder, so its cache key is exactly the
 // builder, its tarball, its dependencies' outputs, its files, its environment and its script.
-func (e *Executor) stage(p *plan.Plan, builder *dagger.Container, s plan.Stage, src string, outs map[string]*dagger.Directory) *dagger.Directory {
+// Its OUT is the returned container's plan.ContainerOut(s.Name).
+func (e *Executor) stage(p *plan.Plan, builder *dagger.Container, s plan.Stage, src string, outs map[string]*dagger.Directory) *dagger.Container {
 	c := builder.
 		WithFile(plan.ContainerSrc(s), e.client.Host().File(src)).
 		WithDirectory(plan.ContainerWorkDir, e.client.Directory()).
@@ -216,10 +254,11 @@ func (e *Executor) stage(p *plan.Plan, builder *dagger.Container, s plan.Stage, 
 	for _, v := range p.ContainerEnv(s) {
 		c = c.WithEnvVariable(v.Name, v.Value)
 	}
+	// The run's name is volatile: not part of the step's cache key (see plan.StageRunVar).
 	return c.
 		WithWorkdir(plan.ContainerWorkDir).
-		WithExec(plan.ContainerCommand(s)).
-		Directory(plan.ContainerOut(s.Name))
+		WithVolatileVariable(plan.StageRunVar, e.runID).
+		WithExec(plan.ContainerCommand(s))
 }
 
 // cacheKey names an apt cache volume after the builder image and platform it belongs to.

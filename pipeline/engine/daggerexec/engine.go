@@ -48,7 +48,9 @@ func (e *Executor) BuilderGlibc(ctx context.Context, p *plan.Plan) (string, erro
 }
 
 // Build runs the plan in the engine (see Run). The engine does not tell its SDK which steps
-// came from its cache, so stages are reported with CacheUnknown and not returned.
+// came from its cache; each stage's record does (plan.ContainerStageRecord), so the
+// builder's setup and every stage are reported as built or cached, and the stages are
+// returned with the times of the run that built them.
 func (e *Executor) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, progress engine.Progress) ([]engine.Stage, error) {
-	return nil, e.run(ctx, p, sources, dir, progress)
+	return e.run(ctx, p, sources, dir, progress)
 }
