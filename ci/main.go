@@ -12,11 +12,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"syscall"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
 // command is one subcommand: `go run ./ci NAME [flags]`.
@@ -57,13 +59,42 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		printCommands(stdout)
 		return 0
 	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		printCommands(stdout)
+		return 0
+	case "-version", "--version", "version":
+		bi, ok := debug.ReadBuildInfo()
+		printVersion(stdout, bi, ok, lock.Default())
+		return 0
+	case "help":
+		// `ci help build` is `ci build --help`: how people type it after git and go.
+		switch len(args) {
+		case 1:
+			printCommands(stdout)
+			return 0
+		case 2:
+			if _, ok := commands[args[1]]; ok {
+				return run(ctx, []string{args[1], "--help"}, stdout, stderr)
+			}
+			fmt.Fprintf(stderr, "ci help: unknown command %q\n\n", args[1])
+		default:
+			fmt.Fprintf(stderr, "ci help: one command at a time, e.g. 'go run ./ci help build'\n\n")
+		}
+		printCommands(stderr)
+		return 2
+	}
 	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "ci: unknown command %q\n\n", args[0])
+		if strings.HasPrefix(args[0], "-") {
+			fmt.Fprintf(stderr, "ci: %s before a command: flags follow the command (go run ./ci COMMAND [flags])\n\n", args[0])
+		} else {
+			fmt.Fprintf(stderr, "ci: unknown command %q\n\n", args[0])
+		}
 		printCommands(stderr)
 		return 2
 	}
@@ -112,5 +143,6 @@ func printCommands(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-14s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'go run ./ci COMMAND --help' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'go run ./ci help COMMAND' (or COMMAND --help) for a command's flags, and")
+	fmt.Fprintln(w, "'go run ./ci --version' for the program's version, commit and built-in lock.")
 }
