@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -187,8 +186,8 @@ func (f buildFlags) check() error {
 		}
 	}
 	if f.output != "" {
-		if _, err := os.Lstat(f.output); err == nil {
-			return usageErrorf("--output %s exists: choose a new path or remove it", f.output)
+		if err := forge.CheckOutputPath(f.output); err != nil {
+			return usageErrorf("--output: %v", err)
 		}
 	}
 	return nil

@@ -137,6 +137,17 @@ func (b *build) resolve() error {
 			return err
 		}
 	}
+	// The outputs' paths fail now, not after the build they would have received.
+	if b.req.Tree != "" {
+		if err := CheckNewDir(b.req.Tree); err != nil {
+			return fmt.Errorf("%w: install tree (--tree): %v", ErrUsage, err)
+		}
+	}
+	if b.req.Output != "" {
+		if err := CheckOutputPath(b.req.Output); err != nil {
+			return fmt.Errorf("%w: image output (--output): %v", ErrUsage, err)
+		}
+	}
 	if r := b.req; r.ProfileDir != "" && (r.Push || r.Output != "" || r.Tree != "" || r.Repo != "" || (r.Optimize != "" && r.Optimize != plan.OptimizePGO)) {
 		return fmt.Errorf("%w: recording a PGO profile (profile directory %s) builds only the training: drop the image, tree and optimize options", ErrUsage, r.ProfileDir)
 	}

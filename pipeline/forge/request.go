@@ -13,7 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
@@ -143,9 +147,51 @@ func LoadLock(file string, logf func(string, ...any)) (*lock.Lock, error) {
 	return nil, fmt.Errorf("loading lock %s (nothing was built): %w", file, err)
 }
 
-// CheckNewDir is nil when dir is absent or empty, the only directories a build writes an
-// install tree into.
+// CheckNewDir is nil when dir is empty, or absent in a writable directory: the only
+// directories a build writes an install tree into. It runs before anything is fetched, so a
+// typo in the path costs a second, not a build.
 func CheckNewDir(dir string) error {
-	_, err := engine.EmptyDir(dir)
-	return err
+	abs, err := engine.EmptyDir(dir)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(abs); err == nil {
+		return writable(abs)
+	}
+	return parentWritable(abs)
+}
+
+// CheckOutputPath is nil when path does not exist and its directory does and is writable:
+// where a build writes --output (a tarball or an OCI layout directory, and PATH.spdx.json).
+func CheckOutputPath(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("%q: %w", path, err)
+	}
+	if _, err := os.Lstat(abs); err == nil {
+		return fmt.Errorf("%s exists: choose a new path or remove it", abs)
+	}
+	return parentWritable(abs)
+}
+
+func parentWritable(abs string) error {
+	parent := filepath.Dir(abs)
+	fi, err := os.Stat(parent)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("directory %s does not exist: create it (mkdir -p %s) or choose another path", parent, parent)
+	case err != nil:
+		return fmt.Errorf("directory %s: %w", parent, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", parent)
+	}
+	return writable(parent)
+}
+
+// writable asks the kernel (access(2), as this user) rather than guessing from mode bits.
+func writable(dir string) error {
+	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+		return fmt.Errorf("directory %s is not writable by this user (uid %d): %w", dir, os.Getuid(), err)
+	}
+	return nil
 }
