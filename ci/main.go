@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
@@ -51,11 +52,38 @@ func usageErrorf(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
 }
 
+// main maps SIGINT and SIGTERM to a cancelled context: the command stops its work and cleans
+// up (the host engine kills its compilers and removes its scratch directories, temporary
+// trees and downloads are removed) and then exits 128+signal, 130 or 143, as a shell
+// reports an interrupted command. A second signal stops the program at once.
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var got atomic.Int32
+	go func() {
+		s := (<-sigs).(syscall.Signal)
+		got.Store(int32(s))
+		// The default action again: a second signal ends the process without cleaning up.
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		fmt.Fprintf(os.Stderr, "ci: %s: stopping and cleaning up (send it again to stop at once)\n", signalName(s))
+		cancel()
+	}()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	if s := got.Load(); s != 0 {
+		code = 128 + int(s)
+	}
 	os.Exit(code)
+}
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
