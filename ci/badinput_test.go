@@ -77,3 +77,30 @@ func TestOutputPathsRefusedBeforeAnyDownload(t *testing.T) {
 		})
 	}
 }
+
+// A download over the limit names the flag that raises it, not a library option.
+func TestDownloadLimitNamesTheFlag(t *testing.T) {
+	big := bytes.Repeat([]byte("x"), 2<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(big) }))
+	defer srv.Close()
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"build", "--engine", "host", "--no-smoke", "--tree", filepath.Join(t.TempDir(), "tree"),
+		"--lock", testLockPath, "--mirror", srv.URL, "--cache", cache, "--max-source-size", "1"}, &stdout, &stderr)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	for _, want := range []string{"1048576-byte limit", "--max-source-size"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if strings.Contains(stderr.String(), "WithMaxSize") {
+		t.Errorf("stderr names a library option:\n%s", stderr.String())
+	}
+	stderr.Reset()
+	if code := run(context.Background(), []string{"build", "--max-source-size", "-1"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--max-source-size -1") {
+		t.Errorf("--max-source-size -1: exit %d, %s", code, stderr.String())
+	}
+}

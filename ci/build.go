@@ -12,6 +12,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/actions"
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
 // buildFlags are build's flags, kept in a struct so tests can call runBuild directly.
@@ -28,6 +29,7 @@ type buildFlags struct {
 	platform  string
 	modules   string
 	cache     string
+	maxSource int64 // MiB
 	verbose   bool
 
 	image        string // REPO[:TAG[,TAG...]]
@@ -138,6 +140,7 @@ func (f *buildFlags) stackFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.platform, "platform", "linux/amd64", "target `platforms`: linux/amd64, linux/arm64, or both comma-separated (dagger: one build per platform, pushed as one index)")
 	fs.StringVar(&f.modules, "modules", "", "comma-separated nginx `modules` replacing the default set (e.g. http_ssl,http_v2,pcre-jit)")
 	fs.StringVar(&f.cache, "cache", forge.DefaultCacheDir, "host engine: stage cache `DIR`")
+	fs.Int64Var(&f.maxSource, "max-source-size", source.DefaultMaxSize>>20, "refuse a download (source tarball, signature, PGO profile) over `MiB` mebibytes")
 	fs.StringVar(&f.builderImage, "builder-image", "", "dagger engine: build in `REF` instead of the lock's builder image")
 }
 
@@ -261,6 +264,9 @@ func (f buildFlags) request() (forge.Request, error) {
 	if err := f.check(); err != nil {
 		return forge.Request{}, err
 	}
+	if f.maxSource < 0 {
+		return forge.Request{}, usageErrorf("--max-source-size %d: give a positive number of MiB", f.maxSource)
+	}
 	platforms := splitList(f.platform)
 	if len(platforms) == 0 {
 		return forge.Request{}, usageErrorf("--platform is empty: give linux/amd64, linux/arm64 or both, comma-separated")
@@ -281,7 +287,7 @@ func (f buildFlags) request() (forge.Request, error) {
 		Platforms: platforms, CPU: f.cpu, Jobs: f.jobs, Optimize: f.optimize, Mirror: f.mirror, CacheDir: f.cache,
 		Tree: f.tree, Bundle: f.bundle, Output: f.output,
 		Push: f.push, DigestOnly: f.digestOnly, Latest: f.latest, NoSmoke: f.noSmoke, Insecure: f.insecure,
-		Revision: f.revision,
+		Revision: f.revision, MaxSourceSize: f.maxSource << 20,
 	}
 	if f.modules != "" {
 		req.Modules = splitList(f.modules)

@@ -2,6 +2,7 @@ package forge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -299,11 +300,14 @@ func (b *build) fetch(ctx context.Context) error {
 	if b.req.Keyservers != nil {
 		opts = append(opts, source.WithKeyserver(b.req.Keyservers...))
 	}
+	if b.req.MaxSourceSize > 0 {
+		opts = append(opts, source.WithMaxSize(b.req.MaxSourceSize))
+	}
 	start := time.Now()
 	f := source.New(opts...)
 	verified, err := f.FetchAll(ctx, b.l)
 	if err != nil {
-		return fmt.Errorf("fetching sources (nothing was built): %w", err)
+		return fetchError(err)
 	}
 	b.sources = map[string]string{}
 	for name, v := range verified {
@@ -321,7 +325,7 @@ func (b *build) fetch(ctx context.Context) error {
 			}
 			v, err := f.Fetch(ctx, c)
 			if err != nil {
-				return fmt.Errorf("fetching sources (nothing was built): %w", err)
+				return fetchError(err)
 			}
 			b.logf("profile: %s", v)
 			b.sources[c.Name] = v.Path
@@ -329,6 +333,15 @@ func (b *build) fetch(ctx context.Context) error {
 	}
 	b.logf("sources: %d verified in %s", len(b.sources), time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// fetchError says which flag changes the limit a download ran into.
+func fetchError(err error) error {
+	var se *source.SizeError
+	if errors.As(err, &se) {
+		return fmt.Errorf("fetching sources (nothing was built): %w (if the file really is that big, raise the limit with --max-source-size MiB)", err)
+	}
+	return fmt.Errorf("fetching sources (nothing was built): %w", err)
 }
 
 func (b *build) buildAll(ctx context.Context) error {

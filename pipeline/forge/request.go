@@ -60,6 +60,8 @@ type Request struct {
 	// from (pipeline/source.DefaultKeyservers); nil keeps them.
 	Keyservers []string
 	CacheDir   string // host engine's stage cache; "" is DefaultCacheDir
+	// MaxSourceSize caps each download in bytes; 0 is pipeline/source's DefaultMaxSize.
+	MaxSourceSize int64
 
 	// ProfileDir: instead of an image, train the pgo plan of each platform and write its
 	// profile into this directory (see RecordProfile); Result.Profiles says what to record.
