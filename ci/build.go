@@ -138,7 +138,7 @@ func (f *buildFlags) stackFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.cpu, "cpu", "", "CPU `level` to compile for: x86-64-v2, x86-64-v3 (amd64 default), x86-64-v4, armv8.2-a (arm64 default), ..., or native (not portable)")
 	fs.IntVar(&f.jobs, "jobs", 0, "parallel compile jobs (0: one per CPU)")
 	fs.StringVar(&f.platform, "platform", "linux/amd64", "target `platforms`: linux/amd64, linux/arm64, or both comma-separated (dagger: one build per platform, pushed as one index)")
-	fs.StringVar(&f.modules, "modules", "", "comma-separated nginx `modules` replacing the default set (e.g. http_ssl,http_v2,pcre-jit)")
+	fs.StringVar(&f.modules, "modules", "", "nginx `modules`: +name,-name change the default set (e.g. +mail,-http_v3), a plain list replaces it; 'ci modules' lists them")
 	fs.StringVar(&f.cache, "cache", forge.DefaultCacheDir, "host engine: stage cache `DIR`")
 	fs.Int64Var(&f.maxSource, "max-source-size", source.DefaultMaxSize>>20, "refuse a download (source tarball, signature, PGO profile) over `MiB` mebibytes")
 	fs.StringVar(&f.builderImage, "builder-image", "", "dagger engine: build in `REF` instead of the lock's builder image")
