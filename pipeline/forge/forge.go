@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -236,7 +237,10 @@ func (b *build) newEngine() (engine.Engine, error) {
 	case "host":
 		cache := b.req.CacheDir
 		if cache == "" {
-			cache = DefaultCacheDir
+			var err error
+			if cache, err = DefaultCacheDir(); err != nil {
+				return nil, err
+			}
 		}
 		return host.NewEngine(host.WithCacheDir(cache), host.WithJobs(b.req.Jobs), host.WithLogf(b.vlogf)), nil
 	case "dagger":
@@ -299,6 +303,9 @@ func (b *build) fetch(ctx context.Context) error {
 	}
 	if b.req.Keyservers != nil {
 		opts = append(opts, source.WithKeyserver(b.req.Keyservers...))
+	}
+	if b.req.CacheDir != "" {
+		opts = append(opts, source.WithCacheDir(filepath.Join(b.req.CacheDir, "sources")))
 	}
 	if b.req.MaxSourceSize > 0 {
 		opts = append(opts, source.WithMaxSize(b.req.MaxSourceSize))

@@ -25,13 +25,38 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
 // ErrUsage marks errors in the request itself (`ci` exits with status 2 for them).
 var ErrUsage = engine.ErrUsage
 
-// DefaultCacheDir is where the host engine caches stage outputs by default.
-const DefaultCacheDir = host.DefaultCacheDir
+// DefaultMaxSourceSize is the cap on each download when Request.MaxSourceSize is 0.
+const DefaultMaxSourceSize = source.DefaultMaxSize
+
+// Modules are the nginx modules a Request.Modules list names (pipeline/plan's table).
+var Modules = plan.Modules
+
+// DefaultModulesOf is the module set a build of l compiles in when Request.Modules is nil.
+func DefaultModulesOf(l *lock.Lock) []string { return plan.DefaultModulesOf(l) }
+
+// RootCacheDir is DefaultCacheDir for root.
+const RootCacheDir = host.DefaultCacheDir
+
+// DefaultCacheDir is where a build caches by default: as root, the host engine's shared
+// DefaultCacheDir (the tests' cache too); as anyone else, nginx-forge under the user's
+// cache directory ($XDG_CACHE_HOME or ~/.cache), where pipeline/source keeps its verified
+// sources by default, so a host build needs no sudo.
+func DefaultCacheDir() (string, error) {
+	if os.Geteuid() == 0 {
+		return RootCacheDir, nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("%w: finding a cache directory for uid %d: %v: set XDG_CACHE_HOME or HOME, or give --cache DIR", ErrUsage, os.Getuid(), err)
+	}
+	return filepath.Join(base, "nginx-forge"), nil
+}
 
 // OptimizeModes are Request.Optimize's values, DefaultOptimize the one "" means (the plan's).
 var OptimizeModes = plan.OptimizeModes
@@ -59,7 +84,10 @@ type Request struct {
 	// Keyservers replace the servers that signer keys which are not vendored are fetched
 	// from (pipeline/source.DefaultKeyservers); nil keeps them.
 	Keyservers []string
-	CacheDir   string // host engine's stage cache; "" is DefaultCacheDir
+	// CacheDir holds the host engine's stage outputs and, under sources/, the verified
+	// sources; "" is DefaultCacheDir() for the stages and pipeline/source's default (the
+	// user's cache directory) for the sources.
+	CacheDir string
 	// MaxSourceSize caps each download in bytes; 0 is pipeline/source's DefaultMaxSize.
 	MaxSourceSize int64
 
