@@ -209,7 +209,7 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 				Name:   mod,
 				Source: src(mod),
 				Env:    common(),
-				Script: moduleSourceScript,
+				Script: moduleSourceScript(mod),
 			})
 		nginxDeps = append(nginxDeps, lib, mod)
 		shippedNames = append(shippedNames, m.Conf)
