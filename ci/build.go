@@ -86,8 +86,9 @@ Examples:
   # Build in Dagger, smoke-test, push and tag 1.26.2 and the full stack version
   go run ./ci build --push --image ghcr.io/OWNER/nginx
 
-  # Build on this machine into an OCI tarball, smoke-tested in runc
-  sudo go run ./ci build --engine host --output nginx.tar
+  # Build on this machine into an OCI tarball, as a normal user (cache in
+  # $XDG_CACHE_HOME/nginx-forge); with sudo and without --no-smoke, smoke-tested in runc
+  go run ./ci build --engine host --no-smoke --output nginx.tar
 
   # Bare metal: an install tree for this machine's CPU, with a systemd unit
   go run ./ci build --engine host --cpu native --no-smoke --tree out/tree --bundle
