@@ -12,8 +12,8 @@ import (
 
 // printVersion is `ci --version`: what a bug report needs to say which program built an
 // image. The module version is set by `go install ...@vX.Y.Z`; a build from a checkout says
-// "(devel)" and the commit Go stamped into it (go build does; go run does not, so the line
-// then says where to look). The lock line is the lock built into the program: the versions
+// "(devel)" or a pseudo-version, and the commit Go stamped into it (when it could: the line
+// says where to look when it did not). The lock line is the lock built into the program: the versions
 // a build without --lock gets when pipeline/lock/stack.lock.json is absent.
 func printVersion(w io.Writer, bi *debug.BuildInfo, ok bool, l *lock.Lock) {
 	version := "unknown (built without module information)"
@@ -41,7 +41,7 @@ func printVersion(w io.Writer, bi *debug.BuildInfo, ok bool, l *lock.Lock) {
 	fmt.Fprintf(w, "nginx-forge %s\n", version)
 	switch {
 	case rev == "":
-		fmt.Fprintln(w, "commit: unknown (not stamped: `go run` and builds outside a git checkout do not record one; `go build ./ci` does)")
+		fmt.Fprintln(w, "commit: unknown (this binary carries no VCS stamp: `go build ./ci` in a git clone records one; go run, a git worktree and -buildvcs=false do not)")
 	case modified:
 		fmt.Fprintf(w, "commit: %s (%s, with uncommitted changes)\n", rev, when)
 	default:
