@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -29,6 +28,7 @@ type buildFlags struct {
 	platform  string
 	modules   string
 	cache     string
+	maxSource int64 // MiB
 	verbose   bool
 
 	image        string // REPO[:TAG[,TAG...]]
@@ -88,8 +88,9 @@ Examples:
   # Build in Dagger, smoke-test, push and tag 1.26.2 and the full stack version
   go run ./ci build --push --image ghcr.io/OWNER/nginx
 
-  # Build on this machine into an OCI tarball, smoke-tested in runc
-  sudo go run ./ci build --engine host --output nginx.tar
+  # Build on this machine into an OCI tarball, as a normal user (cache in
+  # $XDG_CACHE_HOME/nginx-forge); with sudo and without --no-smoke, smoke-tested in runc
+  go run ./ci build --engine host --no-smoke --output nginx.tar
 
   # Bare metal: an install tree for this machine's CPU, with a systemd unit
   go run ./ci build --engine host --cpu native --no-smoke --tree out/tree --bundle
@@ -146,8 +147,9 @@ func (f *buildFlags) stackFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.cpu, "cpu", "", "CPU `level` to compile for: x86-64-v2, x86-64-v3 (amd64 default), x86-64-v4, armv8.2-a (arm64 default), ..., or native (not portable)")
 	fs.IntVar(&f.jobs, "jobs", 0, "parallel compile jobs (0: one per CPU)")
 	fs.StringVar(&f.platform, "platform", "linux/amd64", "target `platforms`: linux/amd64, linux/arm64, or both comma-separated (dagger: one build per platform, pushed as one index)")
-	fs.StringVar(&f.modules, "modules", "", "comma-separated nginx `modules` replacing the default set (e.g. http_ssl,http_v2,pcre-jit)")
-	fs.StringVar(&f.cache, "cache", forge.DefaultCacheDir, "host engine: stage cache `DIR`")
+	fs.StringVar(&f.modules, "modules", "", "nginx `modules`: +name,-name change the default set (e.g. +mail,-http_v3), a plain list replaces it; 'ci modules' lists them")
+	fs.StringVar(&f.cache, "cache", "", "cache `DIR`: verified sources (DIR/sources) and the host engine's stage outputs (default: "+forge.RootCacheDir+" as root, else $XDG_CACHE_HOME/nginx-forge, i.e. ~/.cache/nginx-forge)")
+	fs.Int64Var(&f.maxSource, "max-source-size", forge.DefaultMaxSourceSize>>20, "refuse a download (source tarball, signature, PGO profile) over `MiB` mebibytes")
 	fs.StringVar(&f.builderImage, "builder-image", "", "dagger engine: build in `REF` instead of the lock's builder image")
 }
 
@@ -199,8 +201,8 @@ func (f buildFlags) check() error {
 		}
 	}
 	if f.output != "" {
-		if _, err := os.Lstat(f.output); err == nil {
-			return usageErrorf("--output %s exists: choose a new path or remove it", f.output)
+		if err := forge.CheckOutputPath(f.output); err != nil {
+			return usageErrorf("--output: %v", err)
 		}
 	}
 	return nil
@@ -274,6 +276,9 @@ func (f buildFlags) request() (forge.Request, error) {
 	if err := f.check(); err != nil {
 		return forge.Request{}, err
 	}
+	if f.maxSource < 0 {
+		return forge.Request{}, usageErrorf("--max-source-size %d: give a positive number of MiB", f.maxSource)
+	}
 	platforms := splitList(f.platform)
 	if len(platforms) == 0 {
 		return forge.Request{}, usageErrorf("--platform is empty: give linux/amd64, linux/arm64 or both, comma-separated")
@@ -294,7 +299,7 @@ func (f buildFlags) request() (forge.Request, error) {
 		Platforms: platforms, CPU: f.cpu, Jobs: f.jobs, Optimize: f.optimize, Mirror: f.mirror, CacheDir: f.cache,
 		Tree: f.tree, Bundle: f.bundle, Output: f.output,
 		Push: f.push, DigestOnly: f.digestOnly, Latest: f.latest, NoSmoke: f.noSmoke, Insecure: f.insecure,
-		Revision: f.revision, Ref: f.ref, SignKey: f.signKey,
+		Revision: f.revision, Ref: f.ref, SignKey: f.signKey, MaxSourceSize: f.maxSource << 20,
 	}
 	if f.modules != "" {
 		req.Modules = splitList(f.modules)

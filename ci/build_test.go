@@ -78,10 +78,19 @@ func TestBuildTamperedTarballCreatesNothing(t *testing.T) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
 	}
-	for _, d := range []string{out, cache} {
-		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s was created: %v", d, err)
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s was created: %v", out, err)
+	}
+	// --cache holds the verified sources too (DIR/sources): nothing else of the build may be
+	// there, and not the tampered file.
+	entries, _ := os.ReadDir(cache)
+	for _, e := range entries {
+		if e.Name() != "sources" {
+			t.Errorf("the build created %s in its cache", filepath.Join(cache, e.Name()))
 		}
+	}
+	if _, err := os.Stat(filepath.Join(cache, "sources", "sha256", "69ee2b237744036e61d24b836668aad3040dda461fe6f570f1787eab570c75aa")); err == nil {
+		t.Error("the tampered tarball's checksum has a cache entry")
 	}
 }
 

@@ -30,7 +30,7 @@ test fails when it drifts; regenerate it with:
 			cpu := fs.String("cpu", "", "default of the CPU build arg, a -march level (default: the platform's default level)")
 			platform := fs.String("platform", "linux/amd64", "platform the stages' flags are rendered for")
 			optimize := fs.String("optimize", "", "optimization mode rendered into the stages: auto, none, lto or pgo (default: auto, as for build)")
-			modules := fs.String("modules", "", "comma-separated nginx modules (default: the default module set)")
+			modules := fs.String("modules", "", "nginx modules: +name,-name change the default set, a plain list replaces it (default: the default set; 'ci modules' lists them)")
 			mirror := fs.String("mirror", "", "fetch every source from `URL`/<file name> instead of upstream (same checksums), as build --mirror does")
 			out := fs.String("o", "", "write to `FILE` instead of standard output")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -12,11 +12,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
 // command is one subcommand: `go run ./ci NAME [flags]`.
@@ -59,21 +62,77 @@ func usageErrorf(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
 }
 
+// main maps SIGINT and SIGTERM to a cancelled context: the command stops its work and cleans
+// up (the host engine kills its compilers and removes its scratch directories, temporary
+// trees and downloads are removed) and then exits 128+signal, 130 or 143, as a shell
+// reports an interrupted command. A second signal stops the program at once.
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var got atomic.Int32
+	go func() {
+		s := (<-sigs).(syscall.Signal)
+		got.Store(int32(s))
+		// The default action again: a second signal ends the process without cleaning up.
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		fmt.Fprintf(os.Stderr, "ci: %s: stopping and cleaning up (send it again to stop at once)\n", signalName(s))
+		cancel()
+	}()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	if s := got.Load(); s != 0 {
+		code = 128 + int(s)
+	}
 	os.Exit(code)
 }
 
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		printCommands(stdout)
 		return 0
 	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		printCommands(stdout)
+		return 0
+	case "-version", "--version", "version":
+		bi, ok := debug.ReadBuildInfo()
+		printVersion(stdout, bi, ok, lock.Default())
+		return 0
+	case "help":
+		// `ci help build` is `ci build --help`: how people type it after git and go.
+		switch len(args) {
+		case 1:
+			printCommands(stdout)
+			return 0
+		case 2:
+			if _, ok := commands[args[1]]; ok {
+				return run(ctx, []string{args[1], "--help"}, stdout, stderr)
+			}
+			fmt.Fprintf(stderr, "ci help: unknown command %q\n\n", args[1])
+		default:
+			fmt.Fprintf(stderr, "ci help: one command at a time, e.g. 'go run ./ci help build'\n\n")
+		}
+		printCommands(stderr)
+		return 2
+	}
 	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "ci: unknown command %q\n\n", args[0])
+		if strings.HasPrefix(args[0], "-") {
+			fmt.Fprintf(stderr, "ci: %s before a command: flags follow the command (go run ./ci COMMAND [flags])\n\n", args[0])
+		} else {
+			fmt.Fprintf(stderr, "ci: unknown command %q\n\n", args[0])
+		}
 		printCommands(stderr)
 		return 2
 	}
@@ -126,5 +185,6 @@ func printCommands(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-14s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'go run ./ci COMMAND --help' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'go run ./ci help COMMAND' (or COMMAND --help) for a command's flags, and")
+	fmt.Fprintln(w, "'go run ./ci --version' for the program's version, commit and built-in lock.")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -152,6 +153,17 @@ func (b *build) resolve() error {
 			return err
 		}
 	}
+	// The outputs' paths fail now, not after the build they would have received.
+	if b.req.Tree != "" {
+		if err := CheckNewDir(b.req.Tree); err != nil {
+			return fmt.Errorf("%w: install tree (--tree): %v", ErrUsage, err)
+		}
+	}
+	if b.req.Output != "" {
+		if err := CheckOutputPath(b.req.Output); err != nil {
+			return fmt.Errorf("%w: image output (--output): %v", ErrUsage, err)
+		}
+	}
 	if r := b.req; r.ProfileDir != "" && (r.Push || r.Output != "" || r.Tree != "" || r.Repo != "" || (r.Optimize != "" && r.Optimize != plan.OptimizePGO)) {
 		return fmt.Errorf("%w: recording a PGO profile (profile directory %s) builds only the training: drop the image, tree and optimize options", ErrUsage, r.ProfileDir)
 	}
@@ -239,7 +251,10 @@ func (b *build) newEngine() (engine.Engine, error) {
 	case "host":
 		cache := b.req.CacheDir
 		if cache == "" {
-			cache = DefaultCacheDir
+			var err error
+			if cache, err = DefaultCacheDir(); err != nil {
+				return nil, err
+			}
 		}
 		return host.NewEngine(host.WithCacheDir(cache), host.WithJobs(b.req.Jobs), host.WithLogf(b.vlogf)), nil
 	case "dagger":
@@ -324,13 +339,19 @@ func (b *build) fetch(ctx context.Context) error {
 	if b.req.Keyservers != nil {
 		opts = append(opts, source.WithKeyserver(b.req.Keyservers...))
 	}
+	if b.req.CacheDir != "" {
+		opts = append(opts, source.WithCacheDir(filepath.Join(b.req.CacheDir, "sources")))
+	}
+	if b.req.MaxSourceSize > 0 {
+		opts = append(opts, source.WithMaxSize(b.req.MaxSourceSize))
+	}
 	// Keys an update vendored beside this lock count before the program is rebuilt.
 	opts = append(opts, source.WithKeysDir(lock.KeysDirBeside(b.lockFile())))
 	start := time.Now()
 	f := source.New(opts...)
 	verified, err := f.FetchAll(ctx, b.l)
 	if err != nil {
-		return fmt.Errorf("fetching sources (nothing was built): %w", err)
+		return fetchError(err)
 	}
 	b.sources = map[string]string{}
 	for name, v := range verified {
@@ -351,7 +372,7 @@ func (b *build) fetch(ctx context.Context) error {
 			}
 			v, err := f.Fetch(ctx, c)
 			if err != nil {
-				return fmt.Errorf("fetching sources (nothing was built): %w", err)
+				return fetchError(err)
 			}
 			b.logf("profile: %s", v)
 			b.sources[c.Name] = v.Path
@@ -359,6 +380,15 @@ func (b *build) fetch(ctx context.Context) error {
 	}
 	b.logf("sources: %d verified in %s", len(b.sources), time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// fetchError says which flag changes the limit a download ran into.
+func fetchError(err error) error {
+	var se *source.SizeError
+	if errors.As(err, &se) {
+		return fmt.Errorf("fetching sources (nothing was built): %w (if the file really is that big, raise the limit with --max-source-size MiB)", err)
+	}
+	return fmt.Errorf("fetching sources (nothing was built): %w", err)
 }
 
 func (b *build) buildAll(ctx context.Context) error {

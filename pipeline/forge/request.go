@@ -13,7 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
@@ -21,13 +25,38 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
 // ErrUsage marks errors in the request itself (`ci` exits with status 2 for them).
 var ErrUsage = engine.ErrUsage
 
-// DefaultCacheDir is where the host engine caches stage outputs by default.
-const DefaultCacheDir = host.DefaultCacheDir
+// DefaultMaxSourceSize is the cap on each download when Request.MaxSourceSize is 0.
+const DefaultMaxSourceSize = source.DefaultMaxSize
+
+// Modules are the nginx modules a Request.Modules list names (pipeline/plan's table).
+var Modules = plan.Modules
+
+// DefaultModulesOf is the module set a build of l compiles in when Request.Modules is nil.
+func DefaultModulesOf(l *lock.Lock) []string { return plan.DefaultModulesOf(l) }
+
+// RootCacheDir is DefaultCacheDir for root.
+const RootCacheDir = host.DefaultCacheDir
+
+// DefaultCacheDir is where a build caches by default: as root, the host engine's shared
+// DefaultCacheDir (the tests' cache too); as anyone else, nginx-forge under the user's
+// cache directory ($XDG_CACHE_HOME or ~/.cache), where pipeline/source keeps its verified
+// sources by default, so a host build needs no sudo.
+func DefaultCacheDir() (string, error) {
+	if os.Geteuid() == 0 {
+		return RootCacheDir, nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("%w: finding a cache directory for uid %d: %v: set XDG_CACHE_HOME or HOME, or give --cache DIR", ErrUsage, os.Getuid(), err)
+	}
+	return filepath.Join(base, "nginx-forge"), nil
+}
 
 // OptimizeModes are Request.Optimize's values, DefaultOptimize the one "" means (the plan's).
 var OptimizeModes = plan.OptimizeModes
@@ -55,7 +84,12 @@ type Request struct {
 	// Keyservers replace the servers that signer keys which are not vendored are fetched
 	// from (pipeline/source.DefaultKeyservers); nil keeps them.
 	Keyservers []string
-	CacheDir   string // host engine's stage cache; "" is DefaultCacheDir
+	// CacheDir holds the host engine's stage outputs and, under sources/, the verified
+	// sources; "" is DefaultCacheDir() for the stages and pipeline/source's default (the
+	// user's cache directory) for the sources.
+	CacheDir string
+	// MaxSourceSize caps each download in bytes; 0 is pipeline/source's DefaultMaxSize.
+	MaxSourceSize int64
 
 	// ProfileDir: instead of an image, train the pgo plan of each platform and write its
 	// profile into this directory (see RecordProfile); Result.Profiles says what to record.
@@ -152,9 +186,51 @@ func LoadLock(file string, logf func(string, ...any)) (*lock.Lock, error) {
 	return nil, fmt.Errorf("loading lock %s (nothing was built): %w", file, err)
 }
 
-// CheckNewDir is nil when dir is absent or empty, the only directories a build writes an
-// install tree into.
+// CheckNewDir is nil when dir is empty, or absent in a writable directory: the only
+// directories a build writes an install tree into. It runs before anything is fetched, so a
+// typo in the path costs a second, not a build.
 func CheckNewDir(dir string) error {
-	_, err := engine.EmptyDir(dir)
-	return err
+	abs, err := engine.EmptyDir(dir)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(abs); err == nil {
+		return writable(abs)
+	}
+	return parentWritable(abs)
+}
+
+// CheckOutputPath is nil when path does not exist and its directory does and is writable:
+// where a build writes --output (a tarball or an OCI layout directory, and PATH.spdx.json).
+func CheckOutputPath(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("%q: %w", path, err)
+	}
+	if _, err := os.Lstat(abs); err == nil {
+		return fmt.Errorf("%s exists: choose a new path or remove it", abs)
+	}
+	return parentWritable(abs)
+}
+
+func parentWritable(abs string) error {
+	parent := filepath.Dir(abs)
+	fi, err := os.Stat(parent)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("directory %s does not exist: create it (mkdir -p %s) or choose another path", parent, parent)
+	case err != nil:
+		return fmt.Errorf("directory %s: %w", parent, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", parent)
+	}
+	return writable(parent)
+}
+
+// writable asks the kernel (access(2), as this user) rather than guessing from mode bits.
+func writable(dir string) error {
+	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+		return fmt.Errorf("directory %s is not writable by this user (uid %d): %w", dir, os.Getuid(), err)
+	}
+	return nil
 }

@@ -196,11 +196,36 @@ func Default() *Lock {
 // DefaultPath is where the shipped lock lives in a checkout.
 const DefaultPath = "pipeline/lock/stack.lock.json"
 
+// MaxSize is the largest lock Load and Parse accept. The shipped lock is a few KB; a file
+// past this is not a lock (a tarball or a log given to --lock by mistake), and reading,
+// decoding and quoting it in an error would cost memory in proportion to its size.
+const MaxSize = 1 << 20
+
+// SizeError is a lock over MaxSize.
+type SizeError struct{ Size int64 }
+
+func (e *SizeError) Error() string {
+	return fmt.Sprintf("is over the %d-byte (1 MiB) limit for a lock (%d bytes or more; the shipped lock is a few KB): is it the right file?", MaxSize, e.Size)
+}
+
 // Load reads and strictly parses a lock file.
 func Load(file string) (*Lock, error) {
-	b, err := os.ReadFile(file)
+	f, err := os.Open(file)
 	if err != nil {
 		return nil, fmt.Errorf("reading lock file %q: %w", file, err)
+	}
+	defer f.Close()
+	// One byte past the limit is enough to know it is too big.
+	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading lock file %q: %w", file, err)
+	}
+	if len(b) > MaxSize {
+		size := int64(len(b))
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+		return nil, fmt.Errorf("lock file %q %w", file, &SizeError{size})
 	}
 	l, err := Parse(b)
 	if err != nil {
@@ -211,6 +236,12 @@ func Load(file string) (*Lock, error) {
 
 // Parse strictly decodes and validates a lock. Unknown fields and trailing data are errors.
 func Parse(b []byte) (*Lock, error) {
+	if len(b) > MaxSize {
+		return nil, fmt.Errorf("the lock %w", &SizeError{int64(len(b))})
+	}
+	if err := notAnObject(b); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var l Lock
@@ -227,6 +258,33 @@ func Parse(b []byte) (*Lock, error) {
 		return nil, err
 	}
 	return &l, nil
+}
+
+// notAnObject says in plain words what a lock that is not a JSON object is: decoded, `null`
+// gives an all-zero lock, whose first complaint ("schema: is 0") explains nothing.
+func notAnObject(b []byte) error {
+	t := bytes.TrimSpace(b)
+	if len(t) == 0 {
+		return errors.New("the lock is empty: it must be a JSON object like " + DefaultPath)
+	}
+	var what string
+	switch c := t[0]; {
+	case c == '{':
+		return nil
+	case bytes.HasPrefix(t, []byte("null")):
+		what = "null"
+	case c == '[':
+		what = "a JSON array"
+	case c == '"':
+		what = "a JSON string"
+	case bytes.HasPrefix(t, []byte("true")), bytes.HasPrefix(t, []byte("false")):
+		what = "a JSON boolean"
+	case c == '-' || (c >= '0' && c <= '9'):
+		what = "a JSON number"
+	default:
+		what = "not JSON"
+	}
+	return fmt.Errorf("the lock is %s: it must be a JSON object ({\"schema\": %d, \"components\": [...], ...}) like %s", what, SchemaVersion, DefaultPath)
 }
 
 // emptyUnsigned reports an "unsigned" field that is present but empty: decoded, it is the
@@ -282,7 +340,17 @@ type FieldError struct {
 	Reason string
 }
 
-func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+// Error quotes at most maxReason bytes of the reason: it holds the field's value, and a
+// value can be as large as the lock (MaxSize).
+func (e *FieldError) Error() string {
+	r := e.Reason
+	if len(r) > maxReason {
+		r = strings.ToValidUTF8(r[:maxReason], "") + fmt.Sprintf("... (%d bytes in all)", len(e.Reason))
+	}
+	return e.Field + ": " + r
+}
+
+const maxReason = 300
 
 // Validate checks every field. The first problem found is returned as a *FieldError.
 func (l *Lock) Validate() error {

@@ -406,3 +406,50 @@ func TestURLErrorsHidePasswords(t *testing.T) {
 		t.Errorf("RedactURL = %q", got)
 	}
 }
+
+// A lock over MaxSize is refused with the limit named, before it is decoded; a huge field
+// within the limit is not quoted whole.
+func TestSizeLimit(t *testing.T) {
+	big := mutate(t, func(m map[string]any) { comp(m, 3)["version"] = strings.Repeat("9", MaxSize) })
+	file := filepath.Join(t.TempDir(), "big.lock.json")
+	if err := os.WriteFile(file, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, parse := range map[string]func() error{
+		"Load":  func() error { _, err := Load(file); return err },
+		"Parse": func() error { _, err := Parse(big); return err },
+	} {
+		err := parse()
+		var se *SizeError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), "1 MiB") || !strings.Contains(err.Error(), "1048576") {
+			t.Errorf("%s of a %d-byte lock: %v; want a *SizeError naming the 1 MiB limit", name, len(big), err)
+		}
+		if err != nil && len(err.Error()) > 400 {
+			t.Errorf("%s: the error is %d bytes long", name, len(err.Error()))
+		}
+	}
+	// Just under the limit: the field is refused, and quoted only in part.
+	under := mutate(t, func(m map[string]any) { comp(m, 3)["version"] = strings.Repeat("x", MaxSize/2) })
+	_, err := Parse(under)
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "components[3] (nginx).version" {
+		t.Fatalf("err = %v, want the version field refused", err)
+	}
+	if n := len(err.Error()); n > 500 || !strings.Contains(err.Error(), "bytes in all") {
+		t.Errorf("the error quotes %d bytes of a %d-byte field: %.200s", n, MaxSize/2, err)
+	}
+}
+
+// null and other JSON that is not an object get a message saying what the lock must be.
+func TestNotAnObject(t *testing.T) {
+	for in, what := range map[string]string{"null": "null", " null\n": "null", "[]": "array", `"x"`: "string",
+		"42": "number", "true": "boolean", "": "empty", "  \n": "empty", "nul": "not JSON", "<xml/>": "not JSON"} {
+		_, err := Parse([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), what) || !strings.Contains(err.Error(), "JSON object") {
+			t.Errorf("Parse(%q) = %v; want it to say the lock is %s and must be a JSON object", in, err, what)
+		}
+		if err != nil && strings.Contains(err.Error(), "schema: is 0") {
+			t.Errorf("Parse(%q) = %v: the zero lock's complaint", in, err)
+		}
+	}
+}

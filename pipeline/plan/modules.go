@@ -32,39 +32,41 @@ type Module struct {
 	// /etc/nginx/compression.d/<name>.conf only when the module is compiled in: the shipped
 	// nginx.conf includes that directory, so it stays valid for a build without the module.
 	Conf string
+	// Summary is what the module adds, one line for `ci modules`.
+	Summary string
 }
 
 // Modules are the optional modules the plan knows. Names follow nginx's configure flags
 // without the --with- prefix and _module suffix.
 var Modules = []Module{
-	{Name: "threads", Flag: "--with-threads"},
-	{Name: "file-aio", Flag: "--with-file-aio"},
-	{Name: "http_ssl", Flag: "--with-http_ssl_module"},
-	{Name: "http_v2", Flag: "--with-http_v2_module"},
-	{Name: ModuleHTTP3, Flag: "--with-http_v3_module", Requires: []string{"http_ssl"}},
-	{Name: "http_realip", Flag: "--with-http_realip_module"},
-	{Name: "http_addition", Flag: "--with-http_addition_module"},
-	{Name: "http_auth_request", Flag: "--with-http_auth_request_module"},
-	{Name: "http_dav", Flag: "--with-http_dav_module"},
-	{Name: "http_gunzip", Flag: "--with-http_gunzip_module"},
-	{Name: "http_gzip_static", Flag: "--with-http_gzip_static_module"},
-	{Name: "http_random_index", Flag: "--with-http_random_index_module"},
-	{Name: "http_secure_link", Flag: "--with-http_secure_link_module"},
-	{Name: "http_slice", Flag: "--with-http_slice_module"},
-	{Name: "http_stub_status", Flag: "--with-http_stub_status_module"},
-	{Name: "http_sub", Flag: "--with-http_sub_module"},
-	{Name: "stream", Flag: "--with-stream"},
-	{Name: "stream_ssl", Flag: "--with-stream_ssl_module", Requires: []string{"stream"}},
-	{Name: "stream_ssl_preread", Flag: "--with-stream_ssl_preread_module", Requires: []string{"stream"}},
-	{Name: "stream_realip", Flag: "--with-stream_realip_module", Requires: []string{"stream"}},
-	{Name: "mail", Flag: "--with-mail"},
-	{Name: "mail_ssl", Flag: "--with-mail_ssl_module", Requires: []string{"mail"}},
-	{Name: "pcre-jit", Flag: "--with-pcre-jit"},
+	{Name: "threads", Flag: "--with-threads", Summary: "thread pools (aio threads): blocking file reads off the event loop"},
+	{Name: "file-aio", Flag: "--with-file-aio", Summary: "asynchronous file I/O (aio on) for large files"},
+	{Name: "http_ssl", Flag: "--with-http_ssl_module", Summary: "HTTPS: TLS for HTTP (ssl_* directives)"},
+	{Name: "http_v2", Flag: "--with-http_v2_module", Summary: "HTTP/2 (listen ... ssl; http2 on)"},
+	{Name: ModuleHTTP3, Flag: "--with-http_v3_module", Requires: []string{"http_ssl"}, Summary: "HTTP/3 over QUIC (listen ... quic)"},
+	{Name: "http_realip", Flag: "--with-http_realip_module", Summary: "the client address from a trusted proxy's header (set_real_ip_from)"},
+	{Name: "http_addition", Flag: "--with-http_addition_module", Summary: "text added before and after a response (add_before_body)"},
+	{Name: "http_auth_request", Flag: "--with-http_auth_request_module", Summary: "authorization by a subrequest (auth_request)"},
+	{Name: "http_dav", Flag: "--with-http_dav_module", Summary: "WebDAV write methods (PUT, DELETE, MKCOL, COPY, MOVE)"},
+	{Name: "http_gunzip", Flag: "--with-http_gunzip_module", Summary: "gunzip of gzip responses for clients without gzip"},
+	{Name: "http_gzip_static", Flag: "--with-http_gzip_static_module", Summary: "precompressed .gz files served as they are (gzip_static)"},
+	{Name: "http_random_index", Flag: "--with-http_random_index_module", Summary: "a random file of a directory as its index"},
+	{Name: "http_secure_link", Flag: "--with-http_secure_link_module", Summary: "links checked by hash and expiry (secure_link)"},
+	{Name: "http_slice", Flag: "--with-http_slice_module", Summary: "large responses fetched and cached in slices (slice)"},
+	{Name: "http_stub_status", Flag: "--with-http_stub_status_module", Summary: "basic status counters (stub_status)"},
+	{Name: "http_sub", Flag: "--with-http_sub_module", Summary: "text substitution in responses (sub_filter)"},
+	{Name: "stream", Flag: "--with-stream", Summary: "the TCP/UDP proxy and load balancer (stream {})"},
+	{Name: "stream_ssl", Flag: "--with-stream_ssl_module", Requires: []string{"stream"}, Summary: "TLS for stream (terminating TLS for TCP)"},
+	{Name: "stream_ssl_preread", Flag: "--with-stream_ssl_preread_module", Requires: []string{"stream"}, Summary: "routing TLS by SNI without terminating it (ssl_preread)"},
+	{Name: "stream_realip", Flag: "--with-stream_realip_module", Requires: []string{"stream"}, Summary: "the client address from the PROXY protocol in stream"},
+	{Name: "mail", Flag: "--with-mail", Summary: "the IMAP/POP3/SMTP proxy (mail {})"},
+	{Name: "mail_ssl", Flag: "--with-mail_ssl_module", Requires: []string{"mail"}, Summary: "TLS for the mail proxy"},
+	{Name: "pcre-jit", Flag: "--with-pcre-jit", Summary: "JIT-compiled regular expressions (locations, maps, rewrites)"},
 	// Third-party, compiled in statically (the image has no dynamic modules). The flag's
 	// relative path is where the nginx stage copies the module's source: nginx -V prints it,
 	// so it must not name an executor's directory.
-	{Name: "brotli", Flag: "--add-module=../ngx_brotli", Components: []string{lock.NgxBrotli, lock.Brotli}, Conf: "compression.d/brotli.conf"},
-	{Name: "zstd", Flag: "--add-module=../zstd_nginx_module", Components: []string{lock.ZstdNginxModule, lock.Zstd}, Conf: "compression.d/zstd.conf"},
+	{Name: "brotli", Flag: "--add-module=../ngx_brotli", Components: []string{lock.NgxBrotli, lock.Brotli}, Conf: "compression.d/brotli.conf", Summary: "brotli compression of responses and .br files (ngx_brotli)"},
+	{Name: "zstd", Flag: "--add-module=../zstd_nginx_module", Components: []string{lock.ZstdNginxModule, lock.Zstd}, Conf: "compression.d/zstd.conf", Summary: "zstd compression of responses and .zst files (zstd-nginx-module)"},
 }
 
 // DefaultModules is nginx's own part of the default module set; the third-party modules
@@ -78,6 +80,81 @@ var DefaultModules = []string{
 	"http_slice", "http_stub_status", "http_sub",
 	"stream", "stream_ssl", "stream_ssl_preread",
 	"pcre-jit",
+}
+
+// ApplyModules is the module set a --modules list gives against base (the default set):
+// a plain list ("http_ssl,http_v2") replaces base; a list whose every entry starts with + or
+// - ("+mail,-http_v3") adds to and removes from it. Adding a module base has, or removing
+// one it lacks, changes nothing; the result is checked further by New (requirements,
+// components in the lock).
+func ApplyModules(base, list []string) ([]string, error) {
+	var plain, add, remove []string
+	for _, e := range list {
+		name, op := e, byte(0)
+		if e != "" && (e[0] == '+' || e[0] == '-') {
+			name, op = e[1:], e[0]
+		}
+		if name == "" {
+			return nil, fmt.Errorf("module list %q has an empty entry %q: give module names, comma-separated", strings.Join(list, ","), e)
+		}
+		if _, ok := lookupModule(name); !ok {
+			return nil, unknownModule(name)
+		}
+		switch op {
+		case '+':
+			add = append(add, name)
+		case '-':
+			remove = append(remove, name)
+		default:
+			plain = append(plain, name)
+		}
+	}
+	if len(plain) > 0 && len(add)+len(remove) > 0 {
+		return nil, fmt.Errorf("module list %q mixes plain names (a new set: %s) with +/- changes to the default set: use one form", strings.Join(list, ","), strings.Join(plain, ","))
+	}
+	if len(plain) > 0 || len(list) == 0 {
+		return plain, nil
+	}
+	for _, a := range add {
+		for _, r := range remove {
+			if a == r {
+				return nil, fmt.Errorf("module list %q both adds and removes %s", strings.Join(list, ","), a)
+			}
+		}
+	}
+	var out []string
+	has := map[string]bool{}
+	for _, n := range base {
+		if !contains(remove, n) && !has[n] {
+			out = append(out, n)
+			has[n] = true
+		}
+	}
+	for _, n := range add {
+		if !has[n] {
+			out = append(out, n)
+			has[n] = true
+		}
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func unknownModule(name string) error {
+	known := make([]string, 0, len(Modules))
+	for _, m := range Modules {
+		known = append(known, m.Name)
+	}
+	sort.Strings(known)
+	return fmt.Errorf("unknown nginx module %q: known modules are %s (go run ./ci modules describes them)", name, strings.Join(known, ", "))
 }
 
 func lookupModule(name string) (Module, bool) {
@@ -95,12 +172,7 @@ func moduleFlags(l *lock.Lock, names []string) ([]string, []string, error) {
 	want := map[string]bool{}
 	for _, n := range names {
 		if _, ok := lookupModule(n); !ok {
-			known := make([]string, 0, len(Modules))
-			for _, m := range Modules {
-				known = append(known, m.Name)
-			}
-			sort.Strings(known)
-			return nil, nil, fmt.Errorf("unknown nginx module %q: known modules are %s", n, strings.Join(known, ", "))
+			return nil, nil, unknownModule(n)
 		}
 		want[n] = true
 	}

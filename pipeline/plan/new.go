@@ -51,10 +51,16 @@ func WithJobs(n int) Option {
 	}
 }
 
-// WithModules replaces the default nginx module set (DefaultModules) by names from Modules.
+// WithModules sets the nginx module set by names from Modules: a plain list replaces the
+// default set (DefaultModulesOf), a list of +name and -name entries changes it (see
+// ApplyModules).
 func WithModules(names ...string) Option {
 	return func(o *options) error {
-		o.modules = append([]string(nil), names...)
+		mods, err := ApplyModules(o.modules, names)
+		if err != nil {
+			return err
+		}
+		o.modules = mods
 		return nil
 	}
 }
@@ -203,7 +209,7 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 				Name:   mod,
 				Source: src(mod),
 				Env:    common(),
-				Script: moduleSourceScript,
+				Script: moduleSourceScript(mod),
 			})
 		nginxDeps = append(nginxDeps, lib, mod)
 		shippedNames = append(shippedNames, m.Conf)

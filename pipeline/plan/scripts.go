@@ -23,6 +23,41 @@ import (
 //   - SOURCE_DATE_EPOCH (from the lock) replaces build dates (OpenSSL's buildinf.h) and
 //     every file in OUT gets that mtime.
 
+// LicenseFiles are, per lock component, the files of its source tree that hold its license,
+// installed into the image as /usr/share/licenses/<component>/<file> (the licenses of what
+// is compiled into nginx travel with the binary). Each inner list is alternatives, the first
+// one present is taken: PCRE2 renamed LICENCE to LICENCE.md in 10.45, and zlib before 1.2.13
+// carried its license only in README. A source without any of them fails its stage.
+var LicenseFiles = map[string][][]string{
+	lock.Zlib:            {{"LICENSE", "README"}},
+	lock.PCRE2:           {{"LICENCE.md", "LICENCE"}},
+	lock.OpenSSL:         {{"LICENSE.txt", "LICENSE"}},
+	lock.Nginx:           {{"LICENSE"}},
+	lock.Brotli:          {{"LICENSE"}},
+	lock.NgxBrotli:       {{"LICENSE"}},
+	lock.Zstd:            {{"LICENSE"}, {"COPYING"}}, // BSD or GPLv2, at the user's choice: both texts
+	lock.ZstdNginxModule: {{"LICENSE"}},
+}
+
+// LicenseDir is where the image carries the upstream licenses, one directory per component.
+const LicenseDir = "usr/share/licenses"
+
+// licenseScript installs component's license files from the current directory (its
+// unpacked source) into OUT/usr/share/licenses/<component>.
+func licenseScript(component string) string {
+	dir := `"$OUT/` + LicenseDir + `/` + component + `"`
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s's license, from its verified source, for /%s/%s in the image.\n", component, LicenseDir, component)
+	fmt.Fprintf(&b, "mkdir -p %s\n", dir)
+	for _, alts := range LicenseFiles[component] {
+		fmt.Fprintf(&b, "for f in %s; do\n", strings.Join(alts, " "))
+		fmt.Fprintf(&b, "  if [ -f \"$f\" ]; then install -m 0644 \"$f\" %s/; break; fi\n", dir)
+		fmt.Fprintf(&b, "  if [ \"$f\" = %s ]; then echo \"%s: no license file (%s) in the source\" >&2; exit 1; fi\n", alts[len(alts)-1], component, strings.Join(alts, ", "))
+		b.WriteString("done\n")
+	}
+	return b.String()
+}
+
 // prelude is shared by all scripts.
 const prelude = `umask 022
 mkdir src
@@ -35,16 +70,16 @@ cd src
 const epilogue = `find "$OUT" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 `
 
-const zlibScript = prelude + `# Static only: nginx links libz.a; there is no libz.so to ship or to pick up by mistake.
+var zlibScript = prelude + `# Static only: nginx links libz.a; there is no libz.so to ship or to pick up by mistake.
 # CFLAGS has zlib's own additions (-O3, -DUNALIGNED_OK on amd64): pipeline/plan/flags.go.
 export CFLAGS="$CFLAGS -ffile-prefix-map=$WORK=/build/zlib"
 ./configure --static --prefix=/usr
 make -j"$JOBS" libz.a
 make install DESTDIR="$OUT"
 rm -rf "$OUT/usr/share"
-` + epilogue
+` + licenseScript(lock.Zlib) + epilogue
 
-const pcre2Script = prelude + `# Static, 8-bit only (what nginx uses), with the JIT compiler: --with-pcre-jit makes nginx
+var pcre2Script = prelude + `# Static, 8-bit only (what nginx uses), with the JIT compiler: --with-pcre-jit makes nginx
 # JIT-compile every regex location and map, several times faster than interpreting them.
 export CFLAGS="$CFLAGS -ffile-prefix-map=$WORK=/build/pcre2"
 ./configure --prefix=/usr --disable-shared --enable-static --enable-jit \
@@ -53,9 +88,9 @@ export CFLAGS="$CFLAGS -ffile-prefix-map=$WORK=/build/pcre2"
 make -j"$JOBS" libpcre2-8.la
 make install-libLTLIBRARIES install-nodist_includeHEADERS install-includeHEADERS DESTDIR="$OUT"
 rm -f "$OUT"/usr/lib/*.la
-` + epilogue
+` + licenseScript(lock.PCRE2) + epilogue
 
-const opensslScript = prelude + `# Static libraries only (no-shared), built once into OUT and linked by nginx with -I/-L, so
+var opensslScript = prelude + `# Static libraries only (no-shared), built once into OUT and linked by nginx with -I/-L, so
 # changing nginx never rebuilds OpenSSL (nginx's --with-openssl=DIR would, on every configure).
 #   no-module        providers (default, legacy) are built into libcrypto, not loadable .so
 #                    files that a static nginx could not find anyway
@@ -72,7 +107,7 @@ const opensslScript = prelude + `# Static libraries only (no-shared), built once
 make -j"$JOBS" build_libs
 make install_dev DESTDIR="$OUT"
 rm -rf "$OUT/usr/share"
-` + epilogue
+` + licenseScript(lock.OpenSSL) + epilogue
 
 // preludeAnyTar is prelude for the optional components' stages: tar -xf detects the
 // compression, since Debian serves some repacked sources as .tar.xz. (The first four stages
@@ -86,7 +121,7 @@ cd src
 // libraryScripts build the third-party modules' libraries, by lock component name.
 var libraryScripts = map[string]string{lock.Brotli: brotliScript, lock.Zstd: zstdScript}
 
-const brotliScript = preludeAnyTar + `# Static, encoder only (nginx compresses; it never decodes brotli). brotli builds with CMake,
+var brotliScript = preludeAnyTar + `# Static, encoder only (nginx compresses; it never decodes brotli). brotli builds with CMake,
 # which no other stage needs, and its library is two directories of C files: compiled here
 # directly, in a fixed order, into one libbrotlienc.a holding the common part too, because
 # ngx_brotli links just -lbrotlienc when it is given a prebuilt library.
@@ -100,20 +135,23 @@ ar rcD libbrotlienc.a $(ls obj/*.o | LC_ALL=C sort)
 install -D -m 0644 libbrotlienc.a "$OUT/usr/lib/libbrotlienc.a"
 mkdir -p "$OUT/usr/include"
 cp -R c/include/brotli "$OUT/usr/include/brotli"
-` + epilogue
+` + licenseScript(lock.Brotli) + epilogue
 
-const zstdScript = preludeAnyTar + `# Static only, without the legacy (pre-v0.8) format decoders: nginx compresses with it.
+var zstdScript = preludeAnyTar + `# Static only, without the legacy (pre-v0.8) format decoders: nginx compresses with it.
 export CFLAGS="$CFLAGS -ffile-prefix-map=$WORK=/build/zstd"
 make -C lib -j"$JOBS" libzstd.a ZSTD_LEGACY_SUPPORT=0
 make -C lib install-static install-includes PREFIX=/usr DESTDIR="$OUT" ZSTD_LEGACY_SUPPORT=0
-` + epilogue
+` + licenseScript(lock.Zstd) + epilogue
 
 // moduleSourceScript stages a third-party nginx module's verified source as OUT/src: the
 // nginx stage compiles it (--add-module) with nginx's own flags.
-const moduleSourceScript = `umask 022
+func moduleSourceScript(component string) string {
+	return `umask 022
 mkdir -p "$OUT/src"
 tar -xf "$SRC" -C "$OUT/src" --strip-components=1 --no-same-owner
-` + epilogue
+cd "$OUT/src"
+` + licenseScript(component) + epilogue
+}
 
 // moduleSetup are the nginx stage's lines that put a third-party module's source where its
 // --add-module flag points (../NAME, beside nginx's source) and show it its library.
@@ -150,6 +188,9 @@ func nginxScriptWith(moduleFlags, moduleNames []string, afterConfigure string) s
 	b.WriteString(`make -j"$JOBS"
 make install DESTDIR="$OUT"
 strip --strip-all "$OUT/usr/sbin/nginx"
+`)
+	b.WriteString(licenseScript(lock.Nginx))
+	b.WriteString(`
 
 # Lay OUT out as the image's root (see the runtime contract).
 cd "$OUT"
@@ -160,12 +201,28 @@ mv etc/nginx/html usr/share/nginx/html
 install -m 0644 "$WORK/files/nginx.conf" etc/nginx/nginx.conf
 install -m 0644 "$WORK/files/index.html" usr/share/nginx/html/index.html
 mkdir -p etc/nginx/conf.d etc/nginx/tls etc/nginx/compression.d var/cache/nginx run/nginx
+# The licenses of what is linked into nginx, as each stage installed them from its source.
 `)
+	for _, c := range linkedComponents(moduleNames) {
+		fmt.Fprintf(&b, "cp -R \"$%s/%s/%s\" %s/\n", DepVar(c), LicenseDir, c, LicenseDir)
+	}
 	for _, c := range confs {
 		fmt.Fprintf(&b, "install -m 0644 \"$WORK/files/%s\" etc/nginx/%s\n", c, c)
 	}
 	b.WriteString(epilogue)
 	return b.String()
+}
+
+// linkedComponents are the lock components compiled into nginx besides nginx itself, in
+// build order: the libraries, and each third-party module's source and library.
+func linkedComponents(moduleNames []string) []string {
+	out := []string{lock.Zlib, lock.PCRE2, lock.OpenSSL}
+	for _, name := range moduleNames {
+		if m, ok := lookupModule(name); ok {
+			out = append(out, m.Components...)
+		}
+	}
+	return out
 }
 
 // nginxBuild is the nginx stage's environment and configure run (after prelude, before

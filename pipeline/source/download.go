@@ -37,9 +37,9 @@ type SizeError struct {
 
 func (e *SizeError) Error() string {
 	if e.Size >= 0 {
-		return fmt.Sprintf("%s is %d bytes, over the %d-byte limit (raise it with source.WithMaxSize if the file really is that big)", e.URL, e.Size, e.Limit)
+		return fmt.Sprintf("%s is %d bytes, over the %d-byte limit on a download", e.URL, e.Size, e.Limit)
 	}
-	return fmt.Sprintf("%s sent more than the %d-byte limit (raise it with source.WithMaxSize if the file really is that big)", e.URL, e.Limit)
+	return fmt.Sprintf("%s sent more than the %d-byte limit on a download", e.URL, e.Limit)
 }
 
 // cached reports whether the verified file is in the cache. The file is hashed again: a cache

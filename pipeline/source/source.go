@@ -164,7 +164,7 @@ func New(opts ...Option) *Fetcher {
 	if f.cacheDir == "" {
 		base, err := os.UserCacheDir()
 		if err != nil {
-			f.initErr = fmt.Errorf("finding the cache directory: %w (set XDG_CACHE_HOME or use WithCacheDir)", err)
+			f.initErr = fmt.Errorf("finding the cache directory: %w (set XDG_CACHE_HOME, or give the cache directory: --cache DIR)", err)
 		}
 		f.cacheDir = filepath.Join(base, "nginx-forge", "sources")
 	}

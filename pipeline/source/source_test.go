@@ -693,7 +693,7 @@ func TestSizeCap(t *testing.T) {
 			if !errors.As(err, &se) {
 				t.Fatalf("err = %v, want a *SizeError", err)
 			}
-			if !strings.Contains(err.Error(), strconv.Itoa(limit)) || !strings.Contains(err.Error(), "WithMaxSize") {
+			if !strings.Contains(err.Error(), strconv.Itoa(limit)) || strings.Contains(err.Error(), "WithMaxSize") {
 				t.Errorf("error does not give the limit and the fix: %v", err)
 			}
 			if n := c.total(); n != 1 {

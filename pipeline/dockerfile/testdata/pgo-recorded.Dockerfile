@@ -64,6 +64,12 @@ export CFLAGS="$CFLAGS -ffile-prefix-map=$WORK=/build/zlib"
 make -j"$JOBS" libz.a
 make install DESTDIR="$OUT"
 rm -rf "$OUT/usr/share"
+# zlib's license, from its verified source, for /usr/share/licenses/zlib in the image.
+mkdir -p "$OUT/usr/share/licenses/zlib"
+for f in LICENSE README; do
+  if [ -f "$f" ]; then install -m 0644 "$f" "$OUT/usr/share/licenses/zlib"/; break; fi
+  if [ "$f" = README ]; then echo "zlib: no license file (LICENSE, README) in the source" >&2; exit 1; fi
+done
 find "$OUT" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 { printf 'run %s\nwall %s %s\n' "${NGINX_FORGE_RUN:-}" "$nginx_forge_start" "$EPOCHREALTIME"; times; } >/work/.nginx-forge-stage
 NGINX_FORGE_EOF
@@ -100,6 +106,12 @@ export CFLAGS="$CFLAGS -ffile-prefix-map=$WORK=/build/pcre2"
 make -j"$JOBS" libpcre2-8.la
 make install-libLTLIBRARIES install-nodist_includeHEADERS install-includeHEADERS DESTDIR="$OUT"
 rm -f "$OUT"/usr/lib/*.la
+# pcre2's license, from its verified source, for /usr/share/licenses/pcre2 in the image.
+mkdir -p "$OUT/usr/share/licenses/pcre2"
+for f in LICENCE.md LICENCE; do
+  if [ -f "$f" ]; then install -m 0644 "$f" "$OUT/usr/share/licenses/pcre2"/; break; fi
+  if [ "$f" = LICENCE ]; then echo "pcre2: no license file (LICENCE.md, LICENCE) in the source" >&2; exit 1; fi
+done
 find "$OUT" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 { printf 'run %s\nwall %s %s\n' "${NGINX_FORGE_RUN:-}" "$nginx_forge_start" "$EPOCHREALTIME"; times; } >/work/.nginx-forge-stage
 NGINX_FORGE_EOF
@@ -179,6 +191,12 @@ done
 make -j"$JOBS" build_libs
 make install_dev DESTDIR="$OUT"
 rm -rf "$OUT/usr/share"
+# openssl's license, from its verified source, for /usr/share/licenses/openssl in the image.
+mkdir -p "$OUT/usr/share/licenses/openssl"
+for f in LICENSE.txt LICENSE; do
+  if [ -f "$f" ]; then install -m 0644 "$f" "$OUT/usr/share/licenses/openssl"/; break; fi
+  if [ "$f" = LICENSE ]; then echo "openssl: no license file (LICENSE.txt, LICENSE) in the source" >&2; exit 1; fi
+done
 find "$OUT" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 { printf 'run %s\nwall %s %s\n' "${NGINX_FORGE_RUN:-}" "$nginx_forge_start" "$EPOCHREALTIME"; times; } >/work/.nginx-forge-stage
 NGINX_FORGE_EOF
@@ -465,6 +483,13 @@ done
 make -j"$JOBS"
 make install DESTDIR="$OUT"
 strip --strip-all "$OUT/usr/sbin/nginx"
+# nginx's license, from its verified source, for /usr/share/licenses/nginx in the image.
+mkdir -p "$OUT/usr/share/licenses/nginx"
+for f in LICENSE; do
+  if [ -f "$f" ]; then install -m 0644 "$f" "$OUT/usr/share/licenses/nginx"/; break; fi
+  if [ "$f" = LICENSE ]; then echo "nginx: no license file (LICENSE) in the source" >&2; exit 1; fi
+done
+
 
 # Lay OUT out as the image's root (see the runtime contract).
 cd "$OUT"
@@ -475,6 +500,10 @@ mv etc/nginx/html usr/share/nginx/html
 install -m 0644 "$WORK/files/nginx.conf" etc/nginx/nginx.conf
 install -m 0644 "$WORK/files/index.html" usr/share/nginx/html/index.html
 mkdir -p etc/nginx/conf.d etc/nginx/tls etc/nginx/compression.d var/cache/nginx run/nginx
+# The licenses of what is linked into nginx, as each stage installed them from its source.
+cp -R "$DEP_ZLIB/usr/share/licenses/zlib" usr/share/licenses/
+cp -R "$DEP_PCRE2/usr/share/licenses/pcre2" usr/share/licenses/
+cp -R "$DEP_OPENSSL/usr/share/licenses/openssl" usr/share/licenses/
 find "$OUT" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 { printf 'run %s\nwall %s %s\n' "${NGINX_FORGE_RUN:-}" "$nginx_forge_start" "$EPOCHREALTIME"; times; } >/work/.nginx-forge-stage
 NGINX_FORGE_EOF

@@ -355,12 +355,18 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 	}
 	sr.Built = Timing{Wall: sr.Wall, User: sr.User, Sys: sr.Sys}
 	if runErr != nil {
-		kept := filepath.Join(e.cacheDir, "failed-"+s.Name+".log")
-		_ = copyFile(logPath, kept, 0o644)
-		tail := logTail(logPath, 40)
 		if ctx.Err() != nil {
+			// Interrupted, not failed: there is nothing in the log to keep.
 			return sr, fmt.Errorf("stage %s: interrupted after %s: %w", s.Name, sr.Wall.Round(time.Second), ctx.Err())
 		}
+		// Kept under a name of its own (the failure's time), so the log of the failure before
+		// is not overwritten; only the newest KeepFailedLogs stay.
+		kept := filepath.Join(e.cacheDir, fmt.Sprintf("failed-%s-%s.log", s.Name, time.Now().UTC().Format("20060102T150405.000Z")))
+		_ = copyFile(logPath, kept, 0o644)
+		if err := pruneFailedLogs(e.cacheDir, KeepFailedLogs); err != nil {
+			e.logf("stage %s: %v", s.Name, err)
+		}
+		tail := logTail(logPath, 40)
 		return sr, fmt.Errorf("stage %s failed after %s: %w (log: %s)\n--- last lines of the log ---\n%s",
 			s.Name, sr.Wall.Round(time.Second), runErr, kept, tail)
 	}
@@ -379,6 +385,43 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 	e.logf("stage %s: built in %s (user %s sys %s)", s.Name, sr.Wall.Round(time.Second),
 		sr.User.Round(time.Second), sr.Sys.Round(time.Second))
 	return sr, nil
+}
+
+// KeepFailedLogs is how many failed-*.log files the cache keeps, newest first.
+const KeepFailedLogs = 5
+
+// pruneFailedLogs removes all but the newest keep failed-*.log files in dir.
+func pruneFailedLogs(dir string, keep int) error {
+	logs, err := filepath.Glob(filepath.Join(dir, "failed-*.log"))
+	if err != nil || len(logs) <= keep {
+		return err
+	}
+	type entry struct {
+		path string
+		mod  time.Time
+	}
+	var es []entry
+	for _, p := range logs {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+			es = append(es, entry{p, fi.ModTime()})
+		}
+	}
+	sort.Slice(es, func(i, j int) bool {
+		if !es[i].mod.Equal(es[j].mod) {
+			return es[i].mod.After(es[j].mod)
+		}
+		return es[i].path > es[j].path
+	})
+	var errs []error
+	for i := keep; i < len(es); i++ {
+		if err := os.Remove(es[i].path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("removing old failed logs: %w", errors.Join(errs...))
+	}
+	return nil
 }
 
 func readMeta(dir string) (meta, bool) {

@@ -6,11 +6,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
@@ -210,7 +213,7 @@ func TestFailedStageShowsLogTail(t *testing.T) {
 	if err == nil {
 		t.Fatal("a failing script did not fail the run")
 	}
-	for _, want := range []string{"stage app failed", "exit status 7", "widget.c:3: error: expected ;", "failed-app.log"} {
+	for _, want := range []string{"stage app failed", "exit status 7", "widget.c:3: error: expected ;", "failed-app-"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
@@ -332,5 +335,55 @@ func TestCopyTree(t *testing.T) {
 	}
 	if err := host.CopyTree(dst, src); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Errorf("copying into a non-empty directory: %v", err)
+	}
+}
+
+// Each failure keeps its log under a name of its own, and the cache keeps only the newest
+// KeepFailedLogs of them (issue 23: they stayed forever).
+func TestFailedLogsKeepTheNewest(t *testing.T) {
+	src, sha := tarball(t, "x\n")
+	cache := filepath.Join(t.TempDir(), "cache")
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-48 * time.Hour)
+	for i := 0; i < host.KeepFailedLogs+3; i++ {
+		f := filepath.Join(cache, fmt.Sprintf("failed-old%d.log", i))
+		if err := os.WriteFile(f, []byte("old\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(f, old.Add(time.Duration(i)*time.Minute), old.Add(time.Duration(i)*time.Minute))
+	}
+	p := smallPlan(sha)
+	p.Stages[1].Script = "echo 'widget.c:3: error' >&2\nexit 7\n"
+	var kept []string
+	for i := 0; i < 2; i++ {
+		_, err := host.New(host.WithCacheDir(cache)).Run(context.Background(), p, sources(src))
+		if err == nil {
+			t.Fatal("a failing script did not fail the run")
+		}
+		m := regexp.MustCompile(`log: (\S+failed-app-\S+\.log)\)`).FindStringSubmatch(err.Error())
+		if m == nil {
+			t.Fatalf("the error names no failed-app-*.log: %v", err)
+		}
+		kept = append(kept, m[1])
+		time.Sleep(10 * time.Millisecond)
+	}
+	logs, _ := filepath.Glob(filepath.Join(cache, "failed-*.log"))
+	if len(logs) != host.KeepFailedLogs {
+		t.Errorf("%d failed logs in the cache, want the newest %d: %q", len(logs), host.KeepFailedLogs, logs)
+	}
+	for _, k := range kept {
+		if b, err := os.ReadFile(k); err != nil || !strings.Contains(string(b), "widget.c:3: error") {
+			t.Errorf("the log %s of a recent failure: %v", k, err)
+		}
+	}
+	if kept[0] == kept[1] {
+		t.Errorf("two failures shared one log name %s", kept[0])
+	}
+	for i := 0; i < 3+2; i++ { // the oldest go first
+		if _, err := os.Stat(filepath.Join(cache, fmt.Sprintf("failed-old%d.log", i))); err == nil {
+			t.Errorf("failed-old%d.log, one of the oldest, is still there", i)
+		}
 	}
 }

@@ -254,6 +254,7 @@ func TestBuiltTreeLayout(t *testing.T) {
 			t.Errorf("install tree has %s", absent)
 		}
 	}
+	checkLicenses(t, tree, l, p)
 	var total int64
 	filepath.Walk(tree, func(_ string, fi os.FileInfo, err error) error {
 		if err == nil && fi.Mode().IsRegular() {
@@ -509,6 +510,69 @@ func compareTrees(t *testing.T, a, b string) {
 	for p := range mb {
 		if _, ok := ma[p]; !ok {
 			t.Errorf("%s is only in the second tree", p)
+		}
+	}
+}
+
+// checkLicenses: the tree carries, under usr/share/licenses/<component>/, the license files
+// of every component the plan compiles, byte for byte as in that component's source tarball
+// (the mirror's), and nothing else there.
+func checkLicenses(t *testing.T, tree string, l *lock.Lock, p *plan.Plan) {
+	t.Helper()
+	mirror := testenv.MirrorDir(t)
+	want := map[string]bool{}
+	for _, s := range p.Stages {
+		c, ok := l.Component(s.Source.Component)
+		if !ok || plan.LicenseFiles[c.Name] == nil {
+			continue
+		}
+		want[c.Name] = true
+		tarball := filepath.Join(mirror, c.FileName())
+		list, err := exec.Command("tar", "-tf", tarball).Output()
+		if err != nil {
+			t.Fatalf("listing %s: %v", tarball, err)
+		}
+		top := map[string]string{} // file name at the top of the source -> its path in the tarball
+		for _, e := range strings.Split(strings.TrimSpace(string(list)), "\n") {
+			if parts := strings.Split(strings.TrimSuffix(e, "/"), "/"); len(parts) == 2 {
+				top[parts[1]] = e
+			}
+		}
+		for _, alts := range plan.LicenseFiles[c.Name] {
+			name := ""
+			for _, a := range alts {
+				if _, ok := top[a]; ok {
+					name = a
+					break
+				}
+			}
+			if name == "" {
+				t.Errorf("%s's source has none of %q", c.Name, alts)
+				continue
+			}
+			orig, err := exec.Command("tar", "-xOf", tarball, top[name]).Output()
+			if err != nil {
+				t.Fatalf("reading %s from %s: %v", name, tarball, err)
+			}
+			got, err := os.ReadFile(filepath.Join(tree, plan.LicenseDir, c.Name, name))
+			if err != nil {
+				t.Errorf("the tree lacks %s's license: %v", c.Name, err)
+				continue
+			}
+			if !bytes.Equal(got, orig) || len(got) < 100 {
+				t.Errorf("%s/%s/%s (%d bytes) is not the source's %s (%d bytes)", plan.LicenseDir, c.Name, name, len(got), name, len(orig))
+			}
+		}
+	}
+	for _, must := range []string{lock.Nginx, lock.OpenSSL, lock.PCRE2, lock.Zlib} {
+		if !want[must] {
+			t.Errorf("the plan compiles no %s stage with a license", must)
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Join(tree, plan.LicenseDir))
+	for _, e := range entries {
+		if !want[e.Name()] {
+			t.Errorf("%s/%s: a license of nothing the plan compiles", plan.LicenseDir, e.Name())
 		}
 	}
 }
