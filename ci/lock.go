@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
-	"github.com/nginx-forge/nginx-forge/pipeline/source"
+	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 )
 
 func init() {
@@ -40,20 +40,14 @@ commit both files in one pull request for review.`,
 				if !lock.IsFingerprint(fpr) {
 					return usageErrorf("%q is not a key fingerprint: give all 40 hex digits of the primary key (not a 16-digit key ID)", args[2])
 				}
-				var opts []source.Option
-				if *mirror != "" {
-					opts = append(opts, source.WithMirror(*mirror))
-				}
-				if ks := splitList(*keyserver); ks != nil {
-					opts = append(opts, source.WithKeyserver(ks...))
-				}
-				return trustSigner(ctx, stdout, *lockFile, name, fpr, source.New(opts...))
+				f := upstream.NewFetcher(upstream.FetchConfig{Mirror: *mirror, Keyservers: splitList(*keyserver)})
+				return trustSigner(ctx, stdout, *lockFile, name, fpr, f)
 			}
 		},
 	})
 }
 
-func trustSigner(ctx context.Context, stdout io.Writer, lockFile, name, fpr string, f *source.Fetcher) error {
+func trustSigner(ctx context.Context, stdout io.Writer, lockFile, name, fpr string, f upstream.Fetcher) error {
 	l, err := lock.Load(lockFile)
 	if err != nil {
 		return err
