@@ -76,6 +76,13 @@ func BuilderFor(t testing.TB, host, repo string, o Options) name.Digest {
 func DockerTypedFor(t testing.TB, o Options) v1.Image {
 	t.Helper()
 	img, _ := For(t, o)
+	return DockerTyped(t, img)
+}
+
+// DockerTyped is img with Docker schema 2 media types (manifest, config, layers) and the
+// same blobs.
+func DockerTyped(t testing.TB, img v1.Image) v1.Image {
+	t.Helper()
 	cf, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)

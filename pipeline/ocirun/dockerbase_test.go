@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -18,31 +15,6 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
 	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
-
-// dockerTyped is img with Docker schema 2 media types and the same blobs, as many real
-// bases are published. (pipeline/image's tests have the same helper: a test helper
-// cannot be shared across packages without a package for it, and basetest is not ours.)
-func dockerTyped(t *testing.T, img v1.Image) v1.Image {
-	t.Helper()
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.DockerManifestSchema2), types.DockerConfigJSON)
-	for _, l := range layers {
-		if out, err = mutate.Append(out, mutate.Addendum{Layer: l, MediaType: types.DockerLayer}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if out, err = mutate.ConfigFile(out, cf); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // TestImageOnDockerBaseRuns is issue 13's failure end to end: the stand-in distroless base,
 // published with Docker schema 2 media types in the loopback registry, pulled, the real
@@ -62,7 +34,7 @@ func TestImageOnDockerBaseRuns(t *testing.T) {
 	standIn, _ := basetest.For(t, basetest.Options{})
 	reg := registrytest.Start(t)
 
-	baseRef, err := basetest.Push(ctx, dockerTyped(t, standIn), reg.Ref("distroless/docker-typed:nonroot"))
+	baseRef, err := basetest.Push(ctx, basetest.DockerTyped(t, standIn), reg.Ref("distroless/docker-typed:nonroot"))
 	if err != nil {
 		t.Fatal(err)
 	}
