@@ -30,9 +30,12 @@ const NewOpenSSL = "3.5.8"
 // and signature (check-updates verifies the locked release to learn its signature's date).
 const LockedOpenSSL = "3.5.7"
 
-// Signature times of a Scenario: the locked release was signed before the new one, as
-// upstream releases are. Keys are made an hour before now (NewKey).
+// Times of a Scenario, fixed once per test binary: keys are made first (NewKey), the locked
+// release is signed after them and the new one after that, as upstream releases are. They are
+// package-level so that a test which runs late in a long test binary still signs after its
+// key's creation.
 var (
+	KeysCreatedAt  = time.Now().Add(-time.Hour).Truncate(time.Second)
 	LockedSignedAt = time.Now().Add(-40 * time.Minute).Truncate(time.Second)
 	NewSignedAt    = time.Now().Add(-10 * time.Minute).Truncate(time.Second)
 )

@@ -252,10 +252,10 @@ type Key struct {
 	Armored []byte
 }
 
-// NewKey makes an Ed25519 signing key.
+// NewKey makes an Ed25519 signing key created at KeysCreatedAt.
 func NewKey(t testing.TB, name string) *Key {
 	t.Helper()
-	cfg := &packet.Config{Algorithm: packet.PubKeyAlgoEdDSA, Time: func() time.Time { return time.Now().Add(-time.Hour) }}
+	cfg := &packet.Config{Algorithm: packet.PubKeyAlgoEdDSA, Time: func() time.Time { return KeysCreatedAt }}
 	e, err := openpgp.NewEntity(name, "nginx-forge test key", strings.ToLower(strings.ReplaceAll(name, " ", "."))+"@example.test", cfg)
 	if err != nil {
 		t.Fatalf("making test key %q: %v", name, err)
@@ -280,8 +280,8 @@ func (k *Key) Sign(t testing.TB, data []byte) []byte {
 	return k.SignAt(t, data, time.Now())
 }
 
-// SignAt returns an armored detached signature of data whose creation time is at (after the
-// key's creation, an hour before now): upstream signatures carry the day they were made, and
+// SignAt returns an armored detached signature of data whose creation time is at (after
+// KeysCreatedAt): upstream signatures carry the day they were made, and
 // check-updates compares a new release's date with the locked one's.
 func (k *Key) SignAt(t testing.TB, data []byte, at time.Time) []byte {
 	t.Helper()
