@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/actions"
+	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 )
 
 // buildFlags are build's flags, kept in a struct so tests can call runBuild directly.
@@ -148,7 +151,7 @@ func (f *buildFlags) stackFlags(fs *flag.FlagSet) {
 	fs.IntVar(&f.jobs, "jobs", 0, "parallel compile jobs (0: one per CPU)")
 	fs.StringVar(&f.platform, "platform", "linux/amd64", "target `platforms`: linux/amd64, linux/arm64, or both comma-separated (dagger: one build per platform, pushed as one index)")
 	fs.StringVar(&f.modules, "modules", "", "nginx `modules`: +name,-name change the default set (e.g. +mail,-http_v3), a plain list replaces it; 'ci modules' lists them")
-	fs.StringVar(&f.cache, "cache", "", "cache `DIR`: verified sources (DIR/sources) and the host engine's stage outputs (default: "+forge.RootCacheDir+" as root, else $XDG_CACHE_HOME/nginx-forge, i.e. ~/.cache/nginx-forge)")
+	fs.StringVar(&f.cache, "cache", "", "cache `DIR`: verified sources (DIR/sources) and the host engine's stage outputs (default: "+host.DefaultCacheDir+" as root, else $XDG_CACHE_HOME/nginx-forge, i.e. ~/.cache/nginx-forge)")
 	fs.Int64Var(&f.maxSource, "max-source-size", forge.DefaultMaxSourceSize>>20, "refuse a download (source tarball, signature, PGO profile) over `MiB` mebibytes")
 	fs.StringVar(&f.builderImage, "builder-image", "", "dagger engine: build in `REF` instead of the lock's builder image")
 }
@@ -195,16 +198,6 @@ func (f buildFlags) check() error {
 			return usageErrorf("%s %q: parsing reference: %v", o.flag, o.ref, err)
 		}
 	}
-	if f.tree != "" {
-		if err := forge.CheckNewDir(f.tree); err != nil {
-			return usageErrorf("--tree: %v", err)
-		}
-	}
-	if f.output != "" {
-		if err := forge.CheckOutputPath(f.output); err != nil {
-			return usageErrorf("--output: %v", err)
-		}
-	}
 	return nil
 }
 
@@ -238,15 +231,15 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	opts := []forge.Option{forge.WithLog(stderr)}
-	if f.verbose {
-		opts = append(opts, forge.WithVerbose())
-	}
 	inActions := actions.New(actions.WithWriter(stderr)).InActions()
-	if inActions {
-		opts = append(opts, forge.WithGroups())
+	log, closeGroups := newLog(stderr, f.verbose, inActions)
+	defer closeGroups()
+	eng, err := engineFor(f.engine, f.cache, f.jobs, log, f.verbose, stderr)
+	if err != nil {
+		return err
 	}
-	res, err := forge.Run(ctx, req, opts...)
+	res, err := forge.Run(ctx, eng, req, forge.WithLogger(log), forge.WithBranchWarnings(branchWarnings))
+	closeGroups()
 	if inActions && res != nil {
 		r := actions.New(actions.WithWriter(stderr))
 		for _, w := range res.Warnings {
@@ -283,19 +276,11 @@ func (f buildFlags) request() (forge.Request, error) {
 	if len(platforms) == 0 {
 		return forge.Request{}, usageErrorf("--platform is empty: give linux/amd64, linux/arm64 or both, comma-separated")
 	}
-	if len(platforms) > 1 {
-		if f.engine == "host" {
-			return forge.Request{}, usageErrorf("--platform %s: the host engine builds for this machine only; build several platforms with --engine dagger", f.platform)
-		}
-		if f.output != "" || f.tree != "" {
-			return forge.Request{}, usageErrorf("--platform %s: --output and --tree take one platform; build them one platform at a time", f.platform)
-		}
-		if f.digestOnly {
-			return forge.Request{}, usageErrorf("--digest-only pushes one platform's image for 'ci manifest'; with several platforms build pushes the index itself")
-		}
+	if len(platforms) > 1 && f.engine == "host" {
+		return forge.Request{}, usageErrorf("--platform %s: the host engine builds for this machine only; build several platforms with --engine dagger", f.platform)
 	}
 	req := forge.Request{
-		Engine: f.engine, LockFile: f.lockFile, BuilderImage: f.builderImage, RuntimeImage: f.runtimeImage,
+		LockFile: f.lockFile, BuilderImage: f.builderImage, RuntimeImage: f.runtimeImage,
 		Platforms: platforms, CPU: f.cpu, Jobs: f.jobs, Optimize: f.optimize, Mirror: f.mirror, CacheDir: f.cache,
 		Tree: f.tree, Bundle: f.bundle, Output: f.output,
 		Push: f.push, DigestOnly: f.digestOnly, Latest: f.latest, NoSmoke: f.noSmoke, Insecure: f.insecure,
@@ -310,6 +295,9 @@ func (f buildFlags) request() (forge.Request, error) {
 	if f.image != "" {
 		req.Repo, req.Tags, _ = parseImage(f.image)
 	}
+	if err := req.Validate(); err != nil {
+		return forge.Request{}, usageErrorf("%v", err)
+	}
 	return req, nil
 }
 
@@ -322,3 +310,7 @@ func splitList(s string) []string {
 	}
 	return out
 }
+
+// branchWarnings is what a push warns about the lock's branches today (pipeline/upstream's
+// calendar of nginx and OpenSSL support).
+func branchWarnings(l *lock.Lock) []string { return upstream.BranchWarnings(l, time.Now()) }

@@ -104,8 +104,8 @@ func TestBuildUsageErrors(t *testing.T) {
 		want string
 	}{
 		{"engine", buildFlags{engine: "docker", tree: filepath.Join(dir, "o")}, `--engine "docker": use dagger or host`},
-		{"tree not empty", buildFlags{engine: "host", tree: full}, "is not empty"},
-		{"output exists", buildFlags{engine: "host", output: full}, "exists: choose a new path"},
+		{"tree not empty", buildFlags{engine: "host", platform: "linux/amd64", tree: full}, "is not empty"},
+		{"output exists", buildFlags{engine: "host", platform: "linux/amd64", output: full}, "exists: choose a new path"},
 		{"push without image", buildFlags{engine: "host", push: true}, "--push needs --image"},
 		{"push without smoke", buildFlags{engine: "host", push: true, image: "127.0.0.1:5000/x", noSmoke: true}, "always smoke-tested"},
 		{"digest-only without push", buildFlags{engine: "host", digestOnly: true}, "only makes sense with --push"},

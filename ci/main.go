@@ -46,7 +46,7 @@ func register(c *command) {
 }
 
 // errUsage marks an error caused by how the command was called (exit code 2).
-var errUsage = forge.ErrUsage
+var errUsage = errors.New("usage")
 
 // exitError asks for a particular exit status (a command documents its own, like
 // check-updates' "partial").
@@ -164,7 +164,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ci %s: %v\n", c.name, err)
 		var ee *exitError
 		switch {
-		case errors.Is(err, errUsage):
+		case errors.Is(err, errUsage), errors.As(err, new(*forge.PreflightError)):
+			// A build the engine cannot run here as asked is fixed by a flag or an install.
 			return 2
 		case errors.As(err, &ee):
 			return ee.code

@@ -53,7 +53,7 @@ index manifest and the tags it would move, and writes nothing.`,
 					return err
 				}
 				if len(tags) == 0 {
-					l, err := forge.LoadLock(*lockFile, func(string, ...any) {})
+					l, _, err := forge.LoadLock(*lockFile)
 					if err != nil {
 						return err
 					}

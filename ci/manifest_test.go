@@ -111,7 +111,7 @@ func TestBuildAndManifestDecideTheSameTags(t *testing.T) {
 	repo := strings.TrimPrefix(srv.URL, "http://") + "/nginx-forge"
 	amd := pushPlatform(t, repo, "amd64")
 	lockFile := "../pipeline/lock/testdata/trixie.lock.json"
-	l, err := forge.LoadLock(lockFile, t.Logf)
+	l, _, err := forge.LoadLock(lockFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func init() {
 				if len(args) > 0 {
 					return usageErrorf("unexpected arguments: %s", strings.Join(args, " "))
 				}
-				l, err := forge.LoadLock(*lockFile, func(string, ...any) {})
+				l, _, err := forge.LoadLock(*lockFile)
 				if err != nil {
 					return err
 				}

@@ -99,11 +99,16 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 		return err
 	}
 	req.ProfileDir = f.dir
-	opts := []forge.Option{forge.WithLog(stderr)}
-	if f.build.verbose {
-		opts = append(opts, forge.WithVerbose())
+	if err := req.Validate(); err != nil {
+		return usageErrorf("%v", err)
 	}
-	res, err := forge.Run(ctx, req, opts...)
+	log, closeGroups := newLog(stderr, f.build.verbose, false)
+	defer closeGroups()
+	eng, err := engineFor(f.build.engine, f.build.cache, f.build.jobs, log, f.build.verbose, stderr)
+	if err != nil {
+		return err
+	}
+	res, err := forge.Run(ctx, eng, req, forge.WithLogger(log))
 	if err != nil {
 		return err
 	}

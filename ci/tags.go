@@ -30,7 +30,7 @@ table describes. build.yml's merge job uses it to name the index's tags.`,
 				if len(args) > 0 {
 					return usageErrorf("tags takes no arguments, got %q", args)
 				}
-				l, err := forge.LoadLock(*lockFile, func(string, ...any) {})
+				l, _, err := forge.LoadLock(*lockFile)
 				if err != nil {
 					return err
 				}

@@ -98,6 +98,43 @@ type Stage struct {
 	Wall, User, Sys time.Duration
 }
 
+// Checked wraps e so that every Build's input is checked once, here, before the engine sees
+// it (CheckInput): engines build what they are given and need not repeat the checks.
+func Checked(e Engine) Engine {
+	if _, ok := e.(checked); ok {
+		return e
+	}
+	return checked{e}
+}
+
+type checked struct{ Engine }
+
+func (c checked) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, progress Progress) ([]Stage, error) {
+	abs, err := CheckInput(p, sources, dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s engine: %w", c.Name(), err)
+	}
+	return c.Engine.Build(ctx, p, sources, abs, progress)
+}
+
+// CheckInput is what a build's input must satisfy before any engine runs a stage: the plan's
+// stages in dependency order with its final stage among them, every source tarball with the
+// SHA-256 the plan pins, and an absent or empty install tree directory (returned absolute).
+// Nothing is created when it fails.
+func CheckInput(p *plan.Plan, sources map[string]string, dir string) (string, error) {
+	if err := p.CheckOrder(); err != nil {
+		return "", err
+	}
+	if err := VerifySources(p, sources); err != nil {
+		return "", err
+	}
+	abs, err := EmptyDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("install tree directory: %w", err)
+	}
+	return abs, nil
+}
+
 // VerifySources checks every stage's tarball against the SHA-256 the plan pins, before an
 // engine uses it: pipeline/source verified each file once, but a file in a shared cache can
 // change between then and now.

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/crane"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -264,13 +265,15 @@ func TestPublishesOnlyAfterSmoke(t *testing.T) {
 	dir := t.TempDir()
 	eng := &fakeEngine{j: w.j}
 	var log strings.Builder
-	clock := func() time.Time { return time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC) }
-	res, err := forge.Run(context.Background(), w.request(dir), forge.WithEngine(eng), forge.WithLog(&log), forge.WithClock(clock))
+	branches := func(*lock.Lock) []string {
+		return []string{"nginx 1.26.2 is on a superseded branch: run go run ./ci check-updates --write", "openssl 3.3.1 is past its end of life"}
+	}
+	res, err := forge.Run(context.Background(), eng, w.request(dir), forge.WithLogger(textLogger(&log)), forge.WithBranchWarnings(branches))
 	if err != nil {
 		t.Fatalf("build: %v\n%s", err, log.String())
 	}
-	// The default lock's nginx 1.26 is superseded and OpenSSL 3.3 past its end of life on
-	// that day: publishing says so, and goes on.
+	// Publishing a superseded or end-of-life branch says so (pipeline/upstream's calendar,
+	// given by the command), and goes on.
 	if len(res.Warnings) != 2 || !strings.Contains(log.String(), "warning: nginx 1.26.2") || !strings.Contains(log.String(), "check-updates --write") {
 		t.Errorf("branch warnings = %q; log:\n%s", res.Warnings, log.String())
 	}
@@ -325,7 +328,7 @@ func TestFailedStepsLeaveNothing(t *testing.T) {
 			before := w.fetches
 			req := w.request(dir)
 			req.Push = tc.push
-			_, err := forge.Run(context.Background(), req, forge.WithEngine(tc.eng))
+			_, err := forge.Run(context.Background(), tc.eng, req)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
@@ -345,7 +348,7 @@ func TestPushRefusesUnexplainedUnsigned(t *testing.T) {
 	w := newWorld(t)
 	w.lock.Components[0].Unsigned = ""
 	dir := t.TempDir()
-	_, err := forge.Run(context.Background(), w.request(dir), forge.WithEngine(&fakeEngine{j: w.j}))
+	_, err := forge.Run(context.Background(), &fakeEngine{j: w.j}, w.request(dir))
 	if err == nil || !strings.Contains(err.Error(), w.lock.Components[0].Name) || !strings.Contains(err.Error(), "unsigned") {
 		t.Fatalf("err = %v, want a refusal naming %s and the unsigned field", err, w.lock.Components[0].Name)
 	}
@@ -370,10 +373,15 @@ func TestHTTP3SkipPassesWithoutTheModule(t *testing.T) {
 	req := w.request(t.TempDir())
 	req.Push, req.Modules = false, mods
 	var log strings.Builder
-	if _, err := forge.Run(context.Background(), req, forge.WithEngine(&fakeEngine{j: w.j, smokeSkips: smoke.CheckHTTP3}), forge.WithLog(&log)); err != nil {
+	if _, err := forge.Run(context.Background(), &fakeEngine{j: w.j, smokeSkips: smoke.CheckHTTP3}, req, forge.WithLogger(textLogger(&log))); err != nil {
 		t.Fatalf("build without http_v3: %v\n%s", err, log.String())
 	}
 	if !strings.Contains(log.String(), "1 passed, 0 failed, 1 skipped") {
 		t.Errorf("the log does not count the checks:\n%s", log.String())
 	}
+}
+
+// textLogger writes the build's records as text, every level, for the tests to read.
+func textLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

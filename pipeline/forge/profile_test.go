@@ -39,7 +39,7 @@ func TestRecordedProfileIsFetchedAndVerified(t *testing.T) {
 		}
 		w.serve("nginx-forge-pgo-amd64.tar.gz", body)
 		req := forge.Request{Lock: &l, Mirror: w.mirror, Optimize: plan.OptimizePGO, Tree: t.TempDir()}
-		_, err = forge.Run(context.Background(), req, forge.WithEngine(&fakeEngine{j: w.j}))
+		_, err = forge.Run(context.Background(), &fakeEngine{j: w.j}, req)
 		fetched, built := w.j.first("fetch /nginx-forge-pgo-amd64.tar.gz"), w.j.first("build ")
 		if tampered {
 			var ce *source.ChecksumError
@@ -69,7 +69,7 @@ func TestRecordProfile(t *testing.T) {
 	var sums []string
 	for i := 0; i < 2; i++ {
 		dir := t.TempDir()
-		res, err := forge.Run(context.Background(), forge.Request{Lock: w.lock, Mirror: w.mirror, ProfileDir: dir}, forge.WithEngine(&fakeEngine{j: w.j}))
+		res, err := forge.Run(context.Background(), &fakeEngine{j: w.j}, forge.Request{Lock: w.lock, Mirror: w.mirror, ProfileDir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,8 +119,12 @@ func TestRecordProfile(t *testing.T) {
 		{Lock: w.lock, ProfileDir: t.TempDir(), Tree: t.TempDir()},
 		{Lock: w.lock, ProfileDir: t.TempDir(), Optimize: plan.OptimizeLTO},
 	} {
-		if _, err := forge.Run(context.Background(), bad, forge.WithEngine(&fakeEngine{j: w.j})); !errors.Is(err, forge.ErrUsage) {
-			t.Errorf("%+v: err %v, want a usage error", bad, err)
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "recording a PGO profile") {
+			t.Errorf("%+v: Validate = %v, want the profile request refused", bad, err)
+		}
+		before := len(w.j.list())
+		if _, err := forge.Run(context.Background(), &fakeEngine{j: w.j}, bad); err == nil || len(w.j.list()) != before {
+			t.Errorf("%+v: Run = %v (journal %q), want it refused before the engine is asked anything", bad, err, w.j.list()[before:])
 		}
 	}
 }

@@ -20,16 +20,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
-	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
-
-// ErrUsage marks errors in the request itself (`ci` exits with status 2 for them).
-var ErrUsage = engine.ErrUsage
 
 // DefaultMaxSourceSize is the cap on each download when Request.MaxSourceSize is 0.
 const DefaultMaxSourceSize = source.DefaultMaxSize
@@ -40,24 +36,6 @@ var Modules = plan.Modules
 // DefaultModulesOf is the module set a build of l compiles in when Request.Modules is nil.
 func DefaultModulesOf(l *lock.Lock) []string { return plan.DefaultModulesOf(l) }
 
-// RootCacheDir is DefaultCacheDir for root.
-const RootCacheDir = host.DefaultCacheDir
-
-// DefaultCacheDir is where a build caches by default: as root, the host engine's shared
-// DefaultCacheDir (the tests' cache too); as anyone else, nginx-forge under the user's
-// cache directory ($XDG_CACHE_HOME or ~/.cache), where pipeline/source keeps its verified
-// sources by default, so a host build needs no sudo.
-func DefaultCacheDir() (string, error) {
-	if os.Geteuid() == 0 {
-		return RootCacheDir, nil
-	}
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("%w: finding a cache directory for uid %d: %v: set XDG_CACHE_HOME or HOME, or give --cache DIR", ErrUsage, os.Getuid(), err)
-	}
-	return filepath.Join(base, "nginx-forge"), nil
-}
-
 // OptimizeModes are Request.Optimize's values, DefaultOptimize the one "" means (the plan's).
 var OptimizeModes = plan.OptimizeModes
 
@@ -66,8 +44,6 @@ const DefaultOptimize = plan.DefaultOptimize
 
 // Request is one build, as plain values.
 type Request struct {
-	// Engine is "dagger" (containers on a Dagger engine) or "host" (this machine).
-	Engine string
 	// Lock is the lock to build; when nil, LockFile is loaded (lock.DefaultPath falls back
 	// to the lock built into the program when the file is absent).
 	Lock     *lock.Lock
@@ -84,9 +60,9 @@ type Request struct {
 	// Keyservers replace the servers that signer keys which are not vendored are fetched
 	// from (pipeline/source.DefaultKeyservers); nil keeps them.
 	Keyservers []string
-	// CacheDir holds the host engine's stage outputs and, under sources/, the verified
-	// sources; "" is DefaultCacheDir() for the stages and pipeline/source's default (the
-	// user's cache directory) for the sources.
+	// CacheDir holds, under sources/, the verified sources; "" is pipeline/source's default
+	// (the user's cache directory). The host engine keeps its stages beside them (the
+	// command gives it the same directory).
 	CacheDir string
 	// MaxSourceSize caps each download in bytes; 0 is pipeline/source's DefaultMaxSize.
 	MaxSourceSize int64
@@ -173,17 +149,16 @@ type Step struct {
 }
 
 // LoadLock reads the lock file; the default path falls back to the lock built into the
-// program, so the command also works outside a checkout.
-func LoadLock(file string, logf func(string, ...any)) (*lock.Lock, error) {
-	l, err := lock.Load(file)
+// program (builtin true), so the command also works outside a checkout.
+func LoadLock(file string) (l *lock.Lock, builtin bool, err error) {
+	l, err = lock.Load(file)
 	if err == nil {
-		return l, nil
+		return l, false, nil
 	}
 	if file == lock.DefaultPath && errors.Is(err, fs.ErrNotExist) {
-		logf("lock: %s not found, using the lock built into this program", file)
-		return lock.Default(), nil
+		return lock.Default(), true, nil
 	}
-	return nil, fmt.Errorf("loading lock %s (nothing was built): %w", file, err)
+	return nil, false, fmt.Errorf("loading lock %s (nothing was built): %w", file, err)
 }
 
 // CheckNewDir is nil when dir is empty, or absent in a writable directory: the only
@@ -234,3 +209,7 @@ func writable(dir string) error {
 	}
 	return nil
 }
+
+// Engine is where Run builds: the command chooses one (pipeline/engine/daggerexec or
+// pipeline/engine/host) and hands it over.
+type Engine = engine.Engine

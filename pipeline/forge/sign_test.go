@@ -39,7 +39,7 @@ func TestPushSignsWhatTheTagsName(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log strings.Builder
-	res, err := forge.Run(context.Background(), req, forge.WithEngine(&fakeEngine{j: w.j}), forge.WithLog(&log))
+	res, err := forge.Run(context.Background(), &fakeEngine{j: w.j}, req, forge.WithLogger(textLogger(&log)))
 	if err != nil {
 		t.Fatalf("build: %v\n%s", err, log.String())
 	}

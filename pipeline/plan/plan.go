@@ -17,6 +17,8 @@ package plan
 // The Dagger executor uses the fixed paths below so that container builds are identical
 // wherever they run; the host executor uses directories of its own. Scripts must keep these
 // paths out of their outputs (ScratchPrefix is the stable name -ffile-prefix-map maps to).
+import "fmt"
+
 const (
 	ContainerSrcDir  = "/src"  // SRC = /src/<file name>
 	ContainerWorkDir = "/work" // WORK
@@ -124,4 +126,23 @@ func (p *Plan) Stage(name string) (Stage, bool) {
 		}
 	}
 	return Stage{}, false
+}
+
+// CheckOrder is nil when every stage's Deps name earlier stages and Final names a stage: the
+// order both engines run the stages in is the plan's, so a plan that breaks it is refused
+// once, before any engine starts (engine.CheckInput), not half-way through a build.
+func (p *Plan) CheckOrder() error {
+	seen := map[string]bool{}
+	for _, s := range p.Stages {
+		for _, d := range s.Deps {
+			if !seen[d] {
+				return fmt.Errorf("plan: stage %s depends on %q, which is not an earlier stage of the plan", s.Name, d)
+			}
+		}
+		seen[s.Name] = true
+	}
+	if !seen[p.Final] {
+		return fmt.Errorf("plan: the final stage %q is not one of the plan's stages", p.Final)
+	}
+	return nil
 }

@@ -115,18 +115,17 @@ func (e *Executor) Close() error {
 // be new or empty. Bad input (a tarball whose SHA-256 is not the plan's, a non-empty
 // treeDir) is refused before the engine is contacted.
 func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]string, treeDir string) error {
-	_, err := e.run(ctx, p, sources, treeDir, nil)
+	abs, err := engine.CheckInput(p, sources, treeDir)
+	if err != nil {
+		return fmt.Errorf("dagger executor: %w", err)
+	}
+	_, err = e.run(ctx, p, sources, abs, nil)
 	return err
 }
 
-func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, treeDir string, progress engine.Progress) ([]engine.Stage, error) {
-	if err := engine.VerifySources(p, sources); err != nil {
-		return nil, fmt.Errorf("dagger executor: %w", err)
-	}
-	abs, err := engine.EmptyDir(treeDir)
-	if err != nil {
-		return nil, fmt.Errorf("dagger executor: install tree directory: %w", err)
-	}
+// run builds a plan whose input was checked (Run, or engine.Checked around Build) into the
+// absolute directory abs.
+func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, abs string, progress engine.Progress) ([]engine.Stage, error) {
 	for _, w := range p.Warnings {
 		e.logf("dagger: warning: %s", w)
 	}
@@ -141,11 +140,6 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 	ctrs := map[string]*dagger.Container{}
 	outs := map[string]*dagger.Directory{}
 	for _, s := range p.Stages {
-		for _, d := range s.Deps {
-			if outs[d] == nil {
-				return nil, fmt.Errorf("dagger executor: stage %s depends on %q, which is not an earlier stage of the plan", s.Name, d)
-			}
-		}
 		src, err := filepath.Abs(sources[s.Source.Component])
 		if err != nil {
 			return nil, fmt.Errorf("dagger executor: source of %s: %w", s.Name, err)
@@ -153,10 +147,7 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 		ctrs[s.Name] = e.stage(p, builder, s, src, outs)
 		outs[s.Name] = ctrs[s.Name].Directory(plan.ContainerOut(s.Name))
 	}
-	tree, ok := outs[p.Final]
-	if !ok {
-		return nil, fmt.Errorf("dagger executor: the plan's final stage %q is not one of its stages", p.Final)
-	}
+	tree := outs[p.Final]
 
 	// The builder, then each stage, is evaluated on its own, in plan order, so that its
 	// start and end can be reported, and whether it came from the engine's cache (its

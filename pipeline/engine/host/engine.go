@@ -56,11 +56,8 @@ func (e *Engine) BuilderGlibc(ctx context.Context, p *plan.Plan) (string, error)
 }
 
 // Build runs the plan with the executor and copies the install tree out of its cache into
-// dir.
+// dir. Its input is checked by engine.Checked, which the build pipeline wraps every engine in.
 func (e *Engine) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, progress engine.Progress) ([]engine.Stage, error) {
-	if _, err := engine.EmptyDir(dir); err != nil {
-		return nil, fmt.Errorf("host executor: install tree directory: %w", err)
-	}
 	res, err := e.ex.run(ctx, p, sources, progress)
 	if err != nil {
 		return nil, err

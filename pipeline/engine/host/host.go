@@ -118,15 +118,20 @@ func (r *Result) Stage(name string) (StageResult, bool) {
 // checksum the plan pins and that the host has the plan's tools; on failure nothing has
 // been created, not even the cache directory.
 func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]string) (*Result, error) {
+	if err := p.CheckOrder(); err != nil {
+		return nil, fmt.Errorf("host executor: %w", err)
+	}
+	if err := engine.VerifySources(p, sources); err != nil {
+		return nil, fmt.Errorf("host executor: %w", err)
+	}
 	return e.run(ctx, p, sources, nil)
 }
+
+// run builds a plan whose input was checked (Run, or engine.Checked around Engine.Build).
 
 func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, progress engine.Progress) (*Result, error) {
 	if p.Platform.OS != "linux" || p.Platform.Arch != runtime.GOARCH {
 		return nil, fmt.Errorf("host executor: plan is for %s but this machine is linux/%s: use the container executor, or plan for linux/%s", p.Platform, runtime.GOARCH, runtime.GOARCH)
-	}
-	if err := engine.VerifySources(p, sources); err != nil {
-		return nil, fmt.Errorf("host executor: %w", err)
 	}
 	if err := CheckTools(p); err != nil {
 		return nil, err
@@ -167,11 +172,7 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 		outs[s.Name] = sr.Out
 		res.Stages = append(res.Stages, sr)
 	}
-	final, ok := outs[p.Final]
-	if !ok {
-		return res, fmt.Errorf("host executor: plan's final stage %q is not one of its stages", p.Final)
-	}
-	res.Tree = final
+	res.Tree = outs[p.Final]
 	return res, nil
 }
 
@@ -329,11 +330,7 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 	}
 	env = append(env, "SRC="+src, "WORK="+work, "OUT="+out, "JOBS="+strconv.Itoa(jobs))
 	for _, d := range s.Deps {
-		dir, ok := outs[d]
-		if !ok {
-			return sr, fmt.Errorf("stage %s: depends on %s, which has not run: the plan's stages are out of order", s.Name, d)
-		}
-		env = append(env, plan.DepVar(d)+"="+dir)
+		env = append(env, plan.DepVar(d)+"="+outs[d])
 	}
 
 	e.logf("stage %s: building (key %s, log %s)", s.Name, key[:12], logPath)

@@ -1,0 +1,115 @@
+package forge
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/bundle"
+	"github.com/nginx-forge/nginx-forge/pipeline/engine"
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+)
+
+func (b *build) buildAll(ctx context.Context) error {
+	for _, t := range b.targets {
+		if err := b.buildTarget(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buildTarget builds one platform's install tree on the engine and, when an image is
+// wanted, assembles the image and its SBOM.
+func (b *build) buildTarget(ctx context.Context, t *target) error {
+	p := t.plan
+	treeDir := b.req.Tree
+	if treeDir == "" {
+		tmp, err := os.MkdirTemp("", "nginx-forge-tree-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		treeDir = tmp
+	}
+	start := time.Now()
+	stages, err := b.eng.Build(ctx, p, b.sources, treeDir, func(e engine.Event) {
+		e.Step = fmt.Sprintf("%s (%s)", e.Step, p.Platform)
+		b.progress(e)
+	})
+	if err != nil {
+		return err
+	}
+	t.res.Stages = stages
+	if len(stages) > 0 {
+		b.logf("%s", stagesTable(stages))
+	}
+	if b.req.ProfileDir != "" {
+		return b.recordProfile(t, treeDir)
+	}
+	b.logf("build: install tree for %s (cpu %s) took %s", p.Platform, p.CPU, time.Since(start).Round(time.Second))
+	if b.req.Tree != "" {
+		if b.req.Bundle {
+			if err := writeBundle(b.req.Tree, b.logf); err != nil {
+				return err
+			}
+		}
+		b.logf("tree: %s", b.req.Tree)
+	}
+	if !b.req.WantsImage() {
+		return nil
+	}
+	step := fmt.Sprintf("assemble (%s)", p.Platform)
+	b.stepStarted(step)
+	start = time.Now()
+	libcrypt, err := b.eng.PackageVersion(ctx, p, plan.LibcryptPackage)
+	if err != nil {
+		return err
+	}
+	imgOpts := []image.Option{image.WithBaseRef(b.runtimeRef()), image.WithLibcrypt(libcrypt), image.WithOptimize(p.Optimize), image.WithModules(p.Modules)}
+	switch {
+	case p.ProfileSHA256 != "":
+		imgOpts = append(imgOpts, image.WithProfile("sha256:"+p.ProfileSHA256))
+	case p.Optimize == plan.OptimizePGO:
+		imgOpts = append(imgOpts, image.WithProfile(image.ProfileTrained))
+	}
+	if b.req.Revision != "" {
+		imgOpts = append(imgOpts, image.WithRevision(b.req.Revision))
+	}
+	if t.img, err = image.Assemble(t.base, treeDir, b.l, imgOpts...); err != nil {
+		return fmt.Errorf("assembling the image for %s: %w", p.Platform, err)
+	}
+	if t.sbom, err = image.SBOM(t.img, b.l, imgOpts...); err != nil {
+		return fmt.Errorf("writing the SBOM for %s: %w", p.Platform, err)
+	}
+	// Layers are computed now, while the tree (a temporary directory) exists.
+	digest, err := t.img.Digest()
+	if err != nil {
+		return fmt.Errorf("computing the image digest for %s: %w", p.Platform, err)
+	}
+	size, err := image.SizeOf(t.img)
+	if err != nil {
+		return fmt.Errorf("measuring the image for %s: %w", p.Platform, err)
+	}
+	t.res.Digest, t.res.Size = digest.String(), size
+	b.stepDone(step, time.Since(start), engine.Built)
+	b.logf("image: %s (%s on %s), %s", digest, p.Platform, b.runtimeRef(), size)
+	return nil
+}
+
+// writeBundle adds the bare-metal files (systemd unit, sysusers.d, sysctl.d) to the tree.
+func writeBundle(tree string, logf func(string, ...any)) error {
+	conf, err := os.ReadFile(tree + "/etc/nginx/nginx.conf")
+	if err != nil {
+		return fmt.Errorf("--bundle: reading the tree's nginx.conf: %w", err)
+	}
+	files, err := bundle.Write(tree, bundle.Options{NginxConf: conf})
+	if err != nil {
+		return fmt.Errorf("--bundle: %w", err)
+	}
+	logf("bundle: %s", strings.Join(files, ", "))
+	return nil
+}

@@ -1,0 +1,176 @@
+package forge
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+)
+
+// Validate checks the request without building anything: option combinations, the output
+// paths, the image overrides, the lock, and a plan per platform. Its errors name the option
+// and the fix; the command reports them as usage errors (exit status 2). Run validates too.
+func (r Request) Validate() error {
+	_, _, err := r.resolve()
+	return err
+}
+
+// resolve loads the lock, applies the image overrides and makes one plan per platform.
+func (r Request) resolve() (*lock.Lock, []*plan.Plan, error) {
+	if err := r.checkOptions(); err != nil {
+		return nil, nil, err
+	}
+	l := r.Lock
+	if l == nil {
+		var err error
+		if l, _, err = LoadLock(r.lockFile()); err != nil {
+			return nil, nil, err
+		}
+	}
+	// A copy: the image overrides must not change the caller's lock.
+	cp := *l
+	l = &cp
+	if err := overrideImage(&l.Images.Builder, r.BuilderImage); err != nil {
+		return nil, nil, fmt.Errorf("builder image %q: %w", r.BuilderImage, err)
+	}
+	if err := overrideImage(&l.Images.Runtime, r.RuntimeImage); err != nil {
+		return nil, nil, fmt.Errorf("runtime image %q: %w", r.RuntimeImage, err)
+	}
+	var plans []*plan.Plan
+	for _, pl := range r.platforms() {
+		opts := []plan.Option{plan.WithPlatform(pl), plan.WithCPU(r.CPU), plan.WithJobs(r.Jobs), plan.WithOptimize(r.Optimize)}
+		if r.Modules != nil {
+			opts = append(opts, plan.WithModules(r.Modules...))
+		}
+		newPlan := plan.New
+		if r.ProfileDir != "" {
+			newPlan = plan.NewTraining
+		}
+		p, err := newPlan(l, opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		plans = append(plans, p)
+	}
+	// A published image must not rest on a checksum alone without anyone having said why.
+	if missing := l.UnsignedWithoutReason(); len(missing) > 0 && r.Push {
+		return nil, nil, fmt.Errorf("refusing to publish: %s has no upstream signature in the lock and no \"unsigned\" reason: add its signature (url and signer fingerprints), or \"unsigned\": \"<why>\" to its lock entry in a reviewed change", strings.Join(missing, ", "))
+	}
+	return l, plans, nil
+}
+
+// checkOptions refuses option combinations that make no sense and output paths a build
+// could not write, before anything is fetched: a typo in a path costs a second, not a build.
+func (r Request) checkOptions() error {
+	switch {
+	case r.MaxSourceSize < 0:
+		return fmt.Errorf("the download size limit %d is negative: give a positive size", r.MaxSourceSize)
+	case r.SignKey != "" && !r.Push:
+		return errors.New("a signing key (--sign-key) signs what --push publishes: add --push, or leave the key out")
+	case r.NoSmoke && r.Push:
+		return errors.New("--push publishes only smoke-tested images: drop --no-smoke")
+	case r.DigestOnly && !r.Push:
+		return errors.New("--digest-only is a way to --push: add --push")
+	}
+	if n := len(r.platforms()); n > 1 {
+		if r.Output != "" || r.Tree != "" {
+			return fmt.Errorf("%d platforms: --output and --tree take one platform; build them one platform at a time", n)
+		}
+		if r.DigestOnly {
+			return errors.New("--digest-only pushes one platform's image for 'ci manifest'; with several platforms build pushes the index itself")
+		}
+	}
+	if r.Tree != "" {
+		if err := CheckNewDir(r.Tree); err != nil {
+			return fmt.Errorf("install tree (--tree): %w", err)
+		}
+	}
+	if r.Output != "" {
+		if err := CheckOutputPath(r.Output); err != nil {
+			return fmt.Errorf("image output (--output): %w", err)
+		}
+	}
+	if r.ProfileDir != "" && (r.Push || r.Output != "" || r.Tree != "" || r.Repo != "" || (r.Optimize != "" && r.Optimize != plan.OptimizePGO)) {
+		return fmt.Errorf("recording a PGO profile (profile directory %s) builds only the training: drop the image, tree and optimize options", r.ProfileDir)
+	}
+	return nil
+}
+
+// lockFile is the lock's path: what its keys directory and in-repository profiles are
+// relative to.
+func (r Request) lockFile() string {
+	if r.LockFile == "" {
+		return lock.DefaultPath
+	}
+	return r.LockFile
+}
+
+// overrideImage applies "REF" or "REF@sha256:..." to dst, so everything downstream (plan,
+// annotations, SBOM) names what was used.
+func overrideImage(dst *lock.Image, ref string) error {
+	if ref == "" {
+		return nil
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return fmt.Errorf("parsing reference: %w", err)
+	}
+	img := lock.Image{Ref: ref}
+	if d, ok := r.(name.Digest); ok {
+		img = lock.Image{Ref: strings.SplitN(ref, "@", 2)[0], Digest: d.DigestStr()}
+	}
+	*dst = img
+	return nil
+}
+
+// resolve is Request.resolve for Run, which also reports what the lock and plans say.
+func (b *build) resolve() error {
+	l, plans, err := b.req.resolve()
+	if err != nil {
+		return err
+	}
+	if b.req.Lock == nil && b.req.lockFile() == lock.DefaultPath {
+		if _, builtin, _ := LoadLock(lock.DefaultPath); builtin {
+			b.vlogf("lock: %s not found, using the lock built into this program", lock.DefaultPath)
+		}
+	}
+	b.l = l
+	for _, p := range plans {
+		b.res.Platforms = append(b.res.Platforms, PlatformResult{Platform: p.Platform.String(), CPU: p.CPU})
+	}
+	for i, p := range plans {
+		b.targets = append(b.targets, &target{plan: p, res: &b.res.Platforms[i]})
+	}
+	if p := plans[0]; b.req.ProfileDir == "" && (b.req.Optimize == "" || b.req.Optimize == plan.OptimizeAuto) {
+		if p.Optimize == plan.OptimizePGO {
+			b.logf("optimize: pgo (auto: the lock records a PGO profile for this build, sha256 %s)", p.ProfileSHA256)
+		} else {
+			b.logf("optimize: %s (auto: the lock records no PGO profile for this build; go run ./ci pgo-profile records one)", p.Optimize)
+		}
+	}
+	for _, w := range plans[0].Warnings {
+		b.warnf("%s", w)
+	}
+	// Publishing a superseded or end-of-life branch is allowed (a pinned rebuild must stay
+	// possible) but never silent.
+	if b.req.Push && b.warnings != nil {
+		for _, w := range b.warnings(l) {
+			b.warnf("%s", w)
+			b.res.Warnings = append(b.res.Warnings, w)
+		}
+	}
+	for _, c := range l.Components {
+		switch {
+		case c.Signature != nil:
+		case c.Unsigned != "":
+			b.logf("unsigned: %s %s: only its SHA-256 is checked (%s)", c.Name, c.Version, c.Unsigned)
+		default:
+			b.warnf("%s %s has no upstream signature in the lock: only its SHA-256 is checked", c.Name, c.Version)
+		}
+	}
+	return nil
+}
