@@ -2,16 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
-	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
@@ -53,11 +52,11 @@ index manifest and the tags it would move, and writes nothing.`,
 					return err
 				}
 				if len(tags) == 0 {
-					l, _, err := forge.LoadLock(*lockFile)
-					if err != nil {
+					req := forge.Request{LockFile: *lockFile, Ref: *ref, Revision: *revision}
+					if tags, err = req.PublishTags(); err != nil {
 						return err
 					}
-					if tags = image.Tags(l, image.TagEvent{Ref: *ref, Revision: *revision}); len(tags) == 0 {
+					if len(tags) == 0 {
 						return usageErrorf("--ref %q with no --revision moves no tag: name the tags in --image REPO:TAG,...", *ref)
 					}
 				}
@@ -78,46 +77,27 @@ index manifest and the tags it would move, and writes nothing.`,
 					}
 					refs = append(refs, a)
 				}
-				var opts []image.PublishOption
-				if *insecure {
-					opts = append(opts, image.WithInsecure())
-				}
-				if *verbose {
-					opts = append(opts, image.WithLogf(func(format string, a ...any) {
-						fmt.Fprintf(stderr, format+"\n", a...)
-					}))
-				}
-				return runManifest(ctx, stdout, repo, tags, refs, *dryRun, opts)
+				log, _ := newLog(stderr, *verbose, false)
+				return runManifest(ctx, stdout, forge.Index{Repo: repo, Tags: tags, Refs: refs, Insecure: *insecure}, *dryRun, log)
 			}
 		},
 	})
 }
 
-func runManifest(ctx context.Context, stdout io.Writer, repo string, tags, refs []string, dryRun bool, opts []image.PublishOption) error {
+func runManifest(ctx context.Context, stdout io.Writer, x forge.Index, dryRun bool, log *slog.Logger) error {
 	if dryRun {
-		idx, err := image.BuildIndex(ctx, refs, opts...)
+		out, digest, err := x.DryRun(ctx, log)
 		if err != nil {
 			return err
 		}
-		raw, err := idx.RawManifest()
-		if err != nil {
-			return err
-		}
-		d, err := idx.Digest()
-		if err != nil {
-			return err
-		}
-		var pretty any
-		_ = json.Unmarshal(raw, &pretty)
-		out, _ := json.MarshalIndent(pretty, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", out)
-		fmt.Fprintf(stdout, "dry run: would push %s@%s and move tags %s; nothing written\n", repo, d, strings.Join(tags, ", "))
+		fmt.Fprintf(stdout, "dry run: would push %s@%s and move tags %s; nothing written\n", x.Repo, digest, strings.Join(x.Tags, ", "))
 		return nil
 	}
-	res, err := image.Index(ctx, repo, refs, tags, opts...)
+	d, err := x.Publish(ctx, log)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, res.Digest.String())
+	fmt.Fprintln(stdout, d.String())
 	return nil
 }

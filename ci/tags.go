@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
-	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
@@ -19,7 +18,7 @@ func init() {
 		usage:   "[--lock FILE] [--ref REF] [--revision SHA] [--latest]",
 		long: `
 Prints, comma-separated, the tags that ci build --push and ci manifest --image REPO move
-for this lock, git ref and commit: the one rule of image.Tags, which the README's tag
+for this lock, git ref and commit: the one rule (forge.Request.PublishTags), which the README's tag
 table describes. build.yml's merge job uses it to name the index's tags.`,
 		flags: func(fs *flag.FlagSet) runFunc {
 			lockFile := fs.String("lock", lock.DefaultPath, "lock `file`")
@@ -30,11 +29,10 @@ table describes. build.yml's merge job uses it to name the index's tags.`,
 				if len(args) > 0 {
 					return usageErrorf("tags takes no arguments, got %q", args)
 				}
-				l, _, err := forge.LoadLock(*lockFile)
+				tags, err := forge.Request{LockFile: *lockFile, Ref: *ref, Revision: *revision, Latest: *latest}.PublishTags()
 				if err != nil {
 					return err
 				}
-				tags := image.Tags(l, image.TagEvent{Ref: *ref, Revision: *revision, Latest: *latest})
 				if len(tags) == 0 {
 					return fmt.Errorf("--ref %q without --revision moves no tag", *ref)
 				}

@@ -49,7 +49,7 @@ func outputRefName(repo string, tags []string, l *lock.Lock) string {
 		repo = "nginx-forge"
 	}
 	if len(tags) == 0 {
-		tags = image.DefaultTags(l, false)
+		tags = image.Tags(l, image.TagEvent{})
 	}
 	return repo + ":" + tags[0]
 }
@@ -61,10 +61,7 @@ func (b *build) publish(ctx context.Context) error {
 	if !b.req.Push {
 		return nil
 	}
-	tags := b.req.Tags
-	if len(tags) == 0 && !b.req.DigestOnly {
-		tags = image.Tags(b.l, b.req.TagEvent())
-	}
+	tags := b.req.tagsFor(b.l)
 	imageTags := tags
 	if len(b.targets) > 1 {
 		imageTags = nil

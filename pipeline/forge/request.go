@@ -89,11 +89,6 @@ type Request struct {
 	Revision string // source revision recorded in the image's annotations
 }
 
-// TagEvent is what the default tags are decided from (image.Tags).
-func (r Request) TagEvent() image.TagEvent {
-	return image.TagEvent{Ref: r.Ref, Revision: r.Revision, Latest: r.Latest}
-}
-
 // WantsImage: an image is assembled unless the only output asked for is the install tree.
 func (r Request) WantsImage() bool {
 	if r.ProfileDir != "" {
