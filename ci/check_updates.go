@@ -90,33 +90,20 @@ warning annotations.`,
 				if *timeout <= 0 {
 					return usageErrorf("--timeout %s must be positive", *timeout)
 				}
-				if *keysDir == "" {
-					*keysDir = lock.KeysDirBeside(*lockFile)
-				}
-				return checkUpdates(ctx, stdout, stderr, checkUpdatesConfig{
-					write: *write, prBody: *prBody, lockFile: *lockFile, githubAPI: *ghAPI, nginxOrg: *nginxOrg,
-					mirror: *mirror, registry: *registry, skipImages: *skipImages,
-					token: os.Getenv(*tokenEnv), cacheDir: *cacheDir, verbose: *verbose,
-					keyservers: splitList(*keyserver), keysDir: *keysDir, timeout: *timeout,
-				})
+				return checkUpdates(ctx, stdout, stderr, checkUpdatesConfig{prBody: *prBody, verbose: *verbose, run: upstream.Run{
+					LockFile: *lockFile, Write: *write, KeysDir: *keysDir, Mirror: *mirror, CacheDir: *cacheDir,
+					Keyservers: splitList(*keyserver), GitHubAPI: *ghAPI, NginxOrg: *nginxOrg, Token: os.Getenv(*tokenEnv),
+					Registry: *registry, SkipImages: *skipImages, Timeout: *timeout,
+				}})
 			}
 		},
 	})
 }
 
 type checkUpdatesConfig struct {
-	write                       bool
-	prBody                      string
-	lockFile                    string
-	githubAPI, nginxOrg, mirror string
-	registry                    string
-	skipImages                  bool
-	token                       string
-	cacheDir                    string
-	keyservers                  []string
-	keysDir                     string
-	timeout                     time.Duration
-	verbose                     bool
+	run     upstream.Run
+	prBody  string
+	verbose bool
 }
 
 // testVendoredKeys, when not nil, replaces the keys vendored in pipeline/lock/keys as the
@@ -128,106 +115,47 @@ var testVendoredKeys []string
 // the update workflow still opens the pull request with what landed, then fails visibly.
 const exitPartial = 3
 
+// checkUpdates runs the update flow (pipeline/upstream.Run) and renders its outcome: the
+// table, the Actions step outputs, summary and annotations, and the pull request body.
 func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdatesConfig) error {
 	rep := actions.New(actions.WithWriter(stdout))
-	rep.Mask(cfg.token)
-	logf := func(string, ...any) {}
+	rep.Mask(cfg.run.Token)
+	run := cfg.run
 	// In Actions the detail goes into collapsed log groups, where it costs nothing and helps
 	// when a scheduled run fails; on a terminal it waits for -v.
 	if cfg.verbose || rep.InActions() {
-		logf = rep.Logf
+		run.Logf = rep.Logf
 	}
-	l, err := lock.Load(cfg.lockFile)
+	run.Step = rep.Group
+	run.Vendored = testVendoredKeys
+	o, err := run.Do(ctx)
 	if err != nil {
 		return err
 	}
-	// One deadline for the whole run: an upstream that accepts connections and never
-	// answers costs this much, once, whatever the number of components.
-	ctx, cancel := upstream.WithDeadline(ctx, cfg.timeout)
-	defer cancel()
-	checker := newChecker(cfg, logf)
-	var report *upstream.Report
-	checkErr := rep.Group("Looking up upstream releases and base images", func() error {
-		var err error
-		report, err = checker.Check(ctx, l)
-		return err
-	})
-	for _, w := range report.Warnings {
+	for _, w := range o.Report.Warnings {
 		rep.Warningf("%s", w)
 	}
-
-	var applied []upstream.Applied
-	var writeErr error
-	refused := report.Failed
-	if cfg.write && report.Changed() {
-		writeErr = rep.Group("Downloading and verifying new releases", func() error {
-			u := &upstream.Updater{
-				Fetcher: upstream.NewFetcher(upstream.FetchConfig{Mirror: cfg.mirror, CacheDir: cfg.cacheDir, Logf: logf,
-					Keyservers: cfg.keyservers, KeysDir: cfg.keysDir}),
-				Images:   checker.Images,
-				Vendored: testVendoredKeys,
-				Mirror:   cfg.mirror,
-				KeysDir:  cfg.keysDir,
-				Logf:     logf,
-			}
-			var err error
-			applied, err = u.UpdateFile(ctx, cfg.lockFile, report)
-			return err
-		})
-		var re *upstream.RefusedError
-		if errors.As(writeErr, &re) {
-			refused, writeErr = re.Refused, nil
-		}
-	}
-	written := writeErr == nil && len(applied) > 0
-	if err := reportUpdates(rep, cfg, report, applied, refused, written); err != nil {
+	if err := reportUpdates(rep, cfg, o); err != nil {
 		return err
 	}
-	if writeErr != nil {
-		rep.Errorf("%s", strings.ReplaceAll(writeErr.Error(), "\n", "; "))
-		return fmt.Errorf("updating %s (it is unchanged): %w", cfg.lockFile, writeErr)
+	if o.WriteErr != nil {
+		rep.Errorf("%s", strings.ReplaceAll(o.WriteErr.Error(), "\n", "; "))
 	}
-	for _, r := range refused {
+	for _, r := range o.Refused {
 		rep.Errorf("refused %s; to resolve: %s", strings.ReplaceAll(r.Error(), "\n", "; "), r.Fix)
 	}
-	switch {
-	case len(refused) > 0 && written:
-		return &exitError{code: exitPartial, err: fmt.Errorf("refused %d (the other updates were written to %s): %w", len(refused), cfg.lockFile, errors.Join(refusalErrs(refused)...))}
-	case len(refused) > 0 && cfg.write:
-		return fmt.Errorf("refused %d, %s is unchanged: %w", len(refused), cfg.lockFile, errors.Join(refusalErrs(refused)...))
-	case checkErr != nil:
-		return fmt.Errorf("checking for updates: %w", checkErr)
+	err = o.Err(&run)
+	if errors.As(err, new(*upstream.PartialError)) {
+		return &exitError{code: exitPartial, err: err}
 	}
-	return nil
-}
-
-func newChecker(cfg checkUpdatesConfig, logf func(string, ...any)) *upstream.Checker {
-	clientOpts := []upstream.ClientOption{upstream.WithGitHubAPI(cfg.githubAPI), upstream.WithNginxOrg(cfg.nginxOrg), upstream.WithLogf(logf)}
-	if cfg.token != "" {
-		clientOpts = append(clientOpts, upstream.WithToken(cfg.token))
-	}
-	checker := &upstream.Checker{Releases: upstream.NewClient(clientOpts...), Logf: logf}
-	if !cfg.skipImages {
-		var imgOpts []upstream.ImageOption
-		if cfg.registry != "" {
-			imgOpts = append(imgOpts, upstream.WithRegistry(cfg.registry))
-		}
-		checker.Images = upstream.NewImageResolver(imgOpts...)
-	}
-	return checker
-}
-
-func refusalErrs(rs []upstream.Refusal) []error {
-	out := make([]error, len(rs))
-	for i, r := range rs {
-		out[i] = fmt.Errorf("%w; to resolve: %s", r, r.Fix)
-	}
-	return out
+	return err
 }
 
 // reportUpdates writes the summary, step outputs, the pull request body and the lines that
 // say what was written.
-func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, report *upstream.Report, applied []upstream.Applied, refused []upstream.Refusal, written bool) error {
+func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, o *upstream.Outcome) error {
+	report, applied, refused, written := o.Report, o.Applied, o.Refused, o.Written
+	lockFile, write := cfg.run.LockFile, cfg.run.Write
 	rows, outputs := updateRows(report)
 	outputs["written"] = fmt.Sprint(written)
 	var names []string
@@ -257,7 +185,7 @@ func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, report *upstre
 		}
 		summary = append(summary, actions.Row{Component: r.Name, Old: what, New: r.Target, EOL: r.Fix})
 	}
-	if err := rep.UpdateSummary("Upstream updates ("+cfg.lockFile+")", summary); err != nil {
+	if err := rep.UpdateSummary("Upstream updates ("+lockFile+")", summary); err != nil {
 		return err
 	}
 	if err := rep.SetOutputs(outputs); err != nil {
@@ -266,17 +194,17 @@ func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, report *upstre
 	if written && cfg.prBody != "" {
 		body := upstream.PRBody(applied, refused, report.Warnings) + "\n" + outputs["summary"]
 		if err := os.WriteFile(cfg.prBody, []byte(body), 0o644); err != nil {
-			return fmt.Errorf("writing the pull request body %q (the lock %s was updated): %w", cfg.prBody, cfg.lockFile, err)
+			return fmt.Errorf("writing the pull request body %q (the lock %s was updated): %w", cfg.prBody, lockFile, err)
 		}
 	}
 	switch {
 	case written:
-		fmt.Fprintf(rep.Writer(), "updated %s:\n", cfg.lockFile)
+		fmt.Fprintf(rep.Writer(), "updated %s:\n", lockFile)
 		for _, a := range applied {
 			fmt.Fprintf(rep.Writer(), "  %s: %s -> %s%s\n", a.Name, orNone(a.Old), a.New, appliedHow(a))
 		}
-	case report.Changed() && !cfg.write:
-		fmt.Fprintf(rep.Writer(), "updates are available: run with --write to verify them and update %s\n", cfg.lockFile)
+	case report.Changed() && !write:
+		fmt.Fprintf(rep.Writer(), "updates are available: run with --write to verify them and update %s\n", lockFile)
 	case !report.Changed() && len(refused) == 0:
 		fmt.Fprintln(rep.Writer(), "everything is up to date")
 	}
