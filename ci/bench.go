@@ -28,42 +28,7 @@ func init() {
 		name:    "bench",
 		summary: "benchmark the built nginx against a baseline nginx (default Debian's) with wrk",
 		usage:   "(--tree DIR | --nginx BIN) [--baseline BIN] [flags]",
-		long: `
-Runs two nginx servers side by side on loopback: A, the built one (--tree: an install tree's
-usr/sbin/nginx, or --nginx: any binary), and B, the baseline (--baseline, default Debian's
-/usr/sbin/nginx). Both get the same generated nginx.conf (self-contained: pid, logs and temp
-paths under a temporary prefix, so compiled-in paths do not matter; access log off) with the
-performance knobs of the shipped config (--config), the same generated content and an ECDSA
-P-256 self-signed certificate, and are driven by wrk over loopback.
-
-Scenarios (--scenarios, comma-separated; default all):
-` + scenarioHelp() + `
-Noise control: with two or more CPUs the servers are pinned to the first half and wrk to the
-second (taskset); worker_processes is the number of server CPUs. Each round runs every
-scenario on both servers, A first in odd rounds and B first in even ones. For each scenario
-it reports requests/s, p50 and p99 latency, and the server's CPU time per request (user+system
-of master and workers from /proc), each as median (min..max) over the rounds, and the ratio
-A/B computed per round. CPU per request is the steadier figure on a shared machine: it does
-not depend on how much CPU wrk got.
-
-Out of the box (--mode both, the default, or out-of-box): a second run where each server gets
-its own whole config as its users get it: A the image's shipped nginx.conf (--oob-config;
-default the install tree's etc/nginx/nginx.conf with its includes, else the checkout's), B
-Debian 12's default /etc/nginx/nginx.conf (embedded; --oob-baseline-config to give another).
-Their main, events and http directives are kept as written (access log included: a file goes
-under the server's prefix, /dev/stdout to a pipe the bench drains); pid, user, error_log,
-includes of other directories, temp paths and server blocks are the benchmark's. Each
-response is checked as served: Debian's default config does not gzip JSON, and the report
-says so beside the figures.
-
-System calls: after the timed rounds, a separate pass counts the workers' system calls with
-strace -c -f over --syscall-requests requests per scenario and server (0 skips it; strace
-must be installed and allowed to trace the workers). Memory: the peak resident set (VmHWM)
-of every worker at the end of the timed rounds.
-
-The table goes to standard output, --json writes everything (every run) for CI artifacts,
-and in GitHub Actions the Markdown table goes to the step summary. Every wrk run is bounded
-(duration + 30 s); servers are stopped with SIGQUIT, then killed.`,
+		long:    benchHelp,
 		flags: func(fs *flag.FlagSet) runFunc {
 			tree := fs.String("tree", "", "built install `dir`; A is DIR/usr/sbin/nginx")
 			nginx := fs.String("nginx", "", "A's nginx `binary` (instead of --tree)")
@@ -79,65 +44,8 @@ and in GitHub Actions the Markdown table goes to the step summary. Every wrk run
 				if len(args) > 0 {
 					return usageErrorf("bench takes no arguments, got %q", args)
 				}
-				a, err := builtBinary(*tree, *nginx)
-				if err != nil {
-					return err
-				}
-				if *baseline == "" {
-					return usageErrorf("--baseline must name an nginx binary")
-				}
-				opts, err := o.options(stderr)
-				if err != nil {
-					return err
-				}
-				lfl, oob := *mode == "both" || *mode == bench.ModeLikeForLike, *mode == "both" || *mode == bench.ModeOutOfBox
-				if !lfl && !oob {
-					return usageErrorf("--mode %q: want like-for-like, out-of-box or both", *mode)
-				}
-				k, _, err := shippedKnobs(*tree, *config)
-				if err != nil {
-					return err
-				}
-				var oobTargets []bench.Target
-				if oob {
-					if oobTargets, err = outOfBoxTargets(*tree, *oobConfig, *oobBaseline, a, *baseline); err != nil {
-						return err
-					}
-				}
-				n := 0
-				if lfl {
-					n += 2
-				}
-				if oob {
-					n += 2
-				}
-				rep, err := runBounded(ctx, opts, *o.timeout, n, func(ctx context.Context) (*bench.Report, error) {
-					var rep, out *bench.Report
-					var err error
-					if lfl {
-						if rep, err = bench.Run(ctx, []bench.Target{{Name: "built", Binary: a, Knobs: k}, {Name: "baseline", Binary: *baseline, Knobs: k}}, 1, opts); err != nil {
-							return nil, err
-						}
-					}
-					if oob {
-						if out, err = bench.Run(ctx, oobTargets, 1, opts); err != nil {
-							if rep != nil {
-								// Keep the like-for-like figures: print them, then fail.
-								_ = rep.WriteTable(stdout)
-							}
-							return nil, fmt.Errorf("out of the box: %w", err)
-						}
-					}
-					if rep == nil {
-						return out, nil
-					}
-					rep.OutOfBox = out
-					return rep, nil
-				})
-				if err != nil {
-					return err
-				}
-				return emit(stdout, rep.WriteTable, rep.WriteMarkdown, rep.WriteJSON, *jsonOut, *mdOut)
+				return runBench(ctx, benchArgs{tree: *tree, nginx: *nginx, baseline: *baseline, config: *config, mode: *mode,
+					oobConfig: *oobConfig, oobBaseline: *oobBaseline, o: o, jsonOut: *jsonOut, mdOut: *mdOut}, stdout, stderr)
 			}
 		},
 	})
@@ -321,3 +229,110 @@ func emit(stdout io.Writer, table, markdown, jsonw func(io.Writer) error, jsonOu
 	}
 	return nil
 }
+
+// benchArgs are bench's flags.
+type benchArgs struct {
+	tree, nginx, baseline, config, mode string
+	oobConfig, oobBaseline              string
+	o                                   *benchOpts
+	jsonOut, mdOut                      string
+}
+
+func runBench(ctx context.Context, a benchArgs, stdout, stderr io.Writer) error {
+	bin, err := builtBinary(a.tree, a.nginx)
+	if err != nil {
+		return err
+	}
+	if a.baseline == "" {
+		return usageErrorf("--baseline must name an nginx binary")
+	}
+	opts, err := a.o.options(stderr)
+	if err != nil {
+		return err
+	}
+	lfl, oob := a.mode == "both" || a.mode == bench.ModeLikeForLike, a.mode == "both" || a.mode == bench.ModeOutOfBox
+	if !lfl && !oob {
+		return usageErrorf("--mode %q: want like-for-like, out-of-box or both", a.mode)
+	}
+	k, _, err := shippedKnobs(a.tree, a.config)
+	if err != nil {
+		return err
+	}
+	var oobTargets []bench.Target
+	if oob {
+		if oobTargets, err = outOfBoxTargets(a.tree, a.oobConfig, a.oobBaseline, bin, a.baseline); err != nil {
+			return err
+		}
+	}
+	n := 0
+	if lfl {
+		n += 2
+	}
+	if oob {
+		n += 2
+	}
+	rep, err := runBounded(ctx, opts, *a.o.timeout, n, func(ctx context.Context) (*bench.Report, error) {
+		var rep, out *bench.Report
+		var err error
+		if lfl {
+			if rep, err = bench.Run(ctx, []bench.Target{{Name: "built", Binary: bin, Knobs: k}, {Name: "baseline", Binary: a.baseline, Knobs: k}}, 1, opts); err != nil {
+				return nil, err
+			}
+		}
+		if oob {
+			if out, err = bench.Run(ctx, oobTargets, 1, opts); err != nil {
+				if rep != nil {
+					// Keep the like-for-like figures: print them, then fail.
+					_ = rep.WriteTable(stdout)
+				}
+				return nil, fmt.Errorf("out of the box: %w", err)
+			}
+		}
+		if rep == nil {
+			return out, nil
+		}
+		rep.OutOfBox = out
+		return rep, nil
+	})
+	if err != nil {
+		return err
+	}
+	return emit(stdout, rep.WriteTable, rep.WriteMarkdown, rep.WriteJSON, a.jsonOut, a.mdOut)
+}
+
+var benchHelp = `
+Runs two nginx servers side by side on loopback: A, the built one (--tree: an install tree's
+usr/sbin/nginx, or --nginx: any binary), and B, the baseline (--baseline, default Debian's
+/usr/sbin/nginx). Both get the same generated nginx.conf (self-contained: pid, logs and temp
+paths under a temporary prefix, so compiled-in paths do not matter; access log off) with the
+performance knobs of the shipped config (--config), the same generated content and an ECDSA
+P-256 self-signed certificate, and are driven by wrk over loopback.
+
+Scenarios (--scenarios, comma-separated; default all):
+` + scenarioHelp() + `
+Noise control: with two or more CPUs the servers are pinned to the first half and wrk to the
+second (taskset); worker_processes is the number of server CPUs. Each round runs every
+scenario on both servers, A first in odd rounds and B first in even ones. For each scenario
+it reports requests/s, p50 and p99 latency, and the server's CPU time per request (user+system
+of master and workers from /proc), each as median (min..max) over the rounds, and the ratio
+A/B computed per round. CPU per request is the steadier figure on a shared machine: it does
+not depend on how much CPU wrk got.
+
+Out of the box (--mode both, the default, or out-of-box): a second run where each server gets
+its own whole config as its users get it: A the image's shipped nginx.conf (--oob-config;
+default the install tree's etc/nginx/nginx.conf with its includes, else the checkout's), B
+Debian 12's default /etc/nginx/nginx.conf (embedded; --oob-baseline-config to give another).
+Their main, events and http directives are kept as written (access log included: a file goes
+under the server's prefix, /dev/stdout to a pipe the bench drains); pid, user, error_log,
+includes of other directories, temp paths and server blocks are the benchmark's. Each
+response is checked as served: Debian's default config does not gzip JSON, and the report
+says so beside the figures.
+
+System calls: after the timed rounds, a separate pass counts the workers' system calls with
+strace -c -f over --syscall-requests requests per scenario and server (0 skips it; strace
+must be installed and allowed to trace the workers). Memory: the peak resident set (VmHWM)
+of every worker at the end of the timed rounds.
+
+The table goes to standard output, --json writes everything (every run) for CI artifacts,
+and in GitHub Actions the Markdown table goes to the step summary. Every wrk run is bounded
+(duration + 30 s); servers are stopped with SIGQUIT, then killed.`
