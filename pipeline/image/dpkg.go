@@ -7,18 +7,15 @@ package image
 // are read from the image itself rather than assumed from the base's name.
 
 import (
-	"archive/tar"
 	"bufio"
 	"bytes"
 	"fmt"
 	"io"
-	"path"
 	"regexp"
 	"sort"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/package-url/packageurl-go"
 	"github.com/spdx/tools-golang/spdx"
 )
@@ -81,44 +78,31 @@ func debElementID(d debPackage, used map[spdx.ElementID]bool) spdx.ElementID {
 // dpkgPackages reads the installed Debian packages and the os-release of img's root
 // filesystem, sorted by name and architecture. An image without a dpkg database gives none.
 func dpkgPackages(img v1.Image) ([]debPackage, osRelease, error) {
-	rc := mutate.Extract(img)
-	defer rc.Close()
 	var pkgs []debPackage
 	var osr, etcOsr osRelease
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, osRelease{}, fmt.Errorf("reading the image's filesystem: %w", err)
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		p := strings.TrimPrefix(path.Clean("/"+h.Name), "/")
+	err := eachFile(img, func(p string, r io.Reader) error {
 		switch {
-		// status.d also holds NAME.md5sums and NAME.list files; only the stanza files (no
-		// extension) are package records.
-		case p == "var/lib/dpkg/status" || path.Dir(p) == "var/lib/dpkg/status.d" && !strings.Contains(path.Base(p), "."):
-			b, err := io.ReadAll(tr)
+		case isDpkgStatus(p):
+			b, err := readAll(p, r)
 			if err != nil {
-				return nil, osRelease{}, fmt.Errorf("reading %s: %w", p, err)
+				return err
 			}
 			pkgs = append(pkgs, parseDpkgStatus(b, p)...)
 		case p == "etc/os-release" || p == "usr/lib/os-release":
-			b, err := io.ReadAll(tr)
+			b, err := readAll(p, r)
 			if err != nil {
-				return nil, osRelease{}, fmt.Errorf("reading %s: %w", p, err)
+				return err
 			}
-			r := parseOsRelease(b)
 			if p == "etc/os-release" {
-				etcOsr = r
+				etcOsr = parseOsRelease(b)
 			} else {
-				osr = r
+				osr = parseOsRelease(b)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, osRelease{}, err
 	}
 	if etcOsr.id != "" { // etc/os-release, when a regular file, overrides usr/lib's
 		osr = etcOsr

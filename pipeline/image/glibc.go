@@ -6,9 +6,6 @@ package image
 // not found". Both executors refuse such a pair before building anything.
 
 import (
-	"archive/tar"
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -20,7 +17,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
@@ -42,39 +38,22 @@ var libcNameRE = regexp.MustCompile(`^libc-(\d+\.\d+)\.so$`)
 // Ubuntu, var/lib/dpkg/status.d/* on distroless), then the release banner inside libc.so.6,
 // then a versioned libc-X.Y.so file name. An image without glibc (scratch, musl) is an error.
 func GlibcVersion(img v1.Image) (string, error) {
-	rc := mutate.Extract(img)
-	defer rc.Close()
-
 	var fromDpkg, fromBanner, fromName, osName string
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return "", fmt.Errorf("reading the image's filesystem: %w", err)
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		p := strings.TrimPrefix(path.Clean("/"+h.Name), "/")
+	err := eachFile(img, func(p string, r io.Reader) error {
 		base := path.Base(p)
 		switch {
-		case p == "var/lib/dpkg/status" || path.Dir(p) == "var/lib/dpkg/status.d" && !strings.Contains(base, "."):
-			// status.d also holds <pkg>.md5sums and <pkg>.list files; only the stanza files
-			// (no extension) are package records.
-			b, err := io.ReadAll(tr)
+		case isDpkgStatus(p):
+			b, err := readAll(p, r)
 			if err != nil {
-				return "", fmt.Errorf("reading %s: %w", p, err)
+				return err
 			}
 			if v := dpkgGlibcVersion(b); v != "" {
 				fromDpkg = v
 			}
 		case base == "libc.so.6" && fromBanner == "":
-			b, err := io.ReadAll(tr)
+			b, err := readAll(p, r)
 			if err != nil {
-				return "", fmt.Errorf("reading %s: %w", p, err)
+				return err
 			}
 			if m := libcReleaseRE.FindSubmatch(b); m != nil {
 				fromBanner = string(m[1])
@@ -82,9 +61,13 @@ func GlibcVersion(img v1.Image) (string, error) {
 		case libcNameRE.MatchString(base):
 			fromName = libcNameRE.FindStringSubmatch(base)[1]
 		case p == "etc/os-release" || p == "usr/lib/os-release":
-			b, _ := io.ReadAll(tr)
+			b, _ := io.ReadAll(r)
 			osName = osReleaseName(b)
 		}
+		return nil
+	})
+	if err != nil {
+		return "", err
 	}
 	for _, v := range []string{fromDpkg, fromBanner, fromName} {
 		if v != "" {
@@ -101,26 +84,11 @@ func GlibcVersion(img v1.Image) (string, error) {
 // dpkgGlibcVersion returns the upstream version (major.minor) of the libc6 stanza in a dpkg
 // status file, or "" when there is none or it is not installed.
 func dpkgGlibcVersion(status []byte) string {
-	for _, stanza := range bytes.Split(status, []byte("\n\n")) {
-		fields := map[string]string{}
-		sc := bufio.NewScanner(bytes.NewReader(stanza))
-		sc.Buffer(make([]byte, 64*1024), len(stanza)+1)
-		for sc.Scan() {
-			line := sc.Text()
-			if line == "" || line[0] == ' ' || line[0] == '\t' {
-				continue // continuation lines (Description, Conffiles) carry nothing we need
-			}
-			if k, v, ok := strings.Cut(line, ":"); ok {
-				fields[k] = strings.TrimSpace(v)
-			}
-		}
-		if !glibcPackages[fields["Package"]] {
+	for _, d := range parseDpkgStatus(status, "") {
+		if !glibcPackages[d.name] {
 			continue
 		}
-		if st := fields["Status"]; st != "" && !strings.HasSuffix(st, " installed") {
-			continue
-		}
-		if v := upstreamMajorMinor(fields["Version"]); v != "" {
+		if v := upstreamMajorMinor(d.version); v != "" {
 			return v
 		}
 	}

@@ -2,16 +2,12 @@ package image
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/partial"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/package-url/packageurl-go"
 	spdxjson "github.com/spdx/tools-golang/json"
 	"github.com/spdx/tools-golang/spdx"
@@ -19,179 +15,7 @@ import (
 	"github.com/spdx/tools-golang/spdxlib"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
-	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
-
-// SBOM storage, the choice: the SBOM is an OCI referrer artifact, an image manifest with
-// artifactType application/spdx+json, one layer (the SPDX JSON document), the empty config
-// descriptor, and subject = the image's manifest. Reasons: the image's own digest stays
-// independent of the SBOM (so the SBOM can name the image's digest, and signing/attesting
-// tools that expect referrers find it: `oras discover`, `crane` with the referrers API,
-// cosign's tree); and it is the OCI 1.1 way, which registries without the referrers API
-// (distribution 2.8, Debian's docker-registry) still serve through the tag-schema fallback
-// ("sha256-<hex of the image digest>" naming an index of referrers; go-containerregistry
-// maintains it). An annotation-linked blob was rejected: a blob no manifest references is
-// garbage-collected by registries, and an annotation pointing at it would have to be in the
-// image manifest, tying the image digest to the SBOM.
-//
-// In an OCI layout (--output) the artifact is stored as a second manifest in index.json,
-// and the document is also written beside the layout as DIR.spdx.json for people.
-const (
-	SBOMArtifactType = "application/spdx+json"
-	// SBOMMediaType is the layer media type of the SPDX JSON document.
-	SBOMMediaType types.MediaType = "application/spdx+json"
-	// emptyConfigMediaType and emptyConfig are OCI 1.1's empty descriptor for artifacts.
-	emptyConfigMediaType types.MediaType = "application/vnd.oci.empty.v1+json"
-)
-
-var emptyConfig = []byte("{}")
-
-// licenses of the components, as SPDX expressions. libcrypt is libxcrypt (as packaged
-// by Debian and Ubuntu: LGPL-2.1-or-later with some BSD and public domain parts).
-var licenses = map[string]string{
-	lock.Nginx:   "BSD-2-Clause",
-	lock.OpenSSL: "Apache-2.0",
-	lock.PCRE2:   "BSD-3-Clause WITH PCRE2-exception",
-	lock.Zlib:    "Zlib",
-	Libcrypt:     "LGPL-2.1-or-later",
-	// The optional modules and their libraries (each project's LICENSE file; zstd is dual
-	// licensed, the recipient's choice).
-	lock.Brotli:          "MIT",
-	lock.NgxBrotli:       "BSD-2-Clause",
-	lock.Zstd:            "BSD-3-Clause OR GPL-2.0-only",
-	lock.ZstdNginxModule: "BSD-2-Clause",
-}
-
-// WithModules names the nginx modules the binary was compiled with (plan.Plan.Modules).
-// Annotations, history, licence and SBOM then list the lock components of those modules
-// (plan.Module.Components) besides the required ones, and nothing else: `--modules` can leave
-// out a module whose components the lock pins, and then nothing of it is in the image.
-// Without this option the plan's default is assumed: every third-party module whose
-// components the lock has.
-func WithModules(names []string) Option {
-	// Never nil once given: an empty list (no third-party module) differs from "not given".
-	return func(o *options) { o.modules = append([]string{}, names...) }
-}
-
-// builtComponents are the lock's components nginx is built from, in lock order: the required
-// ones, and the components of each third-party module compiled in (o.modules, or by default
-// the plan's default set for l). A library pinned without its module (the test
-// lock's zstd) is not linked, so it is not listed.
-func builtComponents(l *lock.Lock, o options) []lock.Component {
-	want := map[string]bool{}
-	for _, name := range lock.ComponentOrder {
-		want[name] = true
-	}
-	modules := builtModules(l, o)
-	for _, m := range plan.Modules {
-		if contains(modules, m.Name) {
-			for _, c := range m.Components {
-				want[c] = true
-			}
-		}
-	}
-	var out []lock.Component
-	for _, c := range l.Components {
-		if want[c.Name] {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// builtModules are the modules nginx is built with: o.modules, or the plan's default set
-// for l.
-func builtModules(l *lock.Lock, o options) []string {
-	if o.modules == nil {
-		return plan.DefaultModulesOf(l)
-	}
-	return o.modules
-}
-
-// checkModules refuses a module list the plan would have refused: an unknown module, or a
-// third-party module whose components the lock lacks (the SBOM would leave them out silently).
-func checkModules(l *lock.Lock, o options) error {
-	for _, name := range o.modules {
-		known := false
-		for _, m := range plan.Modules {
-			if m.Name != name {
-				continue
-			}
-			known = true
-			if !l.HasComponents(m.Components...) {
-				return fmt.Errorf("module %q is built from the lock components %s, which the lock does not all have: pass the lock the image was built from", name, strings.Join(m.Components, " and "))
-			}
-		}
-		if !known {
-			return fmt.Errorf("unknown nginx module %q in WithModules: pass plan.Plan.Modules", name)
-		}
-	}
-	return nil
-}
-
-// matchAnnotations checks that the image's component annotations (written by Assemble) name
-// exactly built, with the lock's versions and checksums: an SBOM made with other options or
-// another lock than the image would describe something else.
-func matchAnnotations(anns map[string]string, l *lock.Lock, built []lock.Component) error {
-	in := map[string]bool{}
-	for _, c := range built {
-		in[c.Name] = true
-	}
-	const fix = "give SBOM the lock and the options (WithModules) the image was assembled with"
-	for _, c := range l.Components {
-		v, sum := anns[AnnotationPrefix+c.Name+".version"], anns[AnnotationPrefix+c.Name+".sha256"]
-		switch {
-		case in[c.Name] && v == "":
-			return fmt.Errorf("the SBOM would list %s %s, but the image's annotations do not name it (the image was built without it): %s", c.Name, c.Version, fix)
-		case in[c.Name] && (v != c.Version || sum != c.SHA256):
-			return fmt.Errorf("the SBOM would list %s %s (sha256 %s), but the image's annotations say %q (sha256 %q): %s", c.Name, c.Version, c.SHA256, v, sum, fix)
-		case !in[c.Name] && v != "":
-			return fmt.Errorf("the image's annotations say it is built from %s %s, but the SBOM's options leave it out: %s", c.Name, v, fix)
-		}
-	}
-	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// sbomLicenseExpression is the licence of what nginx is built from (the image annotation's
-// and the SBOM's image package): the required components', the built optional ones' and
-// libcrypt's, each term once.
-func sbomLicenseExpression(l *lock.Lock, o options) string {
-	names := []string{lock.Nginx, lock.OpenSSL, lock.PCRE2, lock.Zlib}
-	var built []lock.Component
-	if l != nil {
-		built = builtComponents(l, o)
-	}
-	for _, c := range built {
-		if !contains(lock.ComponentOrder, c.Name) {
-			names = append(names, c.Name)
-		}
-	}
-	if o.libcrypt != "" {
-		names = append(names, Libcrypt)
-	}
-	var parts []string
-	seen := map[string]bool{}
-	for _, n := range names {
-		l := licenses[n]
-		if strings.Contains(l, " ") {
-			l = "(" + l + ")"
-		}
-		if !seen[l] { // nginx and ngx_brotli are both BSD-2-Clause: one term says it
-			seen[l] = true
-			parts = append(parts, l)
-		}
-	}
-	return strings.Join(parts, " AND ")
-}
 
 // SBOM returns the SPDX 2.3 JSON document describing img, an image made by Assemble from
 // l: the image (by digest), nginx, OpenSSL, PCRE2, zlib and the components of the
@@ -455,13 +279,6 @@ func componentComment(c lock.Component) string {
 	}
 }
 
-func licenseOr(n string) string {
-	if l, ok := licenses[n]; ok {
-		return l
-	}
-	return "NOASSERTION"
-}
-
 func purpose(n string) string {
 	if n == lock.Nginx {
 		return "APPLICATION"
@@ -490,101 +307,4 @@ func repoPath(ref string) string {
 func repoBase(ref string) string {
 	r := repoPath(ref)
 	return r[strings.LastIndex(r, "/")+1:]
-}
-
-// SBOMArtifact returns the referrer manifest carrying sbom for subject (see the SBOM
-// storage note above). It is a v1.Image so that remote.Write and layout.AppendImage
-// handle it like any image; go-containerregistry updates the referrers fallback tag when
-// the registry lacks the referrers API.
-func SBOMArtifact(subject v1.Image, sbom []byte, created time.Time) (v1.Image, error) {
-	d, err := subject.Digest()
-	if err != nil {
-		return nil, err
-	}
-	size, err := subject.Size()
-	if err != nil {
-		return nil, err
-	}
-	mt, err := subject.MediaType()
-	if err != nil {
-		return nil, err
-	}
-	layer := static.NewLayer(sbom, SBOMMediaType)
-	ld, _ := layer.Digest()
-	cd, cs, _ := v1.SHA256(bytes.NewReader(emptyConfig))
-	m := v1.Manifest{
-		SchemaVersion: 2,
-		MediaType:     types.OCIManifestSchema1,
-		ArtifactType:  SBOMArtifactType,
-		Config: v1.Descriptor{
-			MediaType: emptyConfigMediaType,
-			Digest:    cd,
-			Size:      cs,
-			Data:      emptyConfig,
-		},
-		Layers: []v1.Descriptor{{
-			MediaType:   SBOMMediaType,
-			Digest:      ld,
-			Size:        int64(len(sbom)),
-			Annotations: map[string]string{"org.opencontainers.image.title": "sbom.spdx.json"},
-		}},
-		Subject: &v1.Descriptor{MediaType: mt, Digest: d, Size: size},
-		Annotations: map[string]string{
-			AnnotationCreated: created.UTC().Format(time.RFC3339),
-		},
-	}
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	return partial.CompressedToImage(&artifact{raw: raw, layer: layer, configDigest: cd})
-}
-
-// artifact is a manifest whose config is OCI's empty descriptor: partial fills in the
-// rest of v1.Image from these four methods.
-type artifact struct {
-	raw          []byte
-	layer        v1.Layer
-	configDigest v1.Hash
-}
-
-func (a *artifact) RawConfigFile() ([]byte, error)      { return emptyConfig, nil }
-func (a *artifact) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }
-func (a *artifact) RawManifest() ([]byte, error)        { return a.raw, nil }
-func (a *artifact) ConfigLayer() (v1.Layer, error) {
-	return static.NewLayer(emptyConfig, emptyConfigMediaType), nil
-}
-func (a *artifact) LayerByDigest(h v1.Hash) (partial.CompressedLayer, error) {
-	if d, _ := a.layer.Digest(); d == h {
-		return a.layer, nil
-	}
-	if h == a.configDigest {
-		return static.NewLayer(emptyConfig, emptyConfigMediaType), nil
-	}
-	return nil, fmt.Errorf("SBOM artifact has no blob %s", h)
-}
-
-// ReadSBOM returns the SPDX document inside an artifact made by SBOMArtifact.
-func ReadSBOM(art v1.Image) ([]byte, error) {
-	m, err := art.Manifest()
-	if err != nil {
-		return nil, err
-	}
-	if m.ArtifactType != SBOMArtifactType || len(m.Layers) != 1 {
-		return nil, fmt.Errorf("manifest is not an SPDX SBOM artifact (artifactType %q, %d layers)", m.ArtifactType, len(m.Layers))
-	}
-	l, err := art.LayerByDigest(m.Layers[0].Digest)
-	if err != nil {
-		return nil, err
-	}
-	rc, err := l.Compressed()
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	var b bytes.Buffer
-	if _, err := b.ReadFrom(rc); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
 }

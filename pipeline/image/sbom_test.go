@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/package-url/packageurl-go"
@@ -348,5 +349,90 @@ func TestParseDpkgStatus(t *testing.T) {
 	}
 	if p := got[1].purl(osr); p != "pkg:deb/ubuntu/zlib1g@1%3A1.3.dfsg-3.1ubuntu2?arch=amd64&distro=ubuntu-24.04&upstream=zlib" {
 		t.Errorf("zlib1g purl %s", p)
+	}
+}
+
+// unlicensed lists the names table has no licence for.
+func unlicensed(names []string, table map[string]string) []string {
+	var out []string
+	for _, n := range names {
+		if l := table[n]; l == "" || l == "NOASSERTION" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Every component a lock can pin, and libcrypt, has its licence in the table, so a component
+// added to the lock without one fails here rather than reaching an SBOM as NOASSERTION. The
+// planted table proves the check sees a missing entry.
+func TestLicensesCoverEveryComponent(t *testing.T) {
+	names := append(lock.AllComponents(), Libcrypt)
+	if missing := unlicensed(names, licenses); len(missing) > 0 {
+		t.Errorf("no SPDX licence for %v: add each to licenses (sbom_licenses.go), read from the license file the image ships (plan.LicenseFiles)", missing)
+	}
+	planted := map[string]string{}
+	for k, v := range licenses {
+		planted[k] = v
+	}
+	delete(planted, lock.Zstd)
+	planted[lock.Nginx] = "NOASSERTION"
+	if got := unlicensed(names, planted); strings.Join(got, ",") != lock.Nginx+","+lock.Zstd {
+		t.Errorf("planted table: unlicensed = %v, want [%s %s]", got, lock.Nginx, lock.Zstd)
+	}
+	for _, name := range lock.AllComponents() {
+		if _, ok := plan.LicenseFiles[name]; !ok {
+			t.Errorf("%s has a licence here but the image ships no license file for it (plan.LicenseFiles)", name)
+		}
+	}
+}
+
+// Each package this project compiles in (every component of both optional modules too, and
+// libcrypt) declares and concludes its licence from the table; only the base and its Debian
+// packages, whose licences this program does not read, say NOASSERTION.
+func TestSBOMDeclaresOurLicenses(t *testing.T) {
+	l := testLock(t)
+	zm := l.MustComponent(lock.NgxBrotli)
+	zm.Name, zm.Version, zm.URL = lock.ZstdNginxModule, "0.1.1", "https://github.com/tokers/zstd-nginx-module/archive/refs/tags/0.1.1.tar.gz"
+	l.SetComponent(zm)
+	modules := append(append([]string(nil), plan.DefaultModules...), "brotli", "zstd")
+	opts := []Option{WithBaseRef("gcr.io/distroless/base-nossl-debian13:nonroot"), WithLibcrypt("1:4.4.33-2"), WithModules(modules)}
+	img, err := Assemble(syntheticDebianBase(t, "amd64"), syntheticTree(t, time.Unix(1, 0), 0, false), l, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed := sbomOf(t, img, l, opts...)
+	ours := map[string]bool{Libcrypt: true}
+	for _, name := range lock.AllComponents() {
+		ours[name] = true
+	}
+	seen := map[string]bool{}
+	debs := 0
+	for _, p := range parsed.Packages {
+		switch {
+		case ours[p.PackageName]:
+			seen[p.PackageName] = true
+			want := licenses[p.PackageName]
+			if p.PackageLicenseDeclared != want || p.PackageLicenseConcluded != want {
+				t.Errorf("%s: declared %q, concluded %q; want %q for both", p.PackageName, p.PackageLicenseDeclared, p.PackageLicenseConcluded, want)
+			}
+		case p.PackageName == "nginx-forge":
+			if d := p.PackageLicenseDeclared; d == "NOASSERTION" || !strings.Contains(d, "GPL-2.0-only") || !strings.Contains(d, "LGPL-2.1-or-later") {
+				t.Errorf("image package declares %q; want every compiled-in licence, zstd's and libcrypt's among them", d)
+			}
+		case strings.HasPrefix(string(p.PackageSPDXIdentifier), "Deb-"):
+			debs++
+			if p.PackageLicenseDeclared != "NOASSERTION" {
+				t.Errorf("Debian package %s declares %q: this program does not read dpkg copyright files", p.PackageName, p.PackageLicenseDeclared)
+			}
+		}
+	}
+	for name := range ours {
+		if !seen[name] {
+			t.Errorf("the SBOM does not list %s (the lock has every component here and both modules are built)", name)
+		}
+	}
+	if debs == 0 {
+		t.Error("the SBOM lists no Debian package of the base")
 	}
 }

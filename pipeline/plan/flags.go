@@ -82,8 +82,8 @@ func (f flags) link() []string {
 }
 
 // zlibCFlags are zlib's CFLAGS: the shared ones plus two that gzip on the fly gains from
-// (ci bench, gzip scenario, server CPU per request; the figures are in the README's "Build
-// choices" table):
+// (ci bench, gzip scenario, server CPU per request; the figures are in the "Build choices"
+// table of pipeline/bench/MEASUREMENTS.md):
 //   - -O3, zlib's own default when CFLAGS is unset (it comes after -O2, so it wins). Unlike
 //     nginx, deflate is tight loops that -O3's unrolling helps.
 //   - -DUNALIGNED_OK on amd64: longest_match, deflate's hottest loop, compares two bytes at a

@@ -41,8 +41,8 @@ import (
 //
 // auto (the default) is pgo when the lock records a profile for the plan's training key, and
 // none otherwise: pgo from a recorded profile measured fastest without costing any scenario
-// (README, Performance), lto did not measurably beat none, and a build that trains for
-// itself is not reproducible, so the default never trains.
+// (pipeline/bench/MEASUREMENTS.md, optimization modes), lto did not measurably beat none,
+// and a build that trains for itself is not reproducible, so the default never trains.
 const (
 	OptimizeAuto = "auto"
 	OptimizeNone = "none"

@@ -1,0 +1,148 @@
+package lock
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+)
+
+var (
+	// A release version like 1.26.2; "rc" with an optional number may follow, because
+	// ngx_brotli's only release is v1.0.0rc.
+	versionRE     = regexp.MustCompile(`^[0-9]+(\.[0-9]+){1,3}(rc[0-9]*)?$`)
+	sha256RE      = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	fingerprintRE = regexp.MustCompile(`^[0-9A-F]{40}$`)
+	digestRE      = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+)
+
+// FieldError names the field that is wrong and why.
+type FieldError struct {
+	Field  string
+	Reason string
+}
+
+// Error quotes at most maxReason bytes of the reason: it holds the field's value, and a
+// value can be as large as the lock (MaxSize).
+func (e *FieldError) Error() string {
+	r := e.Reason
+	if len(r) > maxReason {
+		r = strings.ToValidUTF8(r[:maxReason], "") + fmt.Sprintf("... (%d bytes in all)", len(e.Reason))
+	}
+	return e.Field + ": " + r
+}
+
+const maxReason = 300
+
+// Validate checks every field. The first problem found is returned as a *FieldError.
+func (l *Lock) Validate() error {
+	if l.Schema != SchemaVersion {
+		return &FieldError{"schema", fmt.Sprintf("is %d, this program reads schema %d", l.Schema, SchemaVersion)}
+	}
+	if l.SourceDateEpoch <= 0 {
+		return &FieldError{"source_date_epoch", "must be a positive Unix time (seconds)"}
+	}
+	seen := map[string]bool{}
+	for i, c := range l.Components {
+		f := fmt.Sprintf("components[%d]", i)
+		if c.Name != "" {
+			f = fmt.Sprintf("components[%d] (%s)", i, c.Name)
+		}
+		if !contains(AllComponents(), c.Name) {
+			return &FieldError{f + ".name", fmt.Sprintf("%q is not one of %s (optional: %s)", c.Name, strings.Join(ComponentOrder, ", "), strings.Join(OptionalOrder, ", "))}
+		}
+		if seen[c.Name] {
+			return &FieldError{f + ".name", "appears twice"}
+		}
+		seen[c.Name] = true
+		if !versionRE.MatchString(c.Version) {
+			return &FieldError{f + ".version", fmt.Sprintf("%q is not a release version like 1.26.2", c.Version)}
+		}
+		if err := checkURL(c.URL); err != nil {
+			return &FieldError{f + ".url", err.Error()}
+		}
+		if !sha256RE.MatchString(c.SHA256) {
+			return &FieldError{f + ".sha256", fmt.Sprintf("%q is not 64 lower-case hex digits", c.SHA256)}
+		}
+		if c.Unsigned != "" {
+			if c.Signature != nil {
+				return &FieldError{f + ".unsigned", "is set together with a signature: a component is either signed (signature) or says why it is not (unsigned); drop one"}
+			}
+			if strings.TrimSpace(c.Unsigned) == "" {
+				return &FieldError{f + ".unsigned", unsignedEmpty}
+			}
+		}
+		if s := c.Signature; s != nil {
+			if err := checkURL(s.URL); err != nil {
+				return &FieldError{f + ".signature.url", err.Error()}
+			}
+			if len(s.Fingerprints) == 0 {
+				return &FieldError{f + ".signature.fingerprints", "is empty: name at least one signer, or drop the signature"}
+			}
+			for j, fp := range s.Fingerprints {
+				if !fingerprintRE.MatchString(fp) {
+					return &FieldError{fmt.Sprintf("%s.signature.fingerprints[%d]", f, j), fmt.Sprintf("%q is not a 40-digit upper-case hex fingerprint", fp)}
+				}
+			}
+		}
+	}
+	for _, name := range ComponentOrder {
+		if !seen[name] {
+			return &FieldError{"components", fmt.Sprintf("component %q is missing", name)}
+		}
+	}
+	for _, name := range OptionalOrder {
+		if lib, ok := OptionalRequires[name]; ok && seen[name] && !seen[lib] {
+			return &FieldError{"components", fmt.Sprintf("component %q needs component %q (the library it is linked with): add it, or drop %q", name, lib, name)}
+		}
+	}
+	for _, im := range []struct {
+		field string
+		img   Image
+	}{{"images.builder", l.Images.Builder}, {"images.runtime", l.Images.Runtime}} {
+		if im.img.Ref == "" {
+			return &FieldError{im.field + ".ref", "is empty"}
+		}
+		if strings.ContainsAny(im.img.Ref, " \t\n") {
+			return &FieldError{im.field + ".ref", fmt.Sprintf("%q contains white space", im.img.Ref)}
+		}
+		if im.img.Digest != "" && !digestRE.MatchString(im.img.Digest) {
+			return &FieldError{im.field + ".digest", fmt.Sprintf("%q is not sha256:<64 hex digits>", im.img.Digest)}
+		}
+	}
+	return l.validateProfiles()
+}
+
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Parse's error quotes the input, which may hold a password: name neither.
+		return fmt.Errorf("%q is not a URL", RedactURL(raw))
+	}
+	// A lock is committed, reviewed and printed: credentials in it would be published with it.
+	// Private mirrors take credentials at run time (--mirror), never from the lock.
+	if u.User != nil {
+		return fmt.Errorf("%q carries user information (user:password@): a lock holds no credentials; remove it, and give a private mirror at run time with --mirror", RedactURL(raw))
+	}
+	// Plain http is refused: integrity rests on the checksum, but the lock is also what
+	// people read and copy, and a mirror is given at run time (--mirror), not in the lock.
+	if u.Scheme != "https" {
+		return fmt.Errorf("%q must be https (use --mirror URL to fetch from a plain-http mirror)", raw)
+	}
+	// The last path element is the name the file is cached and mirrored under, so it must be
+	// a real file name: not empty (no path, or a trailing slash), "." or "..".
+	if base := path.Base(u.Path); u.Host == "" || u.Path == "" || strings.HasSuffix(u.Path, "/") || base == "." || base == ".." {
+		return fmt.Errorf("%q must name a file on a host", raw)
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
