@@ -54,7 +54,7 @@ func RenderLock(l *lock.Lock, r Request) ([]byte, []string, error) {
 	}
 	p, err := plan.New(l, opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrPlan, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrPlan, err)
 	}
 	var ropts []Option
 	if r.Mirror != "" {

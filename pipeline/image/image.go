@@ -64,11 +64,7 @@ type options struct {
 // Option configures Assemble (and SBOM, which reads the same provenance).
 type Option func(*options)
 
-// WithSourceDateEpoch overrides the lock's SOURCE_DATE_EPOCH.
-func WithSourceDateEpoch(epoch int64) Option { return func(o *options) { o.epoch = &epoch } }
 
-// WithSource sets org.opencontainers.image.source (default DefaultSource).
-func WithSource(url string) Option { return func(o *options) { o.source = url } }
 
 // WithRevision sets org.opencontainers.image.revision (the git commit); empty leaves it out.
 func WithRevision(rev string) Option { return func(o *options) { o.revision = rev } }
@@ -110,8 +106,6 @@ const AnnotationModules = AnnotationPrefix + "modules"
 // ProfileTrained is WithProfile's value for a profile trained during the build.
 const ProfileTrained = "trained-in-build"
 
-// WithVersion overrides org.opencontainers.image.version (default: the nginx version).
-func WithVersion(v string) Option { return func(o *options) { o.version = v } }
 
 func resolve(l *lock.Lock, opts []Option) options {
 	o := options{source: DefaultSource}
