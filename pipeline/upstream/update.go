@@ -1,13 +1,10 @@
 package upstream
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -84,49 +81,6 @@ type Applied struct {
 
 // IsImage reports whether a is a base image change.
 func (a Applied) IsImage() bool { return a.Ref != "" }
-
-// Refusal is an update that was not made: the component or image, the release or digest
-// that was refused, why, and what a person does to resolve it. The other updates of the same
-// run are made regardless (each component and image is decided on its own).
-type Refusal struct {
-	Name   string // component name, or "builder image" / "runtime image"
-	Target string // the refused version or digest ("" when the lookup itself failed)
-	Err    error  // why
-	Fix    string // the command or step that resolves it
-}
-
-func (r Refusal) Error() string {
-	t := r.Name
-	if r.Target != "" {
-		t += " " + r.Target
-	}
-	return t + ": " + r.Err.Error()
-}
-
-func (r Refusal) Unwrap() error { return r.Err }
-
-// fixFor says what resolves a refusal, from what refused it.
-func fixFor(name string, err error) string {
-	var se *source.SignerError
-	var ke *source.KeyError
-	switch {
-	case errors.As(err, &se):
-		fpr := se.Issuer
-		if fpr == "" {
-			fpr = "<FINGERPRINT of key " + se.KeyID + ">"
-		}
-		return fmt.Sprintf("if upstream really changed signers, check the new key with them out of band, then adopt it in a reviewed change: go run ./ci lock trust %s %s", name, fpr)
-	case errors.As(err, &ke):
-		return fmt.Sprintf("the pinned key %s could not be obtained: run again with --keyserver URL naming a key server that has it, or vendor it by hand as %s/%s.asc in a reviewed change", ke.Fingerprint, lock.KeysDir, ke.Fingerprint)
-	case errors.Is(err, errReplay), errors.Is(err, errWrongTopDir):
-		return "ask upstream; keep the lock as it is (the next run checks again)"
-	case errors.Is(err, errUnsignedReason):
-		return "rewrite the component's \"unsigned\" reason in the lock so that it holds for any release (why upstream publishes no signatures, without a version), then run go run ./ci check-updates --write again"
-	case errors.Is(err, errPlatforms):
-		return "wait for the image to be published for every platform the build targets (the next run checks again), or pin a digest by hand"
-	}
-	return "run go run ./ci check-updates again (a transient failure clears by itself on the next scheduled run; a file that keeps failing its checks is a matter for upstream)"
-}
 
 var (
 	errReplay         = errors.New("signed before the locked release")
@@ -459,83 +413,6 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// TopDir returns the single top-level directory of the .tar.gz at file, reading every
-// entry: an entry outside it (or a second top directory) is an error naming the entry.
-func TopDir(file string) (string, error) {
-	if !strings.HasSuffix(file, ".tar.gz") && !strings.HasSuffix(file, ".tgz") {
-		return "", fmt.Errorf("%s: only .tar.gz tarballs are read (to check the top directory)", filepath.Base(file))
-	}
-	fh, err := os.Open(file)
-	if err != nil {
-		return "", err
-	}
-	defer fh.Close()
-	zr, err := gzip.NewReader(fh)
-	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", filepath.Base(file), err)
-	}
-	tr := tar.NewReader(zr)
-	top := ""
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return "", fmt.Errorf("reading %s: %w", filepath.Base(file), err)
-		}
-		if h.Typeflag == tar.TypeXGlobalHeader {
-			continue // git archive's pax_global_header: metadata, not a file
-		}
-		// Cleaned, so "nginx-1.28.0/../x" counts as x: tar would write it there.
-		first, _, _ := strings.Cut(path.Clean(h.Name), "/")
-		if first == "" || first == "." || first == ".." {
-			return "", fmt.Errorf("%s: entry %q is not inside a top directory", filepath.Base(file), h.Name)
-		}
-		if top == "" {
-			top = first
-		} else if first != top {
-			return "", fmt.Errorf("%s: entries under both %s/ and %s/ (entry %q): a release tarball has one top directory", filepath.Base(file), top, first, h.Name)
-		}
-	}
-	if top == "" {
-		return "", fmt.Errorf("%s: the tarball is empty", filepath.Base(file))
-	}
-	return top, nil
-}
-
-// RefusedError is UpdateFile's error when something was refused: every refusal, and whether
-// the other updates were written.
-type RefusedError struct {
-	Refused []Refusal
-	Wrote   bool // the lock (and any vendored key) was written with the updates that passed
-}
-
-func (e *RefusedError) Error() string {
-	var b strings.Builder
-	for i, r := range e.Refused {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(r.Error())
-	}
-	if e.Wrote {
-		b.WriteString(" (the other updates were written)")
-	} else {
-		b.WriteString(" (the lock is unchanged)")
-	}
-	return b.String()
-}
-
-// Unwrap gives errors.Is and errors.As each refusal's cause.
-func (e *RefusedError) Unwrap() []error {
-	out := make([]error, len(e.Refused))
-	for i, r := range e.Refused {
-		out[i] = r.Err
-	}
-	return out
-}
-
 // UpdateFile applies rep to the lock file and rewrites it in the stable form, with the keys
 // of newly vendored signers written to keysDir (lock.KeysDirBeside(file) when ""), before
 // the lock. What was refused is returned as a *RefusedError, after the rest was written; when
@@ -592,86 +469,4 @@ func (u *Updater) UpdateFile(ctx context.Context, file string, rep *Report) ([]A
 	return done, refusedErr(true)
 }
 
-// Bump returns c at version v: the version, the tarball URL and the signature URL with the
-// old version replaced by v, and no checksum (the caller must fill it from a verified
-// download). A URL that does not contain the old version cannot be derived and is an error.
-func Bump(c lock.Component, v string) (lock.Component, error) {
-	next := c
-	next.Version = v
-	next.SHA256 = ""
-	u, err := substituteVersion(c.URL, c.Version, v)
-	if err != nil {
-		return lock.Component{}, fmt.Errorf("%s: url: %w", c.Name, err)
-	}
-	next.URL = u
-	if c.Signature != nil {
-		su, err := substituteVersion(c.Signature.URL, c.Version, v)
-		if err != nil {
-			return lock.Component{}, fmt.Errorf("%s: signature url: %w", c.Name, err)
-		}
-		sig := *c.Signature
-		sig.URL = su
-		sig.Fingerprints = append([]string(nil), c.Signature.Fingerprints...)
-		next.Signature = &sig
-	}
-	return next, nil
-}
-
-// substituteVersion replaces every whole occurrence of old in raw with new. "Whole" means
-// not part of a longer number: 1.3 in 1.3.1 or 10.4 in 10.44 is left alone.
-func substituteVersion(raw, old, new string) (string, error) {
-	var b strings.Builder
-	n := 0
-	for i := 0; i < len(raw); {
-		j := strings.Index(raw[i:], old)
-		if j < 0 {
-			b.WriteString(raw[i:])
-			break
-		}
-		start, end := i+j, i+j+len(old)
-		if wholeVersion(raw, start, end) {
-			b.WriteString(raw[i:start])
-			b.WriteString(new)
-			n++
-		} else {
-			b.WriteString(raw[i:end])
-		}
-		i = end
-	}
-	if n == 0 {
-		return "", fmt.Errorf("%q does not contain version %s, so the new release's URL cannot be derived: edit the lock by hand", raw, old)
-	}
-	return b.String(), nil
-}
-
-// containsVersion reports whether s contains v as a whole version (see substituteVersion).
-func containsVersion(s, v string) bool {
-	for i := 0; v != ""; {
-		j := strings.Index(s[i:], v)
-		if j < 0 {
-			return false
-		}
-		if wholeVersion(s, i+j, i+j+len(v)) {
-			return true
-		}
-		i += j + len(v)
-	}
-	return false
-}
-
-func wholeVersion(s string, start, end int) bool {
-	isDigit := func(c byte) bool { return c >= '0' && c <= '9' }
-	if start > 0 && (isDigit(s[start-1]) || s[start-1] == '.' && start > 1 && isDigit(s[start-2])) {
-		return false
-	}
-	if end < len(s) && isDigit(s[end]) {
-		return false
-	}
-	if end+1 < len(s) && s[end] == '.' && isDigit(s[end+1]) {
-		return false
-	}
-	return true
-}
-
-// The source package's fetcher is the production Fetcher.
 var _ Fetcher = (*source.Fetcher)(nil)

@@ -1,0 +1,91 @@
+package forge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+// TagEvent is what the default tags are decided from (image.Tags).
+func (r Request) TagEvent() image.TagEvent {
+	return image.TagEvent{Ref: r.Ref, Revision: r.Revision, Latest: r.Latest}
+}
+
+// PublishTags are the tags a push of r moves: the ones r names, none with DigestOnly, else
+// the one rule of image.Tags for the lock, the git ref, the revision and Latest. `ci tags`,
+// `ci manifest` and the build itself all ask here.
+func (r Request) PublishTags() ([]string, error) {
+	l := r.Lock
+	if l == nil {
+		var err error
+		if l, _, err = LoadLock(r.lockFile()); err != nil {
+			return nil, err
+		}
+	}
+	return r.tagsFor(l), nil
+}
+
+func (r Request) tagsFor(l *lock.Lock) []string {
+	if len(r.Tags) > 0 || r.DigestOnly {
+		return r.Tags
+	}
+	return image.Tags(l, r.TagEvent())
+}
+
+// Index is `ci manifest`: the per-platform images Refs (REPO@sha256:...) joined into one
+// index in Repo, pushed by digest, then tagged with Tags, all or none (image.Index).
+type Index struct {
+	Repo     string
+	Tags     []string
+	Refs     []string
+	Insecure bool // plain HTTP to a registry not on loopback
+}
+
+func (x Index) options(log *slog.Logger) []image.PublishOption {
+	opts := []image.PublishOption{image.WithKeychain(image.Keychain())}
+	if log != nil {
+		opts = append(opts, image.WithLogf(func(format string, a ...any) { log.Debug(fmt.Sprintf(format, a...)) }))
+	}
+	if x.Insecure {
+		opts = append(opts, image.WithInsecure())
+	}
+	return opts
+}
+
+// Publish pushes the index and moves the tags; registry steps go to log at Debug.
+func (x Index) Publish(ctx context.Context, log *slog.Logger) (name.Digest, error) {
+	res, err := image.Index(ctx, x.Repo, x.Refs, x.Tags, x.options(log)...)
+	if err != nil {
+		return name.Digest{}, err
+	}
+	return res.Digest, nil
+}
+
+// DryRun reads the per-platform images and returns the index Publish would push (indented
+// JSON) and its digest, writing nothing.
+func (x Index) DryRun(ctx context.Context, log *slog.Logger) ([]byte, string, error) {
+	idx, err := image.BuildIndex(ctx, x.Refs, x.options(log)...)
+	if err != nil {
+		return nil, "", err
+	}
+	raw, err := idx.RawManifest()
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the index manifest: %w", err)
+	}
+	d, err := idx.Digest()
+	if err != nil {
+		return nil, "", fmt.Errorf("computing the index digest: %w", err)
+	}
+	var pretty any
+	if err := json.Unmarshal(raw, &pretty); err != nil {
+		return nil, "", fmt.Errorf("parsing the index manifest: %w", err)
+	}
+	out, err := json.MarshalIndent(pretty, "", "  ")
+	return out, d.String(), err
+}

@@ -1,0 +1,168 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+// Run is one scheduled update: look up what upstream released for a lock file, and with
+// Write verify and write each update on its own. `ci check-updates` fills it from flags and
+// renders the Outcome (table, step outputs, pull request body); the flow itself is here.
+type Run struct {
+	LockFile string
+	// Write downloads, verifies and writes the updates into LockFile.
+	Write bool
+	// KeysDir is where reviewed signer keys are trusted from and a pinned signer's key is
+	// vendored; "" is lock.KeysDirBeside(LockFile).
+	KeysDir string
+	// Mirror, CacheDir and Keyservers are where files come from (FetchConfig).
+	Mirror, CacheDir string
+	Keyservers       []string
+	// GitHubAPI, NginxOrg and Token are the release lists' roots and the optional GitHub
+	// token; "" is the default root.
+	GitHubAPI, NginxOrg, Token string
+	// Registry looks the base images up on this host instead of their own; SkipImages not
+	// at all.
+	Registry   string
+	SkipImages bool
+	// Timeout bounds the whole run (WithDeadline); 0 is no bound beyond ctx's.
+	Timeout time.Duration
+	// Vendored, when not nil, replaces the keys vendored in pipeline/lock/keys (Updater).
+	Vendored []string
+	// Logf receives each request and decision (nil: quiet).
+	Logf func(format string, args ...any)
+	// Step runs each of the two phases ("Looking up ...", "Downloading and verifying ...")
+	// under its title, for the command to group their lines; nil runs them plainly.
+	Step func(title string, fn func() error) error
+}
+
+// Outcome is what a Run found and did.
+type Outcome struct {
+	Report  *Report
+	Applied []Applied // written into the lock (Written) or nothing
+	Refused []Refusal // lookups that failed and updates refused, each with its fix
+	Written bool
+	// CheckErr is a lookup failure (its components are also in Refused).
+	CheckErr error
+	// WriteErr is a failure to write the lock at all (it is unchanged).
+	WriteErr error
+}
+
+// PartialError is an Outcome that wrote some updates and refused others: the update
+// workflow still opens the pull request with what landed, then fails visibly.
+type PartialError struct {
+	LockFile string
+	Refused  []Refusal
+}
+
+func (e *PartialError) Error() string {
+	return fmt.Sprintf("refused %d (the other updates were written to %s): %v", len(e.Refused), e.LockFile, errors.Join(refusalErrs(e.Refused)...))
+}
+
+// Err is the Outcome as an error: nil when everything asked for was done, a *PartialError
+// when some updates were written and others refused, otherwise what stopped the run.
+func (o *Outcome) Err(r *Run) error {
+	switch {
+	case o.WriteErr != nil:
+		return fmt.Errorf("updating %s (it is unchanged): %w", r.LockFile, o.WriteErr)
+	case len(o.Refused) > 0 && o.Written:
+		return &PartialError{LockFile: r.LockFile, Refused: o.Refused}
+	case len(o.Refused) > 0 && r.Write:
+		return fmt.Errorf("refused %d, %s is unchanged: %w", len(o.Refused), r.LockFile, errors.Join(refusalErrs(o.Refused)...))
+	case o.CheckErr != nil:
+		return fmt.Errorf("checking for updates: %w", o.CheckErr)
+	}
+	return nil
+}
+
+func refusalErrs(rs []Refusal) []error {
+	out := make([]error, len(rs))
+	for i, r := range rs {
+		out[i] = fmt.Errorf("%w; to resolve: %s", r, r.Fix)
+	}
+	return out
+}
+
+// Do runs r. The error is for a lock that cannot be read; everything else is in the Outcome
+// (Outcome.Err).
+func (r *Run) Do(ctx context.Context) (*Outcome, error) {
+	l, err := lock.Load(r.LockFile)
+	if err != nil {
+		return nil, err
+	}
+	logf, step := r.Logf, r.Step
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if step == nil {
+		step = func(_ string, fn func() error) error { return fn() }
+	}
+	keysDir := r.KeysDir
+	if keysDir == "" {
+		keysDir = lock.KeysDirBeside(r.LockFile)
+	}
+	// One deadline for the whole run: an upstream that accepts connections and never
+	// answers costs this much, once, whatever the number of components.
+	if r.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = WithDeadline(ctx, r.Timeout)
+		defer cancel()
+	}
+	checker := r.checker(logf)
+	o := &Outcome{}
+	o.CheckErr = step("Looking up upstream releases and base images", func() error {
+		var err error
+		o.Report, err = checker.Check(ctx, l)
+		return err
+	})
+	o.Refused = o.Report.Failed
+	if !r.Write || !o.Report.Changed() {
+		return o, nil
+	}
+	o.WriteErr = step("Downloading and verifying new releases", func() error {
+		u := &Updater{
+			Fetcher: NewFetcher(FetchConfig{Mirror: r.Mirror, CacheDir: r.CacheDir, Logf: logf,
+				Keyservers: r.Keyservers, KeysDir: keysDir}),
+			Images:   checker.Images,
+			Vendored: r.Vendored,
+			Mirror:   r.Mirror,
+			KeysDir:  keysDir,
+			Logf:     logf,
+		}
+		var err error
+		o.Applied, err = u.UpdateFile(ctx, r.LockFile, o.Report)
+		return err
+	})
+	var re *RefusedError
+	if errors.As(o.WriteErr, &re) {
+		o.Refused, o.WriteErr = re.Refused, nil
+	}
+	o.Written = o.WriteErr == nil && len(o.Applied) > 0
+	return o, nil
+}
+
+func (r *Run) checker(logf func(string, ...any)) *Checker {
+	clientOpts := []ClientOption{WithLogf(logf)}
+	if r.GitHubAPI != "" {
+		clientOpts = append(clientOpts, WithGitHubAPI(r.GitHubAPI))
+	}
+	if r.NginxOrg != "" {
+		clientOpts = append(clientOpts, WithNginxOrg(r.NginxOrg))
+	}
+	if r.Token != "" {
+		clientOpts = append(clientOpts, WithToken(r.Token))
+	}
+	checker := &Checker{Releases: NewClient(clientOpts...), Logf: logf}
+	if !r.SkipImages {
+		var imgOpts []ImageOption
+		if r.Registry != "" {
+			imgOpts = append(imgOpts, WithRegistry(r.Registry))
+		}
+		checker.Images = NewImageResolver(imgOpts...)
+	}
+	return checker
+}
