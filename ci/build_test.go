@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/engine/daggerexec"
+	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
@@ -147,6 +149,15 @@ func TestBuildWithoutEngineFailsFirst(t *testing.T) {
 		mirror: "http://127.0.0.1:9/never-contacted", output: out, image: "127.0.0.1:5000/nginx-forge/nginx:test", push: true}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "no Dagger engine") || !strings.Contains(err.Error(), "--engine host") {
 		t.Fatalf("err = %v, want the no-engine error suggesting --engine host", err)
+	}
+	// The chain keeps both what failed (the preflight, exit status 2: a flag or an install
+	// fixes it) and why (the engine's own error, for callers that branch on it).
+	if pe := new(forge.PreflightError); !errors.As(err, &pe) || !errors.Is(err, daggerexec.ErrNoEngine) {
+		t.Errorf("err = %v: want a *forge.PreflightError wrapping daggerexec.ErrNoEngine", err)
+	}
+	var stderr strings.Builder
+	if code := run(context.Background(), []string{"build", "--lock", testLockPath, "--mirror", "http://127.0.0.1:9/never-contacted", "--no-smoke", "--output", out}, io.Discard, &stderr); code != 2 {
+		t.Errorf("ci build without an engine exited %d, want 2: %s", code, stderr.String())
 	}
 	for _, p := range []string{out, filepath.Join(dir, "xdg")} {
 		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
