@@ -46,7 +46,9 @@ func WithSBOM(doc []byte, created time.Time) PublishOption {
 }
 
 // WithKeychain replaces the default keychain (Keychain()).
-func WithKeychain(k registryauth.Source) PublishOption { return func(o *publishOptions) { o.keychain = k } }
+func WithKeychain(k registryauth.Source) PublishOption {
+	return func(o *publishOptions) { o.keychain = k }
+}
 
 // WithRemoteOptions adds go-containerregistry remote options (a transport, for example).
 func WithRemoteOptions(opts ...remote.Option) PublishOption {

@@ -36,7 +36,9 @@ func WithTransport(t http.RoundTripper) ImageOption {
 // WithKeychain sets the credentials source (default: registryauth.Keychain, the one every
 // registry access uses: the Docker config, GITHUB_TOKEN for ghcr.io; the public base images
 // need none, a private mirror of them does).
-func WithKeychain(k registryauth.Source) ImageOption { return func(r *ImageResolver) { r.keychain = k } }
+func WithKeychain(k registryauth.Source) ImageOption {
+	return func(r *ImageResolver) { r.keychain = k }
+}
 
 // NewImageResolver returns a resolver.
 func NewImageResolver(opts ...ImageOption) *ImageResolver {
