@@ -27,7 +27,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -38,6 +37,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 )
 
 // DefaultCacheDir holds the private apt state and the unpacked root filesystems.
@@ -337,7 +337,7 @@ func (a aptDir) run(ctx context.Context, dir, name string, args ...string) error
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, tail(out.String(), 1500))
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, toolbox.Tail(out.String(), 1500))
 	}
 	return nil
 }
@@ -510,21 +510,10 @@ func lockCache(dir string) (func(), error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating base cache %s: %w", dir, err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	// Not cancellable (context.Background): the kernel queues the waiters.
+	unlock, err := toolbox.Lock(context.Background(), filepath.Join(dir, ".lock"))
 	if err != nil {
 		return nil, fmt.Errorf("locking base cache %s: %w", dir, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking base cache %s: %w", dir, err)
-	}
-	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-}
-
-func tail(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) > n {
-		return "..." + s[len(s)-n:]
-	}
-	return s
+	return unlock, nil
 }

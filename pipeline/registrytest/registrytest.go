@@ -13,17 +13,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
@@ -91,7 +90,7 @@ func Start(t testing.TB, opts ...Option) *Registry {
 	// it; try a few ports before giving up.
 	for attempt := 0; attempt < 5; attempt++ {
 		var port int
-		port, err = freePort()
+		port, err = toolbox.FreePort()
 		if err != nil {
 			break
 		}
@@ -208,7 +207,7 @@ func (r *Registry) start() error {
 	if err := waitReady(ctx, r.Host, r.user, r.password, done); err != nil {
 		_ = cmd.Process.Kill()
 		<-done
-		return fmt.Errorf("%w; registry log:\n%s", err, tail(r.Log(), 2000))
+		return fmt.Errorf("%w; registry log:\n%s", err, toolbox.Tail(r.Log(), 2000))
 	}
 	r.mu.Lock()
 	r.cmd, r.done = cmd, done
@@ -243,20 +242,4 @@ func waitReady(ctx context.Context, host, user, password string, exited <-chan s
 			return nil
 		}
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "..." + s[len(s)-n:]
-	}
-	return strings.TrimSpace(s)
 }
