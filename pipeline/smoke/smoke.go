@@ -328,6 +328,7 @@ func firstLine(s string) string {
 	return l
 }
 
+// tail is toolbox.Tail, under the name the checks (runtime.go) call it by.
 func tail(s string, n int) string { return toolbox.Tail(s, n) }
 
 // certPool is the pool trusting the test's CA.
