@@ -14,7 +14,6 @@
 package basetest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -27,7 +26,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -38,6 +36,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 )
 
 // DefaultCacheDir holds the private apt state and the unpacked root filesystems.
@@ -237,111 +236,6 @@ func Push(ctx context.Context, img v1.Image, ref string, opts ...remote.Option) 
 	return r.Context().Digest(d.String()), nil
 }
 
-// aptDir is a private apt configuration: its own sources.list, lists, status file and
-// archive cache, so the host's apt setup is neither read nor written.
-type aptDir struct {
-	root string
-	o    Options
-}
-
-func (a aptDir) args() []string {
-	r := a.root
-	return []string{
-		"-o", "Dir::Etc::sourcelist=" + filepath.Join(r, "sources.list"),
-		"-o", "Dir::Etc::sourceparts=" + filepath.Join(r, "sources.list.d"),
-		"-o", "Dir::Etc::preferencesparts=" + filepath.Join(r, "preferences.d"),
-		"-o", "Dir::Etc::preferences=" + filepath.Join(r, "preferences"),
-		"-o", "Dir::State=" + filepath.Join(r, "state"),
-		"-o", "Dir::State::status=" + filepath.Join(r, "state", "status"),
-		"-o", "Dir::Cache=" + filepath.Join(r, "cache"),
-		"-o", "APT::Architecture=" + a.o.Arch,
-		"-o", "APT::Architectures=" + a.o.Arch,
-		// apt drops to the _apt user to download, which cannot write into a test's
-		// directories; the files are verified against the signed Release file anyway.
-		"-o", "APT::Sandbox::User=root",
-		"-o", "Acquire::Languages=none",
-		"-o", "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false",
-		"-o", "Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false",
-		"-o", "Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false",
-		"-o", "Acquire::IndexTargets::deb::CNF::DefaultEnabled=false",
-		"-o", "Debug::NoLocking=1",
-		"-q",
-	}
-}
-
-func (a aptDir) update(ctx context.Context) error {
-	for _, d := range []string{"sources.list.d", "preferences.d", "state/lists/partial", "cache/archives/partial"} {
-		if err := os.MkdirAll(filepath.Join(a.root, d), 0o755); err != nil {
-			return err
-		}
-	}
-	sources := fmt.Sprintf("deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n", a.o.Mirror, a.o.Suite)
-	srcPath := filepath.Join(a.root, "sources.list")
-	old, _ := os.ReadFile(srcPath)
-	changed := string(old) != sources
-	if changed {
-		if err := os.WriteFile(srcPath, []byte(sources), 0o644); err != nil {
-			return err
-		}
-	}
-	status := filepath.Join(a.root, "state", "status")
-	if _, err := os.Stat(status); err != nil {
-		if err := os.WriteFile(status, nil, 0o644); err != nil {
-			return err
-		}
-	}
-	stamp := filepath.Join(a.root, "updated")
-	if st, err := os.Stat(stamp); err == nil && !changed && time.Since(st.ModTime()) < a.o.MaxListAge {
-		return nil
-	}
-	a.o.Logf("apt-get update (%s %s, private state in %s)", a.o.Mirror, a.o.Suite, a.root)
-	if err := a.run(ctx, "", "apt-get", "update"); err != nil {
-		return fmt.Errorf("fetching the %s package lists from %s: %w (is deb.debian.org reachable?)", a.o.Suite, a.o.Mirror, err)
-	}
-	return os.WriteFile(stamp, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
-}
-
-// versions asks the private lists for the candidate version of each package.
-func (a aptDir) versions(ctx context.Context, pkgs []string) (map[string]string, error) {
-	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, "apt-cache", append(a.args(), append([]string{"show", "--no-all-versions"}, pkgs...)...)...)
-	cmd.Stdout = &out
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("apt-cache show %s: %w: %s", strings.Join(pkgs, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	got := map[string]string{}
-	var pkg string
-	sc := bufio.NewScanner(&out)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "Package: "); ok {
-			pkg = v
-		} else if v, ok := strings.CutPrefix(line, "Version: "); ok && pkg != "" {
-			got[pkg] = v
-		}
-	}
-	for _, p := range pkgs {
-		if got[p] == "" {
-			return nil, fmt.Errorf("package %s not found in %s %s lists", p, a.o.Mirror, a.o.Suite)
-		}
-	}
-	return got, nil
-}
-
-func (a aptDir) run(ctx context.Context, dir, name string, args ...string) error {
-	cmd := exec.CommandContext(ctx, name, append(a.args(), args...)...)
-	cmd.Dir = dir
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, tail(out.String(), 1500))
-	}
-	return nil
-}
-
 // makeRootfs unpacks the .debs in debs into root and adds what distroless adds.
 func makeRootfs(ctx context.Context, debs, root string) error {
 	files, err := filepath.Glob(filepath.Join(debs, "*.deb"))
@@ -510,21 +404,10 @@ func lockCache(dir string) (func(), error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating base cache %s: %w", dir, err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	// Not cancellable (context.Background): the kernel queues the waiters.
+	unlock, err := toolbox.Lock(context.Background(), filepath.Join(dir, ".lock"))
 	if err != nil {
 		return nil, fmt.Errorf("locking base cache %s: %w", dir, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking base cache %s: %w", dir, err)
-	}
-	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-}
-
-func tail(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) > n {
-		return "..." + s[len(s)-n:]
-	}
-	return s
+	return unlock, nil
 }

@@ -10,6 +10,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 )
 
 // builderRecipe changes whenever the way the builder layer is made changes, so a cached
@@ -61,7 +63,7 @@ func makeBuilderLayer(ctx context.Context, o Options, dest string) error {
 	run := func(name string, args ...string) error {
 		out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
 		if err != nil {
-			return fmt.Errorf("%s %v: %w: %s", name, args, err, tail(string(out), 1500))
+			return fmt.Errorf("%s %v: %w: %s", name, args, err, toolbox.Tail(string(out), 1500))
 		}
 		return nil
 	}

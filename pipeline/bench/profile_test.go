@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
@@ -131,7 +132,7 @@ func startProfileServer(t *testing.T, bin string, p *Profile) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports, err := FreePorts(3)
+	ports, err := toolbox.FreePorts(3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,11 @@ package bench
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 )
 
 // MemStatus is the memory of one process from /proc/PID/status, in KiB.
@@ -26,11 +27,11 @@ type MemStatus struct {
 
 // ReadMemStatus reads VmHWM and VmRSS of pid.
 func ReadMemStatus(pid int) (MemStatus, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	st, err := toolbox.ProcStatus(pid)
 	if err != nil {
 		return MemStatus{}, fmt.Errorf("reading the memory of process %d: %w", pid, err)
 	}
-	return parseMemStatus(pid, string(b))
+	return parseMemStatus(pid, st)
 }
 
 func parseMemStatus(pid int, status string) (MemStatus, error) {

@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 )
 
 // Target is one server under test: a binary and the knobs its config is rendered with.
@@ -112,16 +114,12 @@ func CPUSplit() (server, client []int, err error) {
 
 // allowedCPUs parses Cpus_allowed_list of /proc/self/status ("0-3,6").
 func allowedCPUs() ([]int, error) {
-	b, err := os.ReadFile("/proc/self/status")
+	st, err := toolbox.ProcStatus(toolbox.Self)
 	if err != nil {
 		return nil, fmt.Errorf("reading the CPUs this process may use: %w", err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		v, ok := strings.CutPrefix(line, "Cpus_allowed_list:")
-		if !ok {
-			continue
-		}
-		return parseCPUList(strings.TrimSpace(v))
+	if v, ok := toolbox.StatusField(st, "Cpus_allowed_list"); ok {
+		return parseCPUList(v)
 	}
 	return nil, fmt.Errorf("no Cpus_allowed_list in /proc/self/status")
 }
@@ -234,7 +232,9 @@ func Run(ctx context.Context, targets []Target, baseline int, opts Options) (*Re
 		if err != nil {
 			return nil, fmt.Errorf("target %s: %w", t.Name, err)
 		}
-		ports, err := FreePorts(3)
+		// Free when found; nginx binds them a moment later, and a lost race shows up as
+		// nginx's own "address in use".
+		ports, err := toolbox.FreePorts(3)
 		if err != nil {
 			return nil, err
 		}

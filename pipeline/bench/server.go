@@ -226,27 +226,6 @@ func countChildren(pid int) (int, error) {
 	return n, nil
 }
 
-// FreePorts returns n distinct free loopback TCP ports. They are free when returned; nginx
-// binds them a moment later, and a lost race shows up as nginx's own "address in use".
-func FreePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free loopback port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
 // workerUser is the user and group nginx workers switch to when the master runs as root.
 func workerUser() (string, string, error) {
 	if os.Geteuid() != 0 {

@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 )
 
 // There is no per-process system call counter in /proc, so the count comes from strace -c,
@@ -247,14 +249,12 @@ func isSignalExit(err error) bool {
 }
 
 func tracerPID(pid int) (int, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	st, err := toolbox.ProcStatus(pid)
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "TracerPid:"); ok {
-			return strconv.Atoi(strings.TrimSpace(v))
-		}
+	if v, ok := toolbox.StatusField(st, "TracerPid"); ok {
+		return strconv.Atoi(v)
 	}
 	return 0, fmt.Errorf("no TracerPid in /proc/%d/status", pid)
 }

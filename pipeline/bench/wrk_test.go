@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
@@ -213,7 +214,7 @@ func startTestServer(t *testing.T, bin string, k Knobs) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports, err := FreePorts(3)
+	ports, err := toolbox.FreePorts(3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
@@ -210,7 +211,7 @@ func (d *Daemon) Build(ctx context.Context, b Build) (*Result, error) {
 	err := cmd.Run()
 	res := &Result{Log: out.String()}
 	if err != nil {
-		return res, fmt.Errorf("buildctl build -f %s: %w\n%s", b.Dockerfile, err, tail(res.Log, 4000))
+		return res, fmt.Errorf("buildctl build -f %s: %w\n%s", b.Dockerfile, err, toolbox.Tail(res.Log, 4000))
 	}
 	raw, err := os.ReadFile(meta)
 	if err != nil {
@@ -261,11 +262,4 @@ func ExecutedRuns(log string) []string {
 		}
 	}
 	return steps
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "..." + s[len(s)-n:]
 }

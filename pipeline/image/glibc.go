@@ -14,10 +14,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/registryauth"
 )
 
 // glibcPackages are the dpkg package names that ship glibc itself (libc6 on most
@@ -148,15 +149,16 @@ func parseGlibc(v string) ([2]int, error) {
 
 // CheckBaseGlibc reads the glibc of the builder and runtime base images (pulled for the
 // build's platform) and refuses the pair when the runtime's is older. It is the check both
-// executors run before a build starts. Credentials come from the Docker config (the default
-// keychain); opts are passed to remote.Image after the defaults (auth, transport).
+// executors run before a build starts. Credentials come from registryauth.Keychain (the
+// Docker config, GITHUB_TOKEN for ghcr.io); opts are passed to remote.Image after the
+// defaults (remote.WithAuthFromKeychain replaces the keychain, a transport the default one).
 func CheckBaseGlibc(ctx context.Context, builderRef, runtimeRef string, platform v1.Platform, opts ...remote.Option) error {
 	read := func(ref string) (string, error) {
 		r, err := name.ParseReference(ref)
 		if err != nil {
 			return "", fmt.Errorf("parsing reference %q: %w", ref, err)
 		}
-		defaults := []remote.Option{remote.WithContext(ctx), remote.WithPlatform(platform), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+		defaults := []remote.Option{remote.WithContext(ctx), remote.WithPlatform(platform), remote.WithAuthFromKeychain(registryauth.Keychain())}
 		img, err := remote.Image(r, append(defaults, opts...)...)
 		if err != nil {
 			return "", fmt.Errorf("fetching %s: %w", ref, err)

@@ -5,16 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/registryauth"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
@@ -27,7 +26,7 @@ type publishOptions struct {
 	sign        SignFunc
 	sbom        []byte
 	sbomCreated time.Time
-	keychain    authn.Keychain
+	keychain    registryauth.Source
 	remote      []remote.Option
 	logf        func(string, ...any)
 	backoff     *remote.Backoff
@@ -47,7 +46,9 @@ func WithSBOM(doc []byte, created time.Time) PublishOption {
 }
 
 // WithKeychain replaces the default keychain (Keychain()).
-func WithKeychain(k authn.Keychain) PublishOption { return func(o *publishOptions) { o.keychain = k } }
+func WithKeychain(k registryauth.Source) PublishOption {
+	return func(o *publishOptions) { o.keychain = k }
+}
 
 // WithRemoteOptions adds go-containerregistry remote options (a transport, for example).
 func WithRemoteOptions(opts ...remote.Option) PublishOption {
@@ -88,40 +89,16 @@ func newPublishOptions(opts []PublishOption) *publishOptions {
 		opt(o)
 	}
 	if o.keychain == nil {
-		o.keychain = Keychain()
+		o.keychain = registryauth.Keychain()
 	}
 	return o
 }
 
-// Keychain is the default credential source: the standard Docker config
-// (~/.docker/config.json, $DOCKER_CONFIG, credential helpers), then GITHUB_TOKEN for
-// ghcr.io.
-func Keychain() authn.Keychain {
-	return authn.NewMultiKeychain(authn.DefaultKeychain, GitHubKeychain(os.Getenv))
-}
-
-// GitHubKeychain answers for ghcr.io with GITHUB_TOKEN (user GITHUB_ACTOR, which ghcr.io
-// does not check) and is anonymous for every other registry or when the token is unset.
-func GitHubKeychain(getenv func(string) string) authn.Keychain {
-	return githubKeychain{getenv}
-}
-
-type githubKeychain struct{ getenv func(string) string }
-
-func (k githubKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
-	if r.RegistryStr() != "ghcr.io" {
-		return authn.Anonymous, nil
-	}
-	tok := k.getenv("GITHUB_TOKEN")
-	if tok == "" {
-		return authn.Anonymous, nil
-	}
-	user := k.getenv("GITHUB_ACTOR")
-	if user == "" {
-		user = "nginx-forge"
-	}
-	return authn.FromConfig(authn.AuthConfig{Username: user, Password: tok}), nil
-}
+// Keychain is the credentials source every registry access uses by default
+// (registryauth.Keychain: the Docker config, then GITHUB_TOKEN for ghcr.io). It is exported
+// here for the command, which cannot import the library's internal packages, so that
+// `ci smoke` pulls with the credentials `ci build --push` pushed with.
+func Keychain() registryauth.Source { return registryauth.Keychain() }
 
 // Published is what a successful publish did.
 type Published struct {

@@ -212,28 +212,6 @@ func TestPublishRejectsBadInput(t *testing.T) {
 	}
 }
 
-func TestGitHubKeychain(t *testing.T) {
-	env := map[string]string{"GITHUB_TOKEN": "ghs_secret", "GITHUB_ACTOR": "octocat"}
-	kc := GitHubKeychain(func(k string) string { return env[k] })
-	ghcr, _ := name.NewRepository("ghcr.io/nginx-forge/nginx")
-	a, err := kc.Resolve(ghcr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ := a.Authorization()
-	if cfg.Username != "octocat" || cfg.Password != "ghs_secret" {
-		t.Errorf("ghcr.io credentials %q/%q", cfg.Username, cfg.Password)
-	}
-	other, _ := name.NewRepository("docker.io/library/nginx")
-	if a, _ := kc.Resolve(other); a != authn.Anonymous {
-		t.Error("GITHUB_TOKEN offered to docker.io")
-	}
-	delete(env, "GITHUB_TOKEN")
-	if a, _ := kc.Resolve(ghcr); a != authn.Anonymous {
-		t.Error("credentials without a token")
-	}
-}
-
 // Credentials reach the registry but never the log or the error.
 func TestPublishNeverPrintsCredentials(t *testing.T) {
 	const user, secret = "robot", "s3cr3t-t0ken-value"

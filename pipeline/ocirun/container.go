@@ -10,11 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 )
 
 // Container is a container started from a Bundle. Its methods are safe for concurrent use.
@@ -131,7 +132,7 @@ func (c *Container) waitStarted(ctx context.Context) error {
 		case <-c.done:
 			return nil // it ran and exited; Exited says how
 		case <-ctx.Done():
-			return fmt.Errorf("container %s did not start: %w; output: %s", c.id, ctx.Err(), tail(c.logs.String(), 2000))
+			return fmt.Errorf("container %s did not start: %w; output: %s", c.id, ctx.Err(), toolbox.Tail(c.logs.String(), 2000))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -368,14 +369,14 @@ func (c *Container) ProcStatus(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for _, pid := range pids {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+		st, err := toolbox.ProcStatus(pid)
 		if err != nil {
 			continue // exited between ps and now
 		}
 		if pid == c.pid {
-			out = append([]string{string(b)}, out...)
+			out = append([]string{st}, out...)
 		} else {
-			out = append(out, string(b))
+			out = append(out, st)
 		}
 	}
 	if len(out) == 0 {
@@ -390,11 +391,11 @@ func (c *Container) MountInfo(ctx context.Context) (string, error) {
 	if exited, how := c.Exited(); exited {
 		return "", fmt.Errorf("container %s %s", c.id, how)
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(c.pid) + "/mountinfo")
+	mi, err := toolbox.MountInfo(c.pid)
 	if err != nil {
 		return "", fmt.Errorf("reading mounts of container %s: %w", c.id, err)
 	}
-	return string(b), nil
+	return mi, nil
 }
 
 // portsFree checks that the image's exposed ports ("8080/tcp") can be bound on the host.
@@ -453,13 +454,6 @@ func (l *logBuffer) Bytes() []byte {
 }
 
 func (l *logBuffer) String() string { return string(l.Bytes()) }
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "..." + s[len(s)-n:]
-}
 
 // runcLostContainer tells runc's own "no such (running) container" errors from the exit
 // status of the command it ran.

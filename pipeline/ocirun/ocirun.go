@@ -34,7 +34,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -42,6 +41,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/registryauth"
 )
 
 // DefaultRuncRoot is runc's state directory for our containers (runc --root). It is not
@@ -57,6 +57,7 @@ type options struct {
 	runcRoot string
 	logf     func(string, ...any)
 	insecure bool
+	keychain registryauth.Source
 	remote   []remote.Option
 }
 
@@ -74,7 +75,12 @@ func WithLogger(logf func(format string, args ...any)) Option {
 // WithInsecure lets Pull talk plain HTTP to the registry (loopback registries already are).
 func WithInsecure() Option { return func(o *options) { o.insecure = true } }
 
-// WithRemoteOptions adds go-containerregistry options for Pull (transport, platform, auth).
+// WithKeychain replaces Pull's credentials source (default registryauth.Keychain: the
+// Docker config, GITHUB_TOKEN for ghcr.io).
+func WithKeychain(k registryauth.Source) Option { return func(o *options) { o.keychain = k } }
+
+// WithRemoteOptions adds go-containerregistry options for Pull (transport, platform); the
+// credentials are WithKeychain's.
 func WithRemoteOptions(opts ...remote.Option) Option {
 	return func(o *options) { o.remote = append(o.remote, opts...) }
 }
@@ -94,8 +100,8 @@ type Bundle struct {
 	closed     bool
 }
 
-// Pull fetches ref (tag or digest) from its registry, with credentials from the Docker
-// config (go-containerregistry's default keychain), and prepares it like Prepare.
+// Pull fetches ref (tag or digest) from its registry, with the credentials of
+// registryauth.Keychain unless WithKeychain says otherwise, and prepares it like Prepare.
 func Pull(ctx context.Context, ref string, opts ...Option) (*Bundle, error) {
 	o := newOptions(opts)
 	var nopts []name.Option
@@ -106,7 +112,11 @@ func Pull(ctx context.Context, ref string, opts ...Option) (*Bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing image reference %q: %w", ref, err)
 	}
-	ropts := append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, o.remote...)
+	keys := o.keychain
+	if keys == nil {
+		keys = registryauth.Keychain()
+	}
+	ropts := append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(keys)}, o.remote...)
 	o.log("pulling %s", r)
 	img, err := remote.Image(r, ropts...)
 	if err != nil {

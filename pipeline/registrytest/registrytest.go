@@ -13,17 +13,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
 )
 
@@ -37,20 +36,34 @@ type Registry struct {
 	// Host is "127.0.0.1:PORT", usable in references ("127.0.0.1:PORT/repo:tag").
 	Host string
 
-	bin     string
-	config  string
-	storage string
-	logPath string
+	bin      string
+	config   string
+	storage  string
+	logPath  string
+	htpasswd string // with WithBasicAuth
+	user     string
+	password string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
 }
 
+// Option configures Start.
+type Option func(*Registry)
+
+// WithBasicAuth makes the registry require HTTP basic authentication as user with password
+// (distribution's htpasswd access controller): every request without them, or with others,
+// is answered 401 with `WWW-Authenticate: Basic realm=...`, as a private registry answers.
+// DockerConfig writes the matching client configuration.
+func WithBasicAuth(user, password string) Option {
+	return func(r *Registry) { r.user, r.password = user, password }
+}
+
 // Start runs the registry on a free loopback port with throwaway filesystem storage (under
 // t.TempDir(), deletes enabled), waits until /v2/ answers, and stops it when the test ends.
 // It skips (or fails under NGINX_FORGE_E2E=1) when the package is not installed.
-func Start(t testing.TB) *Registry {
+func Start(t testing.TB, opts ...Option) *Registry {
 	t.Helper()
 	bin := Binary
 	if _, err := os.Stat(bin); err != nil {
@@ -63,12 +76,21 @@ func Start(t testing.TB) *Registry {
 		storage: filepath.Join(dir, "storage"),
 		logPath: filepath.Join(dir, "registry.log"),
 	}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.user != "" {
+		r.htpasswd = filepath.Join(dir, "htpasswd")
+		if err := writeHtpasswd(r.htpasswd, r.user, r.password); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var err error
 	// A port freed by the kernel can be taken by someone else before the registry binds
 	// it; try a few ports before giving up.
 	for attempt := 0; attempt < 5; attempt++ {
 		var port int
-		port, err = freePort()
+		port, err = toolbox.FreePort()
 		if err != nil {
 			break
 		}
@@ -158,6 +180,9 @@ health:
   storagedriver:
     enabled: false
 `, r.storage, r.Host)
+	if r.htpasswd != "" {
+		cfg += fmt.Sprintf("auth:\n  htpasswd:\n    realm: nginx-forge-test\n    path: %s\n", r.htpasswd)
+	}
 	return os.WriteFile(r.config, []byte(cfg), 0o644)
 }
 
@@ -179,10 +204,10 @@ func (r *Registry) start() error {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if err := waitReady(ctx, r.Host, done); err != nil {
+	if err := waitReady(ctx, r.Host, r.user, r.password, done); err != nil {
 		_ = cmd.Process.Kill()
 		<-done
-		return fmt.Errorf("%w; registry log:\n%s", err, tail(r.Log(), 2000))
+		return fmt.Errorf("%w; registry log:\n%s", err, toolbox.Tail(r.Log(), 2000))
 	}
 	r.mu.Lock()
 	r.cmd, r.done = cmd, done
@@ -190,8 +215,15 @@ func (r *Registry) start() error {
 	return nil
 }
 
-func waitReady(ctx context.Context, host string, exited <-chan struct{}) error {
+func waitReady(ctx context.Context, host, user, password string, exited <-chan struct{}) error {
 	client := &http.Client{Timeout: time.Second}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+"/v2/", nil)
+	if err != nil {
+		return err
+	}
+	if user != "" {
+		req.SetBasicAuth(user, password)
+	}
 	for {
 		select {
 		case <-exited:
@@ -200,7 +232,7 @@ func waitReady(ctx context.Context, host string, exited <-chan struct{}) error {
 			return fmt.Errorf("registry on %s did not answer /v2/: %w", host, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
-		resp, err := client.Get("http://" + host + "/v2/")
+		resp, err := client.Do(req)
 		if err != nil {
 			continue
 		}
@@ -210,20 +242,4 @@ func waitReady(ctx context.Context, host string, exited <-chan struct{}) error {
 			return nil
 		}
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "..." + s[len(s)-n:]
-	}
-	return strings.TrimSpace(s)
 }

@@ -69,3 +69,45 @@ func TestProxyFaults(t *testing.T) {
 		t.Errorf("proxy log %s", got)
 	}
 }
+
+// WithBasicAuth: without credentials, or with wrong ones, the registry answers 401 with a
+// Basic challenge; with them, 200; DockerConfig holds exactly them, for the registry's host.
+func TestBasicAuth(t *testing.T) {
+	r := Start(t, WithBasicAuth("robot", "pa55-word"))
+	try := func(user, pass string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, "http://"+r.Host+"/v2/", nil)
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	for _, c := range [][2]string{{"", ""}, {"robot", "wrong"}, {"other", "pa55-word"}} {
+		resp := try(c[0], c[1])
+		if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic realm=") {
+			t.Errorf("credentials %q: %d, WWW-Authenticate %q; want 401 with a Basic challenge", c, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+		}
+	}
+	if resp := try("robot", "pa55-word"); resp.StatusCode != http.StatusOK {
+		t.Errorf("right credentials: %d", resp.StatusCode)
+	}
+	if err := r.Restart(); err != nil {
+		t.Fatalf("restart with auth: %v", err)
+	}
+	cfg, err := os.ReadFile(filepath.Join(r.DockerConfig(t), "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// base64("robot:pa55-word")
+	if want := `{"auths":{"` + r.Host + `":{"auth":"cm9ib3Q6cGE1NS13b3Jk"}}}`; string(cfg) != want {
+		t.Errorf("config.json %s, want %s", cfg, want)
+	}
+	if cfg, _ := os.ReadFile(filepath.Join(Start(t).DockerConfig(t), "config.json")); string(cfg) != `{"auths":{}}` {
+		t.Errorf("config.json without auth: %s", cfg)
+	}
+}

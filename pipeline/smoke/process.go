@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 )
 
 // Process is the Target of a server this program started itself, in the container (or on
@@ -70,14 +72,14 @@ func (p *Process) ProcStatus(context.Context) ([]string, error) {
 	}
 	var out []string
 	for _, pid := range pids {
-		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+		st, err := toolbox.ProcStatus(pid)
 		if err != nil {
 			if pid == p.cmd.Process.Pid {
 				return nil, fmt.Errorf("reading the server's /proc status: %w", err)
 			}
 			continue // a worker that just exited
 		}
-		out = append(out, string(b))
+		out = append(out, st)
 	}
 	return out, nil
 }
@@ -268,12 +270,12 @@ func scanRoot(root string) (files map[string]fileState, unreadable []string, err
 
 // mountPoints are the mount points of this process's mount namespace.
 func mountPoints() (map[string]bool, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	mi, err := toolbox.MountInfo(toolbox.Self)
 	if err != nil {
 		return nil, fmt.Errorf("reading the mount points: %w", err)
 	}
 	out := map[string]bool{}
-	for _, l := range strings.Split(string(b), "\n") {
+	for _, l := range strings.Split(mi, "\n") {
 		if f := strings.Fields(l); len(f) >= 5 {
 			out[unescapeMount(f[4])] = true
 		}

@@ -19,6 +19,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
@@ -327,13 +328,8 @@ func firstLine(s string) string {
 	return l
 }
 
-func tail(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) <= n {
-		return s
-	}
-	return "..." + s[len(s)-n:]
-}
+// tail is toolbox.Tail, under the name the checks (runtime.go) call it by.
+func tail(s string, n int) string { return toolbox.Tail(s, n) }
 
 // certPool is the pool trusting the test's CA.
 func (r *runner) certPool() *x509.CertPool { return r.o.TLS.Pool }

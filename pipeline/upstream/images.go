@@ -6,17 +6,18 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/registryauth"
 )
 
 // ImageResolver finds the digest a base image tag points at now.
 type ImageResolver struct {
 	registry  string
 	transport http.RoundTripper
-	keychain  authn.Keychain
+	keychain  registryauth.Source
 }
 
 // ImageOption configures an ImageResolver.
@@ -32,13 +33,16 @@ func WithTransport(t http.RoundTripper) ImageOption {
 	return func(r *ImageResolver) { r.transport = t }
 }
 
-// WithKeychain sets the credentials source (default: authn.DefaultKeychain, i.e. the docker
-// config; the public base images need none).
-func WithKeychain(k authn.Keychain) ImageOption { return func(r *ImageResolver) { r.keychain = k } }
+// WithKeychain sets the credentials source (default: registryauth.Keychain, the one every
+// registry access uses: the Docker config, GITHUB_TOKEN for ghcr.io; the public base images
+// need none, a private mirror of them does).
+func WithKeychain(k registryauth.Source) ImageOption {
+	return func(r *ImageResolver) { r.keychain = k }
+}
 
 // NewImageResolver returns a resolver.
 func NewImageResolver(opts ...ImageOption) *ImageResolver {
-	r := &ImageResolver{transport: remote.DefaultTransport, keychain: authn.DefaultKeychain}
+	r := &ImageResolver{transport: remote.DefaultTransport, keychain: registryauth.Keychain()}
 	for _, o := range opts {
 		o(r)
 	}

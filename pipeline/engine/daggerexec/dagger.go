@@ -39,6 +39,7 @@ import (
 	"dagger.io/dagger"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
@@ -203,11 +204,7 @@ func stderrTail(err error) string {
 	if !errors.As(err, &ee) || ee.Stderr == "" {
 		return ""
 	}
-	lines := strings.Split(strings.TrimRight(ee.Stderr, "\n"), "\n")
-	if len(lines) > 40 {
-		lines = lines[len(lines)-40:]
-	}
-	return fmt.Sprintf(" (exit code %d); the step's last output:\n%s", ee.ExitCode, strings.Join(lines, "\n"))
+	return fmt.Sprintf(" (exit code %d); the step's last output:\n%s", ee.ExitCode, toolbox.TailLines(ee.Stderr, 40))
 }
 
 // builder is the plan's builder image with its build packages installed. The apt caches are

@@ -8,11 +8,11 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"dagger.io/dagger"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
@@ -120,17 +120,9 @@ func (x inEngineExec) run(ctx context.Context, c *dagger.Client, base *dagger.Co
 	if err != nil {
 		code, _ := ctr.ExitCode(ctx)
 		errOut, _ := ctr.Stderr(ctx)
-		return smoke.Report{}, fmt.Errorf("the smoke client %s (exit status %d): %w; its stderr:\n%s", x.Where, code, err, tailLines(errOut, 40))
+		return smoke.Report{}, fmt.Errorf("the smoke client %s (exit status %d): %w; its stderr:\n%s", x.Where, code, err, toolbox.TailLines(errOut, 40))
 	}
 	return rep, nil
-}
-
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // inEngine runs every in-engine observer against t's service (concurrently) and combines

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
@@ -111,7 +112,7 @@ func (e *Executor) Serve(ctx context.Context, p *plan.Plan, img v1.Image, o Serv
 		if proto != dagger.NetworkProtocolTcp {
 			continue
 		}
-		front, err := freePort()
+		front, err := toolbox.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -192,16 +193,6 @@ func waitHTTP(ctx context.Context, addr string, timeout time.Duration, tunnelDon
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-// freePort finds a TCP port on 127.0.0.1 that is free now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free TCP port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Exec runs argv (no shell: the image has none) in a fresh container of the image with the

@@ -5,7 +5,6 @@
 package host
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -23,6 +22,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
@@ -266,7 +266,7 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 	sr := StageResult{Name: s.Name, Key: key, Out: filepath.Join(final, "out"), Log: filepath.Join(final, "build.log")}
 	start := time.Now()
 
-	unlock, err := lockFile(ctx, filepath.Join(e.cacheDir, "locks", key+".lock"))
+	unlock, err := toolbox.Lock(ctx, filepath.Join(e.cacheDir, "locks", key+".lock"))
 	if err != nil {
 		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
 	}
@@ -363,7 +363,7 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 		if err := pruneFailedLogs(e.cacheDir, KeepFailedLogs); err != nil {
 			e.logf("stage %s: %v", s.Name, err)
 		}
-		tail := logTail(logPath, 40)
+		tail := toolbox.FileTail(logPath, 40)
 		return sr, fmt.Errorf("stage %s failed after %s: %w (log: %s)\n--- last lines of the log ---\n%s",
 			s.Name, sr.Wall.Round(time.Second), runErr, kept, tail)
 	}
@@ -434,47 +434,4 @@ func readMeta(dir string) (meta, bool) {
 		return meta{}, false
 	}
 	return m, true
-}
-
-// lockFile takes an exclusive flock on path, waiting (and honouring ctx) while another
-// process holds it.
-func lockFile(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("opening lock %s: %w", path, err)
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("locking %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("waiting for lock %s: %w", path, ctx.Err())
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-func logTail(path string, n int) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > n {
-			lines = lines[1:]
-		}
-	}
-	return strings.Join(lines, "\n")
 }

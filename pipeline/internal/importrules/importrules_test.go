@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -137,6 +138,55 @@ func TestCommandImportsFewPipelinePackages(t *testing.T) {
 	}
 	if len(used) > most {
 		t.Errorf("ci imports %d pipeline packages, at most %d: %s", len(used), most, strings.Join(used, ", "))
+	}
+}
+
+// authnPkg is go-containerregistry's credentials package (keychains, authenticators,
+// authn.DefaultKeychain) and, under it, its other keychains (k8schain, github).
+const authnPkg = "github.com/google/go-containerregistry/pkg/authn"
+
+// keychainViolations lists the packages other than registryauth whose non-test code imports
+// authn: a package that could build its own keychain, and so pull or push with credentials
+// other than the ones `ci build --push` used. Packages that take a caller's keychain name
+// the type registryauth.Source; tests may build whatever keychain they need.
+func keychainViolations(nonTest map[string]map[string]bool) []string {
+	var out []string
+	for dir, imps := range nonTest {
+		if dir == "pipeline/internal/registryauth" {
+			continue
+		}
+		for imp := range imps {
+			if imp == authnPkg || strings.HasPrefix(imp, authnPkg+"/") {
+				out = append(out, dir+" imports "+imp)
+			}
+		}
+	}
+	return out
+}
+
+// TestOneKeychain: only pipeline/internal/registryauth builds a keychain, so every registry
+// access (pull, push, base lookup, smoke) uses the same credentials.
+func TestOneKeychain(t *testing.T) {
+	nonTest := walkImports(t, false)
+	if !nonTest["pipeline/internal/registryauth"][authnPkg] {
+		t.Fatal("the walker did not see registryauth's import of authn: is it reading non-test files?")
+	}
+	for _, v := range keychainViolations(nonTest) {
+		t.Errorf("only pipeline/internal/registryauth builds a keychain (use registryauth.Keychain, or take a registryauth.Source): %s", v)
+	}
+}
+
+// TestOneKeychainCanFail plants a package importing authn (and one importing a keychain
+// below it) next to the real tree and wants both reported, and nothing else.
+func TestOneKeychainCanFail(t *testing.T) {
+	planted := walkImports(t, false)
+	planted["pipeline/planted"] = map[string]bool{authnPkg: true}
+	planted["ci/planted"] = map[string]bool{authnPkg + "/github": true}
+	got := keychainViolations(planted)
+	sort.Strings(got)
+	want := []string{"ci/planted imports " + authnPkg + "/github", "pipeline/planted imports " + authnPkg}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("planted violations reported as %q, want %q", got, want)
 	}
 }
 
