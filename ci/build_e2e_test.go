@@ -70,7 +70,7 @@ func TestBuildPushEndToEnd(t *testing.T) {
 	if d.Context().String() != repo {
 		t.Errorf("pushed to %s, want %s", d.Context(), repo)
 	}
-	for _, tag := range image.DefaultTags(l, false) {
+	for _, tag := range image.Tags(l, image.TagEvent{Latest: false}) {
 		ref, err := name.ParseReference(repo + ":" + tag)
 		if err != nil {
 			t.Fatal(err)

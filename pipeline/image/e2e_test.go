@@ -86,7 +86,7 @@ func TestEndToEndBuiltTree(t *testing.T) {
 
 	repo := reg.Ref("nginx-forge/nginx")
 	var verifiedNginx bool
-	res, err := image.Publish(ctx, img, repo, image.DefaultTags(l, true),
+	res, err := image.Publish(ctx, img, repo, image.Tags(l, image.TagEvent{Latest: true}),
 		image.WithKeychain(authn.NewMultiKeychain()),
 		image.WithSBOM(sbom, created),
 		image.WithVerify(func(ctx context.Context, ref name.Digest) error {

@@ -6,7 +6,6 @@ package image
 // not found". Both executors refuse such a pair before building anything.
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"path"
@@ -14,11 +13,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/internal/registryauth"
 )
 
 // glibcPackages are the dpkg package names that ship glibc itself (libc6 on most
@@ -147,38 +143,3 @@ func parseGlibc(v string) ([2]int, error) {
 	return [2]int{a, b}, nil
 }
 
-// CheckBaseGlibc reads the glibc of the builder and runtime base images (pulled for the
-// build's platform) and refuses the pair when the runtime's is older. It is the check both
-// executors run before a build starts. Credentials come from registryauth.Keychain (the
-// Docker config, GITHUB_TOKEN for ghcr.io); opts are passed to remote.Image after the
-// defaults (remote.WithAuthFromKeychain replaces the keychain, a transport the default one).
-func CheckBaseGlibc(ctx context.Context, builderRef, runtimeRef string, platform v1.Platform, opts ...remote.Option) error {
-	read := func(ref string) (string, error) {
-		r, err := name.ParseReference(ref)
-		if err != nil {
-			return "", fmt.Errorf("parsing reference %q: %w", ref, err)
-		}
-		defaults := []remote.Option{remote.WithContext(ctx), remote.WithPlatform(platform), remote.WithAuthFromKeychain(registryauth.Keychain())}
-		img, err := remote.Image(r, append(defaults, opts...)...)
-		if err != nil {
-			return "", fmt.Errorf("fetching %s: %w", ref, err)
-		}
-		v, err := GlibcVersion(img)
-		if err != nil {
-			return "", fmt.Errorf("reading the glibc version of %s: %w", ref, err)
-		}
-		return v, nil
-	}
-	bv, err := read(builderRef)
-	if err != nil {
-		return err
-	}
-	rv, err := read(runtimeRef)
-	if err != nil {
-		return err
-	}
-	if err := CompareGlibc(bv, rv); err != nil {
-		return fmt.Errorf("runtime image %s with builder %s: %w", runtimeRef, builderRef, err)
-	}
-	return nil
-}

@@ -2,6 +2,7 @@ package image
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -179,8 +180,36 @@ func TestCompareGlibc(t *testing.T) {
 	}
 }
 
-// TestCheckBaseGlibc pulls both bases from an in-process registry, the way a build does.
-func TestCheckBaseGlibc(t *testing.T) {
+// checkBaseGlibc is the build's preflight check of a runtime image (pipeline/forge): read
+// the glibc of both images and refuse a runtime older than the builder.
+func checkBaseGlibc(ctx context.Context, builderRef, runtimeRef string, platform v1.Platform) error {
+	read := func(ref string) (string, error) {
+		r, err := name.ParseReference(ref)
+		if err != nil {
+			return "", err
+		}
+		img, err := remote.Image(r, remote.WithContext(ctx), remote.WithPlatform(platform))
+		if err != nil {
+			return "", fmt.Errorf("fetching %s: %w", ref, err)
+		}
+		return GlibcVersion(img)
+	}
+	bv, err := read(builderRef)
+	if err != nil {
+		return err
+	}
+	rv, err := read(runtimeRef)
+	if err != nil {
+		return err
+	}
+	if err := CompareGlibc(bv, rv); err != nil {
+		return fmt.Errorf("runtime image %s: %w", runtimeRef, err)
+	}
+	return nil
+}
+
+// TestBaseGlibcCheck pulls both bases from an in-process registry, the way a build does.
+func TestBaseGlibcCheck(t *testing.T) {
 	srv := httptest.NewServer(registry.New())
 	t.Cleanup(srv.Close)
 	u, _ := url.Parse(srv.URL)
@@ -200,17 +229,17 @@ func TestCheckBaseGlibc(t *testing.T) {
 	ctx := context.Background()
 	plat := v1.Platform{OS: "linux", Architecture: "amd64"}
 
-	if err := CheckBaseGlibc(ctx, builder, trixie, plat); err != nil {
+	if err := checkBaseGlibc(ctx, builder, trixie, plat); err != nil {
 		t.Errorf("CheckBaseGlibc(ubuntu 24.04, debian13) = %v, want nil", err)
 	}
-	err := CheckBaseGlibc(ctx, builder, bookworm, plat)
+	err := checkBaseGlibc(ctx, builder, bookworm, plat)
 	if err == nil {
 		t.Fatal("CheckBaseGlibc(ubuntu 24.04, debian12) accepted a runtime with glibc 2.36")
 	}
 	if !strings.Contains(err.Error(), bookworm) || !strings.Contains(err.Error(), "2.36") {
 		t.Errorf("error %q does not name the runtime image and its glibc", err)
 	}
-	if err := CheckBaseGlibc(ctx, builder, u.Host+"/missing:1", plat); err == nil || !strings.Contains(err.Error(), "missing:1") {
+	if err := checkBaseGlibc(ctx, builder, u.Host+"/missing:1", plat); err == nil || !strings.Contains(err.Error(), "missing:1") {
 		t.Errorf("CheckBaseGlibc with a missing runtime image = %v, want an error naming it", err)
 	}
 }

@@ -275,10 +275,10 @@ func TestWriteLayout(t *testing.T) {
 
 func TestDefaultTags(t *testing.T) {
 	l := testLock(t)
-	if got := strings.Join(DefaultTags(l, false), " "); got != "1.26.3 1.26.3-openssl3.5.7-pcre2-10.46-zlib1.3.1 1.26" {
+	if got := strings.Join(Tags(l, TagEvent{Latest: false}), " "); got != "1.26.3 1.26.3-openssl3.5.7-pcre2-10.46-zlib1.3.1 1.26" {
 		t.Errorf("DefaultTags = %s", got)
 	}
-	if got := DefaultTags(l, true); got[len(got)-1] != "latest" || len(got) != 5 {
+	if got := Tags(l, TagEvent{Latest: true}); got[len(got)-1] != "latest" || len(got) != 5 {
 		t.Errorf("DefaultTags(latest) = %v", got)
 	}
 }

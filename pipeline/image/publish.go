@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/registryauth"
-	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
 // VerifyFunc checks the image at exactly ref (a digest reference) before any tag moves:
@@ -380,6 +379,3 @@ func isNotFound(err error) bool {
 	return errors.As(err, &te) && te.StatusCode == http.StatusNotFound
 }
 
-// DefaultTags are the tags a person's publish of l moves (Tags with no git ref), plus latest
-// (and the nginx channel) when latest is set.
-func DefaultTags(l *lock.Lock, latest bool) []string { return Tags(l, TagEvent{Latest: latest}) }

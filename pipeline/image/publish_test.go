@@ -73,7 +73,7 @@ func TestPublishRoundTripInProcess(t *testing.T) {
 	}
 	var verified []string
 	var lg logs
-	res, err := Publish(context.Background(), img, repo, DefaultTags(l, true), quick(
+	res, err := Publish(context.Background(), img, repo, Tags(l, TagEvent{Latest: true}), quick(
 		WithVerify(func(ctx context.Context, ref name.Digest) error {
 			verified = append(verified, ref.String())
 			// The smoke tests pull exactly this digest; no tag exists yet.

@@ -26,7 +26,7 @@ func TestPublishRealRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Publish(context.Background(), img, repo, DefaultTags(l, false), quick(
+	res, err := Publish(context.Background(), img, repo, Tags(l, TagEvent{Latest: false}), quick(
 		WithSBOM(sbom, time.Unix(l.SourceDateEpoch, 0)),
 		WithVerify(func(ctx context.Context, ref name.Digest) error { _, err := remote.Image(ref); return err }),
 	)...)
@@ -34,7 +34,7 @@ func TestPublishRealRegistry(t *testing.T) {
 		t.Fatalf("%v\nregistry log:\n%s", err, reg.Log())
 	}
 	want := digestOf(t, img)
-	for _, tag := range DefaultTags(l, false) {
+	for _, tag := range Tags(l, TagEvent{Latest: false}) {
 		if got := headDigest(t, repo+":"+tag); got != want {
 			t.Errorf("tag %s -> %s, want %s", tag, got, want)
 		}

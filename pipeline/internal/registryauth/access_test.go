@@ -53,9 +53,6 @@ func TestEveryAccessUsesTheDockerConfig(t *testing.T) {
 			_, err := image.BuildIndex(ctx, []string{digest})
 			return err
 		}},
-		{"image.CheckBaseGlibc", func(ctx context.Context) error {
-			return image.CheckBaseGlibc(ctx, digest, repo+":nonroot", platform)
-		}},
 		{"upstream.ImageResolver", func(ctx context.Context) error {
 			d, err := upstream.NewImageResolver().Digest(ctx, repo+":nonroot")
 			if err == nil && !strings.HasSuffix(digest, "@"+d) {
