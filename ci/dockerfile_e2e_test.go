@@ -12,6 +12,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/basetest"
 	"github.com/nginx-forge/nginx-forge/pipeline/buildkittest"
+	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
 	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
@@ -64,7 +65,11 @@ func TestDockerfileBuildsAndPassesSmoke(t *testing.T) {
 	}
 	var table bytes.Buffer
 	ref := reg.Host + "/nginx-forge/dockerfile@" + first.Digest
-	rep, _, err := smoke.Ref(ctx, ref, smoke.ImageOptions{Options: smoke.Options{Expect: expect}})
+	img, err := pullImage(ctx, ref, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := host.SmokeImage(ctx, img, host.SmokeOptions{Options: smoke.Options{Expect: expect}})
 	if err == nil {
 		err = printSmoke(rep, "image "+ref, false, &table)
 	}

@@ -13,6 +13,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
@@ -149,17 +150,16 @@ Examples:
 				if err != nil {
 					return err
 				}
-				o := smoke.ImageOptions{
-					Options:  smoke.Options{Expect: expect},
-					Insecure: *insecure,
-					ConfD:    *confD,
-					NoTLS:    *noTLS,
+				o := host.SmokeOptions{
+					Options: smoke.Options{Expect: expect},
+					ConfD:   *confD,
+					NoTLS:   *noTLS,
 				}
 				if *verbose {
 					o.Logf = log.New(stderr, "smoke: ", log.Ltime).Printf
 					o.Logf("expectations from %s", from)
 				}
-				rep, err := smoke.Image(ctx, img, o)
+				rep, err := host.SmokeImage(ctx, img, o)
 				if err != nil {
 					return err
 				}

@@ -30,8 +30,9 @@ func runSmokeCmd(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-// The command's end-to-end path (pull, runc, checks, table, exit status) is smoke.Ref,
-// tested on the real image in pipeline/smoke (ci may not import the test environment).
+// The command's end-to-end path (pull, runc, checks, table, exit status) is
+// host.SmokeImage, tested on the real image in pipeline/engine/host (ci may not import the
+// test environment).
 
 var testLock = filepath.Join("..", "pipeline", "lock", "testdata", "trixie.lock.json")
 

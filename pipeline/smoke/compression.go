@@ -37,21 +37,6 @@ var encodings = map[string]struct {
 	}},
 }
 
-// moduleWanted decides whether the image must have a module: the expected modules say so,
-// else nginx -V.
-func (r *runner) moduleWanted(ctx context.Context, flag string) bool {
-	if r.o.Expect.Modules != nil {
-		for _, m := range r.o.Expect.Modules {
-			if m == flag {
-				return true
-			}
-		}
-		return false
-	}
-	out, err := r.nginxV(ctx)
-	return err == nil && strings.Contains(out, flag)
-}
-
 // encodingCheck asks for GET / with only this encoding acceptable and requires that
 // Content-Encoding names it, that the body decodes to exactly the plain page, and that the
 // response carries one Vary: Accept-Encoding (caches must key on it). An image built

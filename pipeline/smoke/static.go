@@ -396,3 +396,14 @@ func resolveIn(root, p string) (string, error) {
 	}
 	return filepath.Join(root, cur), nil
 }
+
+// ReadImageFile reads the file at p (absolute, as the image sees it) from the image's root
+// filesystem unpacked at root, its symbolic links resolved within root (resolveIn): a
+// runner reads the image's own files this way, never the host's.
+func ReadImageFile(root, p string) ([]byte, error) {
+	hp, err := resolveIn(root, p)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(hp)
+}

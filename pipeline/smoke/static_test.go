@@ -199,4 +199,12 @@ func TestResolveInStaysInsideRoot(t *testing.T) {
 	if _, err := resolveIn(root, "/loop/x"); err == nil || !strings.Contains(err.Error(), "too many levels") {
 		t.Errorf("link loop: %v", err)
 	}
+	// ReadImageFile reads through the same resolution: the image's file, never the host's.
+	os.WriteFile(filepath.Join(root, "usr", "lib", "f"), []byte("image"), 0o644)
+	if data, err := ReadImageFile(root, "/lib/f"); err != nil || string(data) != "image" {
+		t.Errorf("ReadImageFile(/lib/f) = %q, %v", data, err)
+	}
+	if data, err := ReadImageFile(root, "/usr/escape/passwd"); err == nil {
+		t.Errorf("ReadImageFile(/usr/escape/passwd) read %d bytes outside root", len(data))
+	}
 }

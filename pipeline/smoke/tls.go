@@ -161,3 +161,34 @@ func TLSConf(nginxConf []byte, http3 bool) ([]byte, error) {
 	}
 	return out.Bytes(), nil
 }
+
+// PrepareTLS makes the directory every runner mounts read-only at plan.Runtime.TLSDir to
+// turn on HTTPS, HTTP/2 and HTTP/3 the way users do: a fresh certificate (NewTLS) and the
+// tls.conf documented in the image's own nginx.conf (nginxConf, so the test proves the
+// documentation works), its QUIC lines kept when http3 (decide it with Expect.Wants and
+// HTTP3ModuleFlag). The directory is new, under parent ("": the system's temporary directory),
+// and searchable by the container's user; the key is readable only by uid/gid (WriteDir).
+// The runner mounts dir, runs the suite with Options.TLS set to the material, and removes
+// dir afterwards.
+func PrepareTLS(nginxConf []byte, http3 bool, parent string, uid, gid int) (mat *TLS, dir string, err error) {
+	conf, err := TLSConf(nginxConf, http3)
+	if err != nil {
+		return nil, "", fmt.Errorf("the image's nginx.conf: %w", err)
+	}
+	if mat, err = NewTLS(); err != nil {
+		return nil, "", err
+	}
+	if dir, err = os.MkdirTemp(parent, "nginx-forge-smoke-tls-"); err != nil {
+		return nil, "", fmt.Errorf("making the TLS directory: %w", err)
+	}
+	// MkdirTemp makes it 0700; the container's user must be able to enter it.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		os.RemoveAll(dir)
+		return nil, "", fmt.Errorf("making the TLS directory: %w", err)
+	}
+	if err := mat.WriteDir(dir, conf, uid, gid); err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	return mat, filepath.Clean(dir), nil
+}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path"
-	"slices"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -18,8 +17,8 @@ import (
 )
 
 // Smoke runs pipeline/smoke's suite against img served by the engine, the way
-// smoke.Image does under runc here: a fresh certificate and the tls.conf documented in the
-// image's own nginx.conf are mounted at plan.Runtime.TLSDir, the image is started as a
+// the host engine does under runc (host.SmokeImage): smoke.PrepareTLS's certificate and
+// tls.conf are mounted at plan.Runtime.TLSDir, the image is started as a
 // service, and every check runs against it. The error is for failures to get that far;
 // failed checks are in the report, and report.Err() must stop any tag from moving.
 //
@@ -32,23 +31,15 @@ func (e *Executor) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smok
 	if err != nil {
 		return smoke.Report{}, fmt.Errorf("dagger smoke: %w", err)
 	}
-	tlsConf, err := smoke.TLSConf(conf, slices.Contains(p.Modules, plan.ModuleHTTP3))
+	// The expected modules decide QUIC, as they decide the suite's HTTP/3 check (a build
+	// always names them: no nginx -V is needed before the service starts).
+	http3 := o.Expect.Wants(smoke.HTTP3ModuleFlag, nil)
+	uid, gid := plan.Runtime.UID(), plan.Runtime.GID()
+	mat, dir, err := smoke.PrepareTLS(conf, http3, "", uid, gid)
 	if err != nil {
-		return smoke.Report{}, fmt.Errorf("dagger smoke: the image's nginx.conf: %w", err)
-	}
-	mat, err := smoke.NewTLS()
-	if err != nil {
-		return smoke.Report{}, err
-	}
-	dir, err := os.MkdirTemp("", "nginx-forge-dagger-tls-")
-	if err != nil {
-		return smoke.Report{}, err
+		return smoke.Report{}, fmt.Errorf("dagger smoke: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	uid, gid := plan.Runtime.UID(), plan.Runtime.GID()
-	if err := mat.WriteDir(dir, tlsConf, uid, gid); err != nil {
-		return smoke.Report{}, err
-	}
 	o.TLS = mat
 	if o.UID == 0 {
 		o.UID = uid

@@ -82,9 +82,9 @@ func (e *Engine) PackageVersion(ctx context.Context, p *plan.Plan, pkg string) (
 	return strings.TrimSpace(string(out)), nil
 }
 
-// Smoke runs img in runc here (see smoke.Image).
+// Smoke runs img in runc here (see SmokeImage).
 func (e *Engine) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smoke.Options) (smoke.Report, error) {
-	return smoke.Image(ctx, img, smoke.ImageOptions{Options: o})
+	return SmokeImage(ctx, img, SmokeOptions{Options: o})
 }
 
 // Close does nothing: the host engine holds no session.

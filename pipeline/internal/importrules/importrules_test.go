@@ -4,11 +4,14 @@
 package importrules
 
 import (
+	"fmt"
 	"go/parser"
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,13 +70,23 @@ func TestImportRules(t *testing.T) {
 	if len(all) < 3 {
 		t.Fatalf("found only %d packages; is RepoRoot right?", len(all))
 	}
-	rules := []struct {
-		name string
-		// applies reports whether the rule covers the package directory.
-		applies func(dir string) bool
-		// forbidden reports whether the import is not allowed there.
-		forbidden func(imp string) bool
-	}{
+	for _, v := range violations(all) {
+		t.Error(v)
+	}
+}
+
+// rule is one layering rule over the import graph.
+type rule struct {
+	name string
+	// applies reports whether the rule covers the package directory.
+	applies func(dir string) bool
+	// forbidden reports whether the import is not allowed there.
+	forbidden func(imp string) bool
+}
+
+// rules are the layering rules TestImportRules holds every package to.
+func rules() []rule {
+	return []rule{
 		{"nothing under pipeline/ imports ci",
 			func(dir string) bool { return strings.HasPrefix(dir, "pipeline") },
 			func(imp string) bool { return imp == module+"/ci" || strings.HasPrefix(imp, module+"/ci/") }},
@@ -108,19 +121,108 @@ func TestImportRules(t *testing.T) {
 			func(imp string) bool {
 				return strings.HasPrefix(imp, module+"/") && !strings.HasSuffix(imp, "/pipeline/testenv")
 			}},
+		// The suite is what is checked; running an image in runc is the host engine's runner
+		// (pipeline/engine/host), so the Dagger executor, which runs the suite, links no runc code.
+		{"the smoke suite does not import ocirun",
+			func(dir string) bool { return dir == "pipeline/smoke" || strings.HasPrefix(dir, "pipeline/smoke/") },
+			runcImport},
 	}
-	for _, r := range rules {
+}
+
+// runcImport is true for the packages that run containers with runc on this machine.
+func runcImport(imp string) bool {
+	return imp == module+"/pipeline/ocirun" || strings.HasPrefix(imp, module+"/pipeline/ocirun/") ||
+		imp == "github.com/opencontainers/runc" || strings.HasPrefix(imp, "github.com/opencontainers/runc/")
+}
+
+// violations lists every import in all that breaks a rule, as "rule: dir imports imp".
+func violations(all map[string]map[string]bool) []string {
+	var out []string
+	for _, r := range rules() {
 		for dir, imps := range all {
 			if !r.applies(dir) {
 				continue
 			}
 			for imp := range imps {
 				if r.forbidden(imp) {
-					t.Errorf("%s: %s imports %s", r.name, dir, imp)
+					out = append(out, fmt.Sprintf("%s: %s imports %s", r.name, dir, imp))
 				}
 			}
 		}
 	}
+	return out
+}
+
+// TestPlantedImportsBreakRules proves the rules catch what they name: the real graph with
+// one forbidden import planted into a package gains exactly that violation, of that rule.
+func TestPlantedImportsBreakRules(t *testing.T) {
+	before := map[string]bool{}
+	for _, v := range violations(imports(t)) {
+		before[v] = true
+	}
+	for _, c := range []struct{ dir, imp, rule string }{
+		{"pipeline/smoke", module + "/pipeline/ocirun", "the smoke suite does not import ocirun"},
+		{"pipeline/smoke", "github.com/opencontainers/runc/libcontainer", "the smoke suite does not import ocirun"},
+		{"pipeline/bench", module + "/pipeline/engine/host", "only the build pipeline (and the test build helper) chooses an engine"},
+	} {
+		all := imports(t)
+		if all[c.dir] == nil {
+			t.Fatalf("no package %s in the graph", c.dir)
+		}
+		all[c.dir][c.imp] = true
+		var got []string
+		for _, v := range violations(all) {
+			if !before[v] {
+				got = append(got, v)
+			}
+		}
+		want := c.rule + ": " + c.dir + " imports " + c.imp
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("planted %s in %s: new violations %q, want only %q", c.imp, c.dir, got, want)
+		}
+	}
+}
+
+// TestDaggerExecutorLinksNoRunc: the Dagger executor runs the suite in the engine, never in
+// runc here, so nothing it links (directly or not) is runc code. go list sees what the
+// import rules above cannot: the whole transitive graph the binary links.
+func TestDaggerExecutorLinksNoRunc(t *testing.T) {
+	if bad := linksRunc(t, module+"/pipeline/engine/daggerexec"); len(bad) > 0 {
+		t.Errorf("the Dagger executor links runc code: %s (the runc runner belongs in pipeline/engine/host)", strings.Join(bad, ", "))
+	}
+	// Planted: the host engine runs images in runc, so its graph must be caught.
+	if bad := linksRunc(t, module+"/pipeline/engine/host"); !slices.Contains(bad, module+"/pipeline/ocirun") {
+		t.Errorf("the host engine's dependencies %q do not show pipeline/ocirun: the check cannot fail", bad)
+	}
+}
+
+// linksRunc returns the packages among pkg's dependencies (go list -deps) that run
+// containers with runc.
+func linksRunc(t *testing.T, pkg string) []string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("go is not on PATH (needed for go list -deps): %v", err)
+	}
+	cmd := exec.Command(goTool, "list", "-deps", pkg)
+	cmd.Dir = testenv.RepoRoot()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, stderr.String())
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, pkg) {
+		t.Fatalf("go list -deps %s does not list the package itself: %q", pkg, deps)
+	}
+	var bad []string
+	for _, d := range deps {
+		if runcImport(d) {
+			bad = append(bad, d)
+		}
+	}
+	return bad
 }
 
 // TestCommandImportsFewPipelinePackages: ci wires a handful of library packages together;

@@ -1,4 +1,4 @@
-package smoke_test
+package host_test
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/basetest"
+	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
-	"github.com/nginx-forge/nginx-forge/pipeline/ocirun"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
@@ -82,8 +82,12 @@ func table(t *testing.T, rep smoke.Report) string {
 	return sb.String()
 }
 
+// The runc runner's tests: the real image (stand-in base, install tree built from the test
+// lock) run in runc by SmokeImage, the way `ci smoke --image` and the host engine run it.
+
 // TestShippedImagePasses is the acceptance path: push the real image to the real
-// registry, pull it back by digest, run it in runc and pass every check, none skipped.
+// registry, pull it back by digest (as `ci smoke --image` and the build's verify step do),
+// run it in runc and pass every check, none skipped.
 func TestShippedImagePasses(t *testing.T) {
 	img, l := realImage(t, basetest.Options{})
 	reg := registrytest.Start(t)
@@ -98,7 +102,15 @@ func TestShippedImagePasses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	byDigest := reg.Ref("nginx-forge/smoke@" + want.String())
-	rep, got, err := smoke.Ref(ctx, byDigest, smoke.ImageOptions{Options: smoke.Options{Expect: expect(t, l), Logf: t.Logf}})
+	pulled, err := remote.Image(mustRef(t, byDigest), remote.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pulled.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := host.SmokeImage(ctx, pulled, host.SmokeOptions{Options: smoke.Options{Expect: expect(t, l), Logf: t.Logf}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +139,7 @@ func TestBrokenServerBlockFails(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	rep, err := smoke.Image(ctx, img, smoke.ImageOptions{
+	rep, err := host.SmokeImage(ctx, img, host.SmokeOptions{
 		Options: smoke.Options{Expect: expect(t, l), Logf: t.Logf, StartTimeout: 10 * time.Second},
 		ConfD:   confD,
 	})
@@ -157,7 +169,8 @@ func TestBrokenServerBlockFails(t *testing.T) {
 }
 
 // TestBaseWithoutLibcMovesNoTag: an image on a base without glibc, published with the
-// smoke checks as the verify step, fails at "verify" naming "dynamic needs" (the missing
+// host engine's smoke test as the verify step (the digest pulled back and smoke-tested, as
+// the build's verify step does), fails at "verify" naming "dynamic needs" (the missing
 // libc.so.6 and loader), and the tag keeps pointing at the good image.
 func TestBaseWithoutLibcMovesNoTag(t *testing.T) {
 	good, l := realImage(t, basetest.Options{})
@@ -170,8 +183,25 @@ func TestBaseWithoutLibcMovesNoTag(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	p, err := plan.New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var tableOut strings.Builder
-	verify := smoke.Verify(smoke.ImageOptions{Options: smoke.Options{Expect: expect(t, l), Logf: t.Logf, StartTimeout: 10 * time.Second}}, &tableOut)
+	verify := func(ctx context.Context, ref name.Digest) error {
+		pushed, err := remote.Image(ref, remote.WithContext(ctx))
+		if err != nil {
+			return err
+		}
+		rep, err := host.NewEngine().Smoke(ctx, p, pushed, smoke.Options{Expect: expect(t, l), Logf: t.Logf, StartTimeout: 10 * time.Second})
+		if err != nil {
+			return err
+		}
+		if err := rep.Print(&tableOut); err != nil {
+			return err
+		}
+		return rep.Err()
+	}
 	_, err = image.Publish(ctx, bad, repo, []string{"1.26.3"}, image.WithVerify(verify))
 	t.Logf("\n%s", tableOut.String())
 	var pe *image.PublishError
@@ -203,12 +233,6 @@ func mustRef(t *testing.T, s string) name.Reference {
 	}
 	return r
 }
-
-// The runc container is a smoke Target, and smoke.Verify is an image.VerifyFunc.
-var (
-	_ smoke.Target     = (*ocirun.Container)(nil)
-	_ image.VerifyFunc = smoke.Verify(smoke.ImageOptions{}, nil)
-)
 
 // TestCISmokeCommand is the command users and CI run: `go run ./ci smoke --image REF`
 // against the real registry; it prints the table and exits 0, or 1 naming the failed

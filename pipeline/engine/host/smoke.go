@@ -1,0 +1,111 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/ocirun"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
+)
+
+// SmokeOptions configure SmokeImage: the suite's options plus how to run the image.
+type SmokeOptions struct {
+	smoke.Options
+	// ConfD, when set, is a host directory mounted read-only at /etc/nginx/conf.d: test your
+	// server blocks against the image (a broken one fails "nginx -t").
+	ConfD string
+	// NoTLS runs without the generated certificate (the TLS checks are then skipped).
+	NoTLS bool
+	// WorkDir holds the unpacked image and the TLS directory (default os.TempDir()).
+	WorkDir string
+}
+
+// SmokeImage runs img in runc the way it is meant to run (its user, read-only root, tmpfs
+// on the writable directories, no capabilities, an isolated network namespace), with
+// smoke.PrepareTLS's certificate and tls.conf mounted at plan.Runtime.TLSDir, and returns
+// the suite's table. The error is for failures to get that far (unpack, a missing tls.conf
+// block); failed checks are in the report (Report.Err).
+func SmokeImage(ctx context.Context, img v1.Image, o SmokeOptions) (smoke.Report, error) {
+	opts := []ocirun.Option{ocirun.WithLogger(o.Logf)}
+	if o.WorkDir != "" {
+		opts = append(opts, ocirun.WithDir(o.WorkDir))
+	}
+	b, err := ocirun.Prepare(ctx, img, opts...)
+	if err != nil {
+		return smoke.Report{}, err
+	}
+	defer b.Close()
+	return smokeBundle(ctx, b, o)
+}
+
+// nginxConf is the image's nginx.conf (the runtime contract), which documents tls.conf.
+const nginxConf = "/etc/nginx/nginx.conf"
+
+func smokeBundle(ctx context.Context, b *ocirun.Bundle, o SmokeOptions) (smoke.Report, error) {
+	var runOpts []ocirun.RunOption
+	if o.ConfD != "" {
+		runOpts = append(runOpts, ocirun.WithMount(o.ConfD, plan.Runtime.ConfDir, true))
+	}
+	if !o.NoTLS {
+		mat, dir, err := prepareTLS(ctx, b, o)
+		if err != nil {
+			return smoke.Report{}, err
+		}
+		defer os.RemoveAll(dir)
+		o.TLS = mat
+		runOpts = append(runOpts, ocirun.WithMount(dir, plan.Runtime.TLSDir, true))
+	}
+	ctr, err := b.Start(ctx, runOpts...)
+	if err != nil {
+		// Nothing runs, but the image's files can still be checked, and every runtime
+		// check says why it failed.
+		return smoke.Run(ctx, smoke.NotStarted(b.RootFS(), err), o.Options), nil
+	}
+	rep := smoke.Run(ctx, ctr, o.Options)
+	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := ctr.Stop(stopCtx); err != nil {
+		rep.Results = append(rep.Results, smoke.Result{Name: "stop", Status: smoke.Fail, Detail: err.Error()})
+	}
+	return rep, nil
+}
+
+// prepareTLS reads the image's nginx.conf from the unpacked root filesystem and asks
+// smoke.PrepareTLS for the directory to mount; whether tls.conf keeps its QUIC lines comes
+// from the expected modules or, when none are expected, the image's own `nginx -V`.
+func prepareTLS(ctx context.Context, b *ocirun.Bundle, o SmokeOptions) (*smoke.TLS, string, error) {
+	conf, err := smoke.ReadImageFile(b.RootFS(), nginxConf)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the image's nginx.conf: %w", err)
+	}
+	bin := o.Binary
+	if bin == "" {
+		bin = plan.Runtime.Binary
+	}
+	var runErr error
+	http3 := o.Expect.Wants(smoke.HTTP3ModuleFlag, func() string {
+		so, se, code, err := b.Run(ctx, []string{bin, "-V"})
+		if err != nil {
+			runErr = fmt.Errorf("running nginx -V to see its modules: %w", err)
+		}
+		if err != nil || code != 0 {
+			// A failing nginx -V: the checks will show why; test without QUIC meanwhile.
+			return ""
+		}
+		return string(so) + string(se)
+	})
+	if runErr != nil {
+		return nil, "", runErr
+	}
+	uid, gid := b.User()
+	mat, dir, err := smoke.PrepareTLS(conf, http3, o.WorkDir, uid, gid)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w (set NoTLS to skip the TLS checks)", err)
+	}
+	return mat, dir, nil
+}
