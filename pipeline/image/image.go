@@ -64,8 +64,6 @@ type options struct {
 // Option configures Assemble (and SBOM, which reads the same provenance).
 type Option func(*options)
 
-
-
 // WithRevision sets org.opencontainers.image.revision (the git commit); empty leaves it out.
 func WithRevision(rev string) Option { return func(o *options) { o.revision = rev } }
 
@@ -105,7 +103,6 @@ const AnnotationModules = AnnotationPrefix + "modules"
 
 // ProfileTrained is WithProfile's value for a profile trained during the build.
 const ProfileTrained = "trained-in-build"
-
 
 func resolve(l *lock.Lock, opts []Option) options {
 	o := options{source: DefaultSource}
