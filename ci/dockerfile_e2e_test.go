@@ -65,7 +65,7 @@ func TestDockerfileBuildsAndPassesSmoke(t *testing.T) {
 	}
 	var table bytes.Buffer
 	ref := reg.Host + "/nginx-forge/dockerfile@" + first.Digest
-	img, err := pullImage(ctx, ref, false)
+	img, err := pullImage(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,18 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"os"
 	"time"
-
-	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
-	"github.com/nginx-forge/nginx-forge/pipeline/image"
-	"github.com/nginx-forge/nginx-forge/pipeline/lock"
-	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
 
 func init() {
@@ -77,159 +69,82 @@ Examples:
 			noTLS := fs.Bool("no-tls", false, "do not mount a certificate (the TLS checks are skipped)")
 			timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 			verbose := fs.Bool("v", false, "print each step and check as it runs")
-			addr := fs.String(smoke.FlagAddress, "", "run against the server at `HOST` over the network instead of an image")
-			tlsCA := fs.String(smoke.FlagTLSCA, "", "with --address: the server's certificate `file` (PEM) to trust; without it the TLS checks are skipped")
-			serverName := fs.String(smoke.FlagServerName, smoke.DefaultServerName, "with --address: the TLS server `name` to ask for and verify")
-			uid := fs.Int(smoke.FlagUID, 0, "with --start: the `uid` every server process must run as (default 65532)")
-			httpPort := fs.Int(smoke.FlagHTTPPort, 0, "with --address: the HTTP `port` (default 8080)")
-			httpsPort := fs.Int(smoke.FlagHTTPSPort, 0, "with --address: the HTTPS and QUIC `port` (default 8443)")
-			start := fs.Bool(smoke.FlagStart, false, "with --address: start the command after -- (the image's entrypoint) and observe it too")
-			watchRoot := fs.String(smoke.FlagWatchRoot, "/", "with --start: the `directory` whose filesystem must not change while the server runs")
-			asJSON := fs.Bool(smoke.FlagJSON, false, "print the report as JSON")
-			expectModules := fs.String(smoke.FlagExpectModules, "", "with --address: the configure `flags` the server was built with, comma-separated (what build expects; instead of --modules)")
+			addr := fs.String("address", "", "run against the server at `HOST` over the network instead of an image")
+			tlsCA := fs.String("tls-ca", "", "with --address: the server's certificate `file` (PEM) to trust; without it the TLS checks are skipped")
+			serverName := fs.String("tls-server-name", "localhost", "with --address: the TLS server `name` to ask for and verify")
+			uid := fs.Int("uid", 0, "with --start: the `uid` every server process must run as (default 65532)")
+			httpPort := fs.Int("http-port", 0, "with --address: the HTTP `port` (default 8080)")
+			httpsPort := fs.Int("https-port", 0, "with --address: the HTTPS and QUIC `port` (default 8443)")
+			start := fs.Bool("start", false, "with --address: start the command after -- (the image's entrypoint) and observe it too")
+			watchRoot := fs.String("watch-root", "/", "with --start: the `directory` whose filesystem must not change while the server runs")
+			asJSON := fs.Bool("json", false, "print the report as JSON")
+			expectModules := fs.String("expect-modules", "", "with --address: the configure `flags` the server was built with, comma-separated (what build expects; instead of --modules)")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+				req := forge.SmokeRequest{Image: *ref, Insecure: *insecure, Address: *addr, WatchRoot: *watchRoot,
+					TLSCAFile: *tlsCA, ServerName: *serverName, UID: *uid, HTTPPort: *httpPort, HTTPSPort: *httpsPort,
+					ExpectLock: *expectLock, Modules: *modules}
+				if *expectModules != "" {
+					req.ExpectFlags = splitList(*expectModules)
+				}
+				switch {
+				case *start && *addr != "" && len(args) == 0:
+					return usageErrorf("--start needs the command after --")
+				case *start && *addr != "":
+					req.Start = args
+				case len(args) > 0:
+					return usageErrorf("unexpected arguments %q (a command to start needs --address and --start)", args)
+				}
+				// The flags are checked before anything is pulled or contacted.
+				if err := req.Validate(); err != nil {
+					return usageErrorf("%v", err)
+				}
+				var logf func(string, ...any)
+				if *verbose {
+					logf = log.New(stderr, "smoke: ", log.Ltime).Printf
+				}
+				ctx, cancel := context.WithTimeout(ctx, *timeout)
+				defer cancel()
 				if *addr != "" {
-					if *ref != "" {
-						return usageErrorf("--image and --address exclude each other")
-					}
-					req := smoke.ClientRequest{Address: *addr, WatchRoot: *watchRoot}
-					if *start {
-						if len(args) == 0 {
-							return usageErrorf("--start needs the command after --")
-						}
-						req.Start = args
-					} else if len(args) > 0 {
-						return usageErrorf("unexpected arguments %q (a command to start needs --start)", args)
-					}
-					expect, err := smokeExpect(*expectLock, *modules)
-					if err != nil {
-						return err
-					}
-					if *expectModules != "" {
-						expect.Modules = splitList(*expectModules)
-					}
-					o := smoke.Options{Expect: expect, UID: *uid, HTTPPort: *httpPort, HTTPSPort: *httpsPort}
-					if *tlsCA != "" {
-						pemBytes, err := os.ReadFile(*tlsCA)
-						if err != nil {
-							return usageErrorf("--%s: %v", smoke.FlagTLSCA, err)
-						}
-						if o.TLS, err = smoke.TrustTLS(pemBytes, *serverName); err != nil {
-							return usageErrorf("--%s %s: %v", smoke.FlagTLSCA, *tlsCA, err)
-						}
-					}
-					if *verbose {
-						o.Logf = log.New(stderr, "smoke: ", log.Ltime).Printf
-					}
-					ctx, cancel := context.WithTimeout(ctx, *timeout)
-					defer cancel()
-					rep, err := smoke.RunClient(ctx, req, o)
+					rep, err := forge.SmokeServer(ctx, req, logf)
 					if err != nil {
 						return err
 					}
 					return printSmoke(rep, fmt.Sprintf("server at %s", *addr), *asJSON, stdout)
 				}
-				if *ref == "" {
-					return usageErrorf("--image is required")
-				}
-				if len(args) > 0 {
-					return usageErrorf("unexpected arguments %q", args)
-				}
-				// The flags are checked before anything is pulled.
-				flagExpect, err := smokeExpect(*expectLock, *modules)
-				if err != nil {
-					return err
-				}
-				ctx, cancel := context.WithTimeout(ctx, *timeout)
-				defer cancel()
-				img, err := pullImage(ctx, *ref, *insecure)
-				if err != nil {
-					return err
-				}
-				expect, from, err := imageExpect(img, flagExpect, *expectLock, *modules)
-				if err != nil {
-					return err
-				}
-				o := host.SmokeOptions{
-					Options: smoke.Options{Expect: expect},
-					ConfD:   *confD,
-					NoTLS:   *noTLS,
-				}
-				if *verbose {
-					o.Logf = log.New(stderr, "smoke: ", log.Ltime).Printf
-					o.Logf("expectations from %s", from)
-				}
-				rep, err := host.SmokeImage(ctx, img, o)
-				if err != nil {
-					return err
-				}
-				digest, err := img.Digest()
-				if err != nil {
-					return err
-				}
-				return printSmoke(rep, fmt.Sprintf("image %s (%s), expectations from %s", *ref, digest, from), *asJSON, stdout)
+				return smokeImage(ctx, req, host.SmokeOptions{ConfD: *confD, NoTLS: *noTLS}, logf, *asJSON, stdout)
 			}
 		},
 	})
 }
 
-// pullImage fetches ref (tag or digest) once: the expectations are read from exactly the
-// image that is then run.
-func pullImage(ctx context.Context, ref string, insecure bool) (v1.Image, error) {
-	var nopts []name.Option
-	if insecure {
-		nopts = append(nopts, name.Insecure)
-	}
-	r, err := name.ParseReference(ref, nopts...)
+// smokeImage pulls the image once and runs the suite on it in runc on this machine.
+func smokeImage(ctx context.Context, req forge.SmokeRequest, o host.SmokeOptions, logf func(string, ...any), asJSON bool, stdout io.Writer) error {
+	prep, err := forge.PrepareImageSmoke(ctx, req)
 	if err != nil {
-		return nil, usageErrorf("--image %q: parsing reference: %v", ref, err)
+		return err
 	}
-	img, err := remote.Image(r, remote.WithContext(ctx), remote.WithAuthFromKeychain(image.Keychain()))
+	o.Options = prep.Options
+	if logf != nil {
+		o.Logf = logf
+		logf("expectations from %s", prep.From)
+	}
+	rep, err := host.SmokeImage(ctx, prep.Image, o)
 	if err != nil {
-		return nil, fmt.Errorf("pulling image %s: %w", ref, err)
+		return err
 	}
-	return img, nil
+	return printSmoke(rep, fmt.Sprintf("image %s (%s), expectations from %s", req.Image, prep.Digest, prep.From), asJSON, stdout)
 }
 
-// imageExpect builds what the image must be, and says where that came from. The image's
-// own record (its annotations: component versions, modules) comes first: an image is
-// checked against what it was built as, whatever lock or --modules built it. --expect-lock
-// adds a comparison with a lock (its nginx, OpenSSL and PCRE2 versions replace the
-// recorded ones, so nginx -V must match the lock); --modules replaces the recorded modules
-// ("any": not compared). An image without a record (built by the Dockerfile, or elsewhere)
-// is checked as before: flagExpect (smokeExpect of the same flags), the lock's default
-// modules, versions only with --expect-lock.
-func imageExpect(img v1.Image, flagExpect smoke.Expect, lockFile, modules string) (smoke.Expect, string, error) {
-	rec, ok, err := image.ReadRecord(img)
-	if err != nil {
-		return smoke.Expect{}, "", err
-	}
-	if !ok {
-		from := "the default module set (the image records no build)"
-		if lockFile != "" {
-			from = lockFile + " (the image records no build)"
-		}
-		return flagExpect, from, nil
-	}
-	e, err := forge.ExpectRecorded(rec)
-	if err != nil {
-		return smoke.Expect{}, "", fmt.Errorf("--image: %w", err)
-	}
-	from := "the image's record"
-	if lockFile != "" {
-		e.Nginx, e.OpenSSL, e.PCRE2 = flagExpect.Nginx, flagExpect.OpenSSL, flagExpect.PCRE2
-		from += ", versions compared with " + lockFile
-	}
-	if modules != "" {
-		e.Modules = flagExpect.Modules
-		from += ", modules from --modules"
-	}
-	return e, from, nil
+// smokeReport is what a smoke run returns (pipeline/smoke.Report): printed here.
+type smokeReport interface {
+	WriteJSON(io.Writer) error
+	Print(io.Writer) error
+	Err() error
 }
 
 // printSmoke prints the table (after a title line) or the JSON report, and fails naming
 // the failed checks.
-func printSmoke(rep smoke.Report, title string, asJSON bool, stdout io.Writer) error {
+func printSmoke(rep smokeReport, title string, asJSON bool, stdout io.Writer) error {
 	if asJSON {
 		if err := rep.WriteJSON(stdout); err != nil {
 			return err
@@ -241,37 +156,4 @@ func printSmoke(rep smoke.Report, title string, asJSON bool, stdout io.Writer) e
 		return err
 	}
 	return rep.Err()
-}
-
-// smokeExpect builds the expectations from a lock file (versions, when given) and a module
-// list, as build does from its lock and plan.
-func smokeExpect(lockFile, modules string) (smoke.Expect, error) {
-	l := lock.Default()
-	if lockFile != "" {
-		var err error
-		if l, err = lock.Load(lockFile); err != nil {
-			return smoke.Expect{}, usageErrorf("--expect-lock: loading %s: %v", lockFile, err)
-		}
-		for _, name := range []string{lock.Nginx, lock.OpenSSL, lock.PCRE2} {
-			if _, ok := l.Component(name); !ok {
-				return smoke.Expect{}, usageErrorf("--expect-lock: %s has no %s component", lockFile, name)
-			}
-		}
-	}
-	var mods []string
-	if modules != "" && modules != "any" {
-		mods = splitList(modules)
-	}
-	e, err := forge.Expect(l, mods)
-	if err != nil {
-		return smoke.Expect{}, usageErrorf("--modules: %v", err)
-	}
-	if lockFile == "" {
-		// Without a lock the versions are reported, not compared.
-		e.Nginx, e.OpenSSL, e.PCRE2 = "", "", ""
-	}
-	if modules == "any" {
-		e.Modules = nil
-	}
-	return e, nil
 }

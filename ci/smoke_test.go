@@ -273,14 +273,7 @@ func TestSmokeExpectationsFromTheImage(t *testing.T) {
 	}).(v1.Image)
 	wantMods := []string{"--with-http_ssl_module", "--with-http_v3_module", smoke.BrotliModuleFlag}
 
-	flags := func(lockFile, modules string) smoke.Expect {
-		e, err := smokeExpect(lockFile, modules)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	e, from, err := imageExpect(recorded, flags("", ""), "", "")
+	e, from, err := imageExpect(recorded, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +284,7 @@ func TestSmokeExpectationsFromTheImage(t *testing.T) {
 	// --expect-lock: the lock's versions (the default lock's differ from the record: nginx -V
 	// must then match the lock, and fails); the modules stay the record's.
 	defaultLock := filepath.Join("..", lock.DefaultPath)
-	e, from, _ = imageExpect(recorded, flags(defaultLock, ""), defaultLock, "")
+	e, from, _ = imageExpect(recorded, defaultLock, "")
 	def := lock.Default()
 	ng, _ := def.Component(lock.Nginx)
 	if e.Nginx != ng.Version || !slices.Equal(e.Modules, wantMods) || !strings.Contains(from, "versions compared with") {
@@ -299,15 +292,15 @@ func TestSmokeExpectationsFromTheImage(t *testing.T) {
 	}
 
 	// --modules replaces the record's modules; "any" compares none.
-	if e, _, _ := imageExpect(recorded, flags("", "http_ssl"), "", "http_ssl"); !slices.Equal(e.Modules, []string{"--with-http_ssl_module"}) || e.Nginx != "1.26.3" {
+	if e, _, _ := imageExpect(recorded, "", "http_ssl"); !slices.Equal(e.Modules, []string{"--with-http_ssl_module"}) || e.Nginx != "1.26.3" {
 		t.Errorf("--modules http_ssl: %+v", e)
 	}
-	if e, _, _ := imageExpect(recorded, flags("", "any"), "", "any"); e.Modules != nil {
+	if e, _, _ := imageExpect(recorded, "", "any"); e.Modules != nil {
 		t.Errorf("--modules any: %+v", e)
 	}
 
 	// An image that records nothing is checked as before: the flags' expectations.
-	e, from, _ = imageExpect(empty.Image, flags("", ""), "", "")
+	e, from, _ = imageExpect(empty.Image, "", "")
 	if e.Nginx != "" || slices.Contains(e.Modules, smoke.BrotliModuleFlag) || !strings.Contains(from, "records no build") {
 		t.Errorf("no record: %+v from %q", e, from)
 	}
@@ -316,7 +309,7 @@ func TestSmokeExpectationsFromTheImage(t *testing.T) {
 	unknown := mutate.Annotations(empty.Image, map[string]string{
 		image.AnnotationPrefix + "nginx.version": "1.26.3", image.AnnotationModules: "http_ssl,teleport",
 	}).(v1.Image)
-	if _, _, err := imageExpect(unknown, flags("", ""), "", ""); err == nil || !strings.Contains(err.Error(), `"teleport"`) || !strings.Contains(err.Error(), "--modules") {
+	if _, _, err := imageExpect(unknown, "", ""); err == nil || !strings.Contains(err.Error(), `"teleport"`) || !strings.Contains(err.Error(), "--modules") {
 		t.Errorf("unknown recorded module: %v", err)
 	}
 }

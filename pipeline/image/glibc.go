@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-
 )
 
 // glibcPackages are the dpkg package names that ship glibc itself (libc6 on most
@@ -142,4 +141,3 @@ func parseGlibc(v string) ([2]int, error) {
 	}
 	return [2]int{a, b}, nil
 }
-

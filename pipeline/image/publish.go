@@ -378,4 +378,3 @@ func isNotFound(err error) bool {
 	var te *transport.Error
 	return errors.As(err, &te) && te.StatusCode == http.StatusNotFound
 }
-

@@ -1,0 +1,195 @@
+package forge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
+)
+
+// SmokeRequest is `ci smoke`: the suite against an image (Image, run by the runner the command
+// chooses) or against a server over the network (Address), compared with what it should be.
+type SmokeRequest struct {
+	// Image is the image reference (tag or digest) to pull once and test.
+	Image    string
+	Insecure bool // a plain-HTTP registry not on loopback
+
+	// Address is the server's host; Start, when set, is the command to start first (the
+	// image's entrypoint), whose processes, output and writes to WatchRoot are checked too.
+	Address    string
+	Start      []string
+	WatchRoot  string
+	TLSCAFile  string // the server's certificate (PEM) to trust; "" skips the TLS checks
+	ServerName string // the TLS server name to ask for and verify
+	UID        int    // the uid every server process must run as (0: the default)
+	HTTPPort   int    // 0: the default
+	HTTPSPort  int    // 0: the default
+
+	// ExpectLock is a lock whose nginx, OpenSSL and PCRE2 versions the target must have
+	// ("": the versions an image records, else not compared).
+	ExpectLock string
+	// Modules are the nginx modules the target was built with, as `build --modules` takes
+	// them ("": an image's record, else the default set; "any": not compared).
+	Modules string
+	// ExpectFlags are the configure flags of the modules (Address only; instead of Modules).
+	ExpectFlags []string
+}
+
+// Validate checks the request without touching a registry or a server: which target, the
+// expectation lock and the module list. The command reports its errors as usage errors.
+func (r SmokeRequest) Validate() error {
+	switch {
+	case r.Image != "" && r.Address != "":
+		return errors.New("--image and --address exclude each other")
+	case r.Image == "" && r.Address == "":
+		return errors.New("--image is required (or --address for a running server)")
+	}
+	_, err := r.Expectations()
+	return err
+}
+
+// Expectations are what the target is compared with when it records nothing: ExpectLock's
+// versions (when given) and the Modules, as build makes them from its lock and plan.
+func (r SmokeRequest) Expectations() (smoke.Expect, error) {
+	l := lock.Default()
+	if r.ExpectLock != "" {
+		var err error
+		if l, err = lock.Load(r.ExpectLock); err != nil {
+			return smoke.Expect{}, fmt.Errorf("--expect-lock: loading %s: %w", r.ExpectLock, err)
+		}
+		for _, name := range []string{lock.Nginx, lock.OpenSSL, lock.PCRE2} {
+			if _, ok := l.Component(name); !ok {
+				return smoke.Expect{}, fmt.Errorf("--expect-lock: %s has no %s component", r.ExpectLock, name)
+			}
+		}
+	}
+	var mods []string
+	if r.Modules != "" && r.Modules != "any" {
+		for _, m := range strings.Split(r.Modules, ",") {
+			if m = strings.TrimSpace(m); m != "" {
+				mods = append(mods, m)
+			}
+		}
+	}
+	e, err := Expect(l, mods)
+	if err != nil {
+		return smoke.Expect{}, fmt.Errorf("--modules: %w", err)
+	}
+	if r.ExpectLock == "" {
+		// Without a lock the versions are reported, not compared.
+		e.Nginx, e.OpenSSL, e.PCRE2 = "", "", ""
+	}
+	if r.Modules == "any" {
+		e.Modules = nil
+	}
+	return e, nil
+}
+
+// SmokeServer runs the suite against the server at r.Address (starting r.Start first, if
+// given); logf, when not nil, receives each step.
+func SmokeServer(ctx context.Context, r SmokeRequest, logf func(string, ...any)) (smoke.Report, error) {
+	expect, err := r.Expectations()
+	if err != nil {
+		return smoke.Report{}, err
+	}
+	if r.ExpectFlags != nil {
+		expect.Modules = r.ExpectFlags
+	}
+	o := smoke.Options{Expect: expect, UID: r.UID, HTTPPort: r.HTTPPort, HTTPSPort: r.HTTPSPort, Logf: logf}
+	if r.TLSCAFile != "" {
+		pemBytes, err := os.ReadFile(r.TLSCAFile)
+		if err != nil {
+			return smoke.Report{}, fmt.Errorf("--tls-ca: %w", err)
+		}
+		if o.TLS, err = smoke.TrustTLS(pemBytes, r.ServerName); err != nil {
+			return smoke.Report{}, fmt.Errorf("--tls-ca %s: %w", r.TLSCAFile, err)
+		}
+	}
+	return smoke.RunClient(ctx, smoke.ClientRequest{Address: r.Address, WatchRoot: r.WatchRoot, Start: r.Start}, o)
+}
+
+// ImageSmoke is an image pulled for the suite with what it is compared with: hand Image and
+// Options to a runner (pipeline/engine/host.SmokeImage).
+type ImageSmoke struct {
+	Image   v1.Image
+	Digest  string
+	Options smoke.Options
+	// From says where the expectations came from, for the report's title.
+	From string
+}
+
+// PrepareImageSmoke pulls r.Image once (the expectations are read from exactly the image
+// that is then run) with the registry credentials every access uses, and decides the
+// expectations: the image's own record (its annotations: component versions, modules) comes
+// first, so an image is checked against what it was built as; ExpectLock replaces the
+// versions, Modules the modules. An image without a record (built by the Dockerfile, or
+// elsewhere) is checked against the lock's default modules, versions only with ExpectLock.
+func PrepareImageSmoke(ctx context.Context, r SmokeRequest) (*ImageSmoke, error) {
+	if _, err := r.Expectations(); err != nil {
+		return nil, err
+	}
+	var nopts []name.Option
+	if r.Insecure {
+		nopts = append(nopts, name.Insecure)
+	}
+	ref, err := name.ParseReference(r.Image, nopts...)
+	if err != nil {
+		return nil, fmt.Errorf("--image %q: parsing reference: %w", r.Image, err)
+	}
+	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(image.Keychain()))
+	if err != nil {
+		return nil, fmt.Errorf("pulling image %s: %w", r.Image, err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", r.Image, err)
+	}
+	expect, from, err := r.ImageExpectations(img)
+	if err != nil {
+		return nil, err
+	}
+	return &ImageSmoke{Image: img, Digest: digest.String(), Options: smoke.Options{Expect: expect}, From: from}, nil
+}
+
+// ImageExpectations are what img is compared with (see PrepareImageSmoke), and where they
+// came from.
+func (r SmokeRequest) ImageExpectations(img v1.Image) (smoke.Expect, string, error) {
+	flagExpect, err := r.Expectations()
+	if err != nil {
+		return smoke.Expect{}, "", err
+	}
+	rec, ok, err := image.ReadRecord(img)
+	if err != nil {
+		return smoke.Expect{}, "", err
+	}
+	if !ok {
+		from := "the default module set (the image records no build)"
+		if r.ExpectLock != "" {
+			from = r.ExpectLock + " (the image records no build)"
+		}
+		return flagExpect, from, nil
+	}
+	e, err := ExpectRecorded(rec)
+	if err != nil {
+		return smoke.Expect{}, "", fmt.Errorf("--image: %w", err)
+	}
+	from := "the image's record"
+	if r.ExpectLock != "" {
+		e.Nginx, e.OpenSSL, e.PCRE2 = flagExpect.Nginx, flagExpect.OpenSSL, flagExpect.PCRE2
+		from += ", versions compared with " + r.ExpectLock
+	}
+	if r.Modules != "" {
+		e.Modules = flagExpect.Modules
+		from += ", modules from --modules"
+	}
+	return e, from, nil
+}
