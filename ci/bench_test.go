@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/bench"
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 func benchTool(t *testing.T, cmd, pkg string) string { return testenv.Tool(t, cmd, pkg) }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/daggerexec"
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 var testLockPath = testenv.TestLockPath()

@@ -11,7 +11,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
-	"github.com/nginx-forge/nginx-forge/pipeline/upstream/upstreamtest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/upstreamtest"
 )
 
 // runCheckUpdates runs `ci check-updates` against the scenario's loopback upstream and

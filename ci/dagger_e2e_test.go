@@ -22,12 +22,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/basetest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/basetest"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
-	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/registrytest"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // DaggerE2EEnv makes a missing Dagger engine a failure of TestDaggerBuildEndToEnd instead of

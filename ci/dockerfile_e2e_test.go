@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/basetest"
-	"github.com/nginx-forge/nginx-forge/pipeline/buildkittest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/basetest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/buildkittest"
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
-	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/registrytest"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // TestDockerfileBuildsAndPassesSmoke builds the Dockerfile `ci dockerfile` renders with a

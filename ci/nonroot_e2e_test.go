@@ -17,9 +17,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/basetest"
-	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/basetest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/registrytest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // nobody is the unprivileged account the host build runs as (Debian's nobody:nogroup).

@@ -19,7 +19,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
-	"github.com/nginx-forge/nginx-forge/pipeline/upstream/upstreamtest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/upstreamtest"
 )
 
 // replay is the shipped lock against a recorded upstream that offers newer nginx stable,

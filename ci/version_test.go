@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // parseVersion reads `ci --version` as a script would: the first line "nginx-forge

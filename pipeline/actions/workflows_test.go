@@ -12,7 +12,7 @@ import (
 
 	"github.com/rhysd/actionlint"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 func workflowDir() string { return filepath.Join(testenv.RepoRoot(), ".github", "workflows") }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 func directives(ds []Directive) string {

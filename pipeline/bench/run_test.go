@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 func testenvTool(t *testing.T) string {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // testdata/strace-c.txt is strace 6.1's -c -f summary of a Debian nginx 1.22 worker (Debian's

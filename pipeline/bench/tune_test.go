@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 func TestVerdict(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // Output of Debian's wrk 4.1.0 with --latency, with the units it prints at both ends.

@@ -13,7 +13,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/dockerfile"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // The -update flag may be declared by another test file of this package too; declare it

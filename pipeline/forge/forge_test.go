@@ -27,7 +27,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
-	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/registrytest"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/basetest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/basetest"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 )
 

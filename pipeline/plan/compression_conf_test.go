@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // directives are the first words of a config file's statements (comments dropped).

@@ -24,7 +24,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/registrytest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/registrytest"
 )
 
 // newKey writes a fresh P-256 key as the PEM file --sign-key takes and returns its public key.

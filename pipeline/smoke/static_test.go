@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // compile builds a tiny C program with the given flags into root/usr/sbin/nginx. It calls

@@ -23,7 +23,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // The OpenSSL release key that signed openssl-3.5.7.tar.gz.asc on 2026-06-09 and expired on

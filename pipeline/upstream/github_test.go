@@ -12,7 +12,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
-	"github.com/nginx-forge/nginx-forge/pipeline/upstream/upstreamtest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/upstreamtest"
 )
 
 // recorded serves the GitHub API responses under testdata/github (see

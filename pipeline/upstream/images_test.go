@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
-	"github.com/nginx-forge/nginx-forge/pipeline/upstream/upstreamtest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/upstreamtest"
 )
 
 func TestImageDigest(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
-	"github.com/nginx-forge/nginx-forge/pipeline/upstream/upstreamtest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/upstreamtest"
 )
 
 // checkDefault checks the scenario's lock against its recorded upstream.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // rules are what a script must not do, each as a pattern over its lines (comments removed).

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 const module = "github.com/nginx-forge/nginx-forge"
@@ -101,12 +101,22 @@ func rules() []rule {
 		{"only pipeline/actions imports go-githubactions",
 			func(dir string) bool { return dir != "pipeline/actions" },
 			func(imp string) bool { return strings.HasPrefix(imp, "github.com/sethvargo/go-githubactions") }},
-		{"only the build pipeline (and the test build helper) chooses an engine",
+		// ci chooses the engine and hands it to forge.Run: no library package decides where a
+		// build runs (the test build helper drives the host executor directly).
+		{"only ci (and the test build helper) imports an engine",
 			func(dir string) bool {
-				return dir != "pipeline/forge" && dir != "pipeline/testenv/buildtree" && !strings.HasPrefix(dir, "pipeline/engine")
+				return dir != "ci" && dir != "pipeline/testsupport/testenv/buildtree" && !strings.HasPrefix(dir, "pipeline/engine")
 			},
 			func(imp string) bool {
 				return imp == module+"/pipeline/engine/host" || imp == module+"/pipeline/engine/daggerexec"
+			}},
+		// A build does not look for releases: the branch calendar reaches it as a function
+		// (forge.WithBranchWarnings), and publishing needs no GitHub API.
+		{"forge imports neither upstream nor the GitHub clients",
+			func(dir string) bool { return dir == "pipeline/forge" },
+			func(imp string) bool {
+				return imp == module+"/pipeline/upstream" || strings.HasPrefix(imp, module+"/pipeline/upstream/") ||
+					imp == module+"/pipeline/actions" || strings.HasPrefix(imp, "github.com/sethvargo/go-githubactions")
 			}},
 		{"engines import downward, never the build pipeline",
 			func(dir string) bool { return strings.HasPrefix(dir, "pipeline/engine") },
@@ -119,7 +129,7 @@ func rules() []rule {
 		{"lock imports nothing of ours",
 			func(dir string) bool { return dir == "pipeline/lock" },
 			func(imp string) bool {
-				return strings.HasPrefix(imp, module+"/") && !strings.HasSuffix(imp, "/pipeline/testenv")
+				return strings.HasPrefix(imp, module+"/") && !strings.HasSuffix(imp, "/pipeline/testsupport/testenv")
 			}},
 		// The suite is what is checked; running an image in runc is the host engine's runner
 		// (pipeline/engine/host), so the Dagger executor, which runs the suite, links no runc code.
@@ -160,11 +170,28 @@ func TestPlantedImportsBreakRules(t *testing.T) {
 	for _, v := range violations(imports(t)) {
 		before[v] = true
 	}
-	for _, c := range []struct{ dir, imp, rule string }{
+	cases := []struct{ dir, imp, rule string }{
+		{"pipeline/bench", module + "/ci", "nothing under pipeline/ imports ci"},
+		{"pipeline/plan", "github.com/google/go-containerregistry/pkg/v1", "plan imports neither Dagger nor go-containerregistry"},
+		{"pipeline/forge", "dagger.io/dagger", "only the Dagger engine imports dagger.io/dagger"},
+		{"pipeline/upstream", "github.com/sethvargo/go-githubactions", "only pipeline/actions imports go-githubactions"},
+		{"pipeline/bench", module + "/pipeline/engine/host", "only ci (and the test build helper) imports an engine"},
+		{"pipeline/forge", module + "/pipeline/engine/daggerexec", "only ci (and the test build helper) imports an engine"},
+		{"pipeline/forge", module + "/pipeline/upstream", "forge imports neither upstream nor the GitHub clients"},
+		{"pipeline/forge", module + "/pipeline/actions", "forge imports neither upstream nor the GitHub clients"},
+		{"pipeline/engine/host", module + "/pipeline/forge", "engines import downward, never the build pipeline"},
+		{"pipeline/dockerfile", "github.com/google/go-containerregistry/pkg/v1", "the Dockerfile renderer needs neither Dagger nor go-containerregistry"},
+		{"pipeline/lock", module + "/pipeline/plan", "lock imports nothing of ours"},
 		{"pipeline/smoke", module + "/pipeline/ocirun", "the smoke suite does not import ocirun"},
 		{"pipeline/smoke", "github.com/opencontainers/runc/libcontainer", "the smoke suite does not import ocirun"},
-		{"pipeline/bench", module + "/pipeline/engine/host", "only the build pipeline (and the test build helper) chooses an engine"},
-	} {
+	}
+	// Every rule is shown to fail.
+	for _, r := range rules() {
+		if !slices.ContainsFunc(cases, func(c struct{ dir, imp, rule string }) bool { return c.rule == r.name }) {
+			t.Errorf("rule %q has no planted violation here", r.name)
+		}
+	}
+	for _, c := range cases {
 		all := imports(t)
 		if all[c.dir] == nil {
 			t.Fatalf("no package %s in the graph", c.dir)
@@ -295,10 +322,41 @@ func TestOneKeychainCanFail(t *testing.T) {
 // TestRulesCanFail proves the walker sees real imports, so the rules above are not vacuous.
 func TestRulesCanFail(t *testing.T) {
 	all := imports(t)
-	if !all["pipeline/internal/importrules"]["github.com/nginx-forge/nginx-forge/pipeline/testenv"] {
+	if !all["pipeline/internal/importrules"]["github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"] {
 		t.Fatalf("the walker did not see this file's own import of testenv")
 	}
 	if _, err := os.Stat(filepath.Join(testenv.RepoRoot(), "go.mod")); err != nil {
 		t.Fatalf("RepoRoot has no go.mod: %v", err)
+	}
+}
+
+// testSupportViolations lists the non-test imports of test support (pipeline/testsupport)
+// outside it: the program must never link stand-in registries, base images or upstreams.
+func testSupportViolations(nonTest map[string]map[string]bool) []string {
+	var out []string
+	for dir, imps := range nonTest {
+		if strings.HasPrefix(dir, "pipeline/testsupport") {
+			continue
+		}
+		for imp := range imps {
+			if strings.HasPrefix(imp, module+"/pipeline/testsupport/") {
+				out = append(out, dir+" imports "+imp)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestProgramLinksNoTestSupport: only tests (and test support itself) import
+// pipeline/testsupport; planted, a product package importing it is reported.
+func TestProgramLinksNoTestSupport(t *testing.T) {
+	nonTest := walkImports(t, false)
+	for _, v := range testSupportViolations(nonTest) {
+		t.Errorf("non-test code imports test support: %s", v)
+	}
+	nonTest["pipeline/forge"][module+"/pipeline/testsupport/registrytest"] = true
+	if got := testSupportViolations(nonTest); len(got) != 1 || got[0] != "pipeline/forge imports "+module+"/pipeline/testsupport/registrytest" {
+		t.Errorf("planted import of test support reported as %q", got)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // layoutPaths are the paths README.md's Layout table names (each `path` in its first column).
@@ -106,7 +106,7 @@ func TestReadmeLayoutMatchesTheTree(t *testing.T) {
 
 	// The check can fail: a package the table does not name, and a row for a removed one.
 	planted, gone := missingFromLayout(root, append(paths, "pipeline/removed"), append(goPackageDirs(t, root), "pipeline/unlisted"))
-	if len(gone) != 1 || gone[0] != "pipeline/removed" || len(planted) != len(uncovered)+1 {
+	if len(gone) != len(absent)+1 || gone[len(gone)-1] != "pipeline/removed" || len(planted) != len(uncovered)+1 || planted[len(planted)-1] != "pipeline/unlisted" {
 		t.Errorf("planted layout faults not caught: absent %q, uncovered %q", gone, planted)
 	}
 }

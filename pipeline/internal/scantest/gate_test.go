@@ -12,7 +12,7 @@ import (
 	"github.com/rhysd/actionlint"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // build.yml's gate step, run by bash on grype's own JSON report of the test image (the

@@ -21,10 +21,10 @@ import (
 	grypejson "github.com/anchore/grype/grype/presenter/json"
 	"github.com/anchore/grype/grype/presenter/models"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/basetest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/basetest"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // The planted advisories. Each vulnerable one has a control that must not match: the scanner

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // The newest releases on each default-lock track in the recorded GitHub responses

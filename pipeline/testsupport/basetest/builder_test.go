@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // TestBuilderImage: the builder stand-in has apt, dpkg and bash but no compiler (the

@@ -39,7 +39,7 @@ var built struct {
 //
 // The tree is shared: do not modify it. Copy it first (cp -a) if a test must change files.
 //
-// The build runs in a subprocess (./pipeline/testenv/buildtree) so this package
+// The build runs in a subprocess (./pipeline/testsupport/testenv/buildtree) so this package
 // imports none of ours: the lock, source, plan and host packages' tests use testenv too.
 func BuiltTree(t testing.TB) string {
 	t.Helper()
@@ -53,7 +53,7 @@ func BuiltTree(t testing.TB) string {
 	goTool := Tool(t, "go", "golang (or put Go's bin directory on PATH)")
 	mirror := Mirror(t)
 
-	cmd := exec.Command(goTool, "run", "./pipeline/testenv/buildtree",
+	cmd := exec.Command(goTool, "run", "./pipeline/testsupport/testenv/buildtree",
 		"-lock", TestLockPath(), "-mirror", mirror, "-cache", BuildCacheDir())
 	cmd.Dir = RepoRoot()
 	var stdout bytes.Buffer

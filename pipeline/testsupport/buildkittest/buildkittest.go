@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // RootEnv names buildkitd's state directory (its build cache). It persists between runs so a

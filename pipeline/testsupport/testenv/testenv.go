@@ -34,7 +34,7 @@ func Missing(t testing.TB, what, fix string) {
 // RepoRoot is the checkout's top directory.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
 // TestLockPath is the lock that pins the tarballs Debian's trixie source packages carry.

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
-	"github.com/nginx-forge/nginx-forge/pipeline/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // Binary is where Debian's docker-registry package installs the registry.
