@@ -17,49 +17,7 @@ func init() {
 		name:    "smoke",
 		summary: "Run an image from a registry in runc and check it (table of named checks)",
 		usage:   "--image REF [flags] | --address HOST [flags] [--start -- COMMAND...]",
-		long: `Pull REF, unpack it with umoci and run it with runc the way it is meant to run: as its
-user (65532), with a read-only root filesystem, tmpfs on /var/cache/nginx, /run/nginx and
-/tmp, no capabilities, in its own network namespace (so ports 8080/8443 never clash with
-the host's). A fresh ECDSA certificate for localhost, with the tls.conf documented in the
-image's own nginx.conf, is mounted at /etc/nginx/tls to turn on HTTPS, HTTP/2 and HTTP/3.
-
-Then every check runs and the table is printed: nginx -t, nginx -V (versions and modules),
-HTTP on 8080, TLS 1.3, HTTP/2 and HTTP/3 on 8443, user, read-only root, no shell, and the
-binary's hardening (PIE, RELRO, BIND_NOW, canary, NX, fortify) and dynamic needs. The exit
-status is 1 when a check failed, naming the failed checks.
-
-What the image must be comes from the image itself: an image built by "ci build" records
-the versions of what nginx was built from and its modules (annotations dev.nginx-forge.*),
-and nginx -V must match that record. --expect-lock adds a comparison with a lock (nginx,
-OpenSSL and PCRE2 versions); --modules replaces the recorded modules. An image that records
-nothing (built from the Dockerfile, or elsewhere) is expected to have the default modules.
-
-Needs root, runc and umoci (apt-get install runc umoci).
-
-With --address HOST instead of --image, the suite runs against a server that is already
-running at HOST (its ports 8080/8443, or --http-port/--https-port), over the network only:
-HTTP, TLS (trusting the certificate --tls-ca), HTTP/2 and HTTP/3 over QUIC. The checks that
-need the image's files or processes are skipped as unobservable. With --start, the command
-after "--" (the image's entrypoint) is started here first and observed as well: its
-processes' users (/proc), its output (the error log), and the files of --watch-root's
-filesystem it changes while it runs (the read-only root check, as writes rather than mount
-options). This is what the Dagger engine runs inside the engine, from a static build of
-this command mounted into containers of the image: one bound to the nginx service, one
-starting nginx itself. --json prints the report as JSON.
-
-Examples:
-  # The image just pushed to a loopback registry, checked against what it records
-  go run ./ci smoke --image 127.0.0.1:5000/nginx-forge/nginx@sha256:...
-
-  # ... and compared with the test lock
-  go run ./ci smoke --image 127.0.0.1:5000/nginx-forge/nginx@sha256:... \
-      --expect-lock pipeline/lock/testdata/trixie.lock.json
-
-  # Try your server blocks against the image
-  go run ./ci smoke --image ghcr.io/nginx-forge/nginx:1.26.2 --conf-d ./sites --modules any
-
-  # A server already running on this machine, as JSON
-  go run ./ci smoke --address 127.0.0.1 --tls-ca tls.crt --json`,
+		long:    smokeHelp,
 		flags: func(fs *flag.FlagSet) runFunc {
 			ref := fs.String("image", "", "image `REF` to test (tag or digest)")
 			expectLock := fs.String("expect-lock", "", "lock `file` whose nginx, OpenSSL and PCRE2 versions the image must have (default: the versions the image records; not compared when it records none)")
@@ -157,3 +115,47 @@ func printSmoke(rep smokeReport, title string, asJSON bool, stdout io.Writer) er
 	}
 	return rep.Err()
 }
+
+const smokeHelp = `Pull REF, unpack it with umoci and run it with runc the way it is meant to run: as its
+user (65532), with a read-only root filesystem, tmpfs on /var/cache/nginx, /run/nginx and
+/tmp, no capabilities, in its own network namespace (so ports 8080/8443 never clash with
+the host's). A fresh ECDSA certificate for localhost, with the tls.conf documented in the
+image's own nginx.conf, is mounted at /etc/nginx/tls to turn on HTTPS, HTTP/2 and HTTP/3.
+
+Then every check runs and the table is printed: nginx -t, nginx -V (versions and modules),
+HTTP on 8080, TLS 1.3, HTTP/2 and HTTP/3 on 8443, user, read-only root, no shell, and the
+binary's hardening (PIE, RELRO, BIND_NOW, canary, NX, fortify) and dynamic needs. The exit
+status is 1 when a check failed, naming the failed checks.
+
+What the image must be comes from the image itself: an image built by "ci build" records
+the versions of what nginx was built from and its modules (annotations dev.nginx-forge.*),
+and nginx -V must match that record. --expect-lock adds a comparison with a lock (nginx,
+OpenSSL and PCRE2 versions); --modules replaces the recorded modules. An image that records
+nothing (built from the Dockerfile, or elsewhere) is expected to have the default modules.
+
+Needs root, runc and umoci (apt-get install runc umoci).
+
+With --address HOST instead of --image, the suite runs against a server that is already
+running at HOST (its ports 8080/8443, or --http-port/--https-port), over the network only:
+HTTP, TLS (trusting the certificate --tls-ca), HTTP/2 and HTTP/3 over QUIC. The checks that
+need the image's files or processes are skipped as unobservable. With --start, the command
+after "--" (the image's entrypoint) is started here first and observed as well: its
+processes' users (/proc), its output (the error log), and the files of --watch-root's
+filesystem it changes while it runs (the read-only root check, as writes rather than mount
+options). This is what the Dagger engine runs inside the engine, from a static build of
+this command mounted into containers of the image: one bound to the nginx service, one
+starting nginx itself. --json prints the report as JSON.
+
+Examples:
+  # The image just pushed to a loopback registry, checked against what it records
+  go run ./ci smoke --image 127.0.0.1:5000/nginx-forge/nginx@sha256:...
+
+  # ... and compared with the test lock
+  go run ./ci smoke --image 127.0.0.1:5000/nginx-forge/nginx@sha256:... \
+      --expect-lock pipeline/lock/testdata/trixie.lock.json
+
+  # Try your server blocks against the image
+  go run ./ci smoke --image ghcr.io/nginx-forge/nginx:1.26.2 --conf-d ./sites --modules any
+
+  # A server already running on this machine, as JSON
+  go run ./ci smoke --address 127.0.0.1 --tls-ca tls.crt --json`
