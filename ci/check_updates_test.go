@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
-	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/upstreamtest"
+	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 )
 
 // runCheckUpdates runs `ci check-updates` against the scenario's loopback upstream and

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/basetest"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/basetest"
 )
 
 // TestGlibcVersionStandInBase reads the glibc of the stand-in distroless base (Debian

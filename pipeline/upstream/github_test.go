@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
-	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/upstreamtest"
+	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 )
 
 // recorded serves the GitHub API responses under testdata/github (see

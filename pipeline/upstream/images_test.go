@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/upstreamtest"
+	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 )
 
 func TestImageDigest(t *testing.T) {

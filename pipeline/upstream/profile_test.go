@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
-	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/upstreamtest"
+	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 )
 
 // A recorded PGO profile is trained on the lock's sources and builder: an update that

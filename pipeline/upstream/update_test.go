@@ -12,8 +12,8 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
-	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/upstreamtest"
+	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 )
 
 func check(t *testing.T, s *upstreamtest.Scenario) *upstream.Report {
