@@ -195,7 +195,3 @@ func GlibcFromGetconf(out string) (string, error) {
 	}
 	return strings.TrimSpace(v), nil
 }
-
-// ErrUsage marks an error in how the build was asked for (a missing tool that a flag could
-// avoid, a bad option): `ci` exits with status 2 for it.
-var ErrUsage = errors.New("usage")

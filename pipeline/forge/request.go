@@ -1,12 +1,3 @@
-// Package forge owns one build from request to result: it resolves the lock and the images,
-// runs the preflight checks, fetches and verifies the sources, builds each platform on an
-// engine chosen once, assembles the image and its SBOM, smoke-tests it, writes the outputs
-// and publishes. `ci build` turns flags into a Request and prints the Result; nothing else
-// decides what a build does.
-//
-// The order is the safety: nothing is fetched before the preflight passes, nothing is
-// written (--output) or published before the smoke test passes, and no tag moves unless
-// every step before it succeeded.
 package forge
 
 import (

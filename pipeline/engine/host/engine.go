@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -36,11 +37,11 @@ func (e *Engine) Preflight(ctx context.Context, smoke bool) error {
 	}
 	for _, tool := range []string{"runc", "umoci"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%w: the smoke tests need %s (apt-get install runc umoci, or .ci/install-deps); or pass --no-smoke with --output/--tree", engine.ErrUsage, tool)
+			return fmt.Errorf("the smoke tests need %s (apt-get install runc umoci, or .ci/install-deps); or pass --no-smoke with --output/--tree", tool)
 		}
 	}
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("%w: the smoke tests run the image in runc, which needs root: run as root (sudo), or pass --no-smoke with --output/--tree", engine.ErrUsage)
+		return errors.New("the smoke tests run the image in runc, which needs root: run as root (sudo), or pass --no-smoke with --output/--tree")
 	}
 	return nil
 }
