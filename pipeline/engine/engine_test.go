@@ -1,0 +1,97 @@
+package engine_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/engine"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
+)
+
+// recorder is an engine that only records whether Build reached it.
+type recorder struct {
+	built []string // the directories Build was given
+}
+
+func (r *recorder) Name() string                                             { return "recorder" }
+func (r *recorder) Preflight(context.Context, bool) error                    { return nil }
+func (r *recorder) BuilderGlibc(context.Context, *plan.Plan) (string, error) { return "", nil }
+func (r *recorder) PackageVersion(context.Context, *plan.Plan, string) (string, error) {
+	return "", nil
+}
+func (r *recorder) Smoke(context.Context, *plan.Plan, v1.Image, smoke.Options) (smoke.Report, error) {
+	return smoke.Report{}, nil
+}
+func (r *recorder) Close() error { return nil }
+func (r *recorder) Build(_ context.Context, _ *plan.Plan, _ map[string]string, dir string, _ engine.Progress) ([]engine.Stage, error) {
+	r.built = append(r.built, dir)
+	return nil, nil
+}
+
+// TestCheckedRefusesBadInputBeforeTheEngine: the checks every engine relies on run once, in
+// the wrapper, and a refused build never reaches the engine.
+func TestCheckedRefusesBadInputBeforeTheEngine(t *testing.T) {
+	dir := t.TempDir()
+	tarball := filepath.Join(dir, "zlib-1.3.1.tar.gz")
+	if err := os.WriteFile(tarball, []byte("zlib"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("zlib"))
+	src := plan.Source{Component: "zlib", Version: "1.3.1", FileName: "zlib-1.3.1.tar.gz", SHA256: hex.EncodeToString(sum[:])}
+	good := func() *plan.Plan {
+		return &plan.Plan{Final: "nginx", Stages: []plan.Stage{
+			{Name: "zlib", Source: src},
+			{Name: "nginx", Source: src, Deps: []string{"zlib"}},
+		}}
+	}
+	sources := map[string]string{"zlib": tarball}
+	full := filepath.Join(dir, "full")
+	if err := os.MkdirAll(filepath.Join(full, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outOfOrder := good()
+	outOfOrder.Stages[0], outOfOrder.Stages[1] = outOfOrder.Stages[1], outOfOrder.Stages[0]
+	noFinal := good()
+	noFinal.Final = "pgo-train"
+	tampered := good()
+	tampered.Stages[1].Source.SHA256 = strings.Repeat("0", 64)
+
+	for _, c := range []struct {
+		name    string
+		p       *plan.Plan
+		sources map[string]string
+		dir     string
+		want    string
+	}{
+		{"out of order", outOfOrder, sources, filepath.Join(dir, "t1"), `depends on "zlib", which is not an earlier stage`},
+		{"no final stage", noFinal, sources, filepath.Join(dir, "t2"), `final stage "pgo-train"`},
+		{"checksum", tampered, sources, filepath.Join(dir, "t3"), "the file is corrupt or tampered with"},
+		{"missing source", good(), map[string]string{}, filepath.Join(dir, "t4"), "no source tarball given for zlib"},
+		{"tree not empty", good(), sources, full, "is not empty"},
+	} {
+		r := &recorder{}
+		_, err := engine.Checked(r).Build(context.Background(), c.p, c.sources, c.dir, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "recorder engine") {
+			t.Errorf("%s: err %v, want one naming the engine and %q", c.name, err, c.want)
+		}
+		if len(r.built) > 0 {
+			t.Errorf("%s: the engine was asked to build", c.name)
+		}
+	}
+
+	r := &recorder{}
+	if _, err := engine.Checked(engine.Checked(r)).Build(context.Background(), good(), sources, "rel-tree", nil); err != nil {
+		t.Fatalf("good input: %v", err)
+	}
+	if len(r.built) != 1 || !filepath.IsAbs(r.built[0]) {
+		t.Errorf("the engine got %q, want one absolute tree directory", r.built)
+	}
+}
