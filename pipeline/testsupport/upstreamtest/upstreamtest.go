@@ -255,7 +255,14 @@ type Key struct {
 // NewKey makes an Ed25519 signing key created at KeysCreatedAt.
 func NewKey(t testing.TB, name string) *Key {
 	t.Helper()
-	cfg := &packet.Config{Algorithm: packet.PubKeyAlgoEdDSA, Time: func() time.Time { return KeysCreatedAt }}
+	return NewKeyAt(t, name, KeysCreatedAt)
+}
+
+// NewKeyAt makes an Ed25519 signing key created at created: a key that can sign at a date
+// before KeysCreatedAt (a locked release older than a real upstream signature).
+func NewKeyAt(t testing.TB, name string, created time.Time) *Key {
+	t.Helper()
+	cfg := &packet.Config{Algorithm: packet.PubKeyAlgoEdDSA, Time: func() time.Time { return created }}
 	e, err := openpgp.NewEntity(name, "nginx-forge test key", strings.ToLower(strings.ReplaceAll(name, " ", "."))+"@example.test", cfg)
 	if err != nil {
 		t.Fatalf("making test key %q: %v", name, err)
