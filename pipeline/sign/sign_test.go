@@ -105,19 +105,7 @@ func verify(t *testing.T, ref name.Digest, pub crypto.PublicKey) error {
 // verify under another key; a second key's signature is added beside the first (both verify),
 // and signing again with the same key adds nothing.
 func TestSignVerifiesWithSigstore(t *testing.T) {
-	reg := registrytest.Start(t)
-	idx, err := random.Index(256, 1, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, _ := idx.Digest()
-	ref, err := name.NewDigest(reg.Ref("forge/nginx@" + d.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.WriteIndex(ref, idx); err != nil {
-		t.Fatal(err)
-	}
+	ref := pushIndex(t)
 	keyA, pubA := newKey(t)
 	keyB, pubB := newKey(t)
 	_, pubOther := newKey(t)
@@ -253,19 +241,7 @@ func TestCosignVerifies(t *testing.T) {
 	if err != nil {
 		t.Skip("cosign is not installed (go install github.com/sigstore/cosign/v3/cmd/cosign@v3.0.6): sigstore's libraries verify the signature in TestSignVerifiesWithSigstore")
 	}
-	reg := registrytest.Start(t)
-	idx, err := random.Index(256, 1, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, _ := idx.Digest()
-	ref, err := name.NewDigest(reg.Ref("forge/nginx@" + d.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.WriteIndex(ref, idx); err != nil {
-		t.Fatal(err)
-	}
+	ref := pushIndex(t)
 	keyFile, pub := newKey(t)
 	_, otherPub := newKey(t)
 	s, err := LoadKey(keyFile)
@@ -305,4 +281,24 @@ func TestCosignVerifies(t *testing.T) {
 	if out, err := run(otherPub); err == nil {
 		t.Errorf("cosign verify accepts the signature under another key:\n%s", out)
 	}
+}
+
+// pushIndex pushes a random two-image index to a registry on loopback and returns its digest
+// reference.
+func pushIndex(t *testing.T) name.Digest {
+	t.Helper()
+	reg := registrytest.Start(t)
+	idx, err := random.Index(256, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := idx.Digest()
+	ref, err := name.NewDigest(reg.Ref("forge/nginx@" + d.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.WriteIndex(ref, idx); err != nil {
+		t.Fatal(err)
+	}
+	return ref
 }
