@@ -231,6 +231,9 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if err := req.Validate(); err != nil {
+		return usageErrorf("%v", err)
+	}
 	inActions := actions.New(actions.WithWriter(stderr)).InActions()
 	log, closeGroups := newLog(stderr, f.verbose, inActions)
 	defer closeGroups()
@@ -264,7 +267,7 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 }
 
 // request is the build the flags ask for; flag combinations that make no sense are usage
-// errors here, before anything runs.
+// errors here, before anything runs (the caller then validates the request as a whole).
 func (f buildFlags) request() (forge.Request, error) {
 	if err := f.check(); err != nil {
 		return forge.Request{}, err
@@ -294,9 +297,6 @@ func (f buildFlags) request() (forge.Request, error) {
 	}
 	if f.image != "" {
 		req.Repo, req.Tags, _ = parseImage(f.image)
-	}
-	if err := req.Validate(); err != nil {
-		return forge.Request{}, usageErrorf("%v", err)
 	}
 	return req, nil
 }

@@ -56,9 +56,9 @@ func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 	case forge.MsgStepDone:
 		d := attrs[forge.AttrDuration].Duration().Round(100 * time.Millisecond)
 		switch attrs[forge.AttrCache].String() {
-		case "built":
+		case forge.CacheBuilt:
 			fmt.Fprintf(h.w, "%s: done in %s\n", step, d)
-		case "cached":
+		case forge.CacheCached:
 			fmt.Fprintf(h.w, "%s: done in %s, from cache\n", step, d)
 		default:
 			fmt.Fprintf(h.w, "%s: done in %s (the engine does not report whether it came from its cache)\n", step, d)

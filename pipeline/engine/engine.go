@@ -122,10 +122,7 @@ func (c checked) Build(ctx context.Context, p *plan.Plan, sources map[string]str
 // SHA-256 the plan pins, and an absent or empty install tree directory (returned absolute).
 // Nothing is created when it fails.
 func CheckInput(p *plan.Plan, sources map[string]string, dir string) (string, error) {
-	if err := p.CheckOrder(); err != nil {
-		return "", err
-	}
-	if err := VerifySources(p, sources); err != nil {
+	if err := CheckSources(p, sources); err != nil {
 		return "", err
 	}
 	abs, err := EmptyDir(dir)
@@ -133,6 +130,15 @@ func CheckInput(p *plan.Plan, sources map[string]string, dir string) (string, er
 		return "", fmt.Errorf("install tree directory: %w", err)
 	}
 	return abs, nil
+}
+
+// CheckSources is CheckInput for an engine that keeps its install tree itself (the host
+// executor's Run, which returns the tree in its cache): the plan's order and the sources.
+func CheckSources(p *plan.Plan, sources map[string]string) error {
+	if err := p.CheckOrder(); err != nil {
+		return err
+	}
+	return VerifySources(p, sources)
 }
 
 // VerifySources checks every stage's tarball against the SHA-256 the plan pins, before an

@@ -16,7 +16,7 @@ const (
 	// MsgStepStarted: a step (AttrStep, e.g. "nginx (linux/amd64)") started.
 	MsgStepStarted = "step started"
 	// MsgStepDone: a step ended after AttrDuration; AttrCache says whether its result came
-	// from a cache ("built", "cached", or "unknown" when the engine does not report it).
+	// from a cache (CacheBuilt, CacheCached, or CacheUnknown when the engine does not say).
 	MsgStepDone = "step done"
 )
 
@@ -27,15 +27,22 @@ const (
 	AttrCache    = "cache"
 )
 
+// AttrCache's values.
+const (
+	CacheBuilt   = "built"
+	CacheCached  = "cached"
+	CacheUnknown = "unknown"
+)
+
 // CacheName is the AttrCache value of c.
 func CacheName(c engine.Cache) string {
 	switch c {
 	case engine.Built:
-		return "built"
+		return CacheBuilt
 	case engine.Cached:
-		return "cached"
+		return CacheCached
 	}
-	return "unknown"
+	return CacheUnknown
 }
 
 func (b *build) stepStarted(step string) {

@@ -134,7 +134,7 @@ type ImageSmoke struct {
 // versions, Modules the modules. An image without a record (built by the Dockerfile, or
 // elsewhere) is checked against the lock's default modules, versions only with ExpectLock.
 func PrepareImageSmoke(ctx context.Context, r SmokeRequest) (*ImageSmoke, error) {
-	if _, err := r.Expectations(); err != nil {
+	if err := r.Validate(); err != nil { // before the pull, not after it
 		return nil, err
 	}
 	var nopts []name.Option

@@ -15,30 +15,38 @@ import (
 // paths, the image overrides, the lock, and a plan per platform. Its errors name the option
 // and the fix; the command reports them as usage errors (exit status 2). Run validates too.
 func (r Request) Validate() error {
-	_, _, err := r.resolve()
+	_, err := r.resolve()
 	return err
 }
 
+// resolved is a validated request: its lock (a copy, with the image overrides applied), one
+// plan per platform, and whether the lock is the one built into the program.
+type resolved struct {
+	lock    *lock.Lock
+	plans   []*plan.Plan
+	builtin bool
+}
+
 // resolve loads the lock, applies the image overrides and makes one plan per platform.
-func (r Request) resolve() (*lock.Lock, []*plan.Plan, error) {
+func (r Request) resolve() (*resolved, error) {
 	if err := r.checkOptions(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	l := r.Lock
+	l, builtin := r.Lock, false
 	if l == nil {
 		var err error
-		if l, _, err = LoadLock(r.lockFile()); err != nil {
-			return nil, nil, err
+		if l, builtin, err = LoadLock(r.lockFile()); err != nil {
+			return nil, err
 		}
 	}
 	// A copy: the image overrides must not change the caller's lock.
 	cp := *l
 	l = &cp
 	if err := overrideImage(&l.Images.Builder, r.BuilderImage); err != nil {
-		return nil, nil, fmt.Errorf("builder image %q: %w", r.BuilderImage, err)
+		return nil, fmt.Errorf("builder image %q: %w", r.BuilderImage, err)
 	}
 	if err := overrideImage(&l.Images.Runtime, r.RuntimeImage); err != nil {
-		return nil, nil, fmt.Errorf("runtime image %q: %w", r.RuntimeImage, err)
+		return nil, fmt.Errorf("runtime image %q: %w", r.RuntimeImage, err)
 	}
 	var plans []*plan.Plan
 	for _, pl := range r.platforms() {
@@ -52,15 +60,15 @@ func (r Request) resolve() (*lock.Lock, []*plan.Plan, error) {
 		}
 		p, err := newPlan(l, opts...)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		plans = append(plans, p)
 	}
 	// A published image must not rest on a checksum alone without anyone having said why.
 	if missing := l.UnsignedWithoutReason(); len(missing) > 0 && r.Push {
-		return nil, nil, fmt.Errorf("refusing to publish: %s has no upstream signature in the lock and no \"unsigned\" reason: add its signature (url and signer fingerprints), or \"unsigned\": \"<why>\" to its lock entry in a reviewed change", strings.Join(missing, ", "))
+		return nil, fmt.Errorf("refusing to publish: %s has no upstream signature in the lock and no \"unsigned\" reason: add its signature (url and signer fingerprints), or \"unsigned\": \"<why>\" to its lock entry in a reviewed change", strings.Join(missing, ", "))
 	}
-	return l, plans, nil
+	return &resolved{lock: l, plans: plans, builtin: builtin}, nil
 }
 
 // checkOptions refuses option combinations that make no sense and output paths a build
@@ -129,14 +137,13 @@ func overrideImage(dst *lock.Image, ref string) error {
 
 // resolve is Request.resolve for Run, which also reports what the lock and plans say.
 func (b *build) resolve() error {
-	l, plans, err := b.req.resolve()
+	rs, err := b.req.resolve()
 	if err != nil {
 		return err
 	}
-	if b.req.Lock == nil && b.req.lockFile() == lock.DefaultPath {
-		if _, builtin, _ := LoadLock(lock.DefaultPath); builtin {
-			b.vlogf("lock: %s not found, using the lock built into this program", lock.DefaultPath)
-		}
+	l, plans := rs.lock, rs.plans
+	if rs.builtin {
+		b.vlogf("lock: %s not found, using the lock built into this program", lock.DefaultPath)
 	}
 	b.l = l
 	for _, p := range plans {

@@ -118,10 +118,7 @@ func (r *Result) Stage(name string) (StageResult, bool) {
 // checksum the plan pins and that the host has the plan's tools; on failure nothing has
 // been created, not even the cache directory.
 func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]string) (*Result, error) {
-	if err := p.CheckOrder(); err != nil {
-		return nil, fmt.Errorf("host executor: %w", err)
-	}
-	if err := engine.VerifySources(p, sources); err != nil {
+	if err := engine.CheckSources(p, sources); err != nil {
 		return nil, fmt.Errorf("host executor: %w", err)
 	}
 	return e.run(ctx, p, sources, nil)
