@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestReadMemStatusSelf(t *testing.T) {
@@ -40,9 +41,16 @@ func TestReadServerMemory(t *testing.T) {
 	k := DefaultKnobs()
 	k.WorkerProcesses = "2"
 	s := startTestServer(t, nginx, k)
-	m, err := ReadServerMemory(s.PID())
-	if err != nil {
-		t.Fatal(err)
+	// The master forks its workers after it starts listening: wait (bounded) until both exist.
+	var m ServerMemory
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if m, err = ReadServerMemory(s.PID()); err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Workers) >= 2 || time.Now().After(deadline) {
+			break
+		}
 	}
 	if m.Master.PID != s.PID() || m.Master.PeakRSS <= 0 || len(m.Workers) != 2 {
 		t.Fatalf("ReadServerMemory = %+v", m)
