@@ -15,6 +15,8 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	pgperrors "github.com/ProtonMail/go-crypto/openpgp/errors"
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
 // SignerError reports a signature made by a key that is not pinned in the lock.
@@ -269,4 +271,45 @@ func readSignatures(body []byte) ([]*packet.Signature, error) {
 		return nil, errors.New("no signature packet")
 	}
 	return sigs, nil
+}
+
+// cachedSignature verifies the signature cached at sigPath. It returns nil and no error when
+// there is none, or when the cached one no longer verifies: the lock's pins changed, or
+// upstream's signature did (a re-signed release). That is not evidence of tampering with the
+// tarball, whose SHA-256 the lock pins, so the cached file is dropped and the caller fetches
+// the signature afresh, which must then verify.
+func (f *Fetcher) cachedSignature(ctx context.Context, c lock.Component, tarball, sigPath, sigName string) (*sigResult, error) {
+	sig, err := os.ReadFile(sigPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading cached signature: %w", err)
+	}
+	res, err := f.verifySignature(ctx, tarball, sig, sigName, "cache "+sigPath, c.Signature.Fingerprints)
+	if err != nil {
+		f.logf("%s: cached signature %s does not verify (%v): fetching it again", c.Name, sigPath, err)
+		if err := os.Remove(sigPath); err != nil {
+			return nil, fmt.Errorf("removing cached signature that does not verify: %w", err)
+		}
+		return nil, nil
+	}
+	return &res, nil
+}
+
+// fetchSignature fetches the component's signature, verifies it, and caches it at sigPath.
+func (f *Fetcher) fetchSignature(ctx context.Context, c lock.Component, tarball, sigPath, sigName string) (*sigResult, error) {
+	sigURL := f.fileURL(c.Signature.URL)
+	sig, err := f.get(ctx, sigURL, maxSmallFile)
+	if err != nil {
+		return nil, fmt.Errorf("fetching signature %s: %w", sigName, err)
+	}
+	res, err := f.verifySignature(ctx, tarball, sig, sigName, sigURL, c.Signature.Fingerprints)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(filepath.Dir(sigPath), sigPath, sig); err != nil {
+		return nil, fmt.Errorf("caching signature: %w", err)
+	}
+	return &res, nil
 }

@@ -339,31 +339,12 @@ func (f *Fetcher) fetch(ctx context.Context, c lock.Component) (Verified, error)
 	// second build needs no network at all. It is verified again on every use: the pinned
 	// fingerprints in the lock may have changed since.
 	sigPath := filepath.Join(dir, sigName)
-	sig, err := os.ReadFile(sigPath)
-	sigURL := "cache " + sigPath
-	fromCache := err == nil
-	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
-			return Verified{}, fmt.Errorf("reading cached signature: %w", err)
-		}
-		sigURL = f.fileURL(c.Signature.URL)
-		if sig, err = f.get(ctx, sigURL, maxSmallFile); err != nil {
-			return Verified{}, fmt.Errorf("fetching signature %s: %w", sigName, err)
-		}
+	res, err := f.cachedSignature(ctx, c, tarball, sigPath, sigName)
+	if err == nil && res == nil {
+		res, err = f.fetchSignature(ctx, c, tarball, sigPath, sigName)
 	}
-	res, err := f.verifySignature(ctx, tarball, sig, sigName, sigURL, c.Signature.Fingerprints)
 	if err != nil {
-		if fromCache {
-			// A cached signature that no longer verifies (the lock's pins changed) is not
-			// evidence of tampering upstream: drop it so the next run fetches it afresh.
-			os.Remove(sigPath)
-		}
 		return Verified{}, err
-	}
-	if !fromCache {
-		if err := writeFileAtomic(dir, sigPath, sig); err != nil {
-			return Verified{}, fmt.Errorf("caching signature: %w", err)
-		}
 	}
 	v.Signed, v.SignedBy, v.SignedAt, v.SignerVendored = true, res.fingerprint, res.created, res.vendored
 	f.logf("%s: signature %s made %s by %s verified", c.Name, sigName, res.created.UTC().Format(time.RFC3339), res.fingerprint)

@@ -395,6 +395,58 @@ func TestSignatureByPinnedTestKey(t *testing.T) {
 	}
 }
 
+// A cached signature that no longer verifies (upstream re-signed the release with a new
+// key, and a reviewed change pinned only that one) is fetched again in the same run; the new
+// one must verify too, and a signature by an unpinned key still stops the fetch with nothing
+// cached.
+func TestStaleCachedSignatureIsFetchedAgain(t *testing.T) {
+	l := testLock(t)
+	tarball := readMirror(t, "nginx-1.26.3.tar.gz")
+	created := time.Now().Add(-time.Hour)
+	oldKey, newKey, intruder := testKey(t, "old", created), testKey(t, "new", created), testKey(t, "intruder", created)
+	const sigName = "nginx-1.26.3.tar.gz.asc"
+	dir := mirrorWith(t, map[string][]byte{
+		sigName:              detachSign(t, oldKey, tarball, created.Add(time.Minute), true),
+		fpr(oldKey) + ".asc": armoredPublic(t, oldKey),
+		fpr(newKey) + ".asc": armoredPublic(t, newKey),
+	})
+	url, c := serve(t, http.FileServer(http.Dir(dir)))
+	cache := t.TempDir()
+	cached := filepath.Join(cache, "sha256", l.MustComponent(lock.Nginx).SHA256, sigName)
+	if _, err := fastFetcher(t, cache, url).Fetch(context.Background(), signedNginx(l, sigName, fpr(oldKey))); err != nil {
+		t.Fatal(err)
+	}
+
+	resigned := detachSign(t, newKey, tarball, created.Add(2*time.Minute), true)
+	if err := os.WriteFile(filepath.Join(dir, sigName), resigned, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := c.count("/" + sigName)
+	v, err := fastFetcher(t, cache, url).Fetch(context.Background(), signedNginx(l, sigName, fpr(newKey)))
+	if err != nil {
+		t.Fatalf("a stale cached signature stopped the fetch: %v", err)
+	}
+	if v.SignedBy != fpr(newKey) || c.count("/"+sigName) != before+1 {
+		t.Errorf("signed by %s after %d fetches of the signature; want %s after one", v.SignedBy, c.count("/"+sigName)-before, fpr(newKey))
+	}
+	if b, err := os.ReadFile(cached); err != nil || !bytes.Equal(b, resigned) {
+		t.Errorf("the cache does not hold the new signature (%v)", err)
+	}
+
+	// Fail closed: the fresh signature is by a key the lock does not pin.
+	if err := os.WriteFile(filepath.Join(dir, sigName), detachSign(t, intruder, tarball, created.Add(3*time.Minute), true), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = fastFetcher(t, cache, url).Fetch(context.Background(), signedNginx(l, sigName, fpr(oldKey)))
+	var se *source.SignerError
+	if !errors.As(err, &se) {
+		t.Fatalf("a signature by an unpinned key: err = %v, want a *SignerError", err)
+	}
+	if _, err := os.Stat(cached); err == nil {
+		t.Error("a signature that does not verify is cached")
+	}
+}
+
 // A signature by a signing subkey names the subkey, not the pinned primary key: the fetcher
 // has to look through the pinned keys' subkeys.
 func TestSignatureBySubkeyOfPinnedKey(t *testing.T) {
