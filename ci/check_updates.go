@@ -171,7 +171,11 @@ func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, o *upstream.Ou
 		if a.DroppedProfile != "" {
 			rep.Warningf("the recorded PGO profile for %s was removed from the lock (trained on the sources or builder this update replaces): the update workflow records a new one; by hand: go run ./ci pgo-profile --write", a.DroppedProfile)
 		}
-		if a.NewKey != nil {
+		switch {
+		case a.RefreshedKey:
+			keys = append(keys, a.NewKey.Fingerprint)
+			rep.Warningf("%s %s: refreshed the vendored signer key %s (%s), whose vendored copy had expired before this release was signed, from %s (now expires %s): review it", a.Name, a.New, a.NewKey.Fingerprint, strings.Join(a.NewKey.UserIDs, "; "), a.NewKey.Source, a.NewKey.Expires)
+		case a.NewKey != nil:
 			keys = append(keys, a.NewKey.Fingerprint)
 			rep.Warningf("%s %s: vendored the pinned signer key %s (%s) from %s: review it", a.Name, a.New, a.NewKey.Fingerprint, strings.Join(a.NewKey.UserIDs, "; "), a.NewKey.Source)
 		}
@@ -215,6 +219,8 @@ func appliedHow(a upstream.Applied) string {
 	switch {
 	case a.IsImage():
 		return " (index: " + strings.Join(a.Platforms, ", ") + ")"
+	case a.RefreshedKey:
+		return " (sha256 " + a.SHA256 + ", signed by " + a.SignedBy + ", whose vendored key is refreshed in " + a.NewKey.Fingerprint + ".asc; top directory " + a.TopDir + "/)"
 	case a.NewKey != nil:
 		return " (sha256 " + a.SHA256 + ", signed by " + a.SignedBy + ", whose key is now vendored in " + a.NewKey.Fingerprint + ".asc; top directory " + a.TopDir + "/)"
 	case a.Signed:

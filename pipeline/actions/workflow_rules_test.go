@@ -587,6 +587,12 @@ func updateProblems(w *actionlint.Workflow) []string {
 	if len(uploads) == 0 {
 		add("job %s hands nothing on (no actions/upload-artifact step)", checkID)
 	}
+	// A refreshed signer key rewrites a tracked file, which an untracked-files listing misses.
+	for _, s := range check.Steps {
+		if run := runOf(s); strings.Contains(run, "ls-files") && strings.Contains(run, "pipeline/lock/keys") && !strings.Contains(run, "--modified") {
+			add("job %s hands on only new key files (git ls-files without --modified): a refreshed vendored key would not reach the pull request", checkID)
+		}
+	}
 
 	if p := scopes(pr.Permissions); p["contents"] != "write" || p["pull-requests"] != "write" || len(p) != 2 {
 		add("job %s: want permissions exactly contents: write and pull-requests: write, got %v", prID, p)
@@ -690,6 +696,10 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"    permissions:\n      contents: read\n    outputs:",
 			"    permissions:\n      contents: write # push\n    outputs:",
 			"runs project code (sets up Go) and has contents: write"},
+		{"update.yml", "refreshed keys left behind",
+			"git ls-files --others --modified --exclude-standard -- pipeline/lock/keys",
+			"git ls-files --others --exclude-standard -- pipeline/lock/keys",
+			"a refreshed vendored key would not reach the pull request"},
 		{"update.yml", "pull-request job runs go",
 			"      - name: Put the recorded PGO profiles in place\n        run: |\n",
 			"      - name: Put the recorded PGO profiles in place\n        run: |\n          go run ./ci check-updates --lock pipeline/lock/stack.lock.json\n",

@@ -77,25 +77,34 @@ func (f *Fetcher) key(ctx context.Context, fpr string) (*openpgp.Entity, bool, e
 	return e, false, nil
 }
 
-// vendoredKey returns the reviewed key for fpr: the one embedded in the program
-// (pipeline/lock/keys when it was built), else <keys dir>/<FPR>.asc (WithKeysDir), which is
-// how a key the update just vendored beside the lock counts before the program is rebuilt.
+// vendoredKey returns the reviewed key for fpr: a copy RefreshKey fetched in this run, else
+// <keys dir>/<FPR>.asc (WithKeysDir), else the one embedded in the program (pipeline/lock/keys
+// when it was built). The keys directory beside the lock comes before the embedded copy
+// because it is the reviewed state of the checkout being built: a key the update just
+// vendored or refreshed there counts before the program is rebuilt. Whichever copy is used
+// must still hold the key with exactly that fingerprint (pickKey), so a copy can differ only
+// in what the key's owner signed (identities, expiry, subkeys, revocations).
 func (f *Fetcher) vendoredKey(fpr string) (b []byte, where string, ok bool, err error) {
+	f.refreshMu.Lock()
+	b, ok = f.refreshed[fpr]
+	f.refreshMu.Unlock()
+	if ok {
+		return b, "refreshed in this run", true, nil
+	}
+	if f.keysDir != "" && lock.IsFingerprint(fpr) {
+		file := filepath.Join(f.keysDir, fpr+".asc")
+		b, err = os.ReadFile(file)
+		if err == nil {
+			return b, file, true, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return nil, "", false, fmt.Errorf("reading vendored key %s: %w", file, err)
+		}
+	}
 	if b, ok := lock.VendoredKey(fpr); ok {
 		return b, lock.KeysDir + "/" + fpr + ".asc", true, nil
 	}
-	if f.keysDir == "" || !lock.IsFingerprint(fpr) {
-		return nil, "", false, nil
-	}
-	file := filepath.Join(f.keysDir, fpr+".asc")
-	b, err = os.ReadFile(file)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, "", false, nil
-	}
-	if err != nil {
-		return nil, "", false, fmt.Errorf("reading vendored key %s: %w", file, err)
-	}
-	return b, file, true, nil
+	return nil, "", false, nil
 }
 
 // fetchKey downloads the key fpr from the mirror or the key servers in turn and returns the
@@ -137,6 +146,9 @@ type SignerKey struct {
 	// Vendored: the key was already vendored (Source is then its file) and nothing needs
 	// writing.
 	Vendored bool
+	// Expires is when the key expires by its newest self-signature (a date, or "never"),
+	// for a fetched key.
+	Expires string
 }
 
 // SignerKey returns the public key whose primary fingerprint is fpr, for vendoring: the
@@ -165,6 +177,13 @@ func (f *Fetcher) SignerKey(ctx context.Context, fpr string) (SignerKey, error) 
 	if err != nil {
 		return SignerKey{}, err
 	}
+	return exportFetched(e, fpr, src, noIDs)
+}
+
+// exportFetched is a fetched key as an update vendors it: that key alone, armored, and read
+// back to be sure. A key without user IDs is refused, because a reviewer is asked to judge it
+// by its identities.
+func exportFetched(e *openpgp.Entity, fpr, src string, noIDs bool) (SignerKey, error) {
 	if noIDs || len(e.Identities) == 0 {
 		return SignerKey{}, fmt.Errorf("key %s from %s has no user IDs, so a reviewer cannot tell whose it is: fetch it from a key server that keeps them (--keyserver https://keyserver.ubuntu.com), or vendor it by hand as %s/%s.asc", fpr, lock.RedactURL(src), lock.KeysDir, fpr)
 	}
@@ -185,7 +204,11 @@ func (f *Fetcher) SignerKey(ctx context.Context, fpr string) (SignerKey, error) 
 	if back, _, err := pickKey(buf.Bytes(), fpr); err != nil || len(back.Identities) != len(e.Identities) {
 		return SignerKey{}, fmt.Errorf("exporting key %s: the exported key does not read back (%v)", fpr, err)
 	}
-	return SignerKey{Fingerprint: fpr, Armored: buf.Bytes(), UserIDs: userIDs(e), Source: lock.RedactURL(src)}, nil
+	expires := "never"
+	if ps, _ := e.PrimarySelfSignature(); ps != nil && ps.KeyLifetimeSecs != nil && *ps.KeyLifetimeSecs != 0 {
+		expires = e.PrimaryKey.CreationTime.Add(time.Duration(*ps.KeyLifetimeSecs) * time.Second).UTC().Format("2006-01-02")
+	}
+	return SignerKey{Fingerprint: fpr, Armored: buf.Bytes(), UserIDs: userIDs(e), Source: lock.RedactURL(src), Expires: expires}, nil
 }
 
 func userIDs(e *openpgp.Entity) []string {

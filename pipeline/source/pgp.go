@@ -162,9 +162,8 @@ func (f *Fetcher) verifySignature(ctx context.Context, path string, sig []byte, 
 	}
 	switch {
 	case errors.Is(err, pgperrors.ErrKeyExpired), errors.Is(err, pgperrors.ErrSignatureExpired):
-		return sigResult{}, fmt.Errorf("signature %s from %s was made on %s by pinned key %s, which had already expired then: %w "+
-			"(ask upstream for a signature by a valid key, and check it out of band before changing the lock)",
-			sigName, sigURL, at.UTC().Format(time.RFC3339), keys, err)
+		return sigResult{}, &ExpiredSignerError{File: sigName, URL: sigURL, Fingerprint: keys, SignedAt: at,
+			Vendored: signer != nil && vendored[signer], Err: err}
 	case errors.Is(err, pgperrors.ErrKeyRevoked):
 		return sigResult{}, fmt.Errorf("signature %s from %s was made by pinned key %s, which is revoked: %w "+
 			"(do not use this file; find out from upstream why the key was revoked)", sigName, sigURL, keys, err)

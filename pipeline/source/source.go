@@ -63,6 +63,11 @@ type Fetcher struct {
 	now           func() time.Time
 	initErr       error
 	keysDir       string
+
+	// refreshed holds the copies of vendored keys that RefreshKey fetched in this run, by
+	// fingerprint: they stand for the vendored file until the update writes them over it.
+	refreshMu sync.Mutex
+	refreshed map[string][]byte
 }
 
 // Option configures a Fetcher.

@@ -447,6 +447,28 @@ func TestStaleCachedSignatureIsFetchedAgain(t *testing.T) {
 	}
 }
 
+// The keys directory beside the lock comes before the copy embedded in the program: it is
+// the checkout's reviewed state, where an update refreshes a vendored key before the program
+// is rebuilt. Whatever is there must still be the pinned key: here a file named after
+// OpenSSL's vendored key holds another key, and OpenSSL's real signature is refused.
+func TestKeysDirComesBeforeTheEmbeddedKey(t *testing.T) {
+	l := testLock(t)
+	ossl := l.MustComponent(lock.OpenSSL)
+	url, _ := serve(t, http.FileServer(http.Dir(testenv.MirrorDir(t))))
+	keysDir := t.TempDir()
+	if _, err := fastFetcher(t, t.TempDir(), url, source.WithKeysDir(keysDir)).Fetch(context.Background(), ossl); err != nil {
+		t.Fatalf("with the embedded key alone: %v", err)
+	}
+	file := filepath.Join(keysDir, opensslKey+".asc")
+	if err := os.WriteFile(file, armoredPublic(t, testKey(t, "other", time.Now().Add(-time.Hour))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := fastFetcher(t, t.TempDir(), url, source.WithKeysDir(keysDir)).Fetch(context.Background(), ossl)
+	if err == nil || !strings.Contains(err.Error(), file) {
+		t.Fatalf("err = %v; want the keys directory's copy %s used, and refused", err, file)
+	}
+}
+
 // A signature by a signing subkey names the subkey, not the pinned primary key: the fetcher
 // has to look through the pinned keys' subkeys.
 func TestSignatureBySubkeyOfPinnedKey(t *testing.T) {

@@ -28,6 +28,8 @@ func PRBody(applied []Applied, refused []Refusal, warnings []string) string {
 			fmt.Fprintf(&b, "| signature file | %s |\n", a.SignatureURL)
 			where := "**not vendored**"
 			switch {
+			case a.RefreshedKey:
+				where = fmt.Sprintf("vendored; its vendored copy said it had expired before this release was signed, and this pull request refreshes it (`%s/%s.asc`, see Refreshed signer keys)", lock.KeysDir, a.SignedBy)
 			case a.NewKey != nil:
 				where = fmt.Sprintf("pinned in the lock; its key is vendored by this pull request (`%s/%s.asc`, see New signer keys)", lock.KeysDir, a.SignedBy)
 			case a.SignerVendored:
@@ -52,10 +54,26 @@ func PRBody(applied []Applied, refused []Refusal, warnings []string) string {
 		}
 		fmt.Fprintf(&b, "| top directory | `%s/` (matches the version) |\n", a.TopDir)
 	}
-	var keys []Applied
+	var keys, refreshed []Applied
 	for _, a := range applied {
-		if a.NewKey != nil {
+		switch {
+		case a.RefreshedKey:
+			refreshed = append(refreshed, a)
+		case a.NewKey != nil:
 			keys = append(keys, a)
+		}
+	}
+	if len(refreshed) > 0 {
+		b.WriteString("\n### Refreshed signer keys: review these keys\n\n" +
+			"Each key is vendored already, but its vendored copy said it had expired before upstream signed the new release. " +
+			"A current copy was fetched: its primary fingerprint is exactly the vendored one and every self-signature verified, " +
+			"and upstream has since extended the key's life by re-signing it. The release verified with it, and this pull request " +
+			"replaces the file. Check the new expiry against upstream's own publication before merging.\n\n" +
+			"| file | fingerprint | user IDs | expires | fetched from | signed |\n|---|---|---|---|---|---|\n")
+		for _, a := range refreshed {
+			k := a.NewKey
+			fmt.Fprintf(&b, "| `%s/%s.asc` | `%s` | %s | %s | %s | %s %s |\n", lock.KeysDir, k.Fingerprint, k.Fingerprint,
+				escapeCell(strings.Join(k.UserIDs, "; ")), k.Expires, escapeCell(k.Source), a.Name, a.New)
 		}
 	}
 	if len(keys) > 0 {

@@ -33,7 +33,13 @@ func (r Refusal) Unwrap() error { return r.Err }
 func fixFor(name string, err error) string {
 	var se *source.SignerError
 	var ke *source.KeyError
+	var ee *source.ExpiredSignerError
 	switch {
+	case errors.As(err, &ee) && ee.Vendored:
+		return fmt.Sprintf("the key %s signed after its vendored copy's expiry, and no copy from the key servers extends it: ask upstream whether it extended or replaced the key; "+
+			"check its current copy out of band and replace %s/%s.asc with it in a reviewed change (or run again with --keyserver URL naming a key server that has it)", ee.Fingerprint, lock.KeysDir, ee.Fingerprint)
+	case errors.As(err, &ee):
+		return "ask upstream for a signature by a valid key; keep the lock as it is (the next run checks again)"
 	case errors.As(err, &se):
 		fpr := se.Issuer
 		if fpr == "" {

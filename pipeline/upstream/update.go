@@ -36,6 +36,9 @@ type Fetcher interface {
 	FetchNew(ctx context.Context, c lock.Component) (source.Verified, error)
 	Fetch(ctx context.Context, c lock.Component) (source.Verified, error)
 	SignerKey(ctx context.Context, fpr string) (source.SignerKey, error)
+	// RefreshKey fetches a current copy of a vendored key and verifies with it from then on
+	// (see source.RefreshKey): for a release signed after the vendored copy's expiry.
+	RefreshKey(ctx context.Context, fpr string) (source.SignerKey, error)
 }
 
 // Applied is one change made to the lock, with what was verified before it was made (the
@@ -54,7 +57,11 @@ type Applied struct {
 	// NewKey is the key this update vendors (written beside the lock with it).
 	SignerVendored bool
 	NewKey         *source.SignerKey
-	SignedAt       time.Time // when the new signature was made
+	// RefreshedKey: NewKey is a current copy of a key already vendored, whose vendored copy
+	// said it had expired before this release was signed (upstream extended it since); it
+	// replaces the file.
+	RefreshedKey bool
+	SignedAt     time.Time // when the new signature was made
 	// LockedSignedAt is when the locked release's signature was made (zero when the locked
 	// release had no signature): the new one must not be older.
 	LockedSignedAt time.Time
@@ -290,7 +297,7 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 			old.Version, v, old.Unsigned, errUnsignedReason)
 	}
 
-	ver, err := u.Fetcher.FetchNew(ctx, next)
+	ver, refreshed, err := u.fetchNew(ctx, next)
 	if err != nil {
 		if next.Signature != nil {
 			return lock.Component{}, Applied{}, fmt.Errorf("refused: the new release cannot be verified: %w", err)
@@ -321,6 +328,9 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 			if !k.Vendored {
 				a.NewKey = &k
 			}
+		}
+		if refreshed != nil {
+			a.NewKey, a.RefreshedKey = refreshed, true
 		}
 
 		// The new signature must not be older than the locked release's: a release signed
@@ -461,7 +471,11 @@ func (u *Updater) UpdateFile(ctx context.Context, file string, rep *Report) ([]A
 		if err := os.WriteFile(kf, a.NewKey.Armored, 0o644); err != nil {
 			return nil, fmt.Errorf("vendoring key %s: %w (the lock is unchanged)", a.NewKey.Fingerprint, err)
 		}
-		u.logf("%s: vendored the key of %s as %s", a.Name, a.NewKey.Fingerprint, kf)
+		if a.RefreshedKey {
+			u.logf("%s: refreshed the vendored key of %s in %s", a.Name, a.NewKey.Fingerprint, kf)
+		} else {
+			u.logf("%s: vendored the key of %s as %s", a.Name, a.NewKey.Fingerprint, kf)
+		}
 	}
 	if err := out.Write(file); err != nil {
 		return nil, err

@@ -229,6 +229,10 @@ func (failingFetcher) SignerKey(context.Context, string) (source.SignerKey, erro
 	return source.SignerKey{}, errors.New("boom")
 }
 
+func (failingFetcher) RefreshKey(context.Context, string) (source.SignerKey, error) {
+	return source.SignerKey{}, errors.New("boom")
+}
+
 // A fetcher that claims success without a signature for a component that pins one is not
 // trusted either.
 type unsignedFetcher struct{}
@@ -242,6 +246,10 @@ func (f unsignedFetcher) Fetch(ctx context.Context, c lock.Component) (source.Ve
 }
 
 func (unsignedFetcher) SignerKey(context.Context, string) (source.SignerKey, error) {
+	return source.SignerKey{}, errors.New("no keys here")
+}
+
+func (unsignedFetcher) RefreshKey(context.Context, string) (source.SignerKey, error) {
 	return source.SignerKey{}, errors.New("no keys here")
 }
 

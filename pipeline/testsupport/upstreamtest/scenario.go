@@ -58,9 +58,10 @@ type Scenario struct {
 	Registry string
 	// LockFile is the lock copy to check and rewrite.
 	LockFile string
-	// Pinned is the key the lock pins for OpenSSL; Tarball is the new OpenSSL tarball it signed.
-	Pinned  *Key
-	Tarball []byte
+	// Pinned is the key the lock pins for OpenSSL; Tarball is the new OpenSSL tarball it signed,
+	// Locked the locked one's stand-in.
+	Pinned          *Key
+	Tarball, Locked []byte
 	// BuilderDigest and RuntimeDigest are what the base image tags point at (index digests).
 	BuilderDigest, RuntimeDigest string
 	// Vendored is the fingerprint list to trust as vendored: the pinned key's.
@@ -88,6 +89,7 @@ func NewScenario(t testing.TB) *Scenario {
 		"VERSION.dat": "MAJOR=3\nMINOR=5\nPATCH=7\n",
 		"README.md":   "OpenSSL " + LockedOpenSSL + " (a test stand-in)\n",
 	})
+	s.Locked = locked
 	u.SetFile("openssl-"+LockedOpenSSL+".tar.gz", locked)
 	u.SetFile("openssl-"+LockedOpenSSL+".tar.gz.asc", s.Pinned.SignAt(t, locked, LockedSignedAt))
 	ossl := l.MustComponent(lock.OpenSSL)

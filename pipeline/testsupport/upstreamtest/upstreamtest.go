@@ -262,11 +262,46 @@ func NewKey(t testing.TB, name string) *Key {
 // before KeysCreatedAt (a locked release older than a real upstream signature).
 func NewKeyAt(t testing.TB, name string, created time.Time) *Key {
 	t.Helper()
-	cfg := &packet.Config{Algorithm: packet.PubKeyAlgoEdDSA, Time: func() time.Time { return created }}
+	return NewExpiringKey(t, name, created, 0)
+}
+
+// NewExpiringKey makes an Ed25519 signing key created at created that expires after
+// lifetime (0: never), as upstream signing keys often do.
+func NewExpiringKey(t testing.TB, name string, created time.Time, lifetime time.Duration) *Key {
+	t.Helper()
+	cfg := &packet.Config{Algorithm: packet.PubKeyAlgoEdDSA, Time: func() time.Time { return created }, KeyLifetimeSecs: uint32(lifetime / time.Second)}
 	e, err := openpgp.NewEntity(name, "nginx-forge test key", strings.ToLower(strings.ReplaceAll(name, " ", "."))+"@example.test", cfg)
 	if err != nil {
 		t.Fatalf("making test key %q: %v", name, err)
 	}
+	return &Key{Entity: e, Fingerprint: fmt.Sprintf("%X", e.PrimaryKey.Fingerprint), Armored: armoredPublic(t, e)}
+}
+
+// Extended is the key as its owner holds and publishes it after extending its life: each
+// identity re-signed at at with the key now expiring lifetime after its creation (0: never).
+// It signs what the expired k no longer can; k itself is unchanged.
+func (k *Key) Extended(t testing.TB, at time.Time, lifetime time.Duration) *Key {
+	t.Helper()
+	secs := uint32(lifetime / time.Second)
+	e := *k.Entity
+	e.Identities = map[string]*openpgp.Identity{}
+	for name, id := range k.Entity.Identities {
+		sig := *id.SelfSignature
+		sig.CreationTime = at
+		sig.KeyLifetimeSecs = &secs
+		if err := sig.SignUserId(name, k.Entity.PrimaryKey, k.Entity.PrivateKey, &packet.Config{Time: func() time.Time { return at }}); err != nil {
+			t.Fatalf("re-signing %q: %v", name, err)
+		}
+		ext := *id
+		ext.SelfSignature = &sig
+		ext.Signatures = append(append([]*packet.Signature(nil), id.Signatures...), &sig)
+		e.Identities[name] = &ext
+	}
+	return &Key{Entity: &e, Fingerprint: k.Fingerprint, Armored: armoredPublic(t, &e)}
+}
+
+func armoredPublic(t testing.TB, e *openpgp.Entity) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	aw, err := armor.Encode(&buf, openpgp.PublicKeyType, nil)
 	if err != nil {
@@ -278,7 +313,7 @@ func NewKeyAt(t testing.TB, name string, created time.Time) *Key {
 	if err := aw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return &Key{Entity: e, Fingerprint: fmt.Sprintf("%X", e.PrimaryKey.Fingerprint), Armored: buf.Bytes()}
+	return buf.Bytes()
 }
 
 // Sign returns an armored detached signature of data, made now.
