@@ -114,7 +114,8 @@ func TestUpdateRefreshesAnExpiredVendoredKey(t *testing.T) {
 	}
 	body, _ := os.ReadFile(e.body)
 	for _, want := range []string{"### Refreshed signer keys: review these keys",
-		"| `pipeline/lock/keys/" + e.key.Fingerprint + ".asc` | `" + e.key.Fingerprint + "` |",
+		"| `pipeline/lock/keys/" + e.key.Fingerprint + ".asc` | `" + e.key.Fingerprint + "` | OpenSSL Expiring Signer (nginx-forge test key) <openssl.expiring.signer@example.test> | " +
+			upstreamtest.KeysCreatedAt.Add(extendedLife).UTC().Format("2006-01-02") + " | " + e.ks.URL,
 		"its vendored copy said it had expired before this release was signed"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("the pull request body lacks %q:\n%s", want, body)

@@ -113,7 +113,7 @@ func TestUnattendedReplayOfTheShippedLock(t *testing.T) {
 	}
 	for _, want := range []string{
 		"### New signer keys: review these keys",
-		"| `pipeline/lock/keys/" + pcre.Fingerprint + ".asc` | `" + pcre.Fingerprint + "` | pcre2 Test Signer (nginx-forge test key) <pcre2.test.signer@example.test> | " + r.keyserver.URL,
+		"| `pipeline/lock/keys/" + pcre.Fingerprint + ".asc` | `" + pcre.Fingerprint + "` | pcre2 Test Signer (nginx-forge test key) <pcre2.test.signer@example.test> | never | " + r.keyserver.URL,
 		"| signer | `" + pcre.Fingerprint + "`, pinned in the lock; its key is vendored by this pull request",
 		"### zlib 1.3.1 → 1.3.2", "### pcre2 10.44 → 10.46",
 	} {

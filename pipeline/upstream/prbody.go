@@ -63,32 +63,16 @@ func PRBody(applied []Applied, refused []Refusal, warnings []string) string {
 			keys = append(keys, a)
 		}
 	}
-	if len(refreshed) > 0 {
-		b.WriteString("\n### Refreshed signer keys: review these keys\n\n" +
-			"Each key is vendored already, but its vendored copy said it had expired before upstream signed the new release. " +
-			"A current copy was fetched: its primary fingerprint is exactly the vendored one and every self-signature verified, " +
-			"and upstream has since extended the key's life by re-signing it. The release verified with it, and this pull request " +
-			"replaces the file. Check the new expiry against upstream's own publication before merging.\n\n" +
-			"| file | fingerprint | user IDs | expires | fetched from | signed |\n|---|---|---|---|---|---|\n")
-		for _, a := range refreshed {
-			k := a.NewKey
-			fmt.Fprintf(&b, "| `%s/%s.asc` | `%s` | %s | %s | %s | %s %s |\n", lock.KeysDir, k.Fingerprint, k.Fingerprint,
-				escapeCell(strings.Join(k.UserIDs, "; ")), k.Expires, escapeCell(k.Source), a.Name, a.New)
-		}
-	}
-	if len(keys) > 0 {
-		b.WriteString("\n### New signer keys: review these keys\n\n" +
-			"Each key's fingerprint was already pinned in the lock, but the key itself was not in the repository. " +
-			"It was fetched, its primary fingerprint checked to be exactly the pinned one and every self-signature verified, " +
-			"and this pull request adds it, so that builds of this lock never need a key server. " +
-			"Check the fingerprint against upstream's own publication before merging.\n\n" +
-			"| file | fingerprint | user IDs | fetched from | signed |\n|---|---|---|---|---|\n")
-		for _, a := range keys {
-			k := a.NewKey
-			fmt.Fprintf(&b, "| `%s/%s.asc` | `%s` | %s | %s | %s %s |\n", lock.KeysDir, k.Fingerprint, k.Fingerprint,
-				escapeCell(strings.Join(k.UserIDs, "; ")), escapeCell(k.Source), a.Name, a.New)
-		}
-	}
+	writeKeys(&b, refreshed, "Refreshed signer keys: review these keys",
+		"Each key is vendored already, but its vendored copy said it had expired before upstream signed the new release. "+
+			"A current copy was fetched: its primary fingerprint is exactly the vendored one and every self-signature verified, "+
+			"and upstream has since extended the key's life by re-signing it. The release verified with it, and this pull request "+
+			"replaces the file. Check the new expiry against upstream's own publication before merging.")
+	writeKeys(&b, keys, "New signer keys: review these keys",
+		"Each key's fingerprint was already pinned in the lock, but the key itself was not in the repository. "+
+			"It was fetched, its primary fingerprint checked to be exactly the pinned one and every self-signature verified, "+
+			"and this pull request adds it, so that builds of this lock never need a key server. "+
+			"Check the fingerprint against upstream's own publication before merging.")
 	if len(refused) > 0 {
 		b.WriteString("\n### Refused (not in this pull request)\n\n| component | release | why | to resolve |\n|---|---|---|---|\n")
 		for _, r := range refused {
@@ -140,4 +124,17 @@ func orLookupFailed(s string) string {
 		return "(lookup failed)"
 	}
 	return s
+}
+
+// writeKeys is a section listing the signer keys that applied writes (NewKey), if any.
+func writeKeys(b *strings.Builder, applied []Applied, heading, intro string) {
+	if len(applied) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n### %s\n\n%s\n\n| file | fingerprint | user IDs | expires | fetched from | signed |\n|---|---|---|---|---|---|\n", heading, intro)
+	for _, a := range applied {
+		k := a.NewKey
+		fmt.Fprintf(b, "| `%s/%s.asc` | `%s` | %s | %s | %s | %s %s |\n", lock.KeysDir, k.Fingerprint, k.Fingerprint,
+			escapeCell(strings.Join(k.UserIDs, "; ")), k.Expires, escapeCell(k.Source), a.Name, a.New)
+	}
 }
