@@ -171,13 +171,13 @@ func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, o *upstream.Ou
 		if a.DroppedProfile != "" {
 			rep.Warningf("the recorded PGO profile for %s was removed from the lock (trained on the sources or builder this update replaces): the update workflow records a new one; by hand: go run ./ci pgo-profile --write", a.DroppedProfile)
 		}
-		switch {
-		case a.RefreshedKey:
-			keys = append(keys, a.NewKey.Fingerprint)
-			rep.Warningf("%s %s: refreshed the vendored signer key %s (%s), whose vendored copy had expired before this release was signed, from %s (now expires %s): review it", a.Name, a.New, a.NewKey.Fingerprint, strings.Join(a.NewKey.UserIDs, "; "), a.NewKey.Source, a.NewKey.Expires)
-		case a.NewKey != nil:
-			keys = append(keys, a.NewKey.Fingerprint)
-			rep.Warningf("%s %s: vendored the pinned signer key %s (%s) from %s: review it", a.Name, a.New, a.NewKey.Fingerprint, strings.Join(a.NewKey.UserIDs, "; "), a.NewKey.Source)
+		if k := a.NewKey; k != nil {
+			keys = append(keys, k.Fingerprint)
+			what, why := "vendored the pinned", ""
+			if a.RefreshedKey {
+				what, why = "refreshed the vendored", "; its vendored copy had expired before this release was signed"
+			}
+			rep.Warningf("%s %s: %s signer key %s (%s) from %s, expires %s%s: review it", a.Name, a.New, what, k.Fingerprint, strings.Join(k.UserIDs, "; "), k.Source, k.Expires, why)
 		}
 	}
 	outputs["new_keys"] = strings.Join(keys, " ")
@@ -219,10 +219,12 @@ func appliedHow(a upstream.Applied) string {
 	switch {
 	case a.IsImage():
 		return " (index: " + strings.Join(a.Platforms, ", ") + ")"
-	case a.RefreshedKey:
-		return " (sha256 " + a.SHA256 + ", signed by " + a.SignedBy + ", whose vendored key is refreshed in " + a.NewKey.Fingerprint + ".asc; top directory " + a.TopDir + "/)"
 	case a.NewKey != nil:
-		return " (sha256 " + a.SHA256 + ", signed by " + a.SignedBy + ", whose key is now vendored in " + a.NewKey.Fingerprint + ".asc; top directory " + a.TopDir + "/)"
+		how := "whose key is now vendored in "
+		if a.RefreshedKey {
+			how = "whose vendored key is refreshed in "
+		}
+		return " (sha256 " + a.SHA256 + ", signed by " + a.SignedBy + ", " + how + a.NewKey.Fingerprint + ".asc; top directory " + a.TopDir + "/)"
 	case a.Signed:
 		return " (sha256 " + a.SHA256 + ", signed by " + a.SignedBy + ", top directory " + a.TopDir + "/)"
 	case a.DroppedProfile != "":

@@ -158,11 +158,8 @@ type SignerKey struct {
 // with exactly fpr; on top of that a key without user IDs is refused here, because a
 // reviewer is asked to judge it by its identities.
 func (f *Fetcher) SignerKey(ctx context.Context, fpr string) (SignerKey, error) {
-	if f.initErr != nil {
-		return SignerKey{}, f.initErr
-	}
-	if !lock.IsFingerprint(fpr) {
-		return SignerKey{}, fmt.Errorf("%q is not a key fingerprint (40 upper-case hex digits)", fpr)
+	if err := f.checkKeyRequest(fpr); err != nil {
+		return SignerKey{}, err
 	}
 	if b, where, ok, err := f.vendoredKey(fpr); err != nil {
 		return SignerKey{}, err
@@ -173,6 +170,23 @@ func (f *Fetcher) SignerKey(ctx context.Context, fpr string) (SignerKey, error) 
 		}
 		return SignerKey{Fingerprint: fpr, Armored: b, UserIDs: userIDs(e), Source: where, Vendored: true}, nil
 	}
+	return f.fetchSignerKey(ctx, fpr)
+}
+
+// checkKeyRequest refuses a key request before anything is fetched.
+func (f *Fetcher) checkKeyRequest(fpr string) error {
+	if f.initErr != nil {
+		return f.initErr
+	}
+	if !lock.IsFingerprint(fpr) {
+		return fmt.Errorf("%q is not a key fingerprint (40 upper-case hex digits)", fpr)
+	}
+	return nil
+}
+
+// fetchSignerKey downloads the key fpr (mirror or key servers, never the cache) and exports
+// it as an update vendors it.
+func (f *Fetcher) fetchSignerKey(ctx context.Context, fpr string) (SignerKey, error) {
 	e, _, src, noIDs, err := f.fetchKey(ctx, fpr)
 	if err != nil {
 		return SignerKey{}, err

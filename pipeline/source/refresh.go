@@ -42,17 +42,10 @@ func (e *ExpiredSignerError) Unwrap() error { return e.Err }
 // is still verified at the moment it was made, now against the owner's current
 // self-signatures, and a hard revocation in the new copy counts.
 func (f *Fetcher) RefreshKey(ctx context.Context, fpr string) (SignerKey, error) {
-	if f.initErr != nil {
-		return SignerKey{}, f.initErr
-	}
-	if !lock.IsFingerprint(fpr) {
-		return SignerKey{}, fmt.Errorf("%q is not a key fingerprint (40 upper-case hex digits)", fpr)
-	}
-	e, _, src, noIDs, err := f.fetchKey(ctx, fpr)
-	if err != nil {
+	if err := f.checkKeyRequest(fpr); err != nil {
 		return SignerKey{}, err
 	}
-	k, err := exportFetched(e, fpr, src, noIDs)
+	k, err := f.fetchSignerKey(ctx, fpr)
 	if err != nil {
 		return SignerKey{}, err
 	}

@@ -471,11 +471,11 @@ func (u *Updater) UpdateFile(ctx context.Context, file string, rep *Report) ([]A
 		if err := os.WriteFile(kf, a.NewKey.Armored, 0o644); err != nil {
 			return nil, fmt.Errorf("vendoring key %s: %w (the lock is unchanged)", a.NewKey.Fingerprint, err)
 		}
+		verb := "vendored"
 		if a.RefreshedKey {
-			u.logf("%s: refreshed the vendored key of %s in %s", a.Name, a.NewKey.Fingerprint, kf)
-		} else {
-			u.logf("%s: vendored the key of %s as %s", a.Name, a.NewKey.Fingerprint, kf)
+			verb = "refreshed"
 		}
+		u.logf("%s: %s the key of %s as %s", a.Name, verb, a.NewKey.Fingerprint, kf)
 	}
 	if err := out.Write(file); err != nil {
 		return nil, err
