@@ -23,6 +23,8 @@ type buildFlags struct {
 	tree      string // install tree directory (--tree)
 	output    string // image: OCI layout directory or .tar (--output)
 	lockFile  string
+	tls       string // --tls: the TLS library (chooses a shipped lock without --lock)
+	zlib      string // --zlib
 	mirror    string
 	keyserver string
 	cpu       string
@@ -145,6 +147,8 @@ func declareBuildFlags(fs *flag.FlagSet) *buildFlags {
 func (f *buildFlags) stackFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.engine, "engine", "dagger", "where to build: dagger or host")
 	fs.StringVar(&f.lockFile, "lock", lock.DefaultPath, "lock `file` (when the default is absent, the lock built into this program)")
+	fs.StringVar(&f.tls, "tls", "", "TLS `library`: "+strings.Join(forge.TLSChoices, " or ")+" (default: the lock's); without --lock, aws-lc builds the shipped "+lock.AWSLCPath+" (nginx 1.30 with AWS-LC and zlib-ng)")
+	fs.StringVar(&f.zlib, "zlib", "", "zlib `implementation`: "+strings.Join(forge.ZlibChoices, " or ")+" (default: the lock's); without --lock, zlib-ng builds the shipped "+lock.AWSLCPath)
 	fs.StringVar(&f.mirror, "mirror", "", "fetch every file as `URL`/<file name> instead of upstream (same checks)")
 	fs.StringVar(&f.keyserver, "keyserver", "", "fetch signer keys that are not vendored from these comma-separated `URLs` (default keyserver.ubuntu.com, then keys.openpgp.org)")
 	fs.StringVar(&f.cpu, "cpu", "", "CPU `level` to compile for: x86-64-v2, x86-64-v3 (amd64 default), x86-64-v4, armv8.2-a (arm64 default), ..., or native (not portable)")
@@ -283,7 +287,7 @@ func (f buildFlags) request() (forge.Request, error) {
 		return forge.Request{}, usageErrorf("--platform %s: the host engine builds for this machine only; build several platforms with --engine dagger", f.platform)
 	}
 	req := forge.Request{
-		LockFile: f.lockFile, BuilderImage: f.builderImage, RuntimeImage: f.runtimeImage,
+		LockFile: f.lockFile, TLS: f.tls, Zlib: f.zlib, BuilderImage: f.builderImage, RuntimeImage: f.runtimeImage,
 		Platforms: platforms, CPU: f.cpu, Jobs: f.jobs, Optimize: f.optimize, Mirror: f.mirror, CacheDir: f.cache,
 		Tree: f.tree, Bundle: f.bundle, Output: f.output,
 		Push: f.push, DigestOnly: f.digestOnly, Latest: f.latest, NoSmoke: f.noSmoke, Insecure: f.insecure,

@@ -20,6 +20,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/gittree"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
@@ -149,6 +150,17 @@ func VerifySources(p *plan.Plan, sources map[string]string) error {
 		path, ok := sources[s.Source.Component]
 		if !ok || path == "" {
 			return fmt.Errorf("no source tarball given for %s (stage %s): fetch it first", s.Source.Component, s.Name)
+		}
+		if s.Source.Tree != "" {
+			got, err := gittree.OfFile(path)
+			if err != nil {
+				return fmt.Errorf("reading source %s: %w", path, err)
+			}
+			if got != s.Source.Tree {
+				return fmt.Errorf("source %s for %s %s has git tree %s, but the lock pins %s: the file is corrupt or tampered with; delete it and fetch again",
+					path, s.Source.Component, s.Source.Version, got, s.Source.Tree)
+			}
+			continue
 		}
 		got, err := fileSHA256(path)
 		if err != nil {

@@ -39,6 +39,10 @@ type Request struct {
 	// to the lock built into the program when the file is absent).
 	Lock     *lock.Lock
 	LockFile string
+	// TLS and Zlib are the libraries asked for, as flags spell them ("aws-lc", "zlib-ng";
+	// "" is the lock's). Without a LockFile of its own they choose the shipped lock that
+	// has them (lock.Builtins); with one, the lock must have them.
+	TLS, Zlib string
 	// BuilderImage and RuntimeImage override the lock's images ("REF" or "REF@sha256:...").
 	BuilderImage, RuntimeImage string
 
@@ -141,8 +145,8 @@ func LoadLock(file string) (l *lock.Lock, builtin bool, err error) {
 	if err == nil {
 		return l, false, nil
 	}
-	if file == lock.DefaultPath && errors.Is(err, fs.ErrNotExist) {
-		return lock.Default(), true, nil
+	if b, ok := lock.BuiltinAt(file); ok && errors.Is(err, fs.ErrNotExist) {
+		return b.Lock(), true, nil
 	}
 	return nil, false, fmt.Errorf("loading lock %s (nothing was built): %w", file, err)
 }

@@ -21,12 +21,9 @@ func (r Request) TagEvent() image.TagEvent {
 // the one rule of image.Tags for the lock, the git ref, the revision and Latest. `ci tags`,
 // `ci manifest` and the build itself all ask here.
 func (r Request) PublishTags() ([]string, error) {
-	l := r.Lock
-	if l == nil {
-		var err error
-		if l, _, err = LoadLock(r.lockFile()); err != nil {
-			return nil, err
-		}
+	l, _, err := r.loadLock()
+	if err != nil {
+		return nil, err
 	}
 	return r.tagsFor(l), nil
 }

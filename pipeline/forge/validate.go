@@ -32,12 +32,9 @@ func (r Request) resolve() (*resolved, error) {
 	if err := r.checkOptions(); err != nil {
 		return nil, err
 	}
-	l, builtin := r.Lock, false
-	if l == nil {
-		var err error
-		if l, builtin, err = LoadLock(r.lockFile()); err != nil {
-			return nil, err
-		}
+	l, builtin, err := r.loadLock()
+	if err != nil {
+		return nil, err
 	}
 	// A copy: the image overrides must not change the caller's lock.
 	cp := *l
@@ -173,6 +170,8 @@ func (b *build) resolve() error {
 	for _, c := range l.Components {
 		switch {
 		case c.Signature != nil:
+		case c.Git != nil:
+			b.logf("unsigned: %s %s: pinned by git commit %.12s, its tree checked over the files built (%s)", c.Name, c.Version, c.Git.Commit, c.Unsigned)
 		case c.Unsigned != "":
 			b.logf("unsigned: %s %s: only its SHA-256 is checked (%s)", c.Name, c.Version, c.Unsigned)
 		default:

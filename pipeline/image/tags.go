@@ -37,7 +37,51 @@ var releaseRefRE = regexp.MustCompile(`^refs/tags/(v[0-9]+\.[0-9]+\.[0-9]+)$`)
 //   - v<X.Y.Z>: a push of this repository's release tag vX.Y.Z.
 //
 // Any other ref (a pull request, another branch) moves only the sha- tag, or nothing.
+//
+// A lock that builds with another TLS library or zlib than the default (OpenSSL, zlib) is
+// a variant: every tag above gets the variant's suffix (VariantSuffix: "-aws-lc-zlib-ng"),
+// and the exact stack tag names its libraries (1.30.4-aws-lc5.5.0-pcre2-10.46-zlib-ng2.2.2),
+// so the default image and a variant published from the same commit never share a tag.
 func Tags(l *lock.Lock, ev TagEvent) []string {
+	tags := defaultTags(l, ev)
+	suffix := VariantSuffix(l)
+	if suffix == "" {
+		return tags
+	}
+	stack := stackTag(l)
+	for i, t := range tags {
+		if t != stack {
+			tags[i] = t + suffix
+		}
+	}
+	return tags
+}
+
+// VariantSuffix is "" for a lock with the default libraries, else "-" and each non-default
+// library's name as a person types it (--tls aws-lc, --zlib zlib-ng): "-aws-lc-zlib-ng".
+func VariantSuffix(l *lock.Lock) string {
+	var s string
+	if t := l.TLS().Name; t != lock.TLSLibraries[0] {
+		s += "-" + FlagName(t)
+	}
+	if z := l.ZlibLibrary().Name; z != lock.ZlibLibraries[0] {
+		s += "-" + FlagName(z)
+	}
+	return s
+}
+
+// FlagName is a component's name as flags and tags spell it: aws_lc is "aws-lc".
+func FlagName(component string) string { return strings.ReplaceAll(component, "_", "-") }
+
+// stackTag names the exact stack: nginx, the TLS library, PCRE2 and the zlib with versions.
+// The default libraries keep their historic spelling (openssl3.3.1, zlib1.3.1).
+func stackTag(l *lock.Lock) string {
+	tls, z := l.TLS(), l.ZlibLibrary()
+	return fmt.Sprintf("%s-%s%s-pcre2-%s-%s%s", l.MustComponent(lock.Nginx).Version, FlagName(tls.Name), tls.Version,
+		l.MustComponent(lock.PCRE2).Version, FlagName(z.Name), z.Version)
+}
+
+func defaultTags(l *lock.Lock, ev TagEvent) []string {
 	v := func(n string) string {
 		c, _ := l.Component(n)
 		return c.Version
@@ -47,8 +91,7 @@ func Tags(l *lock.Lock, ev TagEvent) []string {
 	var tags []string
 	if ev.Ref == "" || moving {
 		nginx := v(lock.Nginx)
-		tags = append(tags, nginx,
-			fmt.Sprintf("%s-openssl%s-pcre2-%s-zlib%s", nginx, v(lock.OpenSSL), v(lock.PCRE2), v(lock.Zlib)))
+		tags = append(tags, nginx, stackTag(l))
 		if minor := nginxMinor(nginx); minor != "" {
 			tags = append(tags, minor)
 			if moving {

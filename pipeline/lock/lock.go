@@ -20,17 +20,54 @@ import (
 // SchemaVersion is the only lock schema this code reads and writes.
 const SchemaVersion = 1
 
-// Component names, in build order. The plan relies on these names.
+// Component names, in build order. The plan relies on these names (stage names become
+// DEP_<NAME> variables, hence underscores).
 const (
-	Zlib    = "zlib"
-	PCRE2   = "pcre2"
+	Zlib = "zlib"
+	// ZlibNG is zlib-ng in its zlib-compatible mode: zlib's API (what nginx's gzip module
+	// calls) over SIMD deflate. A lock holds it instead of zlib.
+	ZlibNG = "zlib_ng"
+	PCRE2  = "pcre2"
+	// OpenSSL is the default TLS library.
 	OpenSSL = "openssl"
-	Nginx   = "nginx"
+	// AWSLC is AWS-LC, the other TLS library: BoringSSL-derived, with formally verified
+	// X25519/P-256 assembly. A lock holds it instead of OpenSSL; nginx supports it from
+	// MinNginxForAWSLC.
+	AWSLC = "aws_lc"
+	Nginx = "nginx"
 )
 
-// ComponentOrder is the order the required components are built in and written in. Every
-// lock has all of them; code that needs one of them may rely on that (MustComponent).
-var ComponentOrder = []string{Zlib, PCRE2, OpenSSL, Nginx}
+// ComponentOrder is the order the core components are built in and written in. A lock has
+// nginx, PCRE2, one TLS library (TLSLibraries) and one zlib (ZlibLibraries); code that needs
+// one of those may rely on that (MustComponent, TLS, ZlibLibrary).
+var ComponentOrder = []string{Zlib, ZlibNG, PCRE2, OpenSSL, AWSLC, Nginx}
+
+// TLSLibraries are the TLS libraries a lock may build nginx with, the default first; a lock
+// holds exactly one of them.
+var TLSLibraries = []string{OpenSSL, AWSLC}
+
+// ZlibLibraries are the zlib implementations a lock may build nginx with, the default
+// first; a lock holds exactly one of them.
+var ZlibLibraries = []string{Zlib, ZlibNG}
+
+// MinNginxForAWSLC is the first nginx release that builds with AWS-LC (nginx pull requests
+// 800 and 848; the 1.30 stable branch has it).
+const MinNginxForAWSLC = "1.29.2"
+
+// TLS is the lock's TLS library component (Validate guarantees there is exactly one).
+func (l *Lock) TLS() Component { return l.MustComponent(l.oneOf(TLSLibraries)) }
+
+// ZlibLibrary is the lock's zlib component (Validate guarantees there is exactly one).
+func (l *Lock) ZlibLibrary() Component { return l.MustComponent(l.oneOf(ZlibLibraries)) }
+
+func (l *Lock) oneOf(names []string) string {
+	for _, n := range names {
+		if _, ok := l.Component(n); ok {
+			return n
+		}
+	}
+	return names[0]
+}
 
 // Optional components: third-party nginx modules and the libraries they need. A lock may
 // leave them out; a lock that has a module must have its library (OptionalRequires), and
@@ -71,15 +108,19 @@ type Lock struct {
 	Profiles []Profile `json:"profiles,omitempty"`
 }
 
-// Component is one upstream source tarball.
+// Component is one upstream source: a release tarball (URL, SHA256) or a git commit (Git).
 type Component struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
 	// Track is the update policy read by the upstream package: for nginx a stable branch
 	// ("1.26") or "stable"; for OpenSSL a minor ("3.5") or "lts"; otherwise "latest".
-	Track     string     `json:"track,omitempty"`
-	URL       string     `json:"url"`
-	SHA256    string     `json:"sha256"`
+	Track  string `json:"track,omitempty"`
+	URL    string `json:"url,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	// Git pins the source by commit instead of by tarball (URL and SHA256 empty): for
+	// upstreams whose release archives cannot be checksummed ahead of time and that publish
+	// no signatures. The build compiles exactly the pinned tree (see pipeline/gittree).
+	Git       *Git       `json:"git,omitempty"`
 	Signature *Signature `json:"signature,omitempty"`
 	// Unsigned says why a component has no Signature (e.g. "Debian repacks the tarball, so
 	// upstream's signature does not cover it"). It is written into the SBOM and the build
@@ -93,6 +134,20 @@ type Signature struct {
 	URL string `json:"url"`
 	// Fingerprints are full 40-hex-digit primary key fingerprints, upper case.
 	Fingerprints []string `json:"fingerprints"`
+}
+
+// Git is a source pinned by a git commit of its upstream repository.
+type Git struct {
+	// Repository is the upstream repository's https URL.
+	Repository string `json:"repository"`
+	// Tag is the release tag the commit was taken from (for people and the update check;
+	// the commit is what is trusted).
+	Tag string `json:"tag,omitempty"`
+	// Commit is the full commit ID (40 lower-case hex digits).
+	Commit string `json:"commit"`
+	// Tree is the commit's tree ID: the build verifies that the files it compiles hash to
+	// it, whichever way they arrived (a fetch of the commit, or a mirror's archive).
+	Tree string `json:"tree"`
 }
 
 // Images are the base images of the build.
@@ -120,8 +175,23 @@ func (i Image) Pinned() string {
 	return base + "@" + i.Digest
 }
 
-// FileName is the name the tarball is stored and mirrored under: the last element of its URL.
-func (c Component) FileName() string { return path.Base(mustPath(c.URL)) }
+// FileName is the name the tarball is stored and mirrored under: the last element of its URL,
+// or for a git source "<repository name>-<version>-git.tar.gz" (the archive of its tree).
+func (c Component) FileName() string {
+	if c.Git != nil {
+		return strings.TrimSuffix(path.Base(mustPath(c.Git.Repository)), ".git") + "-" + c.Version + "-git.tar.gz"
+	}
+	return path.Base(mustPath(c.URL))
+}
+
+// Pin is what identifies the component's verified content, as builds and records print it:
+// "sha256:<hex>" for a tarball, "git-tree:<hex>" for a git source.
+func (c Component) Pin() string {
+	if c.Git != nil {
+		return "git-tree:" + c.Git.Tree
+	}
+	return "sha256:" + c.SHA256
+}
 
 // SignatureFileName is the name of the detached signature, or "" when there is none.
 func (c Component) SignatureFileName() string {
@@ -194,6 +264,42 @@ func Default() *Lock {
 
 // DefaultPath is where the shipped lock lives in a checkout.
 const DefaultPath = "pipeline/lock/stack.lock.json"
+
+// AWSLCPath is where the shipped AWS-LC variant's lock lives in a checkout: nginx new enough
+// for AWS-LC, AWS-LC and zlib-ng pinned by git commit, PCRE2 as in the default lock.
+const AWSLCPath = "pipeline/lock/aws-lc.lock.json"
+
+//go:embed aws-lc.lock.json
+var awsLCLock []byte
+
+// Builtin is a lock shipped with the program: its path in a checkout, and the TLS library
+// and zlib it builds with.
+type Builtin struct {
+	Path, TLS, Zlib string
+	data            []byte
+}
+
+// Builtins are the shipped locks: the default (OpenSSL, zlib) and the AWS-LC variant.
+var Builtins = []Builtin{{DefaultPath, OpenSSL, Zlib, defaultLock}, {AWSLCPath, AWSLC, ZlibNG, awsLCLock}}
+
+// Lock parses the built-in copy.
+func (b Builtin) Lock() *Lock {
+	l, err := Parse(b.data)
+	if err != nil {
+		panic("the embedded lock " + b.Path + " is invalid: " + err.Error())
+	}
+	return l
+}
+
+// BuiltinAt is the shipped lock whose checkout path is file.
+func BuiltinAt(file string) (Builtin, bool) {
+	for _, b := range Builtins {
+		if b.Path == file {
+			return b, true
+		}
+	}
+	return Builtin{}, false
+}
 
 // MaxSize is the largest lock Load and Parse accept. The shipped lock is a few KB; a file
 // past this is not a lock (a tarball or a log given to --lock by mistake), and reading,

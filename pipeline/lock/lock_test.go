@@ -376,7 +376,13 @@ func TestOptionalComponents(t *testing.T) {
 	for _, c := range back.Components {
 		names = append(names, c.Name)
 	}
-	if got, want := strings.Join(names, " "), strings.Join(AllComponents(), " "); got != want {
+	var want []string
+	for _, n := range AllComponents() {
+		if n != ZlibNG && n != AWSLC { // the other choices of zlib and TLS library
+			want = append(want, n)
+		}
+	}
+	if got, want := strings.Join(names, " "), strings.Join(want, " "); got != want {
 		t.Errorf("written order %q, want %q", got, want)
 	}
 	// A module's missing reason is reported like a required component's.

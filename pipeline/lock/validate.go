@@ -15,6 +15,7 @@ var (
 	sha256RE      = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	fingerprintRE = regexp.MustCompile(`^[0-9A-F]{40}$`)
 	digestRE      = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	gitIDRE       = regexp.MustCompile(`^[0-9a-f]{40}$`)
 )
 
 // FieldError names the field that is wrong and why.
@@ -59,11 +60,17 @@ func (l *Lock) Validate() error {
 		if !versionRE.MatchString(c.Version) {
 			return &FieldError{f + ".version", fmt.Sprintf("%q is not a release version like 1.26.2", c.Version)}
 		}
-		if err := checkURL(c.URL); err != nil {
-			return &FieldError{f + ".url", err.Error()}
-		}
-		if !sha256RE.MatchString(c.SHA256) {
-			return &FieldError{f + ".sha256", fmt.Sprintf("%q is not 64 lower-case hex digits", c.SHA256)}
+		if c.Git != nil {
+			if err := checkGit(f, c); err != nil {
+				return err
+			}
+		} else {
+			if err := checkURL(c.URL); err != nil {
+				return &FieldError{f + ".url", err.Error()}
+			}
+			if !sha256RE.MatchString(c.SHA256) {
+				return &FieldError{f + ".sha256", fmt.Sprintf("%q is not 64 lower-case hex digits", c.SHA256)}
+			}
 		}
 		if c.Unsigned != "" {
 			if c.Signature != nil {
@@ -87,10 +94,8 @@ func (l *Lock) Validate() error {
 			}
 		}
 	}
-	for _, name := range ComponentOrder {
-		if !seen[name] {
-			return &FieldError{"components", fmt.Sprintf("component %q is missing", name)}
-		}
+	if err := l.checkRoles(seen); err != nil {
+		return err
 	}
 	for _, name := range OptionalOrder {
 		if lib, ok := OptionalRequires[name]; ok && seen[name] && !seen[lib] {
@@ -112,6 +117,98 @@ func (l *Lock) Validate() error {
 		}
 	}
 	return l.validateProfiles()
+}
+
+// checkRoles: nginx and PCRE2, exactly one TLS library and exactly one zlib, and an nginx
+// that builds with the TLS library.
+func (l *Lock) checkRoles(seen map[string]bool) error {
+	for _, name := range []string{Nginx, PCRE2} {
+		if !seen[name] {
+			return &FieldError{"components", fmt.Sprintf("component %q is missing", name)}
+		}
+	}
+	for _, role := range []struct {
+		what  string
+		names []string
+	}{{"TLS library", TLSLibraries}, {"zlib", ZlibLibraries}} {
+		var have []string
+		for _, n := range role.names {
+			if seen[n] {
+				have = append(have, n)
+			}
+		}
+		switch len(have) {
+		case 0:
+			return &FieldError{"components", fmt.Sprintf("no %s: add one of %s (the default is %q)", role.what, strings.Join(role.names, ", "), role.names[0])}
+		case 1:
+		default:
+			return &FieldError{"components", fmt.Sprintf("%s are all %ss: a lock builds with one; keep one (another choice is another lock)", strings.Join(have, " and "), role.what)}
+		}
+	}
+	if seen[AWSLC] {
+		if v := l.MustComponent(Nginx).Version; CompareVersions(v, MinNginxForAWSLC) < 0 {
+			return &FieldError{"components", fmt.Sprintf("nginx %s cannot be built with AWS-LC (aws_lc): nginx supports it from %s; pin nginx %s or later (the shipped pipeline/lock/aws-lc.lock.json does), or use openssl", v, MinNginxForAWSLC, MinNginxForAWSLC)}
+		}
+	}
+	return nil
+}
+
+// CompareVersions orders two release versions by their numeric dot-separated parts (a
+// missing part counts as 0; a suffix such as "rc" is ignored): -1, 0 or +1.
+func CompareVersions(a, b string) int {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(pa) || i < len(pb); i++ {
+		x, y := versionPart(pa, i), versionPart(pb, i)
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+func versionPart(parts []string, i int) int {
+	if i >= len(parts) {
+		return 0
+	}
+	n := 0
+	for _, r := range parts[i] {
+		if r < '0' || r > '9' {
+			break
+		}
+		n = n*10 + int(r-'0')
+	}
+	return n
+}
+
+// checkGit checks a git-pinned component: the repository, commit and tree, no tarball
+// fields, and a reason for having no signature (git sources carry none).
+func checkGit(f string, c Component) error {
+	g := c.Git
+	if c.URL != "" || c.SHA256 != "" {
+		return &FieldError{f + ".git", "is set together with url/sha256: a component is a tarball (url, sha256) or a git commit (git); drop one"}
+	}
+	if err := checkURL(g.Repository); err != nil {
+		return &FieldError{f + ".git.repository", err.Error()}
+	}
+	if !gitIDRE.MatchString(g.Commit) {
+		return &FieldError{f + ".git.commit", fmt.Sprintf("%q is not a full commit ID (40 lower-case hex digits)", g.Commit)}
+	}
+	if !gitIDRE.MatchString(g.Tree) {
+		return &FieldError{f + ".git.tree", fmt.Sprintf("%q is not a tree ID (40 lower-case hex digits; git rev-parse COMMIT^{tree})", g.Tree)}
+	}
+	if strings.ContainsAny(g.Tag, " \t\n\x00") {
+		return &FieldError{f + ".git.tag", fmt.Sprintf("%q is not a tag name", g.Tag)}
+	}
+	if c.Signature != nil {
+		return &FieldError{f + ".signature", "is set on a git source: a git source is verified by its commit and tree, not a detached signature; drop it"}
+	}
+	if c.Unsigned == "" {
+		return &FieldError{f + ".unsigned", "is missing: a git source has no detached signature; say why (e.g. \"upstream publishes no release signatures\")"}
+	}
+	return nil
 }
 
 func checkURL(raw string) error {

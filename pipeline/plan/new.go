@@ -82,6 +82,13 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 			return nil, fmt.Errorf("plan: %w", err)
 		}
 	}
+	st := stackOf(l)
+	if err := st.checkOptimize(o.optimize); err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	if o.optimize == OptimizeAuto && !st.defaultLibraries() {
+		o.optimize = OptimizeNone
+	}
 	if o.optimize == OptimizeAuto && !o.training {
 		return newAuto(l, opts)
 	}
@@ -137,7 +144,11 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 	}
 	src := func(name string) Source {
 		c := l.MustComponent(name)
-		return Source{Component: c.Name, Version: c.Version, FileName: c.FileName(), SHA256: c.SHA256}
+		s := Source{Component: c.Name, Version: c.Version, FileName: c.FileName(), SHA256: c.SHA256}
+		if c.Git != nil {
+			s.Tree = c.Git.Tree
+		}
+		return s
 	}
 
 	opensslEnv := func(extra ...string) []EnvVar {
@@ -158,13 +169,12 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 		}
 		return env
 	}
+	zlibStage := Stage{Name: st.zlib, Source: src(st.zlib), Env: common(EnvVar{"CFLAGS", f.cflags()}), Script: libraryStageScripts[st.zlib]}
+	if st.zlib == lock.Zlib {
+		zlibStage.Env, zlibStage.Script = common(opt(f.zlibCFlags(), EnvVar{"CFLAGS", f.zlibCFlags()})...), zlibScript
+	}
 	p.Stages = []Stage{
-		{
-			Name:   lock.Zlib,
-			Source: src(lock.Zlib),
-			Env:    common(opt(f.zlibCFlags(), EnvVar{"CFLAGS", f.zlibCFlags()})...),
-			Script: zlibScript,
-		},
+		zlibStage,
 		{
 			Name:   lock.PCRE2,
 			Source: src(lock.PCRE2),
@@ -172,14 +182,24 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 			Script: pcre2Script,
 		},
 	}
-	if !pgo {
+	switch {
+	case st.tls != lock.OpenSSL:
+		p.Stages = append(p.Stages, Stage{
+			Name:   st.tls,
+			Source: src(st.tls),
+			Env:    common(EnvVar{"CFLAGS", f.cflags()}, EnvVar{"LDFLAGS", f.ldflags()}),
+			Script: libraryStageScripts[st.tls],
+		})
+		p.BuildPackages = append(append([]string(nil), p.BuildPackages...), cmakePackages...)
+		p.HostTools = append(append([]Tool(nil), p.HostTools...), cmakeTools...)
+	case !pgo:
 		p.Stages = append(p.Stages, Stage{
 			Name:   lock.OpenSSL,
 			Source: src(lock.OpenSSL),
 			Env:    opensslEnv(),
 			Script: opensslScript,
 		})
-	} else {
+	default:
 		p.Stages = append(p.Stages, Stage{
 			Name:   StageOpenSSLInstrumented,
 			Source: src(lock.OpenSSL),
@@ -190,7 +210,7 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 
 	// Third-party modules: each library into a static prefix (like zlib and PCRE2), each
 	// module's source into a stage of its own that the nginx stage copies in.
-	nginxDeps := []string{lock.Zlib, lock.PCRE2, lock.OpenSSL}
+	nginxDeps := []string{st.zlib, lock.PCRE2, st.tls}
 	shippedNames := []string{"nginx.conf", "index.html"}
 	for _, name := range modNames {
 		m, _ := lookupModule(name)
@@ -232,6 +252,9 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 		files = append(files, File{Path: "files/" + name, Mode: 0o644, Data: b})
 	}
 	ccOpt, ldOpt := f.nginxCCOpt(), f.nginxLDOpt()
+	if st.tls == lock.AWSLC {
+		ldOpt += " " + awsLCLDOpt
+	}
 	if lto {
 		ccOpt += " " + ltoFlag
 		ldOpt += " " + ltoFlag
@@ -239,7 +262,7 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 	nginxEnv := func(cc, ld string) []EnvVar {
 		return common(EnvVar{"NGINX_CC_OPT", cc}, EnvVar{"NGINX_LD_OPT", ld})
 	}
-	script := nginxScript(modFlags, modNames)
+	script := nginxScript(st, modFlags, modNames)
 	if pgo {
 		// Train with nginx's own build (same configure, modules and flags, instrumented), or
 		// take the lock's recorded profile of exactly that training; then build OpenSSL and
@@ -260,7 +283,7 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 			Deps:   trainDeps,
 			Env:    nginxEnv(ccOpt+" "+gen, ldOpt+" "+gen),
 			Files:  trainFiles,
-			Script: pgoTrainScript(modFlags, modNames),
+			Script: pgoTrainScript(st, modFlags, modNames),
 		})
 		// The training's client.
 		curl := func() {
@@ -306,7 +329,7 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 		nginxDeps = append(nginxDeps, profile)
 		ccOpt += " " + profileUse
 		ldOpt += " " + profileUse
-		script = nginxScriptWith(modFlags, modNames, profileCopy(lock.Nginx, profile))
+		script = nginxScriptWith(st, modFlags, modNames, profileCopy(lock.Nginx, profile))
 	}
 	p.Stages = append(p.Stages, Stage{
 		Name:   lock.Nginx,

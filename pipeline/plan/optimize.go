@@ -128,8 +128,8 @@ func opensslProfileScript(stage string) string {
 
 // pgoTrainScript builds the instrumented nginx (configured exactly as the final one) and runs
 // the training; OUT gets the profile only.
-func pgoTrainScript(moduleFlags, moduleNames []string) string {
-	build, _ := nginxBuild(moduleFlags, moduleNames)
+func pgoTrainScript(st stack, moduleFlags, moduleNames []string) string {
+	build, _ := nginxBuild(st, moduleFlags, moduleNames)
 	return prelude + gcovPrefixBuild + `# nginx is linked against the instrumented OpenSSL.
 export DEP_OPENSSL="$DEP_OPENSSL_INSTRUMENTED"
 export NGINX_CC_OPT="$NGINX_CC_OPT -fprofile-prefix-path=$WORK/src"

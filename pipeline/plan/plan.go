@@ -97,12 +97,14 @@ type Stage struct {
 	Script string
 }
 
-// Source is the verified tarball a stage builds from.
+// Source is the verified tarball a stage builds from: a release tarball pinned by SHA-256,
+// or the archive of a git source's tree, pinned by the tree ID.
 type Source struct {
 	Component string // lock component name
 	Version   string
 	FileName  string // as fetched and cached (the lock URL's last element)
-	SHA256    string
+	SHA256    string // a tarball's; "" for a git source
+	Tree      string // a git source's tree (lock: git.tree), verified over the archive's files
 }
 
 // EnvVar is one environment variable.

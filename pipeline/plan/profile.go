@@ -46,7 +46,7 @@ func trainingKey(p *Plan) string {
 		Stages   []stage
 	}{Version: 1, Platform: p.Platform.String()}
 	for _, s := range closure(p.Stages, StagePGOTrain) {
-		st := stage{Name: s.Name, Source: s.Source.SHA256, Script: s.Script, Deps: s.Deps, Env: s.Env}
+		st := stage{Name: s.Name, Source: s.Source.Pin(), Script: s.Script, Deps: s.Deps, Env: s.Env}
 		for _, f := range s.Files {
 			sum := sha256.Sum256(f.Data)
 			st.Files = append(st.Files, file{f.Path, f.Mode, hex.EncodeToString(sum[:])})

@@ -31,7 +31,11 @@ func (p *Plan) Render() string {
 	fmt.Fprintf(&b, "final: %s\n", p.Final)
 	for _, s := range p.Stages {
 		fmt.Fprintf(&b, "\n=== stage %s\n", s.Name)
-		fmt.Fprintf(&b, "source: %s %s %s sha256:%s\n", s.Source.Component, s.Source.Version, s.Source.FileName, s.Source.SHA256)
+		pin := "sha256:" + s.Source.SHA256
+		if s.Source.Tree != "" {
+			pin = s.Source.Pin()
+		}
+		fmt.Fprintf(&b, "source: %s %s %s %s\n", s.Source.Component, s.Source.Version, s.Source.FileName, pin)
 		if len(s.Deps) > 0 {
 			fmt.Fprintf(&b, "deps: %s\n", strings.Join(s.Deps, " "))
 		}

@@ -30,8 +30,10 @@ import (
 // carried its license only in README. A source without any of them fails its stage.
 var LicenseFiles = map[string][][]string{
 	lock.Zlib:            {{"LICENSE", "README"}},
+	lock.ZlibNG:          {{"LICENSE.md"}},
 	lock.PCRE2:           {{"LICENCE.md", "LICENCE"}},
 	lock.OpenSSL:         {{"LICENSE.txt", "LICENSE"}},
+	lock.AWSLC:           {{"LICENSE"}},
 	lock.Nginx:           {{"LICENSE"}},
 	lock.Brotli:          {{"LICENSE"}},
 	lock.NgxBrotli:       {{"LICENSE"}},
@@ -173,14 +175,14 @@ export ZSTD_INC="$DEP_ZSTD/usr/include" ZSTD_LIB="$DEP_ZSTD/usr/lib"
 
 // nginxScript configures nginx for the runtime contract (see /usr/sbin/nginx and /etc/nginx
 // in the image) against the static prefixes.
-func nginxScript(moduleFlags, moduleNames []string) string {
-	return nginxScriptWith(moduleFlags, moduleNames, "")
+func nginxScript(st stack, moduleFlags, moduleNames []string) string {
+	return nginxScriptWith(st, moduleFlags, moduleNames, "")
 }
 
 // nginxScriptWith is nginxScript with lines run after configure, before make (the pgo
 // mode's profile copy: configure makes objs/).
-func nginxScriptWith(moduleFlags, moduleNames []string, afterConfigure string) string {
-	build, confs := nginxBuild(moduleFlags, moduleNames)
+func nginxScriptWith(st stack, moduleFlags, moduleNames []string, afterConfigure string) string {
+	build, confs := nginxBuild(st, moduleFlags, moduleNames)
 	var b strings.Builder
 	b.WriteString(prelude)
 	b.WriteString(build)
@@ -203,7 +205,7 @@ install -m 0644 "$WORK/files/index.html" usr/share/nginx/html/index.html
 mkdir -p etc/nginx/conf.d etc/nginx/tls etc/nginx/compression.d var/cache/nginx run/nginx
 # The licenses of what is linked into nginx, as each stage installed them from its source.
 `)
-	for _, c := range linkedComponents(moduleNames) {
+	for _, c := range linkedComponents(st, moduleNames) {
 		fmt.Fprintf(&b, "cp -R \"$%s/%s/%s\" %s/\n", DepVar(c), LicenseDir, c, LicenseDir)
 	}
 	for _, c := range confs {
@@ -215,8 +217,8 @@ mkdir -p etc/nginx/conf.d etc/nginx/tls etc/nginx/compression.d var/cache/nginx 
 
 // linkedComponents are the lock components compiled into nginx besides nginx itself, in
 // build order: the libraries, and each third-party module's source and library.
-func linkedComponents(moduleNames []string) []string {
-	out := []string{lock.Zlib, lock.PCRE2, lock.OpenSSL}
+func linkedComponents(st stack, moduleNames []string) []string {
+	out := []string{st.zlib, lock.PCRE2, st.tls}
 	for _, name := range moduleNames {
 		if m, ok := lookupModule(name); ok {
 			out = append(out, m.Components...)
@@ -227,7 +229,7 @@ func linkedComponents(moduleNames []string) []string {
 
 // nginxBuild is the nginx stage's environment and configure run (after prelude, before
 // make), and the module configuration files the stage installs.
-func nginxBuild(moduleFlags, moduleNames []string) (string, []string) {
+func nginxBuild(st stack, moduleFlags, moduleNames []string) (string, []string) {
 	args := []string{
 		"--prefix=/etc/nginx",
 		"--sbin-path=/usr/sbin/nginx",
@@ -260,10 +262,10 @@ func nginxBuild(moduleFlags, moduleNames []string) (string, []string) {
 # absent). nginx compiles its sources by relative paths, so __FILE__ holds no build path;
 # the only paths left are in the -g debug info, which strip removes. That is also why this
 # stage has no -ffile-prefix-map: in --with-cc-opt it would itself put $WORK into nginx -V.
-export CPATH="$DEP_OPENSSL/usr/include:$DEP_PCRE2/usr/include:$DEP_ZLIB/usr/include"
-export LIBRARY_PATH="$DEP_OPENSSL/usr/lib:$DEP_PCRE2/usr/lib:$DEP_ZLIB/usr/lib"
-unset CFLAGS
 `)
+	fmt.Fprintf(&b, "export CPATH=\"$%s/usr/include:$DEP_PCRE2/usr/include:$%s/usr/include\"\n", DepVar(st.tls), DepVar(st.zlib))
+	fmt.Fprintf(&b, "export LIBRARY_PATH=\"$%s/usr/lib:$DEP_PCRE2/usr/lib:$%s/usr/lib\"\n", DepVar(st.tls), DepVar(st.zlib))
+	b.WriteString("unset CFLAGS\n")
 	var confs []string
 	for _, name := range moduleNames {
 		if setup, ok := moduleSetup[name]; ok {
@@ -272,7 +274,7 @@ unset CFLAGS
 			confs = append(confs, m.Conf)
 		}
 	}
-	b.WriteString("./configure \\\n")
+	b.WriteString(st.configure + " \\\n")
 	for _, a := range args {
 		b.WriteString("  " + a + " \\\n")
 	}

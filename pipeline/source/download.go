@@ -71,6 +71,17 @@ func (f *Fetcher) cached(file, want string) (bool, error) {
 // download fetches src into dst through a temporary file in the cache directory, hashing as
 // it writes, and renames it into place only if its SHA-256 is want.
 func (f *Fetcher) download(ctx context.Context, src, dst, name string, limit int64, want string) error {
+	return f.downloadChecked(ctx, src, dst, name, limit, func(_, got string) error {
+		if got != want {
+			return &ChecksumError{File: name, URL: src, Want: want, Got: got}
+		}
+		return nil
+	})
+}
+
+// downloadChecked is download with the check given: check gets the temporary file and its
+// SHA-256, and the file is moved into the cache only when check returns nil.
+func (f *Fetcher) downloadChecked(ctx context.Context, src, dst, name string, limit int64, check func(file, sha256 string) error) error {
 	tmpDir := filepath.Join(f.cacheDir, "tmp")
 	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
 		return fmt.Errorf("creating cache directory: %w", err)
@@ -94,8 +105,8 @@ func (f *Fetcher) download(ctx context.Context, src, dst, name string, limit int
 			return err
 		}
 		got = hex.EncodeToString(h.Sum(nil))
-		if got != want {
-			return permanent(&ChecksumError{File: name, URL: src, Want: want, Got: got})
+		if err := check(tmp.Name(), got); err != nil {
+			return permanent(err)
 		}
 		if err := os.Chmod(tmp.Name(), 0o444); err != nil {
 			return permanent(err)
@@ -106,7 +117,7 @@ func (f *Fetcher) download(ctx context.Context, src, dst, name string, limit int
 		if err := os.Rename(tmp.Name(), dst); err != nil {
 			return permanent(fmt.Errorf("moving %s into the cache: %w", name, err))
 		}
-		f.logf("fetched %s (%d bytes) from %s, sha256 verified", name, n, lock.RedactURL(src))
+		f.logf("fetched %s (%d bytes) from %s, verified", name, n, lock.RedactURL(src))
 		return nil
 	})
 	var pe *permanentError

@@ -214,8 +214,12 @@ type Verified struct {
 	// Path is the verified tarball in the content-addressed cache
 	// (<cache>/sha256/<hex>/<file name>). Treat it as read-only: it is shared by builds.
 	Path string
-	// SHA256 is the verified digest (lower-case hex), equal to the lock's.
+	// SHA256 is the verified digest (lower-case hex), equal to the lock's; for a git source,
+	// the digest of the archive of its verified tree.
 	SHA256 string
+	// Tree and Commit are a git source's pinned tree (verified over the archive's files) and
+	// commit; "" for a tarball.
+	Tree, Commit string
 	// URL is where the tarball was fetched from (the mirror's URL with a mirror), or "" when
 	// it came from the cache.
 	URL string
@@ -236,6 +240,9 @@ type Verified struct {
 
 // String describes the result in one line for logs.
 func (v Verified) String() string {
+	if v.Tree != "" {
+		return fmt.Sprintf("%s %s: git commit %s, tree %s verified over the files built; NO signature, the lock says why: %s", v.Name, v.Version, v.Commit, v.Tree, v.Unsigned)
+	}
 	if !v.Signed && v.Unsigned != "" {
 		return fmt.Sprintf("%s %s: sha256 %s verified; NO signature (checksum only), the lock says why: %s", v.Name, v.Version, v.SHA256, v.Unsigned)
 	}
@@ -310,6 +317,9 @@ func (f *Fetcher) Fetch(ctx context.Context, c lock.Component) (Verified, error)
 func (f *Fetcher) fetch(ctx context.Context, c lock.Component) (Verified, error) {
 	if f.initErr != nil {
 		return Verified{}, f.initErr
+	}
+	if c.Git != nil {
+		return f.fetchGit(ctx, c)
 	}
 	if !sha256RE.MatchString(c.SHA256) {
 		return Verified{}, fmt.Errorf("sha256 %q is not 64 lower-case hex digits", c.SHA256)

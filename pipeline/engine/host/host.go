@@ -243,7 +243,7 @@ func stageKey(p *plan.Plan, s plan.Stage, keys map[string]string, cc string) str
 		sum := sha256.Sum256(f.Data)
 		field("file", fmt.Sprintf("%s %o %x", f.Path, f.Mode, sum))
 	}
-	field("source", s.Source.FileName+" "+s.Source.SHA256)
+	field("source", s.Source.FileName+" "+s.Source.Pin())
 	for _, d := range s.Deps {
 		field("dep", d+" "+keys[d])
 	}

@@ -81,3 +81,26 @@ func Root(t testing.TB) {
 		Missing(t, "root", "run the tests as root (runc and network namespaces need it)")
 	}
 }
+
+// SharedUpstreamEnv names the directory of upstream archives that no Debian package carries
+// (default ../shared/upstream beside the checkout; its README says what each file is).
+const SharedUpstreamEnv = "NGINX_FORGE_SHARED_UPSTREAM"
+
+// SharedUpstream returns that directory, or skips/fails when it is missing.
+func SharedUpstream(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv(SharedUpstreamEnv)
+	if dir == "" {
+		dir = filepath.Join(RepoRoot(), "..", "shared", "upstream")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "aws-lc-5.5.0.tar.gz")); err != nil {
+		Missing(t, "the upstream archives "+dir, "set "+SharedUpstreamEnv+" to the directory holding aws-lc-5.5.0.tar.gz, zlib-ng-2.2.2.tar.gz and nginx-1.30.4-git.tar.gz")
+	}
+	return dir
+}
+
+// AWSLCTestLockPath is the AWS-LC variant's test lock: the trees of SharedUpstream's archives
+// (laid into the mirror by .ci/fetch-sources) and the test lock's PCRE2.
+func AWSLCTestLockPath() string {
+	return filepath.Join(RepoRoot(), "pipeline", "lock", "testdata", "aws-lc.lock.json")
+}

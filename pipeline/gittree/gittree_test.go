@@ -1,0 +1,104 @@
+package gittree
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
+)
+
+// gitRepo makes a repository whose tree has what tree hashing must get right: an executable,
+// a symlink, nested directories, names that sort differently as files and as directories
+// ("a.b" sorts before "a/", after "a"), an empty directory (not in git's tree) and CRLF
+// line ends (no conversion).
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		testenv.Tool(t, "git", "git")
+	}
+	dir := t.TempDir()
+	files := map[string]string{
+		"README":         "hello\r\n",
+		"a.b":            "x",
+		"a/c":            "nested",
+		"a/d/e":          "deeper",
+		"ab":             "y",
+		"configure":      "#!/bin/sh\n",
+		".gitattributes": "* text=auto eol=lf\nsecret export-ignore\n",
+		"secret":         "ignored by git archive unless overridden",
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(filepath.Join(dir, "configure"), 0o755)
+	os.Symlink("a/c", filepath.Join(dir, "link"))
+	os.MkdirAll(filepath.Join(dir, "empty"), 0o755)
+	git(t, dir, "init", "-q")
+	git(t, dir, "-c", "core.autocrlf=false", "add", "-A")
+	git(t, dir, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "x")
+	return dir
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func TestTreeOfArchiveIsGitsTree(t *testing.T) {
+	dir := gitRepo(t)
+	want := git(t, dir, "rev-parse", "HEAD^{tree}")
+	// info/attributes overrides the tree's export-ignore, as the fetcher does.
+	os.WriteFile(filepath.Join(dir, ".git", "info", "attributes"), []byte("* -export-ignore -export-subst\n"), 0o644)
+	for _, format := range []string{"tar", "tar.gz"} {
+		out := filepath.Join(t.TempDir(), "a."+format)
+		git(t, dir, "archive", "--format="+format, "--prefix=x-1/", "-o", out, "HEAD")
+		got, err := OfFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: tree %s, git says %s", format, got, want)
+		}
+	}
+	// Without the override git archive leaves "secret" out: another tree, which must show.
+	os.Remove(filepath.Join(dir, ".git", "info", "attributes"))
+	out := filepath.Join(t.TempDir(), "a.tar")
+	git(t, dir, "archive", "--prefix=x-1/", "-o", out, "HEAD")
+	if got, _ := OfFile(out); got == want {
+		t.Error("an archive without the export-ignored file hashes to the whole tree")
+	}
+}
+
+// The archives in ../shared/upstream hash to the trees their README names (the test lock
+// pipeline/lock/testdata/aws-lc.lock.json pins these).
+func TestSharedUpstreamTrees(t *testing.T) {
+	dir := testenv.SharedUpstream(t)
+	for file, want := range map[string]string{
+		"nginx-1.30.4-git.tar.gz": "296dce3d163a3a0b4151f5c8ab092defb4c32daf",
+		"aws-lc-5.5.0.tar.gz":     "c5d1942d97ab4b20bc1245d578a9f1fe4f423f9e",
+		"zlib-ng-2.2.2.tar.gz":    "7ea8314bf60e8a2354dcf06955b5149c5132bb3f",
+	} {
+		got, err := OfFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: tree %s, want %s", file, got, want)
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+// stack is what the nginx stage is built against, from the lock: its zlib and TLS library
+// (stage names, which are the lock's component names) and how nginx's source is configured.
+type stack struct {
+	zlib, tls string
+	// configure is "./configure" in nginx.org's release tarballs and "./auto/configure" in
+	// the repository's tree (a git source), which has no top-level copy.
+	configure string
+}
+
+func stackOf(l *lock.Lock) stack {
+	st := stack{zlib: l.ZlibLibrary().Name, tls: l.TLS().Name, configure: "./configure"}
+	if l.MustComponent(lock.Nginx).Git != nil {
+		st.configure = "./auto/configure"
+	}
+	return st
+}
+
+// defaultLibraries reports whether the stack is the default one (OpenSSL and zlib), the only
+// one the lto and pgo modes are set up for.
+func (st stack) defaultLibraries() bool { return st.zlib == lock.Zlib && st.tls == lock.OpenSSL }
+
+// checkOptimize refuses lto and pgo for another TLS library or zlib: their stages (the
+// instrumented OpenSSL, the profile's OpenSSL counters, the gcc-ar archives of zlib's and
+// OpenSSL's builds) are written for OpenSSL and zlib. AWS-LC's and zlib-ng's hot paths are
+// their own assembly and SIMD code, which neither mode reaches; auto builds them with none.
+func (st stack) checkOptimize(mode string) error {
+	if st.defaultLibraries() || mode == OptimizeNone || mode == OptimizeAuto {
+		return nil
+	}
+	return fmt.Errorf("optimize %q is set up for OpenSSL and zlib, and this lock builds with %s and %s: use --optimize none (auto is none for it); AWS-LC's and zlib-ng's hot paths are their own assembly and SIMD code, which LTO and PGO do not reach", mode, st.tls, st.zlib)
+}
+
+// Pin is what identifies a stage's source in stage identities (training key, host cache):
+// the tarball's SHA-256, or "git-tree:" and a git source's tree.
+func (s Source) Pin() string {
+	if s.Tree != "" {
+		return "git-tree:" + s.Tree
+	}
+	return s.SHA256
+}
+
+// libraryStageScripts build the zlib and the TLS library that are not the default (zlib's
+// and OpenSSL's stages are built in New, as before).
+var libraryStageScripts = map[string]string{lock.ZlibNG: zlibNGScript, lock.AWSLC: awsLCScript}
+
+// The git sources' archives are gzip'd tars like the release tarballs: prelude unpacks them.
+
+var zlibNGScript = prelude + `# zlib-ng in zlib-compatible mode: zlib's API and libz.a (what nginx's gzip module links),
+# with zlib-ng's SIMD deflate; its runtime CPU detection picks the widest kernels the CPU
+# has. Static only, like zlib.
+export CFLAGS="$CFLAGS -ffile-prefix-map=$WORK=/build/zlib_ng"
+./configure --zlib-compat --static --prefix=/usr
+make -j"$JOBS" libz.a
+make install DESTDIR="$OUT"
+rm -rf "$OUT/usr/share" "$OUT/usr/lib/pkgconfig"
+` + licenseScript(lock.ZlibNG) + epilogue
+
+var awsLCScript = prelude + `# AWS-LC's libssl and libcrypto, static, without its tools, tests, Go or Perl: the assembly
+# comes pre-generated in the source (DISABLE_PERL), and nothing else needs them. CMake's
+# Release flags are reduced to -DNDEBUG so that CFLAGS (-O2, the CPU level, hardening) decide
+# as in every other stage. Its libssl is C++: nginx links libstdc++ statically with it.
+export CFLAGS="$CFLAGS -ffile-prefix-map=$WORK=/build/aws_lc"
+cmake -S . -B build -G "Unix Makefiles" \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS_RELEASE=-DNDEBUG -DCMAKE_CXX_FLAGS_RELEASE=-DNDEBUG \
+  -DCMAKE_C_FLAGS="$CFLAGS" -DCMAKE_CXX_FLAGS="$CFLAGS" -DCMAKE_ASM_FLAGS="$CFLAGS" \
+  -DCMAKE_EXE_LINKER_FLAGS="$LDFLAGS" -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
+  -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_LIBDIR=lib \
+  -DBUILD_SHARED_LIBS=OFF -DBUILD_TESTING=OFF -DBUILD_TOOL=OFF \
+  -DDISABLE_GO=ON -DDISABLE_PERL=ON
+make -C build -j"$JOBS" ssl crypto
+mkdir -p "$OUT/usr/lib" "$OUT/usr/include"
+install -m 0644 build/ssl/libssl.a build/crypto/libcrypto.a "$OUT/usr/lib/"
+cp -R include/openssl "$OUT/usr/include/openssl"
+` + licenseScript(lock.AWSLC) + epilogue
+
+// cmakePackages and cmakeTools are what AWS-LC's build needs beyond the default builder:
+// CMake, and the C++ compiler (build-essential has g++).
+var (
+	cmakePackages = []string{"cmake"}
+	cmakeTools    = []Tool{{Command: "cmake", Package: "cmake"}, {Command: "c++", Package: "g++"}}
+)
+
+// awsLCLDOpt links what AWS-LC's C++ libssl needs from the C++ runtime statically, so the
+// binary still needs only the libc family (the runtime base has no libstdc++).
+const awsLCLDOpt = ""

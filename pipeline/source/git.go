@@ -1,0 +1,166 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/gittree"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+// TreeError reports a git source whose files are not the tree the lock pins.
+type TreeError struct {
+	File   string // file name
+	From   string // where it came from
+	Commit string // the lock's commit
+	Want   string // the lock's tree
+	Got    string // the tree of what was received
+}
+
+func (e *TreeError) Error() string {
+	return fmt.Sprintf("tree mismatch for %s from %s: the lock pins commit %s with tree %s, the files hash to tree %s; "+
+		"nothing was used or cached. If the mirror is wrong, fix or drop --mirror; if the lock is wrong, "+
+		"take the tree from `git rev-parse %s^{tree}` in a clone of the repository, and review the change",
+		e.File, e.From, e.Commit, e.Want, e.Got, e.Commit)
+}
+
+// fetchGit is fetch for a component pinned by git commit: the archive of its tree, from the
+// mirror (<mirror>/<FileName>) or made from a fetch of the commit, is used and cached only
+// when its files hash to the pinned tree (pipeline/gittree). The cache is keyed by the tree.
+func (f *Fetcher) fetchGit(ctx context.Context, c lock.Component) (Verified, error) {
+	g := c.Git
+	name := c.FileName()
+	if err := checkFileName(name); err != nil {
+		return Verified{}, fmt.Errorf("git repository %q: %w", g.Repository, err)
+	}
+	tarball := filepath.Join(f.cacheDir, "git-tree", g.Tree, name)
+	v := Verified{Name: c.Name, Version: c.Version, Path: tarball, Tree: g.Tree, Commit: g.Commit, Unsigned: c.Unsigned}
+	check := func(from string) func(file, sum string) error {
+		return func(file, sum string) error {
+			got, err := gittree.OfFile(file)
+			if err != nil {
+				return fmt.Errorf("%s from %s: %w", name, lock.RedactURL(from), err)
+			}
+			if got != g.Tree {
+				return &TreeError{File: name, From: lock.RedactURL(from), Commit: g.Commit, Want: g.Tree, Got: got}
+			}
+			v.SHA256 = sum
+			return nil
+		}
+	}
+	if sum, err := fileSHA256(tarball); err == nil {
+		if err := check("the cache")(tarball, sum); err == nil {
+			f.logf("%s: cached %s", c.Name, tarball)
+			return v, nil
+		}
+		f.logf("cached %s is not tree %s: removing it and fetching again", tarball, g.Tree)
+		if err := os.Remove(tarball); err != nil {
+			return Verified{}, fmt.Errorf("removing corrupt cache entry %s: %w", tarball, err)
+		}
+	}
+	if f.mirror != "" {
+		src := f.fileURL(name)
+		if err := f.downloadChecked(ctx, src, tarball, name, f.maxSize, check(src)); err != nil {
+			return Verified{}, err
+		}
+		v.URL = src
+		return v, nil
+	}
+	if err := f.gitArchive(ctx, c, tarball, check(g.Repository)); err != nil {
+		return Verified{}, err
+	}
+	v.URL = g.Repository
+	return v, nil
+}
+
+// gitArchive fetches the pinned commit alone (git's own object checks make a fetched commit
+// its ID's content), checks its tree ID, archives it as <repository>-<version>/ and moves the
+// archive to dst once check passed over it. Attributes are overridden so that no
+// export-ignore or export-subst of the repository changes what is archived: the archive is
+// the whole tree the lock pins.
+func (f *Fetcher) gitArchive(ctx context.Context, c lock.Component, dst string, check func(file, sum string) error) error {
+	g := c.Git
+	if _, err := exec.LookPath("git"); err != nil {
+		return fmt.Errorf("%s is pinned by git commit and no --mirror is given, so git must fetch it: install git (Debian/Ubuntu: apt-get install git), or give --mirror", c.Name)
+	}
+	tmpDir := filepath.Join(f.cacheDir, "tmp")
+	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
+		return fmt.Errorf("creating cache directory: %w", err)
+	}
+	repo, err := os.MkdirTemp(tmpDir, ".git-*")
+	if err != nil {
+		return fmt.Errorf("creating temporary repository: %w", err)
+	}
+	defer os.RemoveAll(repo)
+	run := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", repo}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		var out, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(lock.RedactURL(stderr.String())))
+		}
+		return strings.TrimSpace(out.String()), nil
+	}
+	if _, err := run("init", "-q", "--bare"); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(repo, "info", "attributes"), []byte("* -export-ignore -export-subst\n"), 0o644); err != nil {
+		return err
+	}
+	f.logf("%s: fetching commit %s from %s", c.Name, g.Commit, lock.RedactURL(g.Repository))
+	if _, err := run("fetch", "-q", "--depth=1", "--no-tags", g.Repository, g.Commit); err != nil {
+		return fmt.Errorf("fetching commit %s of %s (transient network failures: run again): %w", g.Commit, lock.RedactURL(g.Repository), err)
+	}
+	tree, err := run("rev-parse", "--verify", g.Commit+"^{tree}")
+	if err != nil {
+		return err
+	}
+	if tree != g.Tree {
+		return &TreeError{File: c.FileName(), From: lock.RedactURL(g.Repository), Commit: g.Commit, Want: g.Tree, Got: tree}
+	}
+	prefix := strings.TrimSuffix(c.FileName(), "-git.tar.gz") + "/"
+	tmp := filepath.Join(repo, "archive.tar.gz")
+	if _, err := run("archive", "--format=tar.gz", "--prefix="+prefix, "-o", tmp, g.Commit); err != nil {
+		return err
+	}
+	sum, err := fileSHA256(tmp)
+	if err != nil {
+		return err
+	}
+	if err := check(tmp, sum); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("creating cache directory: %w", err)
+	}
+	if err := os.Chmod(tmp, 0o444); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("moving %s into the cache: %w", c.FileName(), err)
+	}
+	f.logf("%s: archived commit %s (tree %s verified)", c.Name, g.Commit, g.Tree)
+	return nil
+}
+
+func fileSHA256(file string) (string, error) {
+	fh, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer fh.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fh); err != nil {
+		return "", fmt.Errorf("hashing %s: %w", file, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
