@@ -141,7 +141,7 @@ func Render(p *plan.Plan, l *lock.Lock, opts ...Option) ([]byte, error) {
 
 	for _, s := range p.Stages {
 		c, ok := l.Input(s.Source.Component)
-		if !ok || c.SHA256 != s.Source.SHA256 || c.FileName() != s.Source.FileName {
+		if !ok || c.SHA256 != s.Source.SHA256 || c.FileName() != s.Source.FileName || (c.Git != nil && c.Git.Tree != s.Source.Tree) {
 			return nil, fmt.Errorf("rendering stage %s: the lock has no component or recorded profile %q with file %s and sha256 %s (plan and lock differ: render the plan made from this lock)",
 				s.Name, s.Source.Component, s.Source.FileName, s.Source.SHA256)
 		}
@@ -158,6 +158,8 @@ func Render(p *plan.Plan, l *lock.Lock, opts ...Option) ([]byte, error) {
 			}
 			w("COPY %s %s\n", path.Join(dir, p.URL), plan.ContainerSrc(s))
 			w("RUN echo '%s  %s' | sha256sum -c -\n", c.SHA256, plan.ContainerSrc(s))
+		} else if c.Git != nil {
+			w("%s", gitSource(c, s, o.mirror))
 		} else {
 			src := c.URL
 			if o.mirror != "" {
@@ -273,4 +275,35 @@ func cpuNames(arch string) string {
 		}
 	}
 	return strings.Join(names, ", ")
+}
+
+// gitSource renders a git-pinned source (lock: git): BuildKit fetches the commit (or the
+// mirror's archive of it), and the files are accepted only when they hash to the pinned tree,
+// computed by git itself with every attribute conversion off; the stage's SRC is then an
+// archive of them, as for a release tarball.
+func gitSource(c lock.Component, s plan.Stage, mirror string) string {
+	dir := plan.ContainerSrcDir + "/" + s.Name + "-tree"
+	top := strings.TrimSuffix(c.FileName(), "-git.tar.gz")
+	verify := `export GIT_DIR="$(mktemp -d)" GIT_WORK_TREE=.
+git init -q
+printf '* -text -filter -ident -export-ignore\n' > "$GIT_DIR/info/attributes"
+git add -A -f .
+tree=$(git write-tree)
+rm -rf "$GIT_DIR"
+if [ "$tree" != "` + c.Git.Tree + `" ]; then
+  echo "` + c.Name + `: the files hash to git tree $tree, the lock pins ` + c.Git.Tree + ` (commit ` + c.Git.Commit + `): refusing them" >&2
+  exit 1
+fi
+`
+	var b strings.Builder
+	if mirror != "" {
+		fmt.Fprintf(&b, "ADD %s/%s %s\n", mirror, url.PathEscape(c.FileName()), plan.ContainerSrc(s))
+		fmt.Fprintf(&b, "RUN <<'EOF'\nmkdir -p %s/%s && cd %s/%s\ntar -xzf %s --strip-components=1 --no-same-owner\n%scd / && rm -rf %s\nEOF\n",
+			dir, top, dir, top, plan.ContainerSrc(s), verify, dir)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "ADD --keep-git-dir=false %s#%s %s/%s\n", c.Git.Repository, c.Git.Commit, dir, top)
+	fmt.Fprintf(&b, "RUN <<'EOF'\ncd %s/%s\n%star -czf %s -C %s %s\ncd / && rm -rf %s\nEOF\n",
+		dir, top, verify, plan.ContainerSrc(s), dir, top, dir)
+	return b.String()
 }

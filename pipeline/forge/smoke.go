@@ -103,7 +103,7 @@ func Expect(l *lock.Lock, modules []string) (smoke.Expect, error) {
 	for _, c := range []struct {
 		name string
 		dst  *string
-	}{{lock.Nginx, &e.Nginx}, {lock.OpenSSL, &e.OpenSSL}, {lock.PCRE2, &e.PCRE2}} {
+	}{{lock.Nginx, &e.Nginx}, {lock.OpenSSL, &e.OpenSSL}, {lock.AWSLC, &e.AWSLC}, {lock.PCRE2, &e.PCRE2}} {
 		if comp, ok := l.Component(c.name); ok {
 			*c.dst = comp.Version
 		}
@@ -132,7 +132,7 @@ func Expect(l *lock.Lock, modules []string) (smoke.Expect, error) {
 // given: the nginx, OpenSSL and PCRE2 versions and the modules it records (image.ReadRecord);
 // Modules stays nil (reported, not compared) when the image does not record them.
 func ExpectRecorded(rec image.Record) (smoke.Expect, error) {
-	e := smoke.Expect{Nginx: rec.Versions[lock.Nginx], OpenSSL: rec.Versions[lock.OpenSSL], PCRE2: rec.Versions[lock.PCRE2]}
+	e := smoke.Expect{Nginx: rec.Versions[lock.Nginx], OpenSSL: rec.Versions[lock.OpenSSL], AWSLC: rec.Versions[lock.AWSLC], PCRE2: rec.Versions[lock.PCRE2]}
 	if rec.Modules == nil {
 		return e, nil
 	}

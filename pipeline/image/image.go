@@ -277,7 +277,12 @@ func annotations(l *lock.Lock, o options, baseName, baseDigest string, created t
 	// Only what nginx is built from: a library pinned without its module is not in the image.
 	for _, c := range builtComponents(l, o) {
 		a[AnnotationPrefix+c.Name+".version"] = c.Version
-		a[AnnotationPrefix+c.Name+".sha256"] = c.SHA256
+		if c.Git != nil {
+			a[AnnotationPrefix+c.Name+".git-commit"] = c.Git.Commit
+			a[AnnotationPrefix+c.Name+".git-tree"] = c.Git.Tree
+		} else {
+			a[AnnotationPrefix+c.Name+".sha256"] = c.SHA256
+		}
 	}
 	if o.libcrypt != "" {
 		a[AnnotationPrefix+Libcrypt+".version"] = o.libcrypt

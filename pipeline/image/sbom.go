@@ -113,14 +113,18 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 		for _, vp := range cpeProducts[c.Name] {
 			refs = append(refs, cpeRef(vp[0], vp[1], c.Version))
 		}
-		refs = append(refs, purlRef(packageurl.NewPackageURL(packageurl.TypeGeneric, "", c.Name, c.Version,
-			packageurl.QualifiersFromMap(map[string]string{"download_url": c.URL, "checksum": "sha256:" + c.SHA256}), "").ToString()))
+		refs = append(refs, purlRef(componentPurl(c)))
+		where, sums := c.URL, []spdx.Checksum{{Algorithm: spdx.SHA256, Value: c.SHA256}}
+		if c.Git != nil {
+			// SPDX's VCS form; a commit has no file checksum (its tree is in the comment).
+			where, sums = "git+"+c.Git.Repository+"@"+c.Git.Commit, nil
+		}
 		doc.Packages = append(doc.Packages, &spdx.Package{
 			PackageSPDXIdentifier:     id,
 			PackageName:               c.Name,
 			PackageVersion:            c.Version,
-			PackageDownloadLocation:   c.URL,
-			PackageChecksums:          []spdx.Checksum{{Algorithm: spdx.SHA256, Value: c.SHA256}},
+			PackageDownloadLocation:   where,
+			PackageChecksums:          sums,
 			PackageLicenseConcluded:   licenseOr(c.Name),
 			PackageLicenseDeclared:    licenseOr(c.Name),
 			PackageCopyrightText:      "NOASSERTION",
@@ -223,6 +227,8 @@ var cpeProducts = map[string][][2]string{
 	lock.OpenSSL: {{"openssl", "openssl"}},
 	lock.PCRE2:   {{"pcre", "pcre2"}},
 	lock.Zlib:    {{"zlib", "zlib"}},
+	// AWS-LC's CVE records come from AWS's own CNA under aws:aws-lc (e.g. CVE-2026-4428).
+	lock.AWSLC: {{"aws", "aws-lc"}},
 	lock.Brotli:  {{"google", "brotli"}},
 	lock.Zstd:    {{"facebook", "zstandard"}},
 }
@@ -268,6 +274,9 @@ func rel(a spdx.ElementID, kind string, b spdx.ElementID) *spdx.Relationship {
 // verifies); for an unsigned component, the lock's reason, so whoever reads the SBOM sees that
 // the tarball rests on its checksum alone and why.
 func componentComment(c lock.Component) string {
+	if c.Git != nil {
+		return "source pinned by git commit " + c.Git.Commit + " of " + c.Git.Repository + " (tag " + c.Git.Tag + "); the build verified that the files it compiled hash to that commit's tree " + c.Git.Tree + "; NO PGP signature (unsigned: " + c.Unsigned + ")"
+	}
 	msg := "checksum is the SHA-256 of the source tarball at downloadLocation, verified before the build"
 	switch {
 	case c.Signature != nil:
@@ -307,4 +316,26 @@ func repoPath(ref string) string {
 func repoBase(ref string) string {
 	r := repoPath(ref)
 	return r[strings.LastIndex(r, "/")+1:]
+}
+
+// componentPurl is a component's package URL: pkg:github/OWNER/REPO@TAG for a git source
+// (what GitHub's advisory database and scanners match), else pkg:generic with the tarball's
+// URL and checksum.
+func componentPurl(c lock.Component) string {
+	if g := c.Git; g != nil {
+		if u, err := url.Parse(g.Repository); err == nil && u.Host == "github.com" {
+			parts := strings.Split(strings.Trim(strings.TrimSuffix(u.Path, ".git"), "/"), "/")
+			if len(parts) == 2 {
+				tag := g.Tag
+				if tag == "" {
+					tag = g.Commit
+				}
+				return packageurl.NewPackageURL(packageurl.TypeGithub, parts[0], parts[1], tag, nil, "").ToString()
+			}
+		}
+		return packageurl.NewPackageURL(packageurl.TypeGeneric, "", c.Name, c.Version,
+			packageurl.QualifiersFromMap(map[string]string{"vcs_url": "git+" + g.Repository + "@" + g.Commit}), "").ToString()
+	}
+	return packageurl.NewPackageURL(packageurl.TypeGeneric, "", c.Name, c.Version,
+		packageurl.QualifiersFromMap(map[string]string{"download_url": c.URL, "checksum": "sha256:" + c.SHA256}), "").ToString()
 }

@@ -111,7 +111,12 @@ func contains(list []string, s string) bool {
 // and the SBOM's image package): the required components', the built optional ones' and
 // libcrypt's, each term once.
 func sbomLicenseExpression(l *lock.Lock, o options) string {
-	names := []string{lock.Nginx, lock.OpenSSL, lock.PCRE2, lock.Zlib}
+	names := []string{lock.Nginx}
+	if l != nil {
+		names = append(names, l.TLS().Name, lock.PCRE2, l.ZlibLibrary().Name)
+	} else {
+		names = append(names, lock.OpenSSL, lock.PCRE2, lock.Zlib)
+	}
 	var built []lock.Component
 	if l != nil {
 		built = builtComponents(l, o)

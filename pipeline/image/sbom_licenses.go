@@ -21,6 +21,13 @@ var licenses = map[string]string{
 	lock.PCRE2: "BSD-3-Clause WITH PCRE2-exception",
 	// LICENSE (README before 1.2.13): the zlib licence.
 	lock.Zlib: "Zlib",
+	// LICENSE.md: the zlib licence (zlib-ng keeps zlib's).
+	lock.ZlibNG: "Zlib",
+	// LICENSE: AWS-LC's own files are Apache-2.0 OR ISC; it also keeps BoringSSL's ISC and
+	// Apache-2.0 code, OpenSSL-derived files (Apache-2.0, SSLeay notices), the ML-KEM/ML-DSA
+	// code (Apache-2.0 OR ISC OR MIT), and MIT, MIT-0 and BSD-3-Clause third-party parts, each
+	// named in that file by its SPDX identifier. Together, conservatively: all of them.
+	lock.AWSLC: "Apache-2.0 AND ISC AND MIT AND BSD-3-Clause",
 	// libxcrypt's libcrypt.a from the builder's libcrypt-dev: its Debian copyright file gives
 	// the overall licence as LGPL 2.1 or later (some files are BSD or public domain, which
 	// that licence's terms cover for the library as a whole).

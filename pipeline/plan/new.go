@@ -235,6 +235,13 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 		shippedNames = append(shippedNames, m.Conf)
 	}
 	for _, s := range p.Stages {
+		if s.Source.Tree != "" {
+			// The Dockerfile rendering checks a git source's tree with git in the builder.
+			p.BuildPackages = append(append([]string(nil), p.BuildPackages...), "git")
+			break
+		}
+	}
+	for _, s := range p.Stages {
 		if strings.HasSuffix(s.Source.FileName, ".xz") {
 			// Debian repacks some sources as .tar.xz (the test lock's zstd); tar needs xz.
 			p.BuildPackages = append(append([]string(nil), p.BuildPackages...), "xz-utils")
@@ -252,9 +259,6 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 		files = append(files, File{Path: "files/" + name, Mode: 0o644, Data: b})
 	}
 	ccOpt, ldOpt := f.nginxCCOpt(), f.nginxLDOpt()
-	if st.tls == lock.AWSLC {
-		ldOpt += " " + awsLCLDOpt
-	}
 	if lto {
 		ccOpt += " " + ltoFlag
 		ldOpt += " " + ltoFlag

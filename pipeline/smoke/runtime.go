@@ -61,6 +61,7 @@ var (
 	reNginxVersion = regexp.MustCompile(`nginx version: nginx/(\S+)`)
 	reOpenSSL      = regexp.MustCompile(`built with OpenSSL (\S+)`)
 	reRunningSSL   = regexp.MustCompile(`running with OpenSSL (\S+)`)
+	reAWSLC        = regexp.MustCompile(`built with OpenSSL \S+ \(compatible; AWS-LC (\S+)\)`)
 	// pcre2_config(PCRE2_CONFIG_VERSION) returns "10.46 2025-08-27"; the string is compiled
 	// into every binary that calls pcre2_config (nginx does, to ask about JIT).
 	rePCRE2Version = regexp.MustCompile(`\x00(10\.\d+) (20\d\d-\d\d-\d\d)\x00`)
@@ -88,7 +89,11 @@ func checkVersions(ctx context.Context, r *runner) (Status, string) {
 		}
 	}
 	compare("nginx", r.o.Expect.Nginx, submatch(reNginxVersion, out))
-	compare("OpenSSL", r.o.Expect.OpenSSL, submatch(reOpenSSL, out))
+	if r.o.Expect.AWSLC != "" {
+		compare("AWS-LC", r.o.Expect.AWSLC, submatch(reAWSLC, out))
+	} else {
+		compare("OpenSSL", r.o.Expect.OpenSSL, submatch(reOpenSSL, out))
+	}
 	if run := submatch(reRunningSSL, out); run != "" {
 		problems = append(problems, "OpenSSL is linked dynamically (running with "+run+"): the image must carry its own static OpenSSL")
 	}
@@ -105,7 +110,7 @@ func checkVersions(ctx context.Context, r *runner) (Status, string) {
 	} else if r.o.Expect.PCRE2 != "" {
 		problems = append(problems, "PCRE2 version not checked: the runtime gives no root filesystem")
 	}
-	if e := r.o.Expect; e.Nginx == "" && e.OpenSSL == "" && e.PCRE2 == "" {
+	if e := r.o.Expect; e.Nginx == "" && e.OpenSSL == "" && e.AWSLC == "" && e.PCRE2 == "" {
 		got = append(got, "(no versions expected: pass --expect-lock to compare)")
 	}
 	if len(problems) > 0 {

@@ -160,6 +160,9 @@ func (r Report) Counts() (pass, fail, skip int) {
 type Expect struct {
 	// Versions as in the lock: "1.26.3", "3.5.7", "10.46".
 	Nginx, OpenSSL, PCRE2 string
+	// AWSLC is AWS-LC's version ("5.5.0") for an image built with it instead of OpenSSL
+	// (OpenSSL is then ""): nginx -V says "built with OpenSSL 1.1.1 (compatible; AWS-LC 5.5.0)".
+	AWSLC string
 	// Modules are the configure flags the build used (as in plan.Modules: "--with-threads",
 	// "--with-http_v3_module", "--add-module=../ngx_brotli", ...). nginx -V must list exactly
 	// these --with-* and --add-module flags. nil skips the comparison (the list found is
