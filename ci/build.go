@@ -147,8 +147,7 @@ func declareBuildFlags(fs *flag.FlagSet) *buildFlags {
 func (f *buildFlags) stackFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.engine, "engine", "dagger", "where to build: dagger or host")
 	fs.StringVar(&f.lockFile, "lock", lock.DefaultPath, "lock `file` (when the default is absent, the lock built into this program)")
-	fs.StringVar(&f.tls, "tls", "", "TLS `library`: "+strings.Join(forge.TLSChoices, " or ")+" (default: the lock's); without --lock, aws-lc builds the shipped "+lock.AWSLCPath+" (nginx 1.30 with AWS-LC and zlib-ng)")
-	fs.StringVar(&f.zlib, "zlib", "", "zlib `implementation`: "+strings.Join(forge.ZlibChoices, " or ")+" (default: the lock's); without --lock, zlib-ng builds the shipped "+lock.AWSLCPath)
+	libraryFlags(fs, &f.tls, &f.zlib)
 	fs.StringVar(&f.mirror, "mirror", "", "fetch every file as `URL`/<file name> instead of upstream (same checks)")
 	fs.StringVar(&f.keyserver, "keyserver", "", "fetch signer keys that are not vendored from these comma-separated `URLs` (default keyserver.ubuntu.com, then keys.openpgp.org)")
 	fs.StringVar(&f.cpu, "cpu", "", "CPU `level` to compile for: x86-64-v2, x86-64-v3 (amd64 default), x86-64-v4, armv8.2-a (arm64 default), ..., or native (not portable)")
@@ -318,3 +317,9 @@ func splitList(s string) []string {
 // branchWarnings is what a push warns about the lock's branches today (pipeline/upstream's
 // calendar of nginx and OpenSSL support).
 func branchWarnings(l *lock.Lock) []string { return upstream.BranchWarnings(l, time.Now()) }
+
+// libraryFlags declares --tls and --zlib, the same for every command that resolves a lock.
+func libraryFlags(fs *flag.FlagSet, tls, zlib *string) {
+	fs.StringVar(tls, "tls", "", "TLS `library`: "+strings.Join(forge.TLSChoices, " or ")+" (default: the lock's); without --lock, aws-lc uses the shipped "+lock.AWSLCPath+" (nginx 1.30 with AWS-LC and zlib-ng)")
+	fs.StringVar(zlib, "zlib", "", "zlib `implementation`: "+strings.Join(forge.ZlibChoices, " or ")+" (default: the lock's); without --lock, zlib-ng uses the shipped "+lock.AWSLCPath)
+}

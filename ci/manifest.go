@@ -43,6 +43,8 @@ index manifest and the tags it would move, and writes nothing.`,
 			dryRun := fs.Bool("dry-run", false, "print the index and tags without pushing anything")
 			insecure := fs.Bool("insecure", false, "allow plain HTTP to a registry that is not on loopback")
 			verbose := fs.Bool("v", false, "print each registry step on standard error")
+			var tls, zlib string
+			libraryFlags(fs, &tls, &zlib)
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if *imageFlag == "" {
 					return usageErrorf("--image REPO[:TAG,...] is required")
@@ -52,7 +54,7 @@ index manifest and the tags it would move, and writes nothing.`,
 					return err
 				}
 				if len(tags) == 0 {
-					req := forge.Request{LockFile: *lockFile, Ref: *ref, Revision: *revision}
+					req := forge.Request{LockFile: *lockFile, TLS: tls, Zlib: zlib, Ref: *ref, Revision: *revision}
 					if tags, err = req.PublishTags(); err != nil {
 						return err
 					}

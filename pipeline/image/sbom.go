@@ -228,9 +228,9 @@ var cpeProducts = map[string][][2]string{
 	lock.PCRE2:   {{"pcre", "pcre2"}},
 	lock.Zlib:    {{"zlib", "zlib"}},
 	// AWS-LC's CVE records come from AWS's own CNA under aws:aws-lc (e.g. CVE-2026-4428).
-	lock.AWSLC: {{"aws", "aws-lc"}},
-	lock.Brotli:  {{"google", "brotli"}},
-	lock.Zstd:    {{"facebook", "zstandard"}},
+	lock.AWSLC:  {{"aws", "aws-lc"}},
+	lock.Brotli: {{"google", "brotli"}},
+	lock.Zstd:   {{"facebook", "zstandard"}},
 }
 
 // cpe23 is the CPE 2.3 formatted string of an application. Characters other than letters,

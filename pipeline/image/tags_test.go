@@ -39,3 +39,19 @@ func TestTags(t *testing.T) {
 		t.Errorf("mainline: Tags = %s", got)
 	}
 }
+
+// A variant's tags carry its suffix (all but the exact stack tag, which names the
+// libraries), so the default image and the variant from one commit never share a tag.
+func TestVariantTags(t *testing.T) {
+	b, _ := lock.BuiltinAt(lock.AWSLCPath)
+	l := b.Lock()
+	got := strings.Join(Tags(l, TagEvent{Ref: "refs/tags/v1.4.0", Revision: "0123456789abcdef0123456789abcdef01234567"}), " ")
+	want := "1.30.4-aws-lc-zlib-ng 1.30.4-aws-lc5.5.0-pcre2-10.44-zlib-ng2.2.2 1.30-aws-lc-zlib-ng stable-aws-lc-zlib-ng sha-0123456789ab-aws-lc-zlib-ng latest-aws-lc-zlib-ng v1.4.0-aws-lc-zlib-ng"
+	if got != want {
+		t.Errorf("variant tags\n got %s\nwant %s", got, want)
+	}
+	def := strings.Join(Tags(lock.Default(), TagEvent{Ref: MainRef}), " ")
+	if def != "1.26.2 1.26.2-openssl3.3.1-pcre2-10.44-zlib1.3.1 1.26 stable latest" {
+		t.Errorf("default tags changed: %s", def)
+	}
+}

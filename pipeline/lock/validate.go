@@ -142,7 +142,7 @@ func (l *Lock) checkRoles(seen map[string]bool) error {
 			return &FieldError{"components", fmt.Sprintf("no %s: add one of %s (the default is %q)", role.what, strings.Join(role.names, ", "), role.names[0])}
 		case 1:
 		default:
-			return &FieldError{"components", fmt.Sprintf("%s are all %ss: a lock builds with one; keep one (another choice is another lock)", strings.Join(have, " and "), role.what)}
+			return &FieldError{"components", fmt.Sprintf("%s: a lock builds with one %s; keep one (another choice is another lock)", strings.Join(have, " and "), role.what)}
 		}
 	}
 	if seen[AWSLC] {

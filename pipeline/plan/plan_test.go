@@ -29,14 +29,25 @@ func TestGolden(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opts []plan.Option
+		lock string // "" is the test lock
 	}{
-		{"linux-amd64", nil},
-		{"linux-arm64", []plan.Option{plan.WithPlatform("linux/arm64")}},
-		{"linux-amd64-lto", []plan.Option{plan.WithOptimize(plan.OptimizeLTO)}},
-		{"linux-amd64-pgo", []plan.Option{plan.WithOptimize(plan.OptimizePGO)}},
+		{"linux-amd64", nil, ""},
+		// The AWS-LC variant: git sources (nginx configured by ./auto/configure), AWS-LC's and
+		// zlib-ng's stages, cmake and git in the builder.
+		{"linux-amd64-aws-lc", nil, testenv.AWSLCTestLockPath()},
+		{"linux-arm64", []plan.Option{plan.WithPlatform("linux/arm64")}, ""},
+		{"linux-amd64-lto", []plan.Option{plan.WithOptimize(plan.OptimizeLTO)}, ""},
+		{"linux-amd64-pgo", []plan.Option{plan.WithOptimize(plan.OptimizePGO)}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := plan.New(testLock(t), tc.opts...)
+			l := testLock(t)
+			if tc.lock != "" {
+				var err error
+				if l, err = lock.Load(tc.lock); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p, err := plan.New(l, tc.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -424,5 +435,30 @@ func TestCompressionModules(t *testing.T) {
 				t.Error("an --add-module flag names an absolute or executor path")
 			}
 		})
+	}
+}
+
+// LTO and PGO are set up for OpenSSL and zlib: asked for with AWS-LC they are refused with
+// the fix, and auto builds without them.
+func TestOptimizeWithAWSLC(t *testing.T) {
+	l, err := lock.Load(testenv.AWSLCTestLockPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{plan.OptimizeLTO, plan.OptimizePGO} {
+		if _, err := plan.New(l, plan.WithOptimize(mode)); err == nil || !strings.Contains(err.Error(), "use --optimize none") {
+			t.Errorf("optimize %s: err = %v, want a refusal naming --optimize none", mode, err)
+		}
+	}
+	p, err := plan.New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Optimize != plan.OptimizeNone {
+		t.Errorf("auto with AWS-LC is %q, want none", p.Optimize)
+	}
+	s, _ := p.Stage(lock.Nginx)
+	if !strings.Contains(s.Script, "./auto/configure \\\n") || !strings.Contains(s.Script, `$DEP_AWS_LC/usr/include`) {
+		t.Errorf("nginx stage of the git tree does not run ./auto/configure against AWS-LC:\n%s", s.Script)
 	}
 }
