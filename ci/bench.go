@@ -31,6 +31,7 @@ func init() {
 		long:    benchHelp,
 		flags: func(fs *flag.FlagSet) runFunc {
 			tree := fs.String("tree", "", "built install `dir`; A is DIR/usr/sbin/nginx")
+			variant := fs.String("variant-tree", "", "a second built install `dir` (e.g. the AWS-LC + zlib-ng build) measured in the same like-for-like run as \"variant\"")
 			nginx := fs.String("nginx", "", "A's nginx `binary` (instead of --tree)")
 			baseline := fs.String("baseline", "/usr/sbin/nginx", "B's nginx `binary`")
 			config := fs.String("config", "", "nginx.conf whose performance knobs both servers get (default: the shipped one, from --tree or the checkout)")
@@ -44,7 +45,7 @@ func init() {
 				if len(args) > 0 {
 					return usageErrorf("bench takes no arguments, got %q", args)
 				}
-				return runBench(ctx, benchArgs{tree: *tree, nginx: *nginx, baseline: *baseline, config: *config, mode: *mode,
+				return runBench(ctx, benchArgs{tree: *tree, variant: *variant, nginx: *nginx, baseline: *baseline, config: *config, mode: *mode,
 					oobConfig: *oobConfig, oobBaseline: *oobBaseline, o: o, jsonOut: *jsonOut, mdOut: *mdOut}, stdout, stderr)
 			}
 		},
@@ -233,6 +234,7 @@ func emit(stdout io.Writer, table, markdown, jsonw func(io.Writer) error, jsonOu
 // benchArgs are bench's flags.
 type benchArgs struct {
 	tree, nginx, baseline, config, mode string
+	variant                             string // --variant-tree
 	oobConfig, oobBaseline              string
 	o                                   *benchOpts
 	jsonOut, mdOut                      string
@@ -264,9 +266,21 @@ func runBench(ctx context.Context, a benchArgs, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
+	lflTargets := []bench.Target{{Name: "built", Binary: bin, Knobs: k}}
+	if a.variant != "" {
+		vbin, err := builtBinary(a.variant, "")
+		if err != nil {
+			return usageErrorf("--variant-tree: %v", err)
+		}
+		if !lfl {
+			return usageErrorf("--variant-tree is measured like for like: use --mode like-for-like or both")
+		}
+		lflTargets = append(lflTargets, bench.Target{Name: "variant", Binary: vbin, Knobs: k})
+	}
+	lflTargets = append(lflTargets, bench.Target{Name: "baseline", Binary: a.baseline, Knobs: k})
 	n := 0
 	if lfl {
-		n += 2
+		n += len(lflTargets)
 	}
 	if oob {
 		n += 2
@@ -275,7 +289,7 @@ func runBench(ctx context.Context, a benchArgs, stdout, stderr io.Writer) error 
 		var rep, out *bench.Report
 		var err error
 		if lfl {
-			if rep, err = bench.Run(ctx, []bench.Target{{Name: "built", Binary: bin, Knobs: k}, {Name: "baseline", Binary: a.baseline, Knobs: k}}, 1, opts); err != nil {
+			if rep, err = bench.Run(ctx, lflTargets, len(lflTargets)-1, opts); err != nil {
 				return nil, err
 			}
 		}
@@ -303,7 +317,8 @@ func runBench(ctx context.Context, a benchArgs, stdout, stderr io.Writer) error 
 var benchHelp = `
 Runs two nginx servers side by side on loopback: A, the built one (--tree: an install tree's
 usr/sbin/nginx, or --nginx: any binary), and B, the baseline (--baseline, default Debian's
-/usr/sbin/nginx). Both get the same generated nginx.conf (self-contained: pid, logs and temp
+/usr/sbin/nginx); --variant-tree adds a third, another build (the AWS-LC + zlib-ng variant),
+to the like-for-like run, each compared with B in the same rounds. Both get the same generated nginx.conf (self-contained: pid, logs and temp
 paths under a temporary prefix, so compiled-in paths do not matter; access log off) with the
 performance knobs of the shipped config (--config), the same generated content and an ECDSA
 P-256 self-signed certificate, and are driven by wrk over loopback.
