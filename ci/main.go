@@ -136,9 +136,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		printCommands(stderr)
 		return 2
 	}
-	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	runFn := c.flags(fs)
+	fs, runFn, err := parseFlags(c, args[1:], stderr)
 	usage := func(out io.Writer) {
 		fmt.Fprintf(out, "Usage: go run ./ci %s %s\n\n", c.name, c.usage)
 		if c.long != "" {
@@ -149,10 +147,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.SetOutput(out)
 		fs.PrintDefaults()
 	}
-	// flag prints a parse error itself, then calls Usage: keep that short, and print the
-	// whole usage once, to standard output, when it was asked for.
-	fs.Usage = func() {}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(stdout)
 			return 0
@@ -173,6 +168,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// parseFlags declares c's flags and parses args (what follows the command's name) as
+// `go run ./ci NAME ...` does, printing a parse error to stderr; it returns the flag set and
+// the function that runs the command with fs.Args(). flag.ErrHelp means -h or --help.
+func parseFlags(c *command, args []string, stderr io.Writer) (*flag.FlagSet, runFunc, error) {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	runFn := c.flags(fs)
+	// flag prints a parse error itself, then calls Usage: keep that short (run prints the
+	// whole usage once, to standard output, when it was asked for).
+	fs.Usage = func() {}
+	return fs, runFn, fs.Parse(args)
 }
 
 func printCommands(w io.Writer) {
