@@ -113,9 +113,14 @@ func init() {
 				if len(args) > 0 {
 					return usageErrorf("unexpected arguments: %s", strings.Join(args, " "))
 				}
+				if checkingUsageOnly(ctx) {
+					_, err := f.validRequest()
+					return err
+				}
 				return runBuild(ctx, *f, stdout, stderr)
 			}
 		},
+		checksUsage: true,
 	})
 }
 
@@ -228,12 +233,9 @@ func parseImage(s string) (string, []string, error) {
 }
 
 func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error {
-	req, err := f.request()
+	req, err := f.validRequest()
 	if err != nil {
 		return err
-	}
-	if err := req.Validate(); err != nil {
-		return usageErrorf("%v", err)
 	}
 	inActions := actions.New(actions.WithWriter(stderr)).InActions()
 	log, closeGroups := newLog(stderr, f.verbose, inActions)
@@ -298,6 +300,19 @@ func (f buildFlags) request() (forge.Request, error) {
 	}
 	if f.image != "" {
 		req.Repo, req.Tags, _ = parseImage(f.image)
+	}
+	return req, nil
+}
+
+// validRequest is the request, validated as a whole: all build checks before anything is
+// fetched or built (a lock that does not load is a usage error too).
+func (f buildFlags) validRequest() (forge.Request, error) {
+	req, err := f.request()
+	if err != nil {
+		return forge.Request{}, err
+	}
+	if err := req.Validate(); err != nil {
+		return forge.Request{}, usageErrorf("%v", err)
 	}
 	return req, nil
 }

@@ -159,18 +159,30 @@ func ciArgs(words []string) ([]string, bool) {
 	return nil, false
 }
 
+// placeholder is a word in capitals the documents write for a value (OWNER, REPO, SHA).
+var placeholder = regexp.MustCompile(`\b[A-Z][A-Z0-9_]*[A-Z]\b`)
+
 // checkDocCommand runs a documented command line through main's own code: run itself
-// (exit status 0 wanted) for what is not a command (help, --version), otherwise the
-// command's flag parsing (parseFlags); a mention in prose may end in a flag whose value it
-// leaves out.
+// (exit status 0 wanted) for what is not a command (help, --version), and, with a context
+// from usageCheckOnly, for a whole line of a command that checks its usage alone
+// (command.checksUsage; placeholders in capitals lowered: ghcr.io/OWNER/nginx is a
+// repository once OWNER is one); otherwise the command's flag parsing (parseFlags) only,
+// all a mention in prose gets, which may also end in a flag whose value it leaves out.
 func checkDocCommand(c docCommand) error {
 	if len(c.args) == 0 {
 		return nil // "go run ./ci" lists the commands
 	}
 	cmd, isCommand := commands[c.args[0]]
-	if !isCommand {
+	if !isCommand || (cmd.checksUsage && !c.partial) {
+		args := c.args
+		if !c.partial {
+			args = make([]string, len(c.args))
+			for i, a := range c.args {
+				args[i] = placeholder.ReplaceAllStringFunc(a, strings.ToLower)
+			}
+		}
 		var stderr strings.Builder
-		if code := run(context.Background(), c.args, io.Discard, &stderr); code != 0 {
+		if code := run(usageCheckOnly(context.Background()), args, io.Discard, &stderr); code != 0 {
 			first, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n")
 			return fmt.Errorf("exit status %d: %s", code, first)
 		}

@@ -30,6 +30,9 @@ type command struct {
 	long    string // paragraphs shown by NAME --help, before the flags
 	// flags declares the subcommand's flags on fs and returns the function that runs it.
 	flags func(fs *flag.FlagSet) runFunc
+	// checksUsage: given a context from usageCheckOnly, the run function returns after the
+	// checks it makes before any work.
+	checksUsage bool
 }
 
 // runFunc runs a subcommand with its arguments. It writes only to the stdout and stderr it
@@ -181,6 +184,22 @@ func parseFlags(c *command, args []string, stderr io.Writer) (*flag.FlagSet, run
 	// whole usage once, to standard output, when it was asked for).
 	fs.Usage = func() {}
 	return fs, runFn, fs.Parse(args)
+}
+
+// usageCheckOnlyKey marks a context from usageCheckOnly.
+type usageCheckOnlyKey struct{}
+
+// usageCheckOnly asks the commands that can (command.checksUsage) to check their flags and
+// arguments as they do before any work, and to stop there: nothing fetched, built, written
+// or contacted, exit status 0 or 2. The tests run the README's command lines this way.
+func usageCheckOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, usageCheckOnlyKey{}, true)
+}
+
+// checkingUsageOnly: ctx came from usageCheckOnly.
+func checkingUsageOnly(ctx context.Context) bool {
+	only, _ := ctx.Value(usageCheckOnlyKey{}).(bool)
+	return only
 }
 
 func printCommands(w io.Writer) {
