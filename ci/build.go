@@ -115,9 +115,14 @@ func init() {
 				if len(args) > 0 {
 					return usageErrorf("unexpected arguments: %s", strings.Join(args, " "))
 				}
+				if checkingUsageOnly(ctx) {
+					_, err := f.validRequest()
+					return err
+				}
 				return runBuild(ctx, *f, stdout, stderr)
 			}
 		},
+		checksUsage: true,
 	})
 }
 
@@ -139,6 +144,7 @@ func declareBuildFlags(fs *flag.FlagSet) *buildFlags {
 	fs.BoolVar(&f.bundle, "bundle", false, "with --tree: add a systemd unit, sysusers.d and sysctl.d files for a bare-metal install")
 	fs.StringVar(&f.runtimeImage, "runtime-image", "", "base the image on `REF` instead of the lock's runtime image")
 	fs.StringVar(&f.revision, "revision", "", "source `revision` (commit) recorded in org.opencontainers.image.revision")
+	fs.StringVar(&f.signKey, "sign-key", "", "with --push: sign each pushed image and index with this unencrypted PEM private key `FILE`, cosign's way (sha256-<digest>.sig; cosign verify --key PUB --insecure-ignore-tlog=true), before any tag moves")
 	return &f
 }
 
@@ -230,12 +236,9 @@ func parseImage(s string) (string, []string, error) {
 }
 
 func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error {
-	req, err := f.request()
+	req, err := f.validRequest()
 	if err != nil {
 		return err
-	}
-	if err := req.Validate(); err != nil {
-		return usageErrorf("%v", err)
 	}
 	inActions := actions.New(actions.WithWriter(stderr)).InActions()
 	log, closeGroups := newLog(stderr, f.verbose, inActions)
@@ -300,6 +303,19 @@ func (f buildFlags) request() (forge.Request, error) {
 	}
 	if f.image != "" {
 		req.Repo, req.Tags, _ = parseImage(f.image)
+	}
+	return req, nil
+}
+
+// validRequest is the request, validated as a whole: all build checks before anything is
+// fetched or built (a lock that does not load is a usage error too).
+func (f buildFlags) validRequest() (forge.Request, error) {
+	req, err := f.request()
+	if err != nil {
+		return forge.Request{}, err
+	}
+	if err := req.Validate(); err != nil {
+		return forge.Request{}, usageErrorf("%v", err)
 	}
 	return req, nil
 }

@@ -30,6 +30,9 @@ type command struct {
 	long    string // paragraphs shown by NAME --help, before the flags
 	// flags declares the subcommand's flags on fs and returns the function that runs it.
 	flags func(fs *flag.FlagSet) runFunc
+	// checksUsage: given a context from usageCheckOnly, the run function returns after the
+	// checks it makes before any work.
+	checksUsage bool
 }
 
 // runFunc runs a subcommand with its arguments. It writes only to the stdout and stderr it
@@ -136,9 +139,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		printCommands(stderr)
 		return 2
 	}
-	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	runFn := c.flags(fs)
+	fs, runFn, err := parseFlags(c, args[1:], stderr)
 	usage := func(out io.Writer) {
 		fmt.Fprintf(out, "Usage: go run ./ci %s %s\n\n", c.name, c.usage)
 		if c.long != "" {
@@ -149,10 +150,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.SetOutput(out)
 		fs.PrintDefaults()
 	}
-	// flag prints a parse error itself, then calls Usage: keep that short, and print the
-	// whole usage once, to standard output, when it was asked for.
-	fs.Usage = func() {}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(stdout)
 			return 0
@@ -173,6 +171,35 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// parseFlags declares c's flags and parses args (what follows the command's name) as
+// `go run ./ci NAME ...` does, printing a parse error to stderr; it returns the flag set and
+// the function that runs the command with fs.Args(). flag.ErrHelp means -h or --help.
+func parseFlags(c *command, args []string, stderr io.Writer) (*flag.FlagSet, runFunc, error) {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	runFn := c.flags(fs)
+	// flag prints a parse error itself, then calls Usage: keep that short (run prints the
+	// whole usage once, to standard output, when it was asked for).
+	fs.Usage = func() {}
+	return fs, runFn, fs.Parse(args)
+}
+
+// usageCheckOnlyKey marks a context from usageCheckOnly.
+type usageCheckOnlyKey struct{}
+
+// usageCheckOnly asks the commands that can (command.checksUsage) to check their flags and
+// arguments as they do before any work, and to stop there: nothing fetched, built, written
+// or contacted, exit status 0 or 2. The tests run the README's command lines this way.
+func usageCheckOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, usageCheckOnlyKey{}, true)
+}
+
+// checkingUsageOnly: ctx came from usageCheckOnly.
+func checkingUsageOnly(ctx context.Context) bool {
+	only, _ := ctx.Value(usageCheckOnlyKey{}).(bool)
+	return only
 }
 
 func printCommands(w io.Writer) {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -13,32 +11,24 @@ import (
 // measurementsDoc holds the published figures the README summarizes.
 const measurementsDoc = "../pipeline/bench/MEASUREMENTS.md"
 
-var (
-	backtickSpan = regexp.MustCompile("`([^`]+)`")
-	ciCommand    = regexp.MustCompile(`^(?:go run \./ci|ci) ([a-z][a-z-]*)(.*)$`)
-	mdLink       = regexp.MustCompile(`\]\(([^)#]*MEASUREMENTS\.md)(#[^)]*)?\)`)
-)
+var mdLink = regexp.MustCompile(`\]\(([^)#]*MEASUREMENTS\.md)(#[^)]*)?\)`)
 
 // measurementsProblems lists, for a Markdown document of figures, each table with no `ci`
 // command between it and the table or heading before it (the command that gives the figures again),
-// and each `ci` command in it that does not parse: an unknown subcommand, or a flag that
-// subcommand does not have. Backticked spans are read across line breaks.
+// and each `ci` command in it that does not parse (checkDocCommand): an unknown subcommand,
+// or a flag that subcommand does not have. Code spans are read across line breaks.
 func measurementsProblems(doc string) []string {
 	var problems []string
 	var text []string
+	start := 1
 	flush := func(table string) {
-		n := 0
-		for _, m := range backtickSpan.FindAllStringSubmatch(strings.Join(text, " "), -1) {
-			c := ciCommand.FindStringSubmatch(strings.TrimSpace(m[1]))
-			if c == nil {
-				continue
-			}
-			n++
-			if err := parseCommand(c[1], strings.Fields(c[2])); err != nil {
-				problems = append(problems, fmt.Sprintf("`%s`: %v", m[1], err))
+		cmds := spanCommands(strings.Join(text, "\n"), start)
+		for _, c := range cmds {
+			if err := checkDocCommand(c); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %v", c, err))
 			}
 		}
-		if table != "" && n == 0 {
+		if table != "" && len(cmds) == 0 {
 			problems = append(problems, table+" names no `go run ./ci ...` command that reproduces it (since the table or heading before it)")
 		}
 		text = nil
@@ -54,24 +44,15 @@ func measurementsProblems(doc string) []string {
 			flush(fmt.Sprintf("the table at line %d", i+1))
 		}
 		if !row {
+			if len(text) == 0 {
+				start = i + 1
+			}
 			text = append(text, line)
 		}
 		inTable = row
 	}
 	flush("")
 	return problems
-}
-
-// parseCommand parses args with the flags of the ci subcommand name, as run does.
-func parseCommand(name string, args []string) error {
-	c, ok := commands[name]
-	if !ok {
-		return fmt.Errorf("there is no ci command %q", name)
-	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	c.flags(fs)
-	return fs.Parse(args)
 }
 
 // headingAnchors are the GitHub anchors of a Markdown document's headings.
@@ -133,7 +114,7 @@ func TestMeasurementsNameTheirCommands(t *testing.T) {
 
 	planted := "Figures: `go run ./ci bench`.\n\n# Section\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nThen `go run ./ci bench --no-such-flag 1`\nand `ci benchmark --tree T`.\n\n| c |\n|---|\n"
 	got := strings.Join(measurementsProblems(planted), "\n")
-	for _, want := range []string{"the table at line 5 names no", "-no-such-flag", `no ci command "benchmark"`} {
+	for _, want := range []string{"the table at line 5 names no", "-no-such-flag", `unknown command "benchmark"`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("planted document: problems\n%s\nlack %q", got, want)
 		}

@@ -64,9 +64,14 @@ func init() {
 				if len(args) > 0 {
 					return usageErrorf("unexpected arguments: %s", strings.Join(args, " "))
 				}
+				if checkingUsageOnly(ctx) {
+					_, err := f.validRequest()
+					return err
+				}
 				return runPGOProfile(ctx, f, stdout, stderr)
 			}
 		},
+		checksUsage: true,
 	})
 }
 
@@ -89,18 +94,28 @@ func (f pgoProfileFlags) check() error {
 	return nil
 }
 
-func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Writer) error {
+// validRequest is the training build's request, validated: all pgo-profile checks before
+// anything is fetched or built.
+func (f pgoProfileFlags) validRequest() (forge.Request, error) {
 	if err := f.check(); err != nil {
-		return err
+		return forge.Request{}, err
 	}
 	f.build.noSmoke = true
 	req, err := f.build.request()
 	if err != nil {
-		return err
+		return forge.Request{}, err
 	}
 	req.ProfileDir = f.dir
 	if err := req.Validate(); err != nil {
-		return usageErrorf("%v", err)
+		return forge.Request{}, usageErrorf("%v", err)
+	}
+	return req, nil
+}
+
+func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Writer) error {
+	req, err := f.validRequest()
+	if err != nil {
+		return err
 	}
 	log, closeGroups := newLog(stderr, f.build.verbose, false)
 	defer closeGroups()
