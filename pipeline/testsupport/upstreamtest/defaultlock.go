@@ -58,7 +58,10 @@ func NewDefaultLockScenario(t testing.TB) *DefaultLockScenario {
 		t.Fatal(err)
 	}
 	for _, name := range lock.ComponentOrder {
-		c := l.MustComponent(name)
+		c, ok := l.Component(name)
+		if !ok {
+			continue // the other choice of TLS library or zlib
+		}
 		k := NewKey(t, name+" Test Signer")
 		s.Keys[name] = k
 		s.Vendored = append(s.Vendored, k.Fingerprint)
