@@ -327,3 +327,52 @@ func TestDockerfileGoldenPGO(t *testing.T) {
 		}
 	}
 }
+
+// TestDockerfileGoldenAWSLC keeps the AWS-LC variant's rendering (the shipped variant lock)
+// under testdata/aws-lc.Dockerfile: each git source is fetched by commit with BuildKit's git
+// ADD and refused unless git, with every attribute conversion off, hashes it to the pinned
+// tree; with a mirror, its archive is checked the same way. Regenerate: go test
+// ./pipeline/dockerfile -run DockerfileGoldenAWSLC -update
+func TestDockerfileGoldenAWSLC(t *testing.T) {
+	b, _ := lock.BuiltinAt(lock.AWSLCPath)
+	l := b.Lock()
+	p, err := plan.New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := dockerfile.Render(p, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"ADD --keep-git-dir=false https://github.com/aws/aws-lc.git#991e67ff4cf04df4dd89e407f8b920c6936cb56a /src/aws_lc-tree/aws-lc-5.5.0",
+		`if [ "$tree" != "ae54cd9455f9630451d505855afe808a9f028b25" ]; then`,
+		"tar -czf /src/aws-lc-5.5.0-git.tar.gz -C /src/aws_lc-tree aws-lc-5.5.0",
+		"./auto/configure", "FROM builder AS zlib_ng", "cmake",
+	} {
+		if !bytes.Contains(got, []byte(w)) {
+			t.Errorf("aws-lc.Dockerfile lacks %q", w)
+		}
+	}
+	mirrored, err := dockerfile.Render(p, l, dockerfile.WithSourceMirror("http://127.0.0.1:8000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(mirrored, []byte("ADD http://127.0.0.1:8000/aws-lc-5.5.0-git.tar.gz /src/aws-lc-5.5.0-git.tar.gz")) || bytes.Contains(mirrored, []byte("github.com/aws/aws-lc.git#")) {
+		t.Error("with a mirror, the variant's Dockerfile does not take the git sources' archives from it")
+	}
+	file := filepath.Join("testdata", "aws-lc.Dockerfile")
+	if updating() {
+		if err := os.WriteFile(file, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("reading %s: %v (regenerate with go test ./pipeline/dockerfile -run DockerfileGoldenAWSLC -update)", file, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s drifted from the plan:\n%s\nregenerate with go test ./pipeline/dockerfile -run DockerfileGoldenAWSLC -update", file, firstDiff(want, got))
+	}
+}
