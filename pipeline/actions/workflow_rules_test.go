@@ -8,6 +8,7 @@ package actions
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -157,19 +158,41 @@ func matrixRows(j *actionlint.Job) []map[string]string {
 	return rows
 }
 
+// arches lists the distinct architectures of a job's matrix rows, sorted.
 func arches(j *actionlint.Job) []string {
+	return distinct(j, "arch")
+}
+
+// variants lists the distinct image variants of a job's matrix rows, sorted.
+func variants(j *actionlint.Job) []string {
+	return distinct(j, "variant")
+}
+
+func distinct(j *actionlint.Job, key string) []string {
+	seen := map[string]bool{}
 	var out []string
 	for _, r := range matrixRows(j) {
-		out = append(out, r["arch"])
+		if v, ok := r[key]; ok && !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
 	}
 	sort.Strings(out)
 	return out
 }
 
-var (
-	needsOutputRE = regexp.MustCompile(`^\$\{\{\s*needs\.([A-Za-z0-9_-]+)\.outputs\.([A-Za-z0-9_-]+)\s*\}\}$`)
-	stepOutputRE  = regexp.MustCompile(`^\$\{\{\s*steps\.([A-Za-z0-9_-]+)\.outputs\.([A-Za-z0-9_-]+)\s*\}\}$`)
-)
+// legs lists a job's matrix rows as "variant/arch" (one leg each, duplicates kept), sorted:
+// what a per-leg job (build, smoke, scan) covers.
+func legs(j *actionlint.Job) []string {
+	var out []string
+	for _, r := range matrixRows(j) {
+		out = append(out, r["variant"]+"/"+r["arch"])
+	}
+	sort.Strings(out)
+	return out
+}
+
+var stepOutputRE = regexp.MustCompile(`^\$\{\{\s*steps\.([A-Za-z0-9_-]+)\.outputs\.([A-Za-z0-9_-]+)\s*\}\}$`)
 
 // permissionProblems: read-only defaults; each write scope where it is used and said why;
 // a job that runs our code holds no write token but packages: write to push; pull requests
@@ -289,8 +312,8 @@ func buildProblems(w *actionlint.Workflow) []string {
 	if !strings.Contains(pushRun, "--output") {
 		add("job %s does not write the image's SBOM (--output PATH writes PATH.spdx.json)", pushID)
 	}
-	if !pushUploads["sbom-${{ matrix.arch }}"] {
-		add("job %s does not upload its SBOM as the artifact sbom-${{ matrix.arch }}", pushID)
+	if !pushUploads["sbom-${{ matrix.variant }}-${{ matrix.arch }}"] {
+		add("job %s does not upload its SBOM as the artifact sbom-${{ matrix.variant }}-${{ matrix.arch }}", pushID)
 	}
 
 	// The runc smoke test: after the push, on exactly the pushed digest, as root, on a runner
@@ -350,8 +373,8 @@ func buildProblems(w *actionlint.Workflow) []string {
 			add("job %s smoke-tests %s on runner %q, not a native one", smokeID, r["arch"], r["runner"])
 		}
 	}
-	if a, b := arches(smoke), arches(push); strings.Join(a, ",") != strings.Join(b, ",") || len(a) == 0 {
-		add("job %s smoke-tests architectures %v, but %s pushes %v", smokeID, a, pushID, b)
+	if a, b := legs(smoke), legs(push); strings.Join(a, ",") != strings.Join(b, ",") || len(a) == 0 {
+		add("job %s smoke-tests the legs (variant/architecture) %v, but %s pushes %v", smokeID, a, pushID, b)
 	}
 	for scope, v := range scopes(smoke.Permissions) {
 		if v == "write" {
@@ -359,38 +382,36 @@ func buildProblems(w *actionlint.Workflow) []string {
 		}
 	}
 
-	// Attestation: its subject is the index the tag-moving job pushed, by the same outputs.
+	// Attestation: its subject is the index the tag-moving job pushed, handed over as an
+	// artifact (publishedIndex), for each variant the tag-moving job publishes.
 	if !jobNeeds(attest, tagID) {
 		add("job %s does not need the tag-moving job %s", attestID, tagID)
 	}
-	var manifestStep *actionlint.Step
-	for _, s := range tag.Steps {
-		if strings.Contains(runOf(s), "ci manifest") {
-			manifestStep = s
+	for _, id := range []string{tagID, attestID} {
+		if a, b := variants(w.Jobs[id]), variants(push); strings.Join(a, ",") != strings.Join(b, ",") {
+			add("job %s runs for the variants %v, but %s pushes %v", id, a, pushID, b)
 		}
 	}
-	// subject resolves "${{ needs.TAG.outputs.X }}" to the manifest step's output it carries.
+	indexStep, problems := publishedIndex(tagID, tag, attestID, attest)
+	for _, p := range problems {
+		add("%s", p)
+	}
+	// subject resolves "${{ steps.S.outputs.X }}" to X, where S is the attesting job's step
+	// that reads the published index.
 	subject := func(expr, what string) string {
-		m := needsOutputRE.FindStringSubmatch(expr)
-		if m == nil || !strings.EqualFold(m[1], tagID) {
-			add("job %s: %s is %q, not an output of the tag-moving job %s", attestID, what, expr, tagID)
+		if indexStep == nil {
 			return ""
 		}
-		o, ok := tag.Outputs[strings.ToLower(m[2])]
-		if !ok || o.Value == nil {
-			add("job %s: %s: job %s has no output %s", attestID, what, tagID, m[2])
+		m := stepOutputRE.FindStringSubmatch(expr)
+		if m == nil || m[1] != stepID(indexStep) {
+			add("job %s: %s is %q, not an output of the step that reads the index the tag-moving job %s published", attestID, what, expr, tagID)
 			return ""
 		}
-		sm := stepOutputRE.FindStringSubmatch(strings.TrimSpace(o.Value.Value))
-		if sm == nil || manifestStep == nil || sm[1] != stepID(manifestStep) {
-			add("job %s: %s: output %s of %s is %q, not an output of the step that runs ci manifest", attestID, what, m[2], tagID, o.Value.Value)
+		if r := runOf(indexStep); !strings.Contains(r, m[2]+"=") || !strings.Contains(r, "GITHUB_OUTPUT") {
+			add("job %s: %s: the step %s never sets the output %s", attestID, what, m[1], m[2])
 			return ""
 		}
-		if r := runOf(manifestStep); !strings.Contains(r, sm[2]+"=") || !strings.Contains(r, "GITHUB_OUTPUT") {
-			add("job %s: %s: the ci manifest step never sets the output %s", attestID, what, sm[2])
-			return ""
-		}
-		return sm[2]
+		return m[2]
 	}
 	sboms := 0
 	for _, s := range attest.Steps {
@@ -428,6 +449,74 @@ func buildProblems(w *actionlint.Workflow) []string {
 		}
 	}
 	return out
+}
+
+// manifestVarRE finds the shell variable a script assigns ci manifest's output to.
+var manifestVarRE = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)=\$\(go run \./ci manifest\b`)
+
+// runnerTemp writes an input's ${{ runner.temp }} as a script names it.
+func runnerTemp(in string) string {
+	return regexp.MustCompile(`\$\{\{\s*runner\.temp\s*\}\}`).ReplaceAllString(in, "$$RUNNER_TEMP")
+}
+
+// publishedIndex follows the index the tag-moving job pushed to the job that attests it (a
+// matrix job's outputs: hold one leg's values only, so the index travels as an artifact):
+// the ci manifest step writes what ci manifest printed to a file, a later step of the
+// tag-moving job uploads exactly that file, and the attesting job downloads that artifact by
+// its name and, in one step, reads the file, checks it is $IMAGE_NAME (lower-cased)
+// @sha256:<64 hex> and sets outputs from it. It returns that step, or nil and what breaks
+// the chain.
+func publishedIndex(tagID string, tag *actionlint.Job, attestID string, attest *actionlint.Job) (*actionlint.Step, []string) {
+	var out []string
+	add := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
+	manifest, file := -1, ""
+	for i, s := range tag.Steps {
+		r := runOf(s)
+		m := manifestVarRE.FindStringSubmatch(r)
+		if m == nil {
+			continue
+		}
+		manifest = i
+		write := regexp.MustCompile(`(?m)^.*"\$\{?` + m[1] + `\}?".*>\s*"([^"]+)"\s*$`).FindStringSubmatch(r)
+		if write != nil {
+			file = write[1]
+		}
+	}
+	if manifest < 0 || file == "" {
+		add("job %s: the ci manifest step does not write what ci manifest printed (VAR=$(go run ./ci manifest ...)) to a file for %s", tagID, attestID)
+		return nil, out
+	}
+	name := ""
+	for _, s := range tag.Steps[manifest+1:] {
+		if actionOf(s) == "actions/upload-artifact" && runnerTemp(inputOf(s, "path")) == file {
+			name = inputOf(s, "name")
+		}
+	}
+	if name == "" {
+		add("job %s uploads no artifact holding the file its ci manifest step writes (%s)", tagID, file)
+		return nil, out
+	}
+	read := ""
+	for _, s := range attest.Steps {
+		if actionOf(s) == "actions/download-artifact" && inputOf(s, "name") == name {
+			read = runnerTemp(inputOf(s, "path")) + "/" + path.Base(file)
+		}
+	}
+	if read == "" {
+		add("job %s does not download the artifact %s that job %s uploads the published index as", attestID, name, tagID)
+		return nil, out
+	}
+	for _, s := range attest.Steps {
+		r := runOf(s)
+		repo := regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)="\$\{IMAGE_NAME,,\}"`).FindStringSubmatch(r)
+		if stepID(s) != "" && strings.Contains(r, `"`+read+`"`) && strings.Contains(r, "@(sha256:[0-9a-f]{64})$") &&
+			repo != nil && strings.Contains(r, `"${BASH_REMATCH[1]}" != "$`+repo[1]+`"`) &&
+			strings.Contains(r, "exit 1") && strings.Contains(r, "GITHUB_OUTPUT") {
+			return s, out
+		}
+	}
+	add("job %s has no step (with an id) that reads %s, checks it is ${IMAGE_NAME,,}@sha256:<64 hex> (the repository compared as \"${BASH_REMATCH[1]}\" != \"$VAR\", exit 1 otherwise) and sets outputs from it", attestID, read)
+	return nil, out
 }
 
 // cosignSignsRE matches a run: script that signs or attests with cosign.
@@ -470,8 +559,8 @@ func gateAndSignProblems(w *actionlint.Workflow) []string {
 	if !offPR(w, scan) {
 		add("job %s is not kept off pull requests (nothing is pushed there)", scanID)
 	}
-	if a, b := arches(scan), arches(w.Jobs[pushID]); strings.Join(a, ",") != strings.Join(b, ",") || len(a) == 0 {
-		add("job %s scans architectures %v, but %s pushes %v", scanID, a, pushID, b)
+	if a, b := legs(scan), legs(w.Jobs[pushID]); strings.Join(a, ",") != strings.Join(b, ",") || len(a) == 0 {
+		add("job %s scans the legs (variant/architecture) %v, but %s pushes %v", scanID, a, pushID, b)
 	}
 	if code, why := runsProjectCode(scan); code {
 		add("job %s runs project code (%s): the gate must not run what it judges", scanID, why)
@@ -513,6 +602,7 @@ func gateAndSignProblems(w *actionlint.Workflow) []string {
 	}
 
 	// Keyless signing: the index the tag-moving job pushed, by digest, with a pinned cosign.
+	indexStep, _ := publishedIndex(tagID, tag, signID, signer) // buildProblems reports a broken chain
 	installs := false
 	for _, s := range signer.Steps {
 		if actionOf(s) == "sigstore/cosign-installer" {
@@ -535,9 +625,9 @@ func gateAndSignProblems(w *actionlint.Workflow) []string {
 			}
 		}
 		for v, output := range map[string]string{"image": "image", "digest": "digest"} {
-			m := needsOutputRE.FindStringSubmatch(env[v])
-			if m == nil || !strings.EqualFold(m[1], tagID) || m[2] != output {
-				add("job %s: %s is %q, not the tag-moving job's output %s", signID, strings.ToUpper(v), env[v], output)
+			m := stepOutputRE.FindStringSubmatch(env[v])
+			if m == nil || indexStep == nil || m[1] != stepID(indexStep) || m[2] != output {
+				add("job %s: %s is %q, not the output %s of the step that reads the index the tag-moving job %s published", signID, strings.ToUpper(v), env[v], output, tagID)
 			}
 		}
 	}
@@ -752,8 +842,8 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			`          "$RUNNER_TEMP/nginx-forge-ci" smoke`,
 			"without sudo"},
 		{"build.yml", "arm64 smoke on an amd64 runner",
-			"          - arch: arm64\n            runner: ubuntu-24.04-arm\n    runs-on: ${{ matrix.runner }}\n    timeout-minutes: 20",
-			"          - arch: arm64\n            runner: ubuntu-24.04\n    runs-on: ${{ matrix.runner }}\n    timeout-minutes: 20",
+			"            runner: ubuntu-24.04-arm\n            lock: pipeline/lock/aws-lc.lock.json\n    runs-on: ${{ matrix.runner }}\n    timeout-minutes: 20",
+			"            runner: ubuntu-24.04\n            lock: pipeline/lock/aws-lc.lock.json\n    runs-on: ${{ matrix.runner }}\n    timeout-minutes: 20",
 			"smoke-tests arm64 on runner \"ubuntu-24.04\", not a native one"},
 		{"build.yml", "smoke by tag",
 			`smoke --image "$IMAGE@$digest"`, `smoke --image "$IMAGE:edge"`,
@@ -770,23 +860,42 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"without --digest-only"},
 		// build.yml: attestation
 		{"build.yml", "provenance of another digest",
-			"      - name: Attest build provenance of the index\n        uses: actions/attest-build-provenance@a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32 # v4.1.0\n        with:\n          subject-name: ${{ needs.merge.outputs.image }}\n          subject-digest: ${{ needs.merge.outputs.digest }}",
-			"      - name: Attest build provenance of the index\n        uses: actions/attest-build-provenance@a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32 # v4.1.0\n        with:\n          subject-name: ${{ needs.merge.outputs.image }}\n          subject-digest: ${{ needs.merge.outputs.image }}",
+			"      - name: Attest build provenance of the index\n        uses: actions/attest-build-provenance@a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32 # v4.1.0\n        with:\n          subject-name: ${{ steps.index.outputs.image }}\n          subject-digest: ${{ steps.index.outputs.digest }}",
+			"      - name: Attest build provenance of the index\n        uses: actions/attest-build-provenance@a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32 # v4.1.0\n        with:\n          subject-name: ${{ steps.index.outputs.image }}\n          subject-digest: ${{ steps.index.outputs.image }}",
 			"attests the step output image, not the pushed digest"},
-		{"build.yml", "merge output not from the manifest step",
-			"      digest: ${{ steps.manifest.outputs.digest }}", "      digest: ${{ steps.tags.outputs.digest }}",
-			"not an output of the step that runs ci manifest"},
-		{"build.yml", "manifest step never sets the digest",
+		{"build.yml", "attested index not the file ci manifest's output went to",
+			"          name: index-${{ matrix.variant }}\n          path: ${{ runner.temp }}/published/index\n",
+			"          name: index-${{ matrix.variant }}\n          path: ${{ runner.temp }}/digests\n",
+			"uploads no artifact holding the file its ci manifest step writes"},
+		{"build.yml", "ci manifest's output not handed on",
+			`          printf '%s\n' "$index" > "$RUNNER_TEMP/published/index"`, `          printf '%s\n' "$TAGS" > "$RUNNER_TEMP/published/index"`,
+			"the ci manifest step does not write what ci manifest printed"},
+		{"build.yml", "attest reads another artifact",
+			"          name: index-${{ matrix.variant }}\n          path: ${{ runner.temp }}/published\n",
+			"          name: digest-${{ matrix.variant }}-amd64\n          path: ${{ runner.temp }}/published\n",
+			"does not download the artifact index-${{ matrix.variant }}"},
+		{"build.yml", "published index taken from another repository",
+			`|| "${BASH_REMATCH[1]}" != "$image" ]]; then`, `]]; then`,
+			"has no step (with an id) that reads $RUNNER_TEMP/published/index"},
+		{"build.yml", "index step never sets the digest",
 			`            echo "digest=${BASH_REMATCH[2]}"`, `            echo "sha=${BASH_REMATCH[2]}"`,
 			"never sets the output digest"},
 		{"build.yml", "attestation not pushed",
-			"          subject-digest: ${{ needs.merge.outputs.digest }}\n          push-to-registry: true\n      - name: Attest the linux/amd64 SBOM",
-			"          subject-digest: ${{ needs.merge.outputs.digest }}\n          push-to-registry: false\n      - name: Attest the linux/amd64 SBOM",
+			"          subject-digest: ${{ steps.index.outputs.digest }}\n          push-to-registry: true\n      - name: Attest the linux/amd64 SBOM",
+			"          subject-digest: ${{ steps.index.outputs.digest }}\n          push-to-registry: false\n      - name: Attest the linux/amd64 SBOM",
 			"actions/attest-build-provenance does not push the attestation"},
 		{"build.yml", "one SBOM only",
-			"      - name: Attest the linux/arm64 SBOM\n        uses: actions/attest-sbom@c604332985a26aa8cf1bdc465b92731239ec6b9e # v4.1.0\n        with:\n          subject-name: ${{ needs.merge.outputs.image }}\n          subject-digest: ${{ needs.merge.outputs.digest }}\n          sbom-path: ${{ runner.temp }}/sboms/arm64.spdx.json\n          push-to-registry: true\n",
+			"      - name: Attest the linux/arm64 SBOM\n        uses: actions/attest-sbom@c604332985a26aa8cf1bdc465b92731239ec6b9e # v4.1.0\n        with:\n          subject-name: ${{ steps.index.outputs.image }}\n          subject-digest: ${{ steps.index.outputs.digest }}\n          sbom-path: ${{ runner.temp }}/sboms/sbom-${{ matrix.variant }}-arm64/arm64.spdx.json\n          push-to-registry: true\n",
 			"",
 			"attests 1 SBOMs, want one per pushed architecture (2)"},
+		{"build.yml", "one variant attested only",
+			"          - variant: default\n          - variant: aws-lc\n    runs-on: ubuntu-24.04\n",
+			"          - variant: default\n    runs-on: ubuntu-24.04\n",
+			"job attest runs for the variants [default], but build pushes [aws-lc default]"},
+		{"build.yml", "SBOM artifact shared by the variants",
+			"          name: sbom-${{ matrix.variant }}-${{ matrix.arch }}\n          path: ${{ runner.temp }}/sboms/${{ matrix.arch }}.spdx.json",
+			"          name: sbom-${{ matrix.arch }}\n          path: ${{ runner.temp }}/sboms/${{ matrix.arch }}.spdx.json",
+			"does not upload its SBOM as the artifact sbom-${{ matrix.variant }}-${{ matrix.arch }}"},
 		{"build.yml", "no SBOM written",
 			` --output "$RUNNER_TEMP/image-$ARCH"`, "",
 			"does not write the image's SBOM"},
@@ -795,8 +904,8 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"      packages: write # push the index and move the tags\n      id-token: write # sign\n",
 			"job merge can sign (id-token/attestations: write) and runs project code"},
 		{"build.yml", "attest job runs our code",
-			"      - name: Check each SBOM describes its pushed digest\n        run: |\n",
-			"      - name: Check each SBOM describes its pushed digest\n        run: |\n          go run ./ci manifest --dry-run --image \"$IMAGE:x\" sha256:0\n",
+			"      - name: Check each SBOM describes its pushed digest\n        env:\n          VARIANT: ${{ matrix.variant }}\n        run: |\n",
+			"      - name: Check each SBOM describes its pushed digest\n        env:\n          VARIANT: ${{ matrix.variant }}\n        run: |\n          go run ./ci manifest --dry-run --image \"$IMAGE:x\" sha256:0\n",
 			"job attest can sign (id-token/attestations: write) and runs project code"},
 		{"build.yml", "attest job without attestations: write",
 			"      attestations: write # store the attestations in the repository's attestation store\n", "",
@@ -808,27 +917,28 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 		{"build.yml", "tags move without waiting for the scan",
 			"    needs: [build, smoke, scan]\n", "    needs: [build, smoke]\n",
 			"does not need the vulnerability gate scan"},
-		{"build.yml", "scan of one architecture only",
-			"          - arch: amd64\n          - arch: arm64\n    runs-on: ubuntu-24.04\n    timeout-minutes: 15",
-			"          - arch: amd64\n    runs-on: ubuntu-24.04\n    timeout-minutes: 15",
-			"job scan scans architectures [amd64]"},
+		{"build.yml", "scan misses a leg",
+			"          - variant: aws-lc\n            arch: arm64\n    runs-on: ubuntu-24.04\n    timeout-minutes: 15",
+			"    runs-on: ubuntu-24.04\n    timeout-minutes: 15",
+			"job scan scans the legs (variant/architecture) [aws-lc/amd64 default/amd64 default/arm64]"},
 		{"build.yml", "scanner ignores the reviewed overrides",
 			"          config: .github/vuln-allow.yaml\n", "",
 			"not the reviewed override file"},
 		{"build.yml", "gate lets fixable criticals through",
-			"            exit 1\n          fi\n\n  # Assemble", "          fi\n\n  # Assemble",
+			"            exit 1\n          fi\n      # The pass record merge checks: the digest whose SBOM",
+			"          fi\n      # The pass record merge checks: the digest whose SBOM",
 			"the gate does not fail on fixable critical findings"},
 		{"build.yml", "gate runs our code",
-			"      - name: Check the SBOM describes the pushed digest\n        env:\n          ARCH: ${{ matrix.arch }}\n        run: |\n",
-			"      - name: Check the SBOM describes the pushed digest\n        env:\n          ARCH: ${{ matrix.arch }}\n        run: |\n          go run ./ci smoke --help\n",
+			"      - name: Check the SBOM describes the pushed digest\n        env:\n          ARCH: ${{ matrix.arch }}\n          VARIANT: ${{ matrix.variant }}\n        run: |\n",
+			"      - name: Check the SBOM describes the pushed digest\n        env:\n          ARCH: ${{ matrix.arch }}\n          VARIANT: ${{ matrix.variant }}\n        run: |\n          go run ./ci smoke --help\n",
 			"job scan runs project code"},
 		{"build.yml", "signing a tag",
 			`cosign sign --yes "$IMAGE@$DIGEST"`, `cosign sign --yes "$IMAGE:latest"`,
 			"does not sign the pushed index by digest"},
 		{"build.yml", "signing another digest",
-			"          IMAGE: ${{ needs.merge.outputs.image }}\n          DIGEST: ${{ needs.merge.outputs.digest }}\n        run: |\n          # By digest",
-			"          IMAGE: ${{ needs.merge.outputs.image }}\n          DIGEST: ${{ needs.merge.outputs.index }}\n        run: |\n          # By digest",
-			`DIGEST is "${{ needs.merge.outputs.index }}"`},
+			"          IMAGE: ${{ steps.index.outputs.image }}\n          DIGEST: ${{ steps.index.outputs.digest }}\n          VARIANT: ${{ matrix.variant }}\n        run: |\n          # By digest",
+			"          IMAGE: ${{ steps.index.outputs.image }}\n          DIGEST: ${{ steps.index.outputs.index }}\n          VARIANT: ${{ matrix.variant }}\n        run: |\n          # By digest",
+			`DIGEST is "${{ steps.index.outputs.index }}"`},
 		{"build.yml", "cosign not from the pinned installer",
 			"      - name: Install cosign\n        uses: sigstore/cosign-installer@6f9f17788090df1f26f669e9d70d6ae9567deba6 # v4.1.2\n        with:\n          cosign-release: v3.0.6\n", "",
 			"signs without installing cosign"},
