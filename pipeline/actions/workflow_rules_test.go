@@ -519,6 +519,107 @@ func publishedIndex(tagID string, tag *actionlint.Job, attestID string, attest *
 	return nil, out
 }
 
+// statusFuncRE matches an if: that runs a job whatever became of the jobs it needs.
+var statusFuncRE = regexp.MustCompile(`\b(?:always|cancelled|failure)\(\)`)
+
+// passRecordProblems: a tag-moving job whose if: runs it even when a job it needs failed
+// (!cancelled(), so that one variant's failure does not hold back the other) cannot take its
+// needs: on the runc smoke test and the vulnerability gate to mean they passed. Then each of
+// those jobs records, per leg, the digest it passed, in its last step (an upload with no if:,
+// which runs only when every step before it passed), and the tag-moving job downloads the
+// records of its variant, checks them against the digests in one step that fails otherwise,
+// and joins only the digests that step hands on.
+func passRecordProblems(w *actionlint.Workflow) []string {
+	var out []string
+	add := func(format string, a ...any) { out = append(out, "build.yml: "+fmt.Sprintf(format, a...)) }
+	tagIDs := jobsWhere(w, runContains("ci manifest"))
+	smokeIDs := jobsWhere(w, runContains("smoke --image"))
+	scanIDs := jobsWhere(w, usesAction("anchore/scan-action"))
+	if len(tagIDs) != 1 || len(smokeIDs) != 1 || len(scanIDs) != 1 {
+		return nil // buildProblems and gateAndSignProblems say so
+	}
+	tagID := tagIDs[0]
+	tag := w.Jobs[tagID]
+	if tag.If == nil || !statusFuncRE.MatchString(tag.If.Value) {
+		return nil // needs: holds the tags back until every job it needs succeeded
+	}
+	manifest := -1
+	for i, s := range tag.Steps {
+		if strings.Contains(runOf(s), "ci manifest") {
+			manifest = i
+		}
+	}
+	var prefixes []string
+	for _, id := range []string{smokeIDs[0], scanIDs[0]} {
+		g := w.Jobs[id]
+		if len(g.Steps) == 0 {
+			continue
+		}
+		last := g.Steps[len(g.Steps)-1]
+		if actionOf(last) != "actions/upload-artifact" || (last.If != nil && strings.TrimSpace(last.If.Value) != "") {
+			add("job %s does not record its pass as its last step (an actions/upload-artifact step with no if:): %s, whose if: runs it whatever %s did, cannot tell", id, tagID, id)
+			continue
+		}
+		name := inputOf(last, "name")
+		if !strings.Contains(name, "${{ matrix.arch }}") || (len(variants(g)) > 0 && !strings.Contains(name, "${{ matrix.variant }}")) {
+			add("job %s records its pass as %q, not one record per leg (variant and architecture)", id, name)
+			continue
+		}
+		digestFile := ""
+		for _, s := range g.Steps {
+			if actionOf(s) == "actions/download-artifact" && strings.HasPrefix(inputOf(s, "name"), "digest-") {
+				digestFile = inputOf(s, "path") + "/${{ matrix.arch }}"
+			}
+		}
+		if p := inputOf(last, "path"); digestFile == "" || p != digestFile {
+			add("job %s records %q as its pass, not the digest file it downloaded and tested (%s)", id, p, digestFile)
+		}
+		pattern := strings.Replace(name, "${{ matrix.arch }}", "*", 1)
+		downloads := false
+		for _, s := range tag.Steps {
+			if actionOf(s) == "actions/download-artifact" && inputOf(s, "pattern") == pattern {
+				downloads = true
+			}
+		}
+		if !downloads {
+			add("job %s does not download the records %s of job %s", tagID, pattern, id)
+		}
+		prefix, _, _ := strings.Cut(name, "${{")
+		prefixes = append(prefixes, prefix)
+	}
+	if manifest < 0 || len(prefixes) == 0 {
+		return out
+	}
+	var check *actionlint.Step
+	for _, s := range tag.Steps[:manifest] {
+		r := runOf(s)
+		all := stepID(s) != "" && strings.Contains(r, "exit 1") && strings.Contains(r, "GITHUB_OUTPUT")
+		for _, p := range prefixes {
+			all = all && strings.Contains(r, p)
+		}
+		if all {
+			check = s
+		}
+	}
+	if check == nil {
+		add("job %s has no step (with an id) before ci manifest that checks the records %v against the digests it joins (exit 1 otherwise) and hands the digests on", tagID, prefixes)
+		return out
+	}
+	takes := false
+	if env := tag.Steps[manifest].Env; env != nil {
+		for _, v := range env.Vars {
+			m := stepOutputRE.FindStringSubmatch(strings.TrimSpace(v.Value.Value))
+			if m != nil && m[1] == stepID(check) && strings.Contains(runOf(check), m[2]+"=") {
+				takes = true
+			}
+		}
+	}
+	if !takes {
+		add("job %s: the ci manifest step does not take its digests from the step %s that checks the records", tagID, stepID(check))
+	}
+	return out
+}
+
 // cosignSignsRE matches a run: script that signs or attests with cosign.
 var cosignSignsRE = regexp.MustCompile(`(?m)\bcosign\s+(sign|attest)\b`)
 
@@ -754,6 +855,7 @@ func problemsOf(name, text string) ([]string, error) {
 	case "build.yml":
 		out = append(out, buildProblems(w)...)
 		out = append(out, gateAndSignProblems(w)...)
+		out = append(out, passRecordProblems(w)...)
 	case "update.yml":
 		out = append(out, updateProblems(w)...)
 	}
@@ -763,7 +865,7 @@ func problemsOf(name, text string) ([]string, error) {
 // TestWorkflowRules: build.yml and update.yml break none of their own rules above
 // (TestWorkflowPermissions applies the permission rules to every workflow).
 func TestWorkflowRules(t *testing.T) {
-	for name, check := range map[string]func(*actionlint.Workflow) []string{"build.yml": buildProblems, "build.yml gate and signing": gateAndSignProblems, "update.yml": updateProblems} {
+	for name, check := range map[string]func(*actionlint.Workflow) []string{"build.yml": buildProblems, "build.yml gate and signing": gateAndSignProblems, "build.yml pass records": passRecordProblems, "update.yml": updateProblems} {
 		name, _, _ = strings.Cut(name, " ")
 		w, errs := actionlint.Parse([]byte(readWorkflow(t, name)))
 		if len(errs) > 0 {
@@ -913,6 +1015,30 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 		{"build.yml", "attest before the index exists",
 			"    needs: merge\n    name: attest", "    needs: smoke\n    name: attest",
 			"does not need the tag-moving job merge"},
+		// build.yml: each variant's tags wait for its own legs' pass records
+		{"build.yml", "merge does not check the smoke records",
+			"            smoked=$(cat \"$RUNNER_TEMP/passed/passed-smoke-$VARIANT-$arch/$arch\" 2> /dev/null || true)\n            if [[ \"$smoked\" != \"$digest\" ]]; then\n              echo \"::error::$VARIANT $arch: the runc smoke test did not pass $digest (its record: '$smoked')\"\n              exit 1\n            fi\n",
+			"",
+			"checks the records [passed-smoke- passed-scan-]"},
+		{"build.yml", "smoke pass recorded after a failure",
+			"      - uses: actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2\n        with:\n          name: passed-smoke-",
+			"      - uses: actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2\n        if: always()\n        with:\n          name: passed-smoke-",
+			"job smoke does not record its pass as its last step"},
+		{"build.yml", "scan pass records another file",
+			"          name: passed-scan-${{ matrix.variant }}-${{ matrix.arch }}\n          path: ${{ runner.temp }}/digests/${{ matrix.arch }}\n",
+			"          name: passed-scan-${{ matrix.variant }}-${{ matrix.arch }}\n          path: ${{ runner.temp }}/sboms/${{ matrix.arch }}.spdx.json\n",
+			"job scan records \"${{ runner.temp }}/sboms/${{ matrix.arch }}.spdx.json\" as its pass"},
+		{"build.yml", "one record for both variants",
+			"          name: passed-scan-${{ matrix.variant }}-${{ matrix.arch }}\n",
+			"          name: passed-scan-${{ matrix.arch }}\n",
+			"not one record per leg"},
+		{"build.yml", "merge does not download the scan records",
+			"      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        with:\n          pattern: passed-scan-${{ matrix.variant }}-*\n          path: ${{ runner.temp }}/passed\n",
+			"",
+			"job merge does not download the records passed-scan-${{ matrix.variant }}-*"},
+		{"build.yml", "merge joins digests nobody checked",
+			"          DIGESTS: ${{ steps.gates.outputs.digests }}\n", "          DIGESTS: ${{ steps.tags.outputs.tags }}\n",
+			"does not take its digests from the step gates that checks the records"},
 		// build.yml: the vulnerability gate and keyless signing
 		{"build.yml", "tags move without waiting for the scan",
 			"    needs: [build, smoke, scan]\n", "    needs: [build, smoke]\n",
