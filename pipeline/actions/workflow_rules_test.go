@@ -17,6 +17,8 @@ import (
 	"testing"
 
 	"github.com/rhysd/actionlint"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // projectCodeRE matches a run: script that executes something from the repository or a
@@ -620,6 +622,156 @@ func passRecordProblems(w *actionlint.Workflow) []string {
 	return out
 }
 
+// defaultLock is the lock ci build, ci tags and ci manifest use without --lock, --tls, --zlib.
+const defaultLock = "pipeline/lock/stack.lock.json"
+
+var (
+	// ciVariantRE matches a script line that runs a ci command the variant's flags change.
+	ciVariantRE = regexp.MustCompile(`(?m)^.*\./ci (?:build|tags|manifest)\b.*$`)
+	// expectLockRE: the runc smoke test compares the image with the leg's lock.
+	expectLockRE = regexp.MustCompile(`--expect-lock "\$\{?EXPECT_LOCK\}?"`)
+)
+
+// envOf is a step's env: (actionlint keys it by lower-cased name), values trimmed.
+func envOf(s *actionlint.Step) map[string]string {
+	env := map[string]string{}
+	if s.Env != nil {
+		for k, v := range s.Env.Vars {
+			if v.Value != nil {
+				env[strings.ToLower(k)] = strings.TrimSpace(v.Value.Value)
+			}
+		}
+	}
+	return env
+}
+
+// variantProblems: every image variant (the matrix dimension variant) goes the whole way:
+// the pull-request check builds the legs (variant/architecture) the push job pushes, and the
+// jobs that publish, smoke-test and attest run for the same variants; each variant has one
+// flags value and one lock wherever it appears, the default (no flags) has ci's default lock
+// and each shipped pipeline/lock/*.lock.json is some variant's; every ci build, ci tags and
+// ci manifest of a variant leg gets the leg's flags (through env:, never ${{ }} in the
+// script), and the runc smoke test expects the leg's lock. Without the flags a variant's
+// image would be built from the default lock, or its index tagged with the default's tags.
+func variantProblems(w *actionlint.Workflow) []string {
+	var out []string
+	add := func(format string, a ...any) { out = append(out, "build.yml: "+fmt.Sprintf(format, a...)) }
+	var pushIDs []string
+	for _, id := range jobsWhere(w, runContains("--push")) {
+		if offPR(w, w.Jobs[id]) {
+			pushIDs = append(pushIDs, id)
+		}
+	}
+	if len(pushIDs) != 1 {
+		return nil // buildProblems says so
+	}
+	pushID := pushIDs[0]
+	push := w.Jobs[pushID]
+	pushVariants := strings.Join(variants(push), ",")
+
+	ids := make([]string, 0, len(w.Jobs))
+	for id := range w.Jobs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	type seen struct{ value, job string }
+	fields := map[string]map[string]seen{"flags": {}, "lock": {}} // field -> variant -> first value
+	for _, id := range ids {
+		j := w.Jobs[id]
+		if len(variants(j)) == 0 {
+			for _, s := range j.Steps {
+				if ciVariantRE.MatchString(runOf(s)) && len(variants(push)) > 0 {
+					add("job %s runs ci build, tags or manifest (step %q) but has no variant in its matrix (%s pushes %v)", id, stepName(s), pushID, variants(push))
+				}
+			}
+			continue
+		}
+		if got := strings.Join(variants(j), ","); got != pushVariants {
+			add("job %s runs for the variants %v, but %s pushes %v", id, variants(j), pushID, variants(push))
+		}
+		if len(arches(j)) > 0 && id != pushID {
+			if a, b := legs(j), legs(push); strings.Join(a, ",") != strings.Join(b, ",") {
+				add("job %s builds the legs (variant/architecture) %v, but %s pushes %v", id, a, pushID, b)
+			}
+		}
+		for _, r := range matrixRows(j) {
+			for field, byVariant := range fields {
+				v, ok := r[field]
+				if !ok {
+					continue
+				}
+				if first, ok := byVariant[r["variant"]]; !ok {
+					byVariant[r["variant"]] = seen{v, id}
+				} else if first.value != v {
+					add("variant %s has %s %q in job %s but %q in job %s", r["variant"], field, first.value, first.job, v, id)
+				}
+			}
+		}
+		_, hasFlags := matrixRows(j)[0]["flags"]
+		_, hasLock := matrixRows(j)[0]["lock"]
+		for _, s := range j.Steps {
+			r, env := runOf(s), envOf(s)
+			if lines := ciVariantRE.FindAllString(r, -1); len(lines) > 0 {
+				if !hasFlags {
+					add("job %s runs ci build, tags or manifest for each variant, but its matrix has no flags", id)
+				} else if env["variant_flags"] != "${{ matrix.flags }}" || !strings.Contains(r, `read -ra variant_flags <<< "$VARIANT_FLAGS"`) {
+					add("job %s: step %q does not take the variant's flags from env VARIANT_FLAGS: ${{ matrix.flags }} (read -ra variant_flags <<< \"$VARIANT_FLAGS\")", id, stepName(s))
+				}
+				for _, l := range lines {
+					if !strings.Contains(l, `"${variant_flags[@]}"`) {
+						add("job %s runs %q without the variant's flags (\"${variant_flags[@]}\")", id, strings.TrimSpace(l))
+					}
+				}
+			}
+			if strings.Contains(r, "smoke --image") && (!hasLock || !expectLockRE.MatchString(r) || env["expect_lock"] != "${{ matrix.lock }}") {
+				add("job %s: the runc smoke test does not compare with the variant's lock (--expect-lock \"$EXPECT_LOCK\", env EXPECT_LOCK: ${{ matrix.lock }})", id)
+			}
+		}
+	}
+	locks := map[string]string{}
+	for _, v := range variants(push) {
+		flags, okF := fields["flags"][v]
+		lock, okL := fields["lock"][v]
+		if !okF || !okL {
+			add("variant %s: no job's matrix gives both its flags and its lock", v)
+			continue
+		}
+		if (flags.value == "") != (lock.value == defaultLock) {
+			add("variant %s: flags %q with the lock %s (only no flags builds %s)", v, flags.value, lock.value, defaultLock)
+		}
+		if _, err := os.Stat(filepath.Join(testenv.RepoRoot(), lock.value)); err != nil {
+			add("variant %s: its lock %s: %v", v, lock.value, err)
+		}
+		if other, dup := locks[lock.value]; dup {
+			add("variants %s and %s share the lock %s", other, v, lock.value)
+		}
+		locks[lock.value] = v
+	}
+	shipped, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(), "pipeline", "lock", "*.lock.json"))
+	for _, f := range shipped {
+		rel := "pipeline/lock/" + filepath.Base(f)
+		if _, ok := locks[rel]; !ok {
+			add("the shipped lock %s is no variant's: it is never built, smoke-tested or published", rel)
+		}
+	}
+	return out
+}
+
+// runExpressionProblems: no ${{ }} inside a run: script (what it expands to becomes shell
+// code); values reach scripts through env:.
+func runExpressionProblems(name string, w *actionlint.Workflow) []string {
+	var out []string
+	for id, j := range w.Jobs {
+		for _, s := range j.Steps {
+			if strings.Contains(runOf(s), "${{") {
+				out = append(out, fmt.Sprintf("%s: job %s: step %q puts ${{ }} into its run: script; pass the value through env:", name, id, stepName(s)))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // cosignSignsRE matches a run: script that signs or attests with cosign.
 var cosignSignsRE = regexp.MustCompile(`(?m)\bcosign\s+(sign|attest)\b`)
 
@@ -851,11 +1003,13 @@ func problemsOf(name, text string) ([]string, error) {
 		return nil, errs[0]
 	}
 	out := permissionProblems(name, text, w)
+	out = append(out, runExpressionProblems(name, w)...)
 	switch name {
 	case "build.yml":
 		out = append(out, buildProblems(w)...)
 		out = append(out, gateAndSignProblems(w)...)
 		out = append(out, passRecordProblems(w)...)
+		out = append(out, variantProblems(w)...)
 	case "update.yml":
 		out = append(out, updateProblems(w)...)
 	}
@@ -865,7 +1019,7 @@ func problemsOf(name, text string) ([]string, error) {
 // TestWorkflowRules: build.yml and update.yml break none of their own rules above
 // (TestWorkflowPermissions applies the permission rules to every workflow).
 func TestWorkflowRules(t *testing.T) {
-	for name, check := range map[string]func(*actionlint.Workflow) []string{"build.yml": buildProblems, "build.yml gate and signing": gateAndSignProblems, "build.yml pass records": passRecordProblems, "update.yml": updateProblems} {
+	for name, check := range map[string]func(*actionlint.Workflow) []string{"build.yml": buildProblems, "build.yml gate and signing": gateAndSignProblems, "build.yml pass records": passRecordProblems, "build.yml variants": variantProblems, "update.yml": updateProblems} {
 		name, _, _ = strings.Cut(name, " ")
 		w, errs := actionlint.Parse([]byte(readWorkflow(t, name)))
 		if len(errs) > 0 {
@@ -1039,6 +1193,37 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 		{"build.yml", "merge joins digests nobody checked",
 			"          DIGESTS: ${{ steps.gates.outputs.digests }}\n", "          DIGESTS: ${{ steps.tags.outputs.tags }}\n",
 			"does not take its digests from the step gates that checks the records"},
+		// build.yml: every variant, with its own flags and lock, the whole way
+		{"build.yml", "variant's tags without its flags",
+			`tags=$(go run ./ci tags --ref "$GITHUB_REF" --revision "$GITHUB_SHA" "${variant_flags[@]}")`,
+			`tags=$(go run ./ci tags --ref "$GITHUB_REF" --revision "$GITHUB_SHA")`,
+			"job merge runs \"tags=$(go run ./ci tags --ref \\\"$GITHUB_REF\\\" --revision \\\"$GITHUB_SHA\\\")\" without the variant's flags"},
+		{"build.yml", "variant built from the default lock",
+			`--output "$RUNNER_TEMP/image-$ARCH" "${variant_flags[@]}"`, `--output "$RUNNER_TEMP/image-$ARCH"`,
+			"without the variant's flags"},
+		{"build.yml", "flags not through env",
+			"          VARIANT_FLAGS: ${{ matrix.flags }}\n        run: |\n          read -ra variant_flags <<< \"$VARIANT_FLAGS\"\n          go run ./ci build --platform",
+			"        run: |\n          read -ra variant_flags <<< \"$VARIANT_FLAGS\"\n          go run ./ci build --platform",
+			"job check: step \"Build and smoke-test (no push)\" does not take the variant's flags from env"},
+		{"build.yml", "runc smoke test expects the default lock",
+			`--expect-lock "$EXPECT_LOCK"`, `--expect-lock pipeline/lock/stack.lock.json`,
+			"job smoke: the runc smoke test does not compare with the variant's lock"},
+		{"build.yml", "variant's flags differ between build and merge",
+			"          - variant: aws-lc\n            flags: --tls aws-lc --zlib zlib-ng\n    runs-on: ubuntu-24.04\n",
+			"          - variant: aws-lc\n            flags: --tls aws-lc\n    runs-on: ubuntu-24.04\n",
+			"variant aws-lc has flags \"--tls aws-lc --zlib zlib-ng\" in job build but \"--tls aws-lc\" in job merge"},
+		{"build.yml", "variant's lock differs between smoke legs",
+			"            lock: pipeline/lock/aws-lc.lock.json\n    runs-on: ${{ matrix.runner }}\n",
+			"            lock: pipeline/lock/stack.lock.json\n    runs-on: ${{ matrix.runner }}\n",
+			"variant aws-lc has lock \"pipeline/lock/aws-lc.lock.json\" in job smoke but \"pipeline/lock/stack.lock.json\" in job smoke"},
+		{"build.yml", "pull requests skip a variant leg",
+			"          - variant: aws-lc\n            arch: arm64\n            runner: ubuntu-24.04-arm\n            flags: --tls aws-lc --zlib zlib-ng\n    runs-on: ${{ matrix.runner }}\n    timeout-minutes: 60\n    steps:",
+			"    runs-on: ${{ matrix.runner }}\n    timeout-minutes: 60\n    steps:",
+			"job check builds the legs (variant/architecture) [aws-lc/amd64 default/amd64 default/arm64]"},
+		{"build.yml", "matrix value expanded into a script",
+			`go run ./ci build --platform "$PLATFORM" --image "$IMAGE" "${variant_flags[@]}"`,
+			`go run ./ci build --platform "$PLATFORM" --image "$IMAGE" ${{ matrix.flags }}`,
+			`step "Build and smoke-test (no push)" puts ${{ }} into its run: script`},
 		// build.yml: the vulnerability gate and keyless signing
 		{"build.yml", "tags move without waiting for the scan",
 			"    needs: [build, smoke, scan]\n", "    needs: [build, smoke]\n",
