@@ -8,6 +8,7 @@ package actions
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,6 +17,8 @@ import (
 	"testing"
 
 	"github.com/rhysd/actionlint"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // projectCodeRE matches a run: script that executes something from the repository or a
@@ -157,19 +160,41 @@ func matrixRows(j *actionlint.Job) []map[string]string {
 	return rows
 }
 
+// arches lists the distinct architectures of a job's matrix rows, sorted.
 func arches(j *actionlint.Job) []string {
+	return distinct(j, "arch")
+}
+
+// variants lists the distinct image variants of a job's matrix rows, sorted.
+func variants(j *actionlint.Job) []string {
+	return distinct(j, "variant")
+}
+
+func distinct(j *actionlint.Job, key string) []string {
+	seen := map[string]bool{}
 	var out []string
 	for _, r := range matrixRows(j) {
-		out = append(out, r["arch"])
+		if v, ok := r[key]; ok && !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
 	}
 	sort.Strings(out)
 	return out
 }
 
-var (
-	needsOutputRE = regexp.MustCompile(`^\$\{\{\s*needs\.([A-Za-z0-9_-]+)\.outputs\.([A-Za-z0-9_-]+)\s*\}\}$`)
-	stepOutputRE  = regexp.MustCompile(`^\$\{\{\s*steps\.([A-Za-z0-9_-]+)\.outputs\.([A-Za-z0-9_-]+)\s*\}\}$`)
-)
+// legs lists a job's matrix rows as "variant/arch" (one leg each, duplicates kept), sorted:
+// what a per-leg job (build, smoke, scan) covers.
+func legs(j *actionlint.Job) []string {
+	var out []string
+	for _, r := range matrixRows(j) {
+		out = append(out, r["variant"]+"/"+r["arch"])
+	}
+	sort.Strings(out)
+	return out
+}
+
+var stepOutputRE = regexp.MustCompile(`^\$\{\{\s*steps\.([A-Za-z0-9_-]+)\.outputs\.([A-Za-z0-9_-]+)\s*\}\}$`)
 
 // permissionProblems: read-only defaults; each write scope where it is used and said why;
 // a job that runs our code holds no write token but packages: write to push; pull requests
@@ -289,8 +314,8 @@ func buildProblems(w *actionlint.Workflow) []string {
 	if !strings.Contains(pushRun, "--output") {
 		add("job %s does not write the image's SBOM (--output PATH writes PATH.spdx.json)", pushID)
 	}
-	if !pushUploads["sbom-${{ matrix.arch }}"] {
-		add("job %s does not upload its SBOM as the artifact sbom-${{ matrix.arch }}", pushID)
+	if !pushUploads["sbom-${{ matrix.variant }}-${{ matrix.arch }}"] {
+		add("job %s does not upload its SBOM as the artifact sbom-${{ matrix.variant }}-${{ matrix.arch }}", pushID)
 	}
 
 	// The runc smoke test: after the push, on exactly the pushed digest, as root, on a runner
@@ -350,8 +375,8 @@ func buildProblems(w *actionlint.Workflow) []string {
 			add("job %s smoke-tests %s on runner %q, not a native one", smokeID, r["arch"], r["runner"])
 		}
 	}
-	if a, b := arches(smoke), arches(push); strings.Join(a, ",") != strings.Join(b, ",") || len(a) == 0 {
-		add("job %s smoke-tests architectures %v, but %s pushes %v", smokeID, a, pushID, b)
+	if a, b := legs(smoke), legs(push); strings.Join(a, ",") != strings.Join(b, ",") || len(a) == 0 {
+		add("job %s smoke-tests the legs (variant/architecture) %v, but %s pushes %v", smokeID, a, pushID, b)
 	}
 	for scope, v := range scopes(smoke.Permissions) {
 		if v == "write" {
@@ -359,38 +384,36 @@ func buildProblems(w *actionlint.Workflow) []string {
 		}
 	}
 
-	// Attestation: its subject is the index the tag-moving job pushed, by the same outputs.
+	// Attestation: its subject is the index the tag-moving job pushed, handed over as an
+	// artifact (publishedIndex), for each variant the tag-moving job publishes.
 	if !jobNeeds(attest, tagID) {
 		add("job %s does not need the tag-moving job %s", attestID, tagID)
 	}
-	var manifestStep *actionlint.Step
-	for _, s := range tag.Steps {
-		if strings.Contains(runOf(s), "ci manifest") {
-			manifestStep = s
+	for _, id := range []string{tagID, attestID} {
+		if a, b := variants(w.Jobs[id]), variants(push); strings.Join(a, ",") != strings.Join(b, ",") {
+			add("job %s runs for the variants %v, but %s pushes %v", id, a, pushID, b)
 		}
 	}
-	// subject resolves "${{ needs.TAG.outputs.X }}" to the manifest step's output it carries.
+	indexStep, problems := publishedIndex(tagID, tag, attestID, attest)
+	for _, p := range problems {
+		add("%s", p)
+	}
+	// subject resolves "${{ steps.S.outputs.X }}" to X, where S is the attesting job's step
+	// that reads the published index.
 	subject := func(expr, what string) string {
-		m := needsOutputRE.FindStringSubmatch(expr)
-		if m == nil || !strings.EqualFold(m[1], tagID) {
-			add("job %s: %s is %q, not an output of the tag-moving job %s", attestID, what, expr, tagID)
+		if indexStep == nil {
 			return ""
 		}
-		o, ok := tag.Outputs[strings.ToLower(m[2])]
-		if !ok || o.Value == nil {
-			add("job %s: %s: job %s has no output %s", attestID, what, tagID, m[2])
+		m := stepOutputRE.FindStringSubmatch(expr)
+		if m == nil || m[1] != stepID(indexStep) {
+			add("job %s: %s is %q, not an output of the step that reads the index the tag-moving job %s published", attestID, what, expr, tagID)
 			return ""
 		}
-		sm := stepOutputRE.FindStringSubmatch(strings.TrimSpace(o.Value.Value))
-		if sm == nil || manifestStep == nil || sm[1] != stepID(manifestStep) {
-			add("job %s: %s: output %s of %s is %q, not an output of the step that runs ci manifest", attestID, what, m[2], tagID, o.Value.Value)
+		if r := runOf(indexStep); !strings.Contains(r, m[2]+"=") || !strings.Contains(r, "GITHUB_OUTPUT") {
+			add("job %s: %s: the step %s never sets the output %s", attestID, what, m[1], m[2])
 			return ""
 		}
-		if r := runOf(manifestStep); !strings.Contains(r, sm[2]+"=") || !strings.Contains(r, "GITHUB_OUTPUT") {
-			add("job %s: %s: the ci manifest step never sets the output %s", attestID, what, sm[2])
-			return ""
-		}
-		return sm[2]
+		return m[2]
 	}
 	sboms := 0
 	for _, s := range attest.Steps {
@@ -427,6 +450,325 @@ func buildProblems(w *actionlint.Workflow) []string {
 			add("job %s has id-token or attestations permissions: only %s may", id, attestID)
 		}
 	}
+	return out
+}
+
+// manifestVarRE finds the shell variable a script assigns ci manifest's output to.
+var manifestVarRE = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)=\$\(go run \./ci manifest\b`)
+
+// runnerTemp writes an input's ${{ runner.temp }} as a script names it.
+func runnerTemp(in string) string {
+	return regexp.MustCompile(`\$\{\{\s*runner\.temp\s*\}\}`).ReplaceAllString(in, "$$RUNNER_TEMP")
+}
+
+// publishedIndex follows the index the tag-moving job pushed to the job that attests it (a
+// matrix job's outputs: hold one leg's values only, so the index travels as an artifact):
+// the ci manifest step writes what ci manifest printed to a file, a later step of the
+// tag-moving job uploads exactly that file, and the attesting job downloads that artifact by
+// its name and, in one step, reads the file, checks it is $IMAGE_NAME (lower-cased)
+// @sha256:<64 hex> and sets outputs from it. It returns that step, or nil and what breaks
+// the chain.
+func publishedIndex(tagID string, tag *actionlint.Job, attestID string, attest *actionlint.Job) (*actionlint.Step, []string) {
+	var out []string
+	add := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
+	manifest, file := -1, ""
+	for i, s := range tag.Steps {
+		r := runOf(s)
+		m := manifestVarRE.FindStringSubmatch(r)
+		if m == nil {
+			continue
+		}
+		manifest = i
+		write := regexp.MustCompile(`(?m)^.*"\$\{?` + m[1] + `\}?".*>\s*"([^"]+)"\s*$`).FindStringSubmatch(r)
+		if write != nil {
+			file = write[1]
+		}
+	}
+	if manifest < 0 || file == "" {
+		add("job %s: the ci manifest step does not write what ci manifest printed (VAR=$(go run ./ci manifest ...)) to a file for %s", tagID, attestID)
+		return nil, out
+	}
+	name := ""
+	for _, s := range tag.Steps[manifest+1:] {
+		if actionOf(s) == "actions/upload-artifact" && runnerTemp(inputOf(s, "path")) == file {
+			name = inputOf(s, "name")
+		}
+	}
+	if name == "" {
+		add("job %s uploads no artifact holding the file its ci manifest step writes (%s)", tagID, file)
+		return nil, out
+	}
+	read := ""
+	for _, s := range attest.Steps {
+		if actionOf(s) == "actions/download-artifact" && inputOf(s, "name") == name {
+			read = runnerTemp(inputOf(s, "path")) + "/" + path.Base(file)
+		}
+	}
+	if read == "" {
+		add("job %s does not download the artifact %s that job %s uploads the published index as", attestID, name, tagID)
+		return nil, out
+	}
+	for _, s := range attest.Steps {
+		r := runOf(s)
+		repo := regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)="\$\{IMAGE_NAME,,\}"`).FindStringSubmatch(r)
+		if stepID(s) != "" && strings.Contains(r, `"`+read+`"`) && strings.Contains(r, "@(sha256:[0-9a-f]{64})$") &&
+			repo != nil && strings.Contains(r, `"${BASH_REMATCH[1]}" != "$`+repo[1]+`"`) &&
+			strings.Contains(r, "exit 1") && strings.Contains(r, "GITHUB_OUTPUT") {
+			return s, out
+		}
+	}
+	add("job %s has no step (with an id) that reads %s, checks it is ${IMAGE_NAME,,}@sha256:<64 hex> (the repository compared as \"${BASH_REMATCH[1]}\" != \"$VAR\", exit 1 otherwise) and sets outputs from it", attestID, read)
+	return nil, out
+}
+
+// statusFuncRE matches an if: that runs a job whatever became of the jobs it needs.
+var statusFuncRE = regexp.MustCompile(`\b(?:always|cancelled|failure)\(\)`)
+
+// passRecordProblems: a tag-moving job whose if: runs it even when a job it needs failed
+// (!cancelled(), so that one variant's failure does not hold back the other) cannot take its
+// needs: on the runc smoke test and the vulnerability gate to mean they passed. Then each of
+// those jobs records, per leg, the digest it passed, in its last step (an upload with no if:,
+// which runs only when every step before it passed), and the tag-moving job downloads the
+// records of its variant, checks them against the digests in one step that fails otherwise,
+// and joins only the digests that step hands on.
+func passRecordProblems(w *actionlint.Workflow) []string {
+	var out []string
+	add := func(format string, a ...any) { out = append(out, "build.yml: "+fmt.Sprintf(format, a...)) }
+	tagIDs := jobsWhere(w, runContains("ci manifest"))
+	smokeIDs := jobsWhere(w, runContains("smoke --image"))
+	scanIDs := jobsWhere(w, usesAction("anchore/scan-action"))
+	if len(tagIDs) != 1 || len(smokeIDs) != 1 || len(scanIDs) != 1 {
+		return nil // buildProblems and gateAndSignProblems say so
+	}
+	tagID := tagIDs[0]
+	tag := w.Jobs[tagID]
+	if tag.If == nil || !statusFuncRE.MatchString(tag.If.Value) {
+		return nil // needs: holds the tags back until every job it needs succeeded
+	}
+	manifest := -1
+	for i, s := range tag.Steps {
+		if strings.Contains(runOf(s), "ci manifest") {
+			manifest = i
+		}
+	}
+	var prefixes []string
+	for _, id := range []string{smokeIDs[0], scanIDs[0]} {
+		g := w.Jobs[id]
+		if len(g.Steps) == 0 {
+			continue
+		}
+		last := g.Steps[len(g.Steps)-1]
+		if actionOf(last) != "actions/upload-artifact" || (last.If != nil && strings.TrimSpace(last.If.Value) != "") {
+			add("job %s does not record its pass as its last step (an actions/upload-artifact step with no if:): %s, whose if: runs it whatever %s did, cannot tell", id, tagID, id)
+			continue
+		}
+		name := inputOf(last, "name")
+		if !strings.Contains(name, "${{ matrix.arch }}") || (len(variants(g)) > 0 && !strings.Contains(name, "${{ matrix.variant }}")) {
+			add("job %s records its pass as %q, not one record per leg (variant and architecture)", id, name)
+			continue
+		}
+		digestFile := ""
+		for _, s := range g.Steps {
+			if actionOf(s) == "actions/download-artifact" && strings.HasPrefix(inputOf(s, "name"), "digest-") {
+				digestFile = inputOf(s, "path") + "/${{ matrix.arch }}"
+			}
+		}
+		if p := inputOf(last, "path"); digestFile == "" || p != digestFile {
+			add("job %s records %q as its pass, not the digest file it downloaded and tested (%s)", id, p, digestFile)
+		}
+		pattern := strings.Replace(name, "${{ matrix.arch }}", "*", 1)
+		downloads := false
+		for _, s := range tag.Steps {
+			if actionOf(s) == "actions/download-artifact" && inputOf(s, "pattern") == pattern {
+				downloads = true
+			}
+		}
+		if !downloads {
+			add("job %s does not download the records %s of job %s", tagID, pattern, id)
+		}
+		prefix, _, _ := strings.Cut(name, "${{")
+		prefixes = append(prefixes, prefix)
+	}
+	if manifest < 0 || len(prefixes) == 0 {
+		return out
+	}
+	var check *actionlint.Step
+	for _, s := range tag.Steps[:manifest] {
+		r := runOf(s)
+		all := stepID(s) != "" && strings.Contains(r, "exit 1") && strings.Contains(r, "GITHUB_OUTPUT")
+		for _, p := range prefixes {
+			all = all && strings.Contains(r, p)
+		}
+		if all {
+			check = s
+		}
+	}
+	if check == nil {
+		add("job %s has no step (with an id) before ci manifest that checks the records %v against the digests it joins (exit 1 otherwise) and hands the digests on", tagID, prefixes)
+		return out
+	}
+	takes := false
+	if env := tag.Steps[manifest].Env; env != nil {
+		for _, v := range env.Vars {
+			m := stepOutputRE.FindStringSubmatch(strings.TrimSpace(v.Value.Value))
+			if m != nil && m[1] == stepID(check) && strings.Contains(runOf(check), m[2]+"=") {
+				takes = true
+			}
+		}
+	}
+	if !takes {
+		add("job %s: the ci manifest step does not take its digests from the step %s that checks the records", tagID, stepID(check))
+	}
+	return out
+}
+
+// defaultLock is the lock ci build, ci tags and ci manifest use without --lock, --tls, --zlib.
+const defaultLock = "pipeline/lock/stack.lock.json"
+
+var (
+	// ciVariantRE matches a script line that runs a ci command the variant's flags change.
+	ciVariantRE = regexp.MustCompile(`(?m)^.*\./ci (?:build|tags|manifest)\b.*$`)
+	// expectLockRE: the runc smoke test compares the image with the leg's lock.
+	expectLockRE = regexp.MustCompile(`--expect-lock "\$\{?EXPECT_LOCK\}?"`)
+)
+
+// envOf is a step's env: (actionlint keys it by lower-cased name), values trimmed.
+func envOf(s *actionlint.Step) map[string]string {
+	env := map[string]string{}
+	if s.Env != nil {
+		for k, v := range s.Env.Vars {
+			if v.Value != nil {
+				env[strings.ToLower(k)] = strings.TrimSpace(v.Value.Value)
+			}
+		}
+	}
+	return env
+}
+
+// variantProblems: every image variant (the matrix dimension variant) goes the whole way:
+// the pull-request check builds the legs (variant/architecture) the push job pushes, and the
+// jobs that publish, smoke-test and attest run for the same variants; each variant has one
+// flags value and one lock wherever it appears, the default (no flags) has ci's default lock
+// and each shipped pipeline/lock/*.lock.json is some variant's; every ci build, ci tags and
+// ci manifest of a variant leg gets the leg's flags (through env:, never ${{ }} in the
+// script), and the runc smoke test expects the leg's lock. Without the flags a variant's
+// image would be built from the default lock, or its index tagged with the default's tags.
+func variantProblems(w *actionlint.Workflow) []string {
+	var out []string
+	add := func(format string, a ...any) { out = append(out, "build.yml: "+fmt.Sprintf(format, a...)) }
+	var pushIDs []string
+	for _, id := range jobsWhere(w, runContains("--push")) {
+		if offPR(w, w.Jobs[id]) {
+			pushIDs = append(pushIDs, id)
+		}
+	}
+	if len(pushIDs) != 1 {
+		return nil // buildProblems says so
+	}
+	pushID := pushIDs[0]
+	push := w.Jobs[pushID]
+	pushVariants := strings.Join(variants(push), ",")
+
+	ids := make([]string, 0, len(w.Jobs))
+	for id := range w.Jobs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	type seen struct{ value, job string }
+	fields := map[string]map[string]seen{"flags": {}, "lock": {}} // field -> variant -> first value
+	for _, id := range ids {
+		j := w.Jobs[id]
+		if len(variants(j)) == 0 {
+			for _, s := range j.Steps {
+				if ciVariantRE.MatchString(runOf(s)) && len(variants(push)) > 0 {
+					add("job %s runs ci build, tags or manifest (step %q) but has no variant in its matrix (%s pushes %v)", id, stepName(s), pushID, variants(push))
+				}
+			}
+			continue
+		}
+		if got := strings.Join(variants(j), ","); got != pushVariants {
+			add("job %s runs for the variants %v, but %s pushes %v", id, variants(j), pushID, variants(push))
+		}
+		if len(arches(j)) > 0 && id != pushID {
+			if a, b := legs(j), legs(push); strings.Join(a, ",") != strings.Join(b, ",") {
+				add("job %s builds the legs (variant/architecture) %v, but %s pushes %v", id, a, pushID, b)
+			}
+		}
+		for _, r := range matrixRows(j) {
+			for field, byVariant := range fields {
+				v, ok := r[field]
+				if !ok {
+					continue
+				}
+				if first, ok := byVariant[r["variant"]]; !ok {
+					byVariant[r["variant"]] = seen{v, id}
+				} else if first.value != v {
+					add("variant %s has %s %q in job %s but %q in job %s", r["variant"], field, first.value, first.job, v, id)
+				}
+			}
+		}
+		_, hasFlags := matrixRows(j)[0]["flags"]
+		_, hasLock := matrixRows(j)[0]["lock"]
+		for _, s := range j.Steps {
+			r, env := runOf(s), envOf(s)
+			if lines := ciVariantRE.FindAllString(r, -1); len(lines) > 0 {
+				if !hasFlags {
+					add("job %s runs ci build, tags or manifest for each variant, but its matrix has no flags", id)
+				} else if env["variant_flags"] != "${{ matrix.flags }}" || !strings.Contains(r, `read -ra variant_flags <<< "$VARIANT_FLAGS"`) {
+					add("job %s: step %q does not take the variant's flags from env VARIANT_FLAGS: ${{ matrix.flags }} (read -ra variant_flags <<< \"$VARIANT_FLAGS\")", id, stepName(s))
+				}
+				for _, l := range lines {
+					if !strings.Contains(l, `"${variant_flags[@]}"`) {
+						add("job %s runs %q without the variant's flags (\"${variant_flags[@]}\")", id, strings.TrimSpace(l))
+					}
+				}
+			}
+			if strings.Contains(r, "smoke --image") && (!hasLock || !expectLockRE.MatchString(r) || env["expect_lock"] != "${{ matrix.lock }}") {
+				add("job %s: the runc smoke test does not compare with the variant's lock (--expect-lock \"$EXPECT_LOCK\", env EXPECT_LOCK: ${{ matrix.lock }})", id)
+			}
+		}
+	}
+	locks := map[string]string{}
+	for _, v := range variants(push) {
+		flags, okF := fields["flags"][v]
+		lock, okL := fields["lock"][v]
+		if !okF || !okL {
+			add("variant %s: no job's matrix gives both its flags and its lock", v)
+			continue
+		}
+		if (flags.value == "") != (lock.value == defaultLock) {
+			add("variant %s: flags %q with the lock %s (only no flags builds %s)", v, flags.value, lock.value, defaultLock)
+		}
+		if _, err := os.Stat(filepath.Join(testenv.RepoRoot(), lock.value)); err != nil {
+			add("variant %s: its lock %s: %v", v, lock.value, err)
+		}
+		if other, dup := locks[lock.value]; dup {
+			add("variants %s and %s share the lock %s", other, v, lock.value)
+		}
+		locks[lock.value] = v
+	}
+	shipped, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(), "pipeline", "lock", "*.lock.json"))
+	for _, f := range shipped {
+		rel := "pipeline/lock/" + filepath.Base(f)
+		if _, ok := locks[rel]; !ok {
+			add("the shipped lock %s is no variant's: it is never built, smoke-tested or published", rel)
+		}
+	}
+	return out
+}
+
+// runExpressionProblems: no ${{ }} inside a run: script (what it expands to becomes shell
+// code); values reach scripts through env:.
+func runExpressionProblems(name string, w *actionlint.Workflow) []string {
+	var out []string
+	for id, j := range w.Jobs {
+		for _, s := range j.Steps {
+			if strings.Contains(runOf(s), "${{") {
+				out = append(out, fmt.Sprintf("%s: job %s: step %q puts ${{ }} into its run: script; pass the value through env:", name, id, stepName(s)))
+			}
+		}
+	}
+	sort.Strings(out)
 	return out
 }
 
@@ -470,8 +812,8 @@ func gateAndSignProblems(w *actionlint.Workflow) []string {
 	if !offPR(w, scan) {
 		add("job %s is not kept off pull requests (nothing is pushed there)", scanID)
 	}
-	if a, b := arches(scan), arches(w.Jobs[pushID]); strings.Join(a, ",") != strings.Join(b, ",") || len(a) == 0 {
-		add("job %s scans architectures %v, but %s pushes %v", scanID, a, pushID, b)
+	if a, b := legs(scan), legs(w.Jobs[pushID]); strings.Join(a, ",") != strings.Join(b, ",") || len(a) == 0 {
+		add("job %s scans the legs (variant/architecture) %v, but %s pushes %v", scanID, a, pushID, b)
 	}
 	if code, why := runsProjectCode(scan); code {
 		add("job %s runs project code (%s): the gate must not run what it judges", scanID, why)
@@ -513,6 +855,7 @@ func gateAndSignProblems(w *actionlint.Workflow) []string {
 	}
 
 	// Keyless signing: the index the tag-moving job pushed, by digest, with a pinned cosign.
+	indexStep, _ := publishedIndex(tagID, tag, signID, signer) // buildProblems reports a broken chain
 	installs := false
 	for _, s := range signer.Steps {
 		if actionOf(s) == "sigstore/cosign-installer" {
@@ -535,9 +878,9 @@ func gateAndSignProblems(w *actionlint.Workflow) []string {
 			}
 		}
 		for v, output := range map[string]string{"image": "image", "digest": "digest"} {
-			m := needsOutputRE.FindStringSubmatch(env[v])
-			if m == nil || !strings.EqualFold(m[1], tagID) || m[2] != output {
-				add("job %s: %s is %q, not the tag-moving job's output %s", signID, strings.ToUpper(v), env[v], output)
+			m := stepOutputRE.FindStringSubmatch(env[v])
+			if m == nil || indexStep == nil || m[1] != stepID(indexStep) || m[2] != output {
+				add("job %s: %s is %q, not the output %s of the step that reads the index the tag-moving job %s published", signID, strings.ToUpper(v), env[v], output, tagID)
 			}
 		}
 	}
@@ -660,10 +1003,13 @@ func problemsOf(name, text string) ([]string, error) {
 		return nil, errs[0]
 	}
 	out := permissionProblems(name, text, w)
+	out = append(out, runExpressionProblems(name, w)...)
 	switch name {
 	case "build.yml":
 		out = append(out, buildProblems(w)...)
 		out = append(out, gateAndSignProblems(w)...)
+		out = append(out, passRecordProblems(w)...)
+		out = append(out, variantProblems(w)...)
 	case "update.yml":
 		out = append(out, updateProblems(w)...)
 	}
@@ -673,7 +1019,7 @@ func problemsOf(name, text string) ([]string, error) {
 // TestWorkflowRules: build.yml and update.yml break none of their own rules above
 // (TestWorkflowPermissions applies the permission rules to every workflow).
 func TestWorkflowRules(t *testing.T) {
-	for name, check := range map[string]func(*actionlint.Workflow) []string{"build.yml": buildProblems, "build.yml gate and signing": gateAndSignProblems, "update.yml": updateProblems} {
+	for name, check := range map[string]func(*actionlint.Workflow) []string{"build.yml": buildProblems, "build.yml gate and signing": gateAndSignProblems, "build.yml pass records": passRecordProblems, "build.yml variants": variantProblems, "update.yml": updateProblems} {
 		name, _, _ = strings.Cut(name, " ")
 		w, errs := actionlint.Parse([]byte(readWorkflow(t, name)))
 		if len(errs) > 0 {
@@ -752,8 +1098,8 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			`          "$RUNNER_TEMP/nginx-forge-ci" smoke`,
 			"without sudo"},
 		{"build.yml", "arm64 smoke on an amd64 runner",
-			"          - arch: arm64\n            runner: ubuntu-24.04-arm\n    runs-on: ${{ matrix.runner }}\n    timeout-minutes: 20",
-			"          - arch: arm64\n            runner: ubuntu-24.04\n    runs-on: ${{ matrix.runner }}\n    timeout-minutes: 20",
+			"            runner: ubuntu-24.04-arm\n            lock: pipeline/lock/aws-lc.lock.json\n    runs-on: ${{ matrix.runner }}\n    timeout-minutes: 20",
+			"            runner: ubuntu-24.04\n            lock: pipeline/lock/aws-lc.lock.json\n    runs-on: ${{ matrix.runner }}\n    timeout-minutes: 20",
 			"smoke-tests arm64 on runner \"ubuntu-24.04\", not a native one"},
 		{"build.yml", "smoke by tag",
 			`smoke --image "$IMAGE@$digest"`, `smoke --image "$IMAGE:edge"`,
@@ -770,23 +1116,42 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"without --digest-only"},
 		// build.yml: attestation
 		{"build.yml", "provenance of another digest",
-			"      - name: Attest build provenance of the index\n        uses: actions/attest-build-provenance@a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32 # v4.1.0\n        with:\n          subject-name: ${{ needs.merge.outputs.image }}\n          subject-digest: ${{ needs.merge.outputs.digest }}",
-			"      - name: Attest build provenance of the index\n        uses: actions/attest-build-provenance@a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32 # v4.1.0\n        with:\n          subject-name: ${{ needs.merge.outputs.image }}\n          subject-digest: ${{ needs.merge.outputs.image }}",
+			"      - name: Attest build provenance of the index\n        uses: actions/attest-build-provenance@a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32 # v4.1.0\n        with:\n          subject-name: ${{ steps.index.outputs.image }}\n          subject-digest: ${{ steps.index.outputs.digest }}",
+			"      - name: Attest build provenance of the index\n        uses: actions/attest-build-provenance@a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32 # v4.1.0\n        with:\n          subject-name: ${{ steps.index.outputs.image }}\n          subject-digest: ${{ steps.index.outputs.image }}",
 			"attests the step output image, not the pushed digest"},
-		{"build.yml", "merge output not from the manifest step",
-			"      digest: ${{ steps.manifest.outputs.digest }}", "      digest: ${{ steps.tags.outputs.digest }}",
-			"not an output of the step that runs ci manifest"},
-		{"build.yml", "manifest step never sets the digest",
+		{"build.yml", "attested index not the file ci manifest's output went to",
+			"          name: index-${{ matrix.variant }}\n          path: ${{ runner.temp }}/published/index\n",
+			"          name: index-${{ matrix.variant }}\n          path: ${{ runner.temp }}/digests\n",
+			"uploads no artifact holding the file its ci manifest step writes"},
+		{"build.yml", "ci manifest's output not handed on",
+			`          printf '%s\n' "$index" > "$RUNNER_TEMP/published/index"`, `          printf '%s\n' "$TAGS" > "$RUNNER_TEMP/published/index"`,
+			"the ci manifest step does not write what ci manifest printed"},
+		{"build.yml", "attest reads another artifact",
+			"          name: index-${{ matrix.variant }}\n          path: ${{ runner.temp }}/published\n",
+			"          name: digest-${{ matrix.variant }}-amd64\n          path: ${{ runner.temp }}/published\n",
+			"does not download the artifact index-${{ matrix.variant }}"},
+		{"build.yml", "published index taken from another repository",
+			`|| "${BASH_REMATCH[1]}" != "$image" ]]; then`, `]]; then`,
+			"has no step (with an id) that reads $RUNNER_TEMP/published/index"},
+		{"build.yml", "index step never sets the digest",
 			`            echo "digest=${BASH_REMATCH[2]}"`, `            echo "sha=${BASH_REMATCH[2]}"`,
 			"never sets the output digest"},
 		{"build.yml", "attestation not pushed",
-			"          subject-digest: ${{ needs.merge.outputs.digest }}\n          push-to-registry: true\n      - name: Attest the linux/amd64 SBOM",
-			"          subject-digest: ${{ needs.merge.outputs.digest }}\n          push-to-registry: false\n      - name: Attest the linux/amd64 SBOM",
+			"          subject-digest: ${{ steps.index.outputs.digest }}\n          push-to-registry: true\n      - name: Attest the linux/amd64 SBOM",
+			"          subject-digest: ${{ steps.index.outputs.digest }}\n          push-to-registry: false\n      - name: Attest the linux/amd64 SBOM",
 			"actions/attest-build-provenance does not push the attestation"},
 		{"build.yml", "one SBOM only",
-			"      - name: Attest the linux/arm64 SBOM\n        uses: actions/attest-sbom@c604332985a26aa8cf1bdc465b92731239ec6b9e # v4.1.0\n        with:\n          subject-name: ${{ needs.merge.outputs.image }}\n          subject-digest: ${{ needs.merge.outputs.digest }}\n          sbom-path: ${{ runner.temp }}/sboms/arm64.spdx.json\n          push-to-registry: true\n",
+			"      - name: Attest the linux/arm64 SBOM\n        uses: actions/attest-sbom@c604332985a26aa8cf1bdc465b92731239ec6b9e # v4.1.0\n        with:\n          subject-name: ${{ steps.index.outputs.image }}\n          subject-digest: ${{ steps.index.outputs.digest }}\n          sbom-path: ${{ runner.temp }}/sboms/sbom-${{ matrix.variant }}-arm64/arm64.spdx.json\n          push-to-registry: true\n",
 			"",
 			"attests 1 SBOMs, want one per pushed architecture (2)"},
+		{"build.yml", "one variant attested only",
+			"          - variant: default\n          - variant: aws-lc\n    runs-on: ubuntu-24.04\n",
+			"          - variant: default\n    runs-on: ubuntu-24.04\n",
+			"job attest runs for the variants [default], but build pushes [aws-lc default]"},
+		{"build.yml", "SBOM artifact shared by the variants",
+			"          name: sbom-${{ matrix.variant }}-${{ matrix.arch }}\n          path: ${{ runner.temp }}/sboms/${{ matrix.arch }}.spdx.json",
+			"          name: sbom-${{ matrix.arch }}\n          path: ${{ runner.temp }}/sboms/${{ matrix.arch }}.spdx.json",
+			"does not upload its SBOM as the artifact sbom-${{ matrix.variant }}-${{ matrix.arch }}"},
 		{"build.yml", "no SBOM written",
 			` --output "$RUNNER_TEMP/image-$ARCH"`, "",
 			"does not write the image's SBOM"},
@@ -795,8 +1160,8 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"      packages: write # push the index and move the tags\n      id-token: write # sign\n",
 			"job merge can sign (id-token/attestations: write) and runs project code"},
 		{"build.yml", "attest job runs our code",
-			"      - name: Check each SBOM describes its pushed digest\n        run: |\n",
-			"      - name: Check each SBOM describes its pushed digest\n        run: |\n          go run ./ci manifest --dry-run --image \"$IMAGE:x\" sha256:0\n",
+			"      - name: Check each SBOM describes its pushed digest\n        env:\n          VARIANT: ${{ matrix.variant }}\n        run: |\n",
+			"      - name: Check each SBOM describes its pushed digest\n        env:\n          VARIANT: ${{ matrix.variant }}\n        run: |\n          go run ./ci manifest --dry-run --image \"$IMAGE:x\" sha256:0\n",
 			"job attest can sign (id-token/attestations: write) and runs project code"},
 		{"build.yml", "attest job without attestations: write",
 			"      attestations: write # store the attestations in the repository's attestation store\n", "",
@@ -804,31 +1169,87 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 		{"build.yml", "attest before the index exists",
 			"    needs: merge\n    name: attest", "    needs: smoke\n    name: attest",
 			"does not need the tag-moving job merge"},
+		// build.yml: each variant's tags wait for its own legs' pass records
+		{"build.yml", "merge does not check the smoke records",
+			"            smoked=$(cat \"$RUNNER_TEMP/passed/passed-smoke-$VARIANT-$arch/$arch\" 2> /dev/null || true)\n            if [[ \"$smoked\" != \"$digest\" ]]; then\n              echo \"::error::$VARIANT $arch: the runc smoke test did not pass $digest (its record: '$smoked')\"\n              exit 1\n            fi\n",
+			"",
+			"checks the records [passed-smoke- passed-scan-]"},
+		{"build.yml", "smoke pass recorded after a failure",
+			"      - uses: actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2\n        with:\n          name: passed-smoke-",
+			"      - uses: actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2\n        if: always()\n        with:\n          name: passed-smoke-",
+			"job smoke does not record its pass as its last step"},
+		{"build.yml", "scan pass records another file",
+			"          name: passed-scan-${{ matrix.variant }}-${{ matrix.arch }}\n          path: ${{ runner.temp }}/digests/${{ matrix.arch }}\n",
+			"          name: passed-scan-${{ matrix.variant }}-${{ matrix.arch }}\n          path: ${{ runner.temp }}/sboms/${{ matrix.arch }}.spdx.json\n",
+			"job scan records \"${{ runner.temp }}/sboms/${{ matrix.arch }}.spdx.json\" as its pass"},
+		{"build.yml", "one record for both variants",
+			"          name: passed-scan-${{ matrix.variant }}-${{ matrix.arch }}\n",
+			"          name: passed-scan-${{ matrix.arch }}\n",
+			"not one record per leg"},
+		{"build.yml", "merge does not download the scan records",
+			"      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        with:\n          pattern: passed-scan-${{ matrix.variant }}-*\n          path: ${{ runner.temp }}/passed\n",
+			"",
+			"job merge does not download the records passed-scan-${{ matrix.variant }}-*"},
+		{"build.yml", "merge joins digests nobody checked",
+			"          DIGESTS: ${{ steps.gates.outputs.digests }}\n", "          DIGESTS: ${{ steps.tags.outputs.tags }}\n",
+			"does not take its digests from the step gates that checks the records"},
+		// build.yml: every variant, with its own flags and lock, the whole way
+		{"build.yml", "variant's tags without its flags",
+			`tags=$(go run ./ci tags --ref "$GITHUB_REF" --revision "$GITHUB_SHA" "${variant_flags[@]}")`,
+			`tags=$(go run ./ci tags --ref "$GITHUB_REF" --revision "$GITHUB_SHA")`,
+			"job merge runs \"tags=$(go run ./ci tags --ref \\\"$GITHUB_REF\\\" --revision \\\"$GITHUB_SHA\\\")\" without the variant's flags"},
+		{"build.yml", "variant built from the default lock",
+			`--output "$RUNNER_TEMP/image-$ARCH" "${variant_flags[@]}"`, `--output "$RUNNER_TEMP/image-$ARCH"`,
+			"without the variant's flags"},
+		{"build.yml", "flags not through env",
+			"          VARIANT_FLAGS: ${{ matrix.flags }}\n        run: |\n          read -ra variant_flags <<< \"$VARIANT_FLAGS\"\n          go run ./ci build --platform",
+			"        run: |\n          read -ra variant_flags <<< \"$VARIANT_FLAGS\"\n          go run ./ci build --platform",
+			"job check: step \"Build and smoke-test (no push)\" does not take the variant's flags from env"},
+		{"build.yml", "runc smoke test expects the default lock",
+			`--expect-lock "$EXPECT_LOCK"`, `--expect-lock pipeline/lock/stack.lock.json`,
+			"job smoke: the runc smoke test does not compare with the variant's lock"},
+		{"build.yml", "variant's flags differ between build and merge",
+			"          - variant: aws-lc\n            flags: --tls aws-lc --zlib zlib-ng\n    runs-on: ubuntu-24.04\n",
+			"          - variant: aws-lc\n            flags: --tls aws-lc\n    runs-on: ubuntu-24.04\n",
+			"variant aws-lc has flags \"--tls aws-lc --zlib zlib-ng\" in job build but \"--tls aws-lc\" in job merge"},
+		{"build.yml", "variant's lock differs between smoke legs",
+			"            lock: pipeline/lock/aws-lc.lock.json\n    runs-on: ${{ matrix.runner }}\n",
+			"            lock: pipeline/lock/stack.lock.json\n    runs-on: ${{ matrix.runner }}\n",
+			"variant aws-lc has lock \"pipeline/lock/aws-lc.lock.json\" in job smoke but \"pipeline/lock/stack.lock.json\" in job smoke"},
+		{"build.yml", "pull requests skip a variant leg",
+			"          - variant: aws-lc\n            arch: arm64\n            runner: ubuntu-24.04-arm\n            flags: --tls aws-lc --zlib zlib-ng\n    runs-on: ${{ matrix.runner }}\n    timeout-minutes: 60\n    steps:",
+			"    runs-on: ${{ matrix.runner }}\n    timeout-minutes: 60\n    steps:",
+			"job check builds the legs (variant/architecture) [aws-lc/amd64 default/amd64 default/arm64]"},
+		{"build.yml", "matrix value expanded into a script",
+			`go run ./ci build --platform "$PLATFORM" --image "$IMAGE" "${variant_flags[@]}"`,
+			`go run ./ci build --platform "$PLATFORM" --image "$IMAGE" ${{ matrix.flags }}`,
+			`step "Build and smoke-test (no push)" puts ${{ }} into its run: script`},
 		// build.yml: the vulnerability gate and keyless signing
 		{"build.yml", "tags move without waiting for the scan",
 			"    needs: [build, smoke, scan]\n", "    needs: [build, smoke]\n",
 			"does not need the vulnerability gate scan"},
-		{"build.yml", "scan of one architecture only",
-			"          - arch: amd64\n          - arch: arm64\n    runs-on: ubuntu-24.04\n    timeout-minutes: 15",
-			"          - arch: amd64\n    runs-on: ubuntu-24.04\n    timeout-minutes: 15",
-			"job scan scans architectures [amd64]"},
+		{"build.yml", "scan misses a leg",
+			"          - variant: aws-lc\n            arch: arm64\n    runs-on: ubuntu-24.04\n    timeout-minutes: 15",
+			"    runs-on: ubuntu-24.04\n    timeout-minutes: 15",
+			"job scan scans the legs (variant/architecture) [aws-lc/amd64 default/amd64 default/arm64]"},
 		{"build.yml", "scanner ignores the reviewed overrides",
 			"          config: .github/vuln-allow.yaml\n", "",
 			"not the reviewed override file"},
 		{"build.yml", "gate lets fixable criticals through",
-			"            exit 1\n          fi\n\n  # Assemble", "          fi\n\n  # Assemble",
+			"            exit 1\n          fi\n      # The pass record merge checks: the digest whose SBOM",
+			"          fi\n      # The pass record merge checks: the digest whose SBOM",
 			"the gate does not fail on fixable critical findings"},
 		{"build.yml", "gate runs our code",
-			"      - name: Check the SBOM describes the pushed digest\n        env:\n          ARCH: ${{ matrix.arch }}\n        run: |\n",
-			"      - name: Check the SBOM describes the pushed digest\n        env:\n          ARCH: ${{ matrix.arch }}\n        run: |\n          go run ./ci smoke --help\n",
+			"      - name: Check the SBOM describes the pushed digest\n        env:\n          ARCH: ${{ matrix.arch }}\n          VARIANT: ${{ matrix.variant }}\n        run: |\n",
+			"      - name: Check the SBOM describes the pushed digest\n        env:\n          ARCH: ${{ matrix.arch }}\n          VARIANT: ${{ matrix.variant }}\n        run: |\n          go run ./ci smoke --help\n",
 			"job scan runs project code"},
 		{"build.yml", "signing a tag",
 			`cosign sign --yes "$IMAGE@$DIGEST"`, `cosign sign --yes "$IMAGE:latest"`,
 			"does not sign the pushed index by digest"},
 		{"build.yml", "signing another digest",
-			"          IMAGE: ${{ needs.merge.outputs.image }}\n          DIGEST: ${{ needs.merge.outputs.digest }}\n        run: |\n          # By digest",
-			"          IMAGE: ${{ needs.merge.outputs.image }}\n          DIGEST: ${{ needs.merge.outputs.index }}\n        run: |\n          # By digest",
-			`DIGEST is "${{ needs.merge.outputs.index }}"`},
+			"          IMAGE: ${{ steps.index.outputs.image }}\n          DIGEST: ${{ steps.index.outputs.digest }}\n          VARIANT: ${{ matrix.variant }}\n        run: |\n          # By digest",
+			"          IMAGE: ${{ steps.index.outputs.image }}\n          DIGEST: ${{ steps.index.outputs.index }}\n          VARIANT: ${{ matrix.variant }}\n        run: |\n          # By digest",
+			`DIGEST is "${{ steps.index.outputs.index }}"`},
 		{"build.yml", "cosign not from the pinned installer",
 			"      - name: Install cosign\n        uses: sigstore/cosign-installer@6f9f17788090df1f26f669e9d70d6ae9567deba6 # v4.1.2\n        with:\n          cosign-release: v3.0.6\n", "",
 			"signs without installing cosign"},

@@ -157,6 +157,15 @@ func TestWorkflowPermissions(t *testing.T) {
 	}
 }
 
+// TestRunScriptsTakeNoExpressions: no workflow expands ${{ }} inside a run: script.
+func TestRunScriptsTakeNoExpressions(t *testing.T) {
+	for _, f := range workflowFiles(t) {
+		for _, p := range runExpressionProblems(filepath.Base(f), parse(t, f)) {
+			t.Error(p)
+		}
+	}
+}
+
 // needsNonPR reports whether j depends on a job that never runs for pull requests (so j is
 // skipped with it).
 func needsNonPR(w *actionlint.Workflow, j *actionlint.Job) bool {
