@@ -61,6 +61,7 @@ var (
 	reNginxVersion = regexp.MustCompile(`nginx version: nginx/(\S+)`)
 	reOpenSSL      = regexp.MustCompile(`built with OpenSSL (\S+)`)
 	reRunningSSL   = regexp.MustCompile(`running with OpenSSL (\S+)`)
+	reRunningAWSLC = regexp.MustCompile(`running with AWS-LC ([^\s)]+)`)
 	reAWSLC        = regexp.MustCompile(`built with OpenSSL \S+ \(compatible; AWS-LC (\S+)\)`)
 	// pcre2_config(PCRE2_CONFIG_VERSION) returns "10.46 2025-08-27"; the string is compiled
 	// into every binary that calls pcre2_config (nginx does, to ask about JIT).
@@ -91,6 +92,11 @@ func checkVersions(ctx context.Context, r *runner) (Status, string) {
 	compare("nginx", r.o.Expect.Nginx, submatch(reNginxVersion, out))
 	if r.o.Expect.AWSLC != "" {
 		compare("AWS-LC", r.o.Expect.AWSLC, submatch(reAWSLC, out))
+		// nginx adds "(running with AWS-LC X)" because AWS-LC's version text differs from
+		// its OpenSSL-compatible one; with a static AWS-LC, X is the version built with.
+		if run := submatch(reRunningAWSLC, out); run != "" && run != r.o.Expect.AWSLC {
+			problems = append(problems, "running with AWS-LC "+run+", built with "+r.o.Expect.AWSLC)
+		}
 	} else {
 		compare("OpenSSL", r.o.Expect.OpenSSL, submatch(reOpenSSL, out))
 	}
