@@ -275,7 +275,13 @@ func runBench(ctx context.Context, a benchArgs, stdout, stderr io.Writer) error 
 		if !lfl {
 			return usageErrorf("--variant-tree is measured like for like: use --mode like-for-like or both")
 		}
-		lflTargets = append(lflTargets, bench.Target{Name: "variant", Binary: vbin, Knobs: k})
+		// Its own tree's knobs: the AWS-LC build's nginx.conf turns session tickets on, without
+		// which AWS-LC resumes no TLS 1.3 session (pipeline/plan/libraries.go).
+		vk, _, err := shippedKnobs(a.variant, a.config)
+		if err != nil {
+			return err
+		}
+		lflTargets = append(lflTargets, bench.Target{Name: "variant", Binary: vbin, Knobs: vk})
 	}
 	lflTargets = append(lflTargets, bench.Target{Name: "baseline", Binary: a.baseline, Knobs: k})
 	n := 0

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
@@ -90,3 +91,34 @@ var (
 	cmakePackages = []string{"cmake"}
 	cmakeTools    = []Tool{{Command: "cmake", Package: "cmake"}, {Command: "c++", Package: "g++"}}
 )
+
+// opensslTickets is the shipped nginx.conf's session-ticket setting, written for OpenSSL.
+const opensslTickets = `    # Session tickets off: nginx makes the ticket key once at start and a container may run
+    # for months without a reload, so one stolen key would decrypt every recorded session
+    # since start (no forward secrecy). Without tickets, TLS 1.2 resumes by session ID and
+    # TLS 1.3 by stateful tickets, both from the shared cache above.
+    ssl_session_tickets off;
+`
+
+// awsLCTickets replaces it when nginx is built with AWS-LC, which (like BoringSSL) resumes
+// TLS 1.3 sessions only from stateless tickets: with tickets off, no TLS 1.3 client would
+// ever resume (the smoke suite's resumption check fails).
+const awsLCTickets = `    # Session tickets on: AWS-LC resumes TLS 1.3 sessions only from tickets (it has no
+    # stateful TLS 1.3 resumption), so without them every TLS 1.3 connection would pay a full
+    # handshake. nginx (1.23.2 and later) makes the ticket keys in the shared cache above and
+    # rotates them itself (each encrypts for ssl_session_timeout, then only decrypts), so a
+    # stolen key exposes at most about two days of sessions, not everything since start.
+    ssl_session_tickets on;
+`
+
+// nginxConf is the shipped nginx.conf for the stack: unchanged for OpenSSL; for AWS-LC with
+// session tickets on (awsLCTickets).
+func (st stack) nginxConf(conf []byte) ([]byte, error) {
+	if st.tls != lock.AWSLC {
+		return conf, nil
+	}
+	if !bytes.Contains(conf, []byte(opensslTickets)) {
+		return nil, fmt.Errorf("the shipped nginx.conf no longer has the session-ticket paragraph that AWS-LC's build replaces (pipeline/plan/libraries.go: opensslTickets): update it there")
+	}
+	return bytes.Replace(conf, []byte(opensslTickets), []byte(awsLCTickets), 1), nil
+}

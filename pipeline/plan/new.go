@@ -256,6 +256,11 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("plan: reading shipped file %s: %w", name, err)
 		}
+		if name == "nginx.conf" {
+			if b, err = st.nginxConf(b); err != nil {
+				return nil, fmt.Errorf("plan: %w", err)
+			}
+		}
 		files = append(files, File{Path: "files/" + name, Mode: 0o644, Data: b})
 	}
 	ccOpt, ldOpt := f.nginxCCOpt(), f.nginxLDOpt()

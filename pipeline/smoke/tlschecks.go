@@ -91,7 +91,8 @@ func checkTLSVersions(ctx context.Context, r *runner) (Status, string) {
 }
 
 // checkResumption: a second connection resumes the first's session (the shared session
-// cache; TLS 1.3 stateful tickets since ssl_session_tickets is off).
+// cache; with OpenSSL TLS 1.3 stateful tickets since ssl_session_tickets is off, with AWS-LC,
+// which has no stateful TLS 1.3 resumption, the tickets its nginx.conf turns on).
 func checkResumption(ctx context.Context, r *runner) (Status, string) {
 	if st, d, ok := r.tlsPrecondition(ctx); !ok {
 		return st, d

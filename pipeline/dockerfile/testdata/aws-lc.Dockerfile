@@ -362,11 +362,12 @@ http {
     # about 40000 sessions), so a client resumes whichever worker it reaches.
     ssl_session_cache   shared:SSL:10m;
     ssl_session_timeout 1d;
-    # Session tickets off: nginx makes the ticket key once at start and a container may run
-    # for months without a reload, so one stolen key would decrypt every recorded session
-    # since start (no forward secrecy). Without tickets, TLS 1.2 resumes by session ID and
-    # TLS 1.3 by stateful tickets, both from the shared cache above.
-    ssl_session_tickets off;
+    # Session tickets on: AWS-LC resumes TLS 1.3 sessions only from tickets (it has no
+    # stateful TLS 1.3 resumption), so without them every TLS 1.3 connection would pay a full
+    # handshake. nginx (1.23.2 and later) makes the ticket keys in the shared cache above and
+    # rotates them itself (each encrypts for ssl_session_timeout, then only decrypts), so a
+    # stolen key exposes at most about two days of sessions, not everything since start.
+    ssl_session_tickets on;
 
     # The built-in server: the image's page and the health check.
     server {
