@@ -46,19 +46,14 @@ func (e *SizeError) Error() string {
 // entry that no longer matches (disk corruption, someone editing it) is removed and fetched
 // again rather than used.
 func (f *Fetcher) cached(file, want string) (bool, error) {
-	fh, err := os.Open(file)
+	got, err := fileSHA256(file)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("opening cached %s: %w", file, err)
+		return false, fmt.Errorf("reading cached %s: %w", file, err)
 	}
-	defer fh.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, fh); err != nil {
-		return false, fmt.Errorf("hashing cached %s: %w", file, err)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+	if got != want {
 		f.logf("cached %s has sha256 %s, not %s: removing it and fetching again", file, got, want)
 		if err := os.Remove(file); err != nil {
 			return false, fmt.Errorf("removing corrupt cache entry %s: %w", file, err)
