@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -375,43 +373,6 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 	a.TopDir = top
 	u.logf("%s %s: sha256 %s, top directory %s/", old.Name, v, ver.SHA256, top)
 	return next, a, nil
-}
-
-// published reports whether upstream (or the mirror) has the file at raw: 200 yes, 404 or
-// 410 no, anything else is an error (a server we cannot read must not turn into "unsigned").
-func (u *Updater) published(ctx context.Context, raw string) (bool, error) {
-	src := raw
-	if u.Mirror != "" {
-		src = strings.TrimSuffix(u.Mirror, "/") + "/" + path.Base(mustURLPath(raw))
-	}
-	client := u.HTTP
-	if client == nil {
-		client = &http.Client{Timeout: 60 * time.Second}
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodHead, src, nil)
-	if err != nil {
-		return false, fmt.Errorf("looking for a signature at %q: %w", src, err)
-	}
-	req.Header.Set("User-Agent", userAgent)
-	resp, err := client.Do(req)
-	if err != nil {
-		return false, fmt.Errorf("looking for a signature at %s: %w", src, err)
-	}
-	resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-		return true, nil
-	case http.StatusNotFound, http.StatusGone:
-		return false, nil
-	}
-	return false, fmt.Errorf("looking for a signature at %s: HTTP %d (try again later)", src, resp.StatusCode)
-}
-
-func mustURLPath(raw string) string {
-	if p, err := url.Parse(raw); err == nil && p.Path != "" {
-		return p.Path
-	}
-	return raw
 }
 
 func contains(list []string, s string) bool {
