@@ -254,3 +254,30 @@ func TestUpdateAWSLCLockRefusesOldNginx(t *testing.T) {
 		t.Fatalf("lock after update:\n%s\nwant:\n%s", after, want)
 	}
 }
+
+// A lock that pins a component's commits from another repository than the one its releases
+// are looked up in (a fork) is not moved: the check fails for it alone, saying why.
+func TestCheckGitRefusesAnotherRepository(t *testing.T) {
+	s := upstreamtest.NewGitScenario(t)
+	l, err := lock.Load(s.LockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := l.MustComponent(lock.AWSLC)
+	c.Git.Repository = "https://github.com/someone/aws-lc.git"
+	l.SetComponent(c)
+	if err := l.Write(s.LockFile); err != nil {
+		t.Fatal(err)
+	}
+	ch := &upstream.Checker{Releases: upstream.NewClient(upstream.WithGitHubAPI(s.Upstream.GitHubAPI()), upstream.WithRetries(0, time.Millisecond))}
+	rep, err := ch.Check(context.Background(), l)
+	if err == nil || len(rep.Failed) != 1 || rep.Failed[0].Name != lock.AWSLC ||
+		!strings.Contains(err.Error(), "someone/aws-lc") || !strings.Contains(rep.Failed[0].Fix, "by hand") {
+		t.Fatalf("err = %v, failed %+v; want aws_lc alone refused for its repository", err, rep.Failed)
+	}
+	for _, cr := range rep.Components {
+		if cr.Name == lock.ZlibNG && cr.Commit != s.Repos[lock.ZlibNG].New.Commit {
+			t.Errorf("zlib_ng: %+v, want it resolved regardless", cr)
+		}
+	}
+}
