@@ -21,12 +21,8 @@ import (
 // small signatures and tarballs of tens of MB) fit well inside it on a runner.
 const defaultCheckTimeout = 100 * time.Second
 
-func init() {
-	register(&command{
-		name:    "check-updates",
-		summary: "look for new upstream releases and base image digests (--write updates the lock)",
-		usage:   "[--write] [--lock FILE] [flags]",
-		long: `
+// checkUpdatesHelp is check-updates' long help.
+const checkUpdatesHelp = `
 Reads the releases of nginx, the lock's TLS library (OpenSSL or AWS-LC), PCRE2 and its zlib
 (zlib or zlib-ng), and of the optional components the lock has (brotli, ngx_brotli, zstd, the
 zstd module), from GitHub (nginx.org's download page when GitHub fails for nginx), applies
@@ -61,7 +57,14 @@ that lists what was verified for each change, the new keys to review and what wa
 A GitHub token raises the API rate limit; it is read from the environment variable named by
 --github-token-env (never from a flag, never printed). In GitHub Actions the results also go
 to step outputs (changed, <component>_version, updates, title, summary), the step summary and
-warning annotations.`,
+warning annotations.`
+
+func init() {
+	register(&command{
+		name:    "check-updates",
+		summary: "look for new upstream releases and base image digests (--write updates the lock)",
+		usage:   "[--write] [--lock FILE] [flags]",
+		long:    checkUpdatesHelp,
 		flags: func(fs *flag.FlagSet) runFunc {
 			write := fs.Bool("write", false, "download, verify and write new releases and image digests into the lock")
 			lockFile := fs.String("lock", lock.DefaultPath, "lock `file` to check (and rewrite with --write)")

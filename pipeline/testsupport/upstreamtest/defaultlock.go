@@ -195,7 +195,8 @@ func (s *DefaultLockScenario) standIn(t testing.TB, c lock.Component, v string, 
 }
 
 // RecordedRepos are the repositories whose GitHub API responses are recorded under
-// pipeline/upstream/testdata/github: the required components' and the optional ones'.
+// pipeline/upstream/testdata/github: the default choices', the other TLS library's and
+// zlib's (AWS-LC, zlib-ng) and the optional components'.
 var RecordedRepos = []string{"nginx/nginx", "openssl/openssl", "PCRE2Project/pcre2", "madler/zlib",
 	"google/brotli", "google/ngx_brotli", "facebook/zstd", "tokers/zstd-nginx-module",
 	"aws/aws-lc", "zlib-ng/zlib-ng"}
