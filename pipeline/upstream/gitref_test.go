@@ -50,7 +50,7 @@ func TestGitComponentReleasesFromRecordedResponses(t *testing.T) {
 func TestResolveTagFromRecordedResponses(t *testing.T) {
 	s := recorded(t)
 	c := upstream.NewClient(upstream.WithGitHubAPI(s.GitHubAPI()))
-	shipped := lock.Builtins[1].Lock()
+	shipped := awsLCLock(t)
 	for _, tc := range []struct {
 		component, tag string
 		requests       int
@@ -117,4 +117,29 @@ func TestResolveTagRefusesOddAnswers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The shipped AWS-LC lock against the recorded upstream: its AWS-LC and zlib-ng are the
+// newest releases there (nothing to resolve), and no lookup fails.
+func TestCheckShippedAWSLCLockRecorded(t *testing.T) {
+	s := recorded(t)
+	ch := &upstream.Checker{Releases: upstream.NewClient(upstream.WithGitHubAPI(s.GitHubAPI()), upstream.WithNginxOrg(s.NginxOrg()))}
+	rep, err := ch.Check(context.Background(), awsLCLock(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rep.Components {
+		if (c.Name == lock.AWSLC || c.Name == lock.ZlibNG) && (c.Update || c.Latest != c.Current || c.Commit != "") {
+			t.Errorf("%s: %+v, want current", c.Name, c)
+		}
+	}
+}
+
+func awsLCLock(t *testing.T) *lock.Lock {
+	t.Helper()
+	b, ok := lock.BuiltinAt(lock.AWSLCPath)
+	if !ok {
+		t.Fatalf("no shipped lock %s", lock.AWSLCPath)
+	}
+	return b.Lock()
 }
