@@ -187,7 +187,7 @@ func (ch *Checker) component(ctx context.Context, c lock.Component, now time.Tim
 	if c.Git != nil && r.cr.Update {
 		g, err := ch.gitRelease(ctx, c, r.cr.Latest, rl.tags[r.cr.Latest])
 		if err != nil {
-			r.err = fmt.Errorf("%s %s: %w", c.Name, r.cr.Latest, deadlineHint(ctx, err))
+			r.err = fmt.Errorf("%s: release %s: %w", c.Name, r.cr.Latest, deadlineHint(ctx, err))
 			return r
 		}
 		r.cr.Tag, r.cr.Commit, r.cr.Tree = g.Tag, g.Commit, g.Tree

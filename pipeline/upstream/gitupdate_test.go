@@ -281,3 +281,33 @@ func TestCheckGitRefusesAnotherRepository(t *testing.T) {
 		}
 	}
 }
+
+// A new release whose tag does not resolve (GitHub answers 404 for it) fails the check for
+// that component alone; the update refuses it once and writes the others.
+func TestUpdateGitUnresolvedTagRefusedOnce(t *testing.T) {
+	s := upstreamtest.NewGitScenario(t)
+	s.ServeArchives(t)
+	s.Upstream.RemoveGitHub("aws/aws-lc", "git/ref/tags/v5.6.0")
+	l, err := lock.Load(s.LockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := &upstream.Checker{Releases: upstream.NewClient(upstream.WithGitHubAPI(s.Upstream.GitHubAPI()), upstream.WithRetries(0, time.Millisecond))}
+	rep, err := ch.Check(context.Background(), l)
+	if err == nil || len(rep.Failed) != 1 || rep.Failed[0].Name != lock.AWSLC || !strings.Contains(err.Error(), "tag v5.6.0 of aws/aws-lc") || !strings.Contains(err.Error(), "HTTP 404") {
+		t.Fatalf("check: err %v, failed %+v; want aws_lc's tag unresolved", err, rep.Failed)
+	}
+	f := source.New(source.WithCacheDir(t.TempDir()), source.WithRetries(0), source.WithMirror(s.Upstream.Mirror()))
+	_, err = (&upstream.Updater{Fetcher: f}).UpdateFile(context.Background(), s.LockFile, rep)
+	var re *upstream.RefusedError
+	if !errors.As(err, &re) || !re.Wrote || len(re.Refused) != 1 {
+		t.Fatalf("err = %v, want aws_lc refused once and the rest written", err)
+	}
+	after, err := lock.Load(s.LockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.MustComponent(lock.AWSLC).Version != "5.5.0" || after.MustComponent(lock.ZlibNG).Version != "2.2.4" {
+		t.Errorf("lock after update: aws_lc %s, zlib_ng %s; want 5.5.0 and 2.2.4", after.MustComponent(lock.AWSLC).Version, after.MustComponent(lock.ZlibNG).Version)
+	}
+}

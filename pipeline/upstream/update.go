@@ -206,8 +206,14 @@ func (u *Updater) Apply(ctx context.Context, l *lock.Lock, rep *Report) (*lock.L
 	}
 	var done []Applied
 	refused := append([]Refusal(nil), rep.Failed...)
+	failed := map[string]bool{}
+	for _, r := range rep.Failed {
+		failed[r.Name] = true
+	}
 	for _, cr := range rep.Components {
-		if !cr.Update {
+		// A lookup that failed after finding the release (a git tag that did not resolve)
+		// is refused once, as the check reported it.
+		if !cr.Update || failed[cr.Name] {
 			continue
 		}
 		old := out.MustComponent(cr.Name)
