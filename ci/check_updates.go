@@ -21,25 +21,29 @@ import (
 // small signatures and tarballs of tens of MB) fit well inside it on a runner.
 const defaultCheckTimeout = 100 * time.Second
 
-func init() {
-	register(&command{
-		name:    "check-updates",
-		summary: "look for new upstream releases and base image digests (--write updates the lock)",
-		usage:   "[--write] [--lock FILE] [flags]",
-		long: `
-Reads the releases of nginx, OpenSSL, PCRE2 and zlib, and of the optional components the lock
-has (brotli, ngx_brotli, zstd, the zstd module), from GitHub (nginx.org's download page
-when GitHub fails for nginx), applies each component's track from the lock (nginx: a stable
-branch like "1.26" or "stable"; OpenSSL: a branch like "3.5" or "lts"; others "latest"),
-warns about end-of-life branches, and looks up the digests the builder and runtime image tags
-point at now. It prints a table and exits 0 whether or not something is new.
+// checkUpdatesHelp is check-updates' long help.
+const checkUpdatesHelp = `
+Reads the releases of nginx, the lock's TLS library (OpenSSL or AWS-LC), PCRE2 and its zlib
+(zlib or zlib-ng), and of the optional components the lock has (brotli, ngx_brotli, zstd, the
+zstd module), from GitHub (nginx.org's download page when GitHub fails for nginx), applies
+each component's track from the lock (nginx: a stable branch like "1.26" or "stable";
+OpenSSL: a branch like "3.5" or "lts"; others "latest"), warns about end-of-life branches,
+and looks up the digests the builder and runtime image tags point at now. For a component
+pinned by git commit (AWS-LC, zlib-ng, a git-pinned nginx), the new release's tag is resolved
+to its commit and that commit's tree with GitHub's git database API. It prints a table and
+exits 0 whether or not something is new.
 
 With --write, each component and base image is decided on its own: a new release is
 downloaded with its signature and written into the lock (version and SHA-256 together) when
 its signature verifies against a fingerprint the lock pins, is not older than the locked
 release's (which is verified again to learn that date), and its tarball's top directory is
 <name>-<version>/; a base image's new index digest when the index covers linux/amd64 and
-linux/arm64. When the pinned signer's key is not vendored yet, it is fetched (--keyserver),
+linux/arm64; a git-pinned component's new commit when the commit, fetched with git (or its
+archive from --mirror), has exactly the tree GitHub reports (version, tag, commit and tree are
+written together; the lock's "unsigned" reason keeps its words with the locked tag and
+version replaced by the new ones). A release that the rest of the lock rules out (an AWS-LC
+lock needs nginx 1.29.2 or later) is refused before anything is fetched. When the pinned
+signer's key is not vendored yet, it is fetched (--keyserver),
 its fingerprint and self-signatures checked, and written as keys/<FPR>.asc beside the lock
 (--keys) in the same change. A component the lock marks "unsigned" gains a signature when
 upstream publishes one for the new release. What is refused is listed with its reason and
@@ -53,7 +57,14 @@ that lists what was verified for each change, the new keys to review and what wa
 A GitHub token raises the API rate limit; it is read from the environment variable named by
 --github-token-env (never from a flag, never printed). In GitHub Actions the results also go
 to step outputs (changed, <component>_version, updates, title, summary), the step summary and
-warning annotations.`,
+warning annotations.`
+
+func init() {
+	register(&command{
+		name:    "check-updates",
+		summary: "look for new upstream releases and base image digests (--write updates the lock)",
+		usage:   "[--write] [--lock FILE] [flags]",
+		long:    checkUpdatesHelp,
 		flags: func(fs *flag.FlagSet) runFunc {
 			write := fs.Bool("write", false, "download, verify and write new releases and image digests into the lock")
 			lockFile := fs.String("lock", lock.DefaultPath, "lock `file` to check (and rewrite with --write)")
@@ -165,6 +176,12 @@ func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, o *upstream.Ou
 	outputs["refused"] = strings.Join(names, ", ")
 	var keys []string
 	for _, a := range applied {
+		if a.Git != nil {
+			rep.Warningf("%s %s is pinned by git commit %s (tree %s) and has no signature: review the tag's commit", a.Name, a.New, a.Git.Commit, a.Git.Tree)
+			if a.UnsignedWas != "" {
+				rep.Warningf("%s %s: the lock's \"unsigned\" reason was rewritten for the new pin (the locked tag and version replaced): check that it still holds: %s", a.Name, a.New, a.Unsigned)
+			}
+		}
 		if a.SHA256 != "" && !a.Signed {
 			rep.Warningf("%s %s has no signature pinned in the lock: its checksum rests on the HTTPS download alone; review it", a.Name, a.New)
 		}
@@ -219,6 +236,8 @@ func appliedHow(a upstream.Applied) string {
 	switch {
 	case a.IsImage():
 		return " (index: " + strings.Join(a.Platforms, ", ") + ")"
+	case a.Git != nil:
+		return " (git tag " + a.Git.Tag + ", commit " + a.Git.Commit + ", tree " + a.Git.Tree + " verified; no signature)"
 	case a.NewKey != nil:
 		how := "whose key is now vendored in "
 		if a.RefreshedKey {

@@ -19,6 +19,10 @@ type ComponentReport struct {
 	Update  bool   // Latest is newer than Current
 	EOL     string // support status of Latest's branch, see Selection.EOL
 	Source  string // where the release list came from: "github" or "nginx.org"
+	// Tag, Commit and Tree are, for a component pinned by git commit with an update, Latest's
+	// release tag, the commit it points at and that commit's tree (GitHub's git database
+	// API); the update verifies them by fetching the commit before it writes them.
+	Tag, Commit, Tree string
 }
 
 // ImageReport is the update status of one base image.
@@ -82,11 +86,6 @@ func (ch *Checker) Check(ctx context.Context, l *lock.Lock) (*Report, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	type compResult struct {
-		cr       ComponentReport
-		warnings []string
-		err      error
-	}
 	var names []string
 	for _, name := range lock.AllComponents() {
 		// Every lock has the required components; an optional one it leaves out is not
@@ -101,33 +100,7 @@ func (ch *Checker) Check(ctx context.Context, l *lock.Lock) (*Report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := l.MustComponent(name)
-			r := &comps[i]
-			r.cr = ComponentReport{Name: name, Current: c.Version, Track: c.Track}
-			cur, err := ParseVersion(c.Version)
-			if err != nil {
-				r.err = fmt.Errorf("lock component %s: %w", name, err)
-				return
-			}
-			releases, source, warn, err := ch.releases(ctx, name, logf)
-			r.warnings = append(r.warnings, warn...)
-			if err != nil {
-				r.err = err
-				return
-			}
-			sel, err := Select(name, c.Track, cur, releases, now())
-			r.cr.Track = sel.Track
-			if err != nil {
-				r.err = err
-				return
-			}
-			r.cr.Latest, r.cr.EOL, r.cr.Source = sel.Target.String(), sel.EOL, source
-			r.cr.Update = sel.Target.Compare(cur) > 0
-			if sel.Target.Compare(cur) < 0 {
-				r.warnings = append(r.warnings, fmt.Sprintf("%s: the lock has %s, newer than the newest %s release upstream (%s); is the track right?", name, c.Version, sel.Track, sel.Target))
-			}
-			r.warnings = append(r.warnings, sel.Warnings...)
-			logf("%s: locked %s, track %s, newest %s", name, c.Version, sel.Track, sel.Target)
+			comps[i] = ch.component(ctx, l.MustComponent(name), now(), logf)
 		}()
 	}
 	roles := []struct {
@@ -177,6 +150,52 @@ func (ch *Checker) Check(ctx context.Context, l *lock.Lock) (*Report, error) {
 	return rep, errors.Join(errs...)
 }
 
+type compResult struct {
+	cr       ComponentReport
+	warnings []string
+	err      error
+}
+
+// component looks up c's releases and picks its track's newest; for a component pinned by
+// git commit with an update, it resolves the new release's tag to its commit and tree.
+func (ch *Checker) component(ctx context.Context, c lock.Component, now time.Time, logf func(string, ...any)) compResult {
+	r := compResult{cr: ComponentReport{Name: c.Name, Current: c.Version, Track: c.Track}}
+	cur, err := ParseVersion(c.Version)
+	if err != nil {
+		r.err = fmt.Errorf("lock component %s: %w", c.Name, err)
+		return r
+	}
+	rl, warn, err := ch.releases(ctx, c.Name, logf)
+	r.warnings = append(r.warnings, warn...)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	sel, err := Select(c.Name, c.Track, cur, rl.versions, now)
+	r.cr.Track = sel.Track
+	if err != nil {
+		r.err = err
+		return r
+	}
+	r.cr.Latest, r.cr.EOL, r.cr.Source = sel.Target.String(), sel.EOL, rl.source
+	r.cr.Update = sel.Target.Compare(cur) > 0
+	if sel.Target.Compare(cur) < 0 {
+		r.warnings = append(r.warnings, fmt.Sprintf("%s: the lock has %s, newer than the newest %s release upstream (%s); is the track right?", c.Name, c.Version, sel.Track, sel.Target))
+	}
+	r.warnings = append(r.warnings, sel.Warnings...)
+	logf("%s: locked %s, track %s, newest %s", c.Name, c.Version, sel.Track, sel.Target)
+	if c.Git != nil && r.cr.Update {
+		g, err := ch.gitRelease(ctx, c, r.cr.Latest, rl.tags[r.cr.Latest])
+		if err != nil {
+			r.err = fmt.Errorf("%s: release %s: %w", c.Name, r.cr.Latest, deadlineHint(ctx, err))
+			return r
+		}
+		r.cr.Tag, r.cr.Commit, r.cr.Tree = g.Tag, g.Commit, g.Tree
+		logf("%s %s: tag %s is commit %s, tree %s (GitHub)", c.Name, r.cr.Latest, g.Tag, g.Commit, g.Tree)
+	}
+	return r
+}
+
 // deadlineHint names the deadline in err when the context's deadline is what ended it, so
 // that a run against an upstream that accepts connections but never answers says why it
 // stopped.
@@ -199,24 +218,32 @@ func WithDeadline(ctx context.Context, d time.Duration) (context.Context, contex
 	return context.WithValue(ctx, deadlineKey{}, d), cancel
 }
 
+// releaseList is what releases found: the versions, the tags naming each (by
+// Version.String; none from nginx.org) and where they came from ("github", "nginx.org").
+type releaseList struct {
+	versions []Version
+	tags     map[string][]string
+	source   string
+}
+
 // releases lists a component's releases: GitHub first; for nginx, nginx.org when GitHub
 // fails (rate limit, outage), with a warning so the fallback is visible.
-func (ch *Checker) releases(ctx context.Context, name string, logf func(string, ...any)) ([]Version, string, []string, error) {
-	vs, err := ch.Releases.GitHubReleases(ctx, name)
+func (ch *Checker) releases(ctx context.Context, name string, logf func(string, ...any)) (releaseList, []string, error) {
+	vs, tags, err := ch.Releases.GitHubReleaseTags(ctx, name)
 	if err == nil && len(vs) > 0 {
-		return vs, "github", nil, nil
+		return releaseList{vs, tags, "github"}, nil, nil
 	}
 	if err == nil {
 		err = fmt.Errorf("GitHub lists no release tags for %s", Repos[name].GitHub)
 	}
 	err = deadlineHint(ctx, err)
 	if name != lock.Nginx || ctx.Err() != nil {
-		return nil, "", nil, fmt.Errorf("%s: %w", name, err)
+		return releaseList{}, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	logf("nginx: GitHub failed (%v); trying nginx.org", err)
 	vs, err2 := ch.Releases.NginxOrgReleases(ctx)
 	if err2 != nil {
-		return nil, "", nil, fmt.Errorf("nginx: GitHub: %w; fallback: %w", err, deadlineHint(ctx, err2))
+		return releaseList{}, nil, fmt.Errorf("nginx: GitHub: %w; fallback: %w", err, deadlineHint(ctx, err2))
 	}
-	return vs, "nginx.org", []string{fmt.Sprintf("nginx: GitHub lookup failed (%v); used nginx.org's download page", err)}, nil
+	return releaseList{vs, nil, "nginx.org"}, []string{fmt.Sprintf("nginx: GitHub lookup failed (%v); used nginx.org's download page", err)}, nil
 }

@@ -40,37 +40,49 @@ type ghTag struct {
 // marked draft or pre-release is left out even if its name looks final. For a repository
 // whose releases are its tags (Repo.TagsOnly) only the tags are read.
 func (c *Client) GitHubReleases(ctx context.Context, component string) ([]Version, error) {
+	vs, _, err := c.GitHubReleaseTags(ctx, component)
+	return vs, err
+}
+
+// GitHubReleaseTags is GitHubReleases with, for each version (Version.String), the names of
+// the tags that name it, as listed (a component pinned by git commit is moved to the commit
+// of its new release's tag).
+func (c *Client) GitHubReleaseTags(ctx context.Context, component string) ([]Version, map[string][]string, error) {
 	repo, ok := Repos[component]
 	if !ok {
-		return nil, fmt.Errorf("component %q has no known upstream repository", component)
+		return nil, nil, fmt.Errorf("component %q has no known upstream repository", component)
 	}
 	var releases []ghRelease
 	if !repo.TagsOnly {
 		if err := c.ghList(ctx, "/repos/"+repo.GitHub+"/releases", &releases); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	var tags []ghTag
 	if err := c.ghList(ctx, "/repos/"+repo.GitHub+"/tags", &tags); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	excluded := map[string]bool{}
 	found := map[string]Version{}
+	names := map[string][]string{}
+	add := func(tag string) {
+		if v, ok := VersionFromTag(component, tag); ok {
+			found[v.String()] = v
+			if !contains(names[v.String()], tag) {
+				names[v.String()] = append(names[v.String()], tag)
+			}
+		}
+	}
 	for _, r := range releases {
 		if r.Draft || r.Prerelease {
 			excluded[r.TagName] = true
 			continue
 		}
-		if v, ok := VersionFromTag(component, r.TagName); ok {
-			found[v.String()] = v
-		}
+		add(r.TagName)
 	}
 	for _, t := range tags {
-		if excluded[t.Name] {
-			continue
-		}
-		if v, ok := VersionFromTag(component, t.Name); ok {
-			found[v.String()] = v
+		if !excluded[t.Name] {
+			add(t.Name)
 		}
 	}
 	out := make([]Version, 0, len(found))
@@ -78,7 +90,7 @@ func (c *Client) GitHubReleases(ctx context.Context, component string) ([]Versio
 		out = append(out, v)
 	}
 	sortVersions(out)
-	return out, nil
+	return out, names, nil
 }
 
 // ghList GETs every page of a GitHub list endpoint and appends the items to *into.
@@ -107,7 +119,7 @@ func (c *Client) ghList(ctx context.Context, path string, into any) error {
 			return fmt.Errorf("listing %s: %w", path, err)
 		}
 		if resp.StatusCode != http.StatusOK {
-			return ghError(path, resp, body, c.token != "")
+			return ghError("listing "+path, resp, body, c.token != "")
 		}
 		var items []json.RawMessage
 		if err := json.Unmarshal(body, &items); err != nil {
@@ -173,7 +185,8 @@ func (c *Client) ghGet(ctx context.Context, u *url.URL) (*http.Response, []byte,
 // ErrRateLimited is returned (wrapped) when GitHub refuses for the API rate limit.
 var ErrRateLimited = errors.New("GitHub API rate limit exhausted")
 
-func ghError(path string, resp *http.Response, body []byte, authed bool) error {
+// ghError describes a refused API request; what is the request ("listing /repos/...").
+func ghError(what string, resp *http.Response, body []byte, authed bool) error {
 	var msg struct {
 		Message string `json:"message"`
 	}
@@ -191,9 +204,9 @@ func ghError(path string, resp *http.Response, body []byte, authed bool) error {
 		if authed {
 			fix = "wait until " + resp.Header.Get("X-RateLimit-Reset") + " (Unix time) or use another token"
 		}
-		return fmt.Errorf("listing %s: %w (%s): %s", path, ErrRateLimited, detail, fix)
+		return fmt.Errorf("%s: %w (%s): %s", what, ErrRateLimited, detail, fix)
 	}
-	return fmt.Errorf("listing %s: HTTP %d: %s", path, resp.StatusCode, detail)
+	return fmt.Errorf("%s: HTTP %d: %s", what, resp.StatusCode, detail)
 }
 
 var linkRE = regexp.MustCompile(`<([^>]+)>\s*;\s*rel="?([a-z]+)"?`)

@@ -22,37 +22,11 @@ func PRBody(applied []Applied, refused []Refusal, warnings []string) string {
 		}
 		fmt.Fprintf(&b, "\n### %s %s → %s\n\n", a.Name, a.Old, a.New)
 		b.WriteString("| check | result |\n|---|---|\n")
-		fmt.Fprintf(&b, "| tarball | %s |\n", a.URL)
-		fmt.Fprintf(&b, "| sha256 | `%s` (of the downloaded file, written into the lock) |\n", a.SHA256)
-		if a.Signed {
-			fmt.Fprintf(&b, "| signature file | %s |\n", a.SignatureURL)
-			where := "**not vendored**"
-			switch {
-			case a.RefreshedKey:
-				where = fmt.Sprintf("vendored; its vendored copy said it had expired before this release was signed, and this pull request refreshes it (`%s/%s.asc`, see Refreshed signer keys)", lock.KeysDir, a.SignedBy)
-			case a.NewKey != nil:
-				where = fmt.Sprintf("pinned in the lock; its key is vendored by this pull request (`%s/%s.asc`, see New signer keys)", lock.KeysDir, a.SignedBy)
-			case a.SignerVendored:
-				where = fmt.Sprintf("vendored (`%s/%s.asc`)", lock.KeysDir, a.SignedBy)
-			}
-			fmt.Fprintf(&b, "| signer | `%s`, %s |\n", a.SignedBy, where)
-			locked := fmt.Sprintf("the locked %s had no signature to compare with", a.Old)
-			if !a.LockedSignedAt.IsZero() {
-				locked = fmt.Sprintf("not older than the locked %s's, %s", a.Old, a.LockedSignedAt.UTC().Format(time.RFC3339))
-			}
-			fmt.Fprintf(&b, "| signature date | %s (%s) |\n", a.SignedAt.UTC().Format(time.RFC3339), locked)
-			if a.GainedSignature {
-				b.WriteString("| lock | the component had no signature (`unsigned`); upstream signs this release, so the lock now pins its signer and the `unsigned` reason is removed |\n")
-			}
+		if a.Git != nil {
+			writeGitComponent(&b, a)
 		} else {
-			fmt.Fprintf(&b, "| signature | **none**: the checksum rests on the HTTPS download alone; the lock says why: %s |\n", escapeCell(a.Unsigned))
-			if a.NoSignatureAt != "" {
-				fmt.Fprintf(&b, "| signature lookup | nothing published at %s, so the component stays unsigned |\n", a.NoSignatureAt)
-			} else {
-				fmt.Fprintf(&b, "| signature lookup | none: %s's upstream publishes no signatures, so the component stays unsigned |\n", a.Name)
-			}
+			writeTarballComponent(&b, a)
 		}
-		fmt.Fprintf(&b, "| top directory | `%s/` (matches the version) |\n", a.TopDir)
 	}
 	var keys, refreshed []Applied
 	for _, a := range applied {
@@ -136,5 +110,65 @@ func writeKeys(b *strings.Builder, applied []Applied, heading, intro string) {
 		k := a.NewKey
 		fmt.Fprintf(b, "| `%s/%s.asc` | `%s` | %s | %s | %s | %s %s |\n", lock.KeysDir, k.Fingerprint, k.Fingerprint,
 			escapeCell(strings.Join(k.UserIDs, "; ")), k.Expires, escapeCell(k.Source), a.Name, a.New)
+	}
+}
+
+// writeTarballComponent is the table rows of a tarball component's change.
+func writeTarballComponent(b *strings.Builder, a Applied) {
+	fmt.Fprintf(b, "| tarball | %s |\n", a.URL)
+	fmt.Fprintf(b, "| sha256 | `%s` (of the downloaded file, written into the lock) |\n", a.SHA256)
+	if a.Signed {
+		fmt.Fprintf(b, "| signature file | %s |\n", a.SignatureURL)
+		where := "**not vendored**"
+		switch {
+		case a.RefreshedKey:
+			where = fmt.Sprintf("vendored; its vendored copy said it had expired before this release was signed, and this pull request refreshes it (`%s/%s.asc`, see Refreshed signer keys)", lock.KeysDir, a.SignedBy)
+		case a.NewKey != nil:
+			where = fmt.Sprintf("pinned in the lock; its key is vendored by this pull request (`%s/%s.asc`, see New signer keys)", lock.KeysDir, a.SignedBy)
+		case a.SignerVendored:
+			where = fmt.Sprintf("vendored (`%s/%s.asc`)", lock.KeysDir, a.SignedBy)
+		}
+		fmt.Fprintf(b, "| signer | `%s`, %s |\n", a.SignedBy, where)
+		locked := fmt.Sprintf("the locked %s had no signature to compare with", a.Old)
+		if !a.LockedSignedAt.IsZero() {
+			locked = fmt.Sprintf("not older than the locked %s's, %s", a.Old, a.LockedSignedAt.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintf(b, "| signature date | %s (%s) |\n", a.SignedAt.UTC().Format(time.RFC3339), locked)
+		if a.GainedSignature {
+			b.WriteString("| lock | the component had no signature (`unsigned`); upstream signs this release, so the lock now pins its signer and the `unsigned` reason is removed |\n")
+		}
+	} else {
+		fmt.Fprintf(b, "| signature | **none**: the checksum rests on the HTTPS download alone; the lock says why: %s |\n", escapeCell(a.Unsigned))
+		if a.NoSignatureAt != "" {
+			fmt.Fprintf(b, "| signature lookup | nothing published at %s, so the component stays unsigned |\n", a.NoSignatureAt)
+		} else {
+			fmt.Fprintf(b, "| signature lookup | none: %s's upstream publishes no signatures, so the component stays unsigned |\n", a.Name)
+		}
+	}
+	fmt.Fprintf(b, "| top directory | `%s/` (matches the version) |\n", a.TopDir)
+}
+
+// writeGitComponent is the table rows of a change to a component pinned by git commit: the
+// tag, commit and tree instead of a tarball and its checksum, and how the tree was verified.
+func writeGitComponent(b *strings.Builder, a Applied) {
+	g := a.Git
+	fmt.Fprintf(b, "| repository | %s |\n", g.Repository)
+	oldTag := ""
+	if a.OldGit != nil && a.OldGit.Tag != "" {
+		oldTag = "`" + a.OldGit.Tag + "` → "
+	}
+	fmt.Fprintf(b, "| tag | %s`%s` (GitHub's tag list; resolved with its git database API) |\n", oldTag, g.Tag)
+	fmt.Fprintf(b, "| commit | `%s` (what the tag points at, written into the lock) |\n", g.Commit)
+	how := "the source cache holds an archive whose files hash to this tree; the commit itself was not fetched, its ID is GitHub's answer"
+	switch {
+	case a.FetchedFrom == g.Repository:
+		how = fmt.Sprintf("the commit was fetched from %s with git, which checks every object against its ID, and its tree is this one", g.Repository)
+	case a.FetchedFrom != "":
+		how = fmt.Sprintf("the mirror's archive %s: its files hash to this tree; the commit itself was not fetched, its ID is GitHub's answer", a.FetchedFrom)
+	}
+	fmt.Fprintf(b, "| tree | `%s` (the commit's tree; %s) |\n", g.Tree, escapeCell(how))
+	fmt.Fprintf(b, "| signature | **none**: the source is pinned by commit and tree; the lock says why: %s |\n", escapeCell(a.Unsigned))
+	if a.UnsignedWas != "" {
+		fmt.Fprintf(b, "| unsigned reason | rewritten for the new pin (the locked tag and version replaced by the new ones); it was: %s |\n", escapeCell(a.UnsignedWas))
 	}
 }

@@ -52,6 +52,12 @@ func fixFor(name string, err error) string {
 		return "ask upstream; keep the lock as it is (the next run checks again)"
 	case errors.Is(err, errUnsignedReason):
 		return "rewrite the component's \"unsigned\" reason in the lock so that it holds for any release (why upstream publishes no signatures, without a version), then run go run ./ci check-updates --write again"
+	case errors.Is(err, errTreeMismatch):
+		return "keep the lock as it is: a tag whose commit's files are not the tree GitHub reports is a matter for upstream (check with `git fetch REPO TAG` and `git rev-parse FETCH_HEAD^{tree}` in a clone); if --mirror served the files, fix the mirror. The next run checks again"
+	case errors.Is(err, errRepository):
+		return "move the component by hand in a reviewed change (tag, commit and `git rev-parse COMMIT^{tree}` from the pinned repository), or pin upstream's repository"
+	case errors.Is(err, errLockConstraints):
+		return fmt.Sprintf("keep the lock as it is, or set %s's track so that it picks a release this lock allows (an AWS-LC lock needs nginx %s or later, e.g. track \"stable\")", name, lock.MinNginxForAWSLC)
 	case errors.Is(err, errPlatforms):
 		return "wait for the image to be published for every platform the build targets (the next run checks again), or pin a digest by hand"
 	}

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
+	"path"
 	"strings"
+	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
@@ -35,4 +39,41 @@ func (u *Updater) fetchNew(ctx context.Context, next lock.Component) (source.Ver
 		return source.Verified{}, nil, fmt.Errorf("%w (also with the current copy of the key from %s)", err, k.Source)
 	}
 	return ver, &k, nil
+}
+
+// published reports whether upstream (or the mirror) has the file at raw: 200 yes, 404 or
+// 410 no, anything else is an error (a server we cannot read must not turn into "unsigned").
+func (u *Updater) published(ctx context.Context, raw string) (bool, error) {
+	src := raw
+	if u.Mirror != "" {
+		src = strings.TrimSuffix(u.Mirror, "/") + "/" + path.Base(mustURLPath(raw))
+	}
+	client := u.HTTP
+	if client == nil {
+		client = &http.Client{Timeout: 60 * time.Second}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, src, nil)
+	if err != nil {
+		return false, fmt.Errorf("looking for a signature at %q: %w", src, err)
+	}
+	req.Header.Set("User-Agent", userAgent)
+	resp, err := client.Do(req)
+	if err != nil {
+		return false, fmt.Errorf("looking for a signature at %s: %w", src, err)
+	}
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return true, nil
+	case http.StatusNotFound, http.StatusGone:
+		return false, nil
+	}
+	return false, fmt.Errorf("looking for a signature at %s: HTTP %d (try again later)", src, resp.StatusCode)
+}
+
+func mustURLPath(raw string) string {
+	if p, err := url.Parse(raw); err == nil && p.Path != "" {
+		return p.Path
+	}
+	return raw
 }

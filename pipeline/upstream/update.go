@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -27,7 +25,9 @@ import (
 // signature's creation time.
 //
 // Fetch verifies a release the lock pins (checksum and signature): the update uses it to
-// learn, from a verified signature, when the locked release was signed.
+// learn, from a verified signature, when the locked release was signed. For a component
+// pinned by git commit it is how the new commit is verified: it fetches the commit (or the
+// mirror's archive of it) and checks that the files are the entry's tree.
 //
 // SignerKey returns a pinned signer's public key for vendoring (see source.SignerKey): the
 // update writes it beside the lock when a new release is signed by a pinned key that is not
@@ -76,6 +76,15 @@ type Applied struct {
 	// SignatureSuffix), so none was looked for.
 	NoSignatureAt string
 	TopDir        string // the tarball's single top-level directory, e.g. "nginx-1.28.0"
+
+	// Components pinned by git commit only (URL, SHA256, the signature fields and TopDir are
+	// empty): the new pin (tag, commit, tree), the locked one, where the commit was fetched
+	// from to check its tree ("" from the source cache, which holds only verified trees),
+	// and the lock's "unsigned" reason before the update replaced the locked tag and
+	// version in it ("" when it named neither).
+	Git, OldGit *lock.Git
+	FetchedFrom string
+	UnsignedWas string
 
 	// Images only.
 	Ref       string   // the tag followed
@@ -175,9 +184,13 @@ func (u *Updater) logf(format string, args ...any) {
 //   - it stays unsigned and the lock's "unsigned" reason names the locked version (the reason
 //     was written about that release and would not be known to hold for the new one);
 //
-// and a base image when its index lacks a platform the build targets. A release signed by a
-// pinned key that is not vendored moves, and its Applied carries the key (NewKey) for the
-// caller to vendor with the lock (UpdateFile does). A component whose lookup failed (an
+// and a base image when its index lacks a platform the build targets. A component pinned by
+// git commit moves to the commit and tree the check resolved for its new release's tag once
+// the fetcher verified that commit's files are that tree (see gitComponent); a different
+// tree is refused. Any release that would make the lock invalid with the rest of it as it is
+// (nginx older than lock.MinNginxForAWSLC in an AWS-LC lock) is refused before anything is
+// fetched. A release signed by a pinned key that is not vendored moves, and its Applied
+// carries the key (NewKey) for the caller to vendor with the lock (UpdateFile does). A component whose lookup failed (an
 // entry of rep.Failed) is refused as well. The error is for what no single entry explains.
 func (u *Updater) Apply(ctx context.Context, l *lock.Lock, rep *Report) (*lock.Lock, []Applied, []Refusal, error) {
 	if u.Fetcher == nil {
@@ -193,12 +206,27 @@ func (u *Updater) Apply(ctx context.Context, l *lock.Lock, rep *Report) (*lock.L
 	}
 	var done []Applied
 	refused := append([]Refusal(nil), rep.Failed...)
+	failed := map[string]bool{}
+	for _, r := range rep.Failed {
+		failed[r.Name] = true
+	}
 	for _, cr := range rep.Components {
-		if !cr.Update {
+		// A lookup that failed after finding the release (a git tag that did not resolve)
+		// is refused once, as the check reported it.
+		if !cr.Update || failed[cr.Name] {
 			continue
 		}
 		old := out.MustComponent(cr.Name)
-		next, a, err := u.component(ctx, old, cr.Latest)
+		var next lock.Component
+		var a Applied
+		err := allowed(out, cr.Name, cr.Latest)
+		switch {
+		case err != nil:
+		case old.Git != nil:
+			next, a, err = u.gitComponent(ctx, old, cr)
+		default:
+			next, a, err = u.component(ctx, old, cr.Latest)
+		}
 		if err != nil {
 			u.logf("%s %s: refused: %v", cr.Name, cr.Latest, err)
 			refused = append(refused, Refusal{Name: cr.Name, Target: cr.Latest, Err: err, Fix: fixFor(cr.Name, err)})
@@ -375,43 +403,6 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 	a.TopDir = top
 	u.logf("%s %s: sha256 %s, top directory %s/", old.Name, v, ver.SHA256, top)
 	return next, a, nil
-}
-
-// published reports whether upstream (or the mirror) has the file at raw: 200 yes, 404 or
-// 410 no, anything else is an error (a server we cannot read must not turn into "unsigned").
-func (u *Updater) published(ctx context.Context, raw string) (bool, error) {
-	src := raw
-	if u.Mirror != "" {
-		src = strings.TrimSuffix(u.Mirror, "/") + "/" + path.Base(mustURLPath(raw))
-	}
-	client := u.HTTP
-	if client == nil {
-		client = &http.Client{Timeout: 60 * time.Second}
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodHead, src, nil)
-	if err != nil {
-		return false, fmt.Errorf("looking for a signature at %q: %w", src, err)
-	}
-	req.Header.Set("User-Agent", userAgent)
-	resp, err := client.Do(req)
-	if err != nil {
-		return false, fmt.Errorf("looking for a signature at %s: %w", src, err)
-	}
-	resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-		return true, nil
-	case http.StatusNotFound, http.StatusGone:
-		return false, nil
-	}
-	return false, fmt.Errorf("looking for a signature at %s: HTTP %d (try again later)", src, resp.StatusCode)
-}
-
-func mustURLPath(raw string) string {
-	if p, err := url.Parse(raw); err == nil && p.Path != "" {
-		return p.Path
-	}
-	return raw
 }
 
 func contains(list []string, s string) bool {

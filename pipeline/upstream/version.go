@@ -4,10 +4,12 @@
 // verified them).
 //
 // It reads machine-readable sources only: the GitHub releases and tags APIs (nginx/nginx,
-// openssl/openssl, PCRE2Project/pcre2, madler/zlib and, for the optional components a lock
-// has, google/brotli, google/ngx_brotli, facebook/zstd, tokers/zstd-nginx-module), nginx.org's
-// download page as a fallback for nginx, and registries (HEAD of the builder and runtime
-// tags). Every base URL is an option so tests point them at loopback servers.
+// openssl/openssl, aws/aws-lc, PCRE2Project/pcre2, madler/zlib, zlib-ng/zlib-ng and, for the
+// optional components a lock has, google/brotli, google/ngx_brotli, facebook/zstd,
+// tokers/zstd-nginx-module), GitHub's git database API for a component pinned by git commit
+// (its release tag's commit and that commit's tree), nginx.org's download page as a fallback
+// for nginx, and registries (HEAD of the builder and runtime tags). Every base URL is an
+// option so tests point them at loopback servers.
 package upstream
 
 import (
@@ -129,6 +131,11 @@ var Repos = map[string]Repo{
 	lock.OpenSSL: {GitHub: "openssl/openssl", tag: regexp.MustCompile(`^openssl-([0-9]+\.[0-9]+\.[0-9]+)$`)},
 	lock.PCRE2:   {GitHub: "PCRE2Project/pcre2", tag: regexp.MustCompile(`^pcre2-([0-9]+\.[0-9]+)$`)},
 	lock.Zlib:    {GitHub: "madler/zlib", tag: regexp.MustCompile(`^v([0-9]+\.[0-9]+(?:\.[0-9]+){0,2})$`)},
+	// zlib-ng's releases are bare "2.2.2" tags; its repository also carries zlib's history,
+	// whose "v1.2.11"-style tags are zlib's releases, not zlib-ng's, and must never match.
+	lock.ZlibNG: {GitHub: "zlib-ng/zlib-ng", tag: regexp.MustCompile(`^([0-9]+\.[0-9]+\.[0-9]+)$`)},
+	// AWS-LC's releases are "v5.5.0"; its FIPS branch ("AWS-LC-FIPS-3.3.0") is another line.
+	lock.AWSLC: {GitHub: "aws/aws-lc", tag: regexp.MustCompile(`^v([0-9]+\.[0-9]+\.[0-9]+)$`)},
 
 	lock.Brotli:          {GitHub: "google/brotli", tag: regexp.MustCompile(`^v([0-9]+\.[0-9]+\.[0-9]+)$`)},
 	lock.NgxBrotli:       {GitHub: "google/ngx_brotli", tag: regexp.MustCompile(`^v([0-9]+\.[0-9]+\.[0-9]+(?:rc(?:[1-9][0-9]*)?)?)$`), TagsOnly: true},

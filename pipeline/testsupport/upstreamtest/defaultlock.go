@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"net/http/httptest"
 	"os"
@@ -194,17 +195,22 @@ func (s *DefaultLockScenario) standIn(t testing.TB, c lock.Component, v string, 
 }
 
 // RecordedRepos are the repositories whose GitHub API responses are recorded under
-// pipeline/upstream/testdata/github: the required components' and the optional ones'.
+// pipeline/upstream/testdata/github: the default choices', the other TLS library's and
+// zlib's (AWS-LC, zlib-ng) and the optional components'.
 var RecordedRepos = []string{"nginx/nginx", "openssl/openssl", "PCRE2Project/pcre2", "madler/zlib",
-	"google/brotli", "google/ngx_brotli", "facebook/zstd", "tokers/zstd-nginx-module"}
+	"google/brotli", "google/ngx_brotli", "facebook/zstd", "tokers/zstd-nginx-module",
+	"aws/aws-lc", "zlib-ng/zlib-ng"}
 
 // ServeRecorded makes s answer with the GitHub API responses recorded under
 // dir/github (<owner>-<repo>-releases.json and <owner>-<repo>-tags-<page>.json, pages linked
 // like GitHub's) and nginx.org's download page recorded as dir/nginx.org/download.html. A
 // repository whose releases are its tags (google/ngx_brotli, tokers/zstd-nginx-module) has
-// no releases file.
+// no releases file. The git database objects recorded under dir/github/git/<owner>/<repo>/
+// (ref/tags/<tag>.json, tags/<sha>.json, commits/<sha>.json) answer
+// /repos/<owner>/<repo>/git/ref/tags/<tag> and the like.
 func ServeRecorded(t testing.TB, s *Server, dir string) {
 	t.Helper()
+	serveRecordedGit(t, s, filepath.Join(dir, "github", "git"))
 	for _, repo := range RecordedRepos {
 		stem := strings.ReplaceAll(repo, "/", "-")
 		rel, err := os.ReadFile(filepath.Join(dir, "github", stem+"-releases.json"))
@@ -253,4 +259,32 @@ func (s *DefaultLockScenario) ServeRelease(t testing.TB, name, v string) string 
 		t.Fatal(err)
 	}
 	return s.standIn(t, l.MustComponent(name), v, NewSignedAt)
+}
+
+// serveRecordedGit serves each dir/<owner>/<repo>/<path>.json as the GitHub API's
+// /repos/<owner>/<repo>/git/<path>.
+func serveRecordedGit(t testing.TB, s *Server, dir string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
+			return err
+		}
+		rel, err := filepath.Rel(dir, strings.TrimSuffix(p, ".json"))
+		if err != nil {
+			return err
+		}
+		parts := strings.SplitN(filepath.ToSlash(rel), "/", 3)
+		if len(parts) != 3 {
+			return fmt.Errorf("%s: want <owner>/<repo>/<path>.json", p)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		s.SetGitHub(parts[0]+"/"+parts[1], "git/"+parts[2], b)
+		return nil
+	})
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
 }

@@ -72,6 +72,13 @@ func (s *Server) SetGitHub(repo, endpoint string, pages ...[]byte) {
 	s.github["/repos/"+repo+"/"+endpoint] = pages
 }
 
+// RemoveGitHub stops answering an endpoint set with SetGitHub (GitHub's 404 answers it).
+func (s *Server) RemoveGitHub(repo, endpoint string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.github, "/repos/"+repo+"/"+endpoint)
+}
+
 // FailGitHub makes every request about repo answer status.
 func (s *Server) FailGitHub(repo string, status int) {
 	s.mu.Lock()

@@ -1,0 +1,139 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// GitRelease is a release tag resolved through GitHub's git database API: the commit the tag
+// points at (through any annotated tag objects) and that commit's tree. A component pinned by
+// git commit moves to these; the update then fetches the commit and checks its tree before
+// anything is written (see Updater).
+type GitRelease struct {
+	Tag    string
+	Commit string
+	Tree   string
+}
+
+// ghGitObject is the "object" member of a ref or an annotated tag.
+type ghGitObject struct {
+	SHA  string `json:"sha"`
+	Type string `json:"type"` // "commit", "tag" (an annotated tag), "tree" or "blob"
+}
+
+// ghRef is GET /repos/O/R/git/ref/tags/T.
+type ghRef struct {
+	Ref    string      `json:"ref"`
+	Object ghGitObject `json:"object"`
+}
+
+// ghTagObject is GET /repos/O/R/git/tags/SHA (an annotated tag).
+type ghTagObject struct {
+	SHA    string      `json:"sha"`
+	Tag    string      `json:"tag"`
+	Object ghGitObject `json:"object"`
+}
+
+// ghCommit is GET /repos/O/R/git/commits/SHA.
+type ghCommit struct {
+	SHA  string `json:"sha"`
+	Tree struct {
+		SHA string `json:"sha"`
+	} `json:"tree"`
+}
+
+var gitIDRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// maxTagChain bounds annotated tags pointing at annotated tags: git allows a chain, release
+// tags are one level, and a longer chain is a misbehaving server.
+const maxTagChain = 4
+
+// ResolveTag resolves component's release tag to its commit and that commit's tree, with
+// GitHub's git database API: /repos/O/R/git/ref/tags/TAG, then for an annotated tag
+// /git/tags/SHA (as many levels as it has, up to maxTagChain), then /git/commits/SHA for the
+// tree. Each answer must be about the object asked for.
+func (c *Client) ResolveTag(ctx context.Context, component, tag string) (GitRelease, error) {
+	repo, ok := Repos[component]
+	if !ok {
+		return GitRelease{}, fmt.Errorf("component %q has no known upstream repository", component)
+	}
+	base := "/repos/" + repo.GitHub + "/git/"
+	fail := func(err error) (GitRelease, error) {
+		return GitRelease{}, fmt.Errorf("resolving tag %s of %s: %w", tag, repo.GitHub, err)
+	}
+	var ref ghRef
+	if err := c.ghObject(ctx, base+"ref/tags/"+escapeSegments(tag), &ref); err != nil {
+		return fail(err)
+	}
+	if ref.Ref != "refs/tags/"+tag {
+		return fail(fmt.Errorf("GitHub answered with the ref %q", ref.Ref))
+	}
+	obj := ref.Object
+	for level := 0; obj.Type == "tag"; level++ {
+		if level == maxTagChain {
+			return fail(fmt.Errorf("more than %d annotated tags in a chain", maxTagChain))
+		}
+		if !gitIDRE.MatchString(obj.SHA) {
+			return fail(fmt.Errorf("tag object ID %q is not 40 lower-case hex digits", obj.SHA))
+		}
+		var tg ghTagObject
+		if err := c.ghObject(ctx, base+"tags/"+obj.SHA, &tg); err != nil {
+			return fail(err)
+		}
+		if tg.SHA != obj.SHA {
+			return fail(fmt.Errorf("asked for tag object %s, GitHub answered with %q", obj.SHA, tg.SHA))
+		}
+		obj = tg.Object
+	}
+	if obj.Type != "commit" {
+		return fail(fmt.Errorf("the tag points at a %q, not a commit", obj.Type))
+	}
+	if !gitIDRE.MatchString(obj.SHA) {
+		return fail(fmt.Errorf("commit ID %q is not 40 lower-case hex digits", obj.SHA))
+	}
+	var cm ghCommit
+	if err := c.ghObject(ctx, base+"commits/"+obj.SHA, &cm); err != nil {
+		return fail(err)
+	}
+	if cm.SHA != obj.SHA {
+		return fail(fmt.Errorf("asked for commit %s, GitHub answered with %q", obj.SHA, cm.SHA))
+	}
+	if !gitIDRE.MatchString(cm.Tree.SHA) {
+		return fail(fmt.Errorf("commit %s: tree ID %q is not 40 lower-case hex digits", obj.SHA, cm.Tree.SHA))
+	}
+	return GitRelease{Tag: tag, Commit: obj.SHA, Tree: cm.Tree.SHA}, nil
+}
+
+// ghObject GETs one API object (not a list) into into.
+func (c *Client) ghObject(ctx context.Context, path string, into any) error {
+	u, err := url.Parse(strings.TrimSuffix(c.githubAPI, "/") + path)
+	if err != nil {
+		return fmt.Errorf("GitHub API URL %q: %w", c.githubAPI, err)
+	}
+	resp, body, err := c.ghGet(ctx, u)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return ghError("reading "+path, resp, body, c.token != "")
+	}
+	if err := json.Unmarshal(body, into); err != nil {
+		return fmt.Errorf("reading %s: the response is not the expected JSON object: %w", path, err)
+	}
+	return nil
+}
+
+// escapeSegments path-escapes each "/"-separated part of a tag name (a tag may contain "/",
+// which GitHub's ref endpoint takes as it is).
+func escapeSegments(s string) string {
+	parts := strings.Split(s, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return strings.Join(parts, "/")
+}
