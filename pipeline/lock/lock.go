@@ -241,6 +241,9 @@ func Parse(b []byte) (*Lock, error) {
 	if err := notAnObject(b); err != nil {
 		return nil, err
 	}
+	if err := strictJSON(b); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var l Lock
