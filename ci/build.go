@@ -290,7 +290,7 @@ func (f buildFlags) request() (forge.Request, error) {
 		Revision: f.revision, Ref: f.ref, SignKey: f.signKey, MaxSourceSize: f.maxSource << 20,
 	}
 	if f.modules != "" {
-		req.Modules = splitList(f.modules)
+		req.Modules = strings.Split(f.modules, ",") // as dockerfile: ",,," is refused, not the default set
 	}
 	if f.keyserver != "" {
 		req.Keyservers = splitList(f.keyserver)

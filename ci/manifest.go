@@ -51,6 +51,9 @@ index manifest and the tags it would move, and writes nothing.`,
 				if err != nil {
 					return err
 				}
+				if err := forge.CheckRevision(*revision); err != nil {
+					return usageErrorf("--revision %v", err)
+				}
 				if len(tags) == 0 {
 					req := forge.Request{LockFile: *lockFile, Ref: *ref, Revision: *revision}
 					if tags, err = req.PublishTags(); err != nil {

@@ -29,6 +29,9 @@ table describes. build.yml's merge job uses it to name the index's tags.`,
 				if len(args) > 0 {
 					return usageErrorf("tags takes no arguments, got %q", args)
 				}
+				if err := forge.CheckRevision(*revision); err != nil {
+					return usageErrorf("--revision %v", err)
+				}
 				tags, err := forge.Request{LockFile: *lockFile, Ref: *ref, Revision: *revision, Latest: *latest}.PublishTags()
 				if err != nil {
 					return err
