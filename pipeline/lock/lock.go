@@ -209,7 +209,7 @@ func (e *SizeError) Error() string {
 
 // Load reads and strictly parses a lock file.
 func Load(file string) (*Lock, error) {
-	f, err := os.Open(file)
+	f, err := OpenInput(file)
 	if err != nil {
 		return nil, fmt.Errorf("reading lock file %q: %w", file, err)
 	}

@@ -428,7 +428,7 @@ func contains(list []string, s string) bool {
 // the lock. What was refused is returned as a *RefusedError, after the rest was written; when
 // nothing could be applied, the file is not touched (byte for byte).
 func (u *Updater) UpdateFile(ctx context.Context, file string, rep *Report) ([]Applied, error) {
-	before, err := os.ReadFile(file)
+	before, err := lock.ReadInput(file, lock.MaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading lock file %q: %w", file, err)
 	}
