@@ -90,6 +90,11 @@ warning annotations.`,
 				if *timeout <= 0 {
 					return usageErrorf("--timeout %s must be positive", *timeout)
 				}
+				if *write {
+					if err := checkUpdateOutputs(*lockFile, *keysDir, *prBody); err != nil {
+						return err
+					}
+				}
 				return checkUpdates(ctx, stdout, stderr, checkUpdatesConfig{prBody: *prBody, verbose: *verbose, run: upstream.Run{
 					LockFile: *lockFile, Write: *write, KeysDir: *keysDir, Mirror: *mirror, CacheDir: *cacheDir,
 					Keyservers: splitList(*keyserver), GitHubAPI: *ghAPI, NginxOrg: *nginxOrg, Token: os.Getenv(*tokenEnv),
@@ -197,7 +202,7 @@ func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, o *upstream.Ou
 	}
 	if written && cfg.prBody != "" {
 		body := upstream.PRBody(applied, refused, report.Warnings) + "\n" + outputs["summary"]
-		if err := os.WriteFile(cfg.prBody, []byte(body), 0o644); err != nil {
+		if err := lock.ReplaceFile(cfg.prBody, []byte(body), 0o644); err != nil {
 			return fmt.Errorf("writing the pull request body %q (the lock %s was updated): %w", cfg.prBody, lockFile, err)
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"path"
 	"strings"
 )
@@ -347,7 +346,8 @@ func (l *Lock) Marshal() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Write validates and atomically replaces file with the stable form of l.
+// Write validates and atomically replaces file with the stable form of l (ReplaceFile: never
+// through a symbolic link, the file's mode kept).
 func (l *Lock) Write(file string) error {
 	if err := l.Validate(); err != nil {
 		return fmt.Errorf("refusing to write invalid lock %q: %w", file, err)
@@ -356,19 +356,7 @@ func (l *Lock) Write(file string) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(path.Dir(file), ".lock-*")
-	if err != nil {
-		return fmt.Errorf("writing lock %q: %w", file, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing lock %q: %w", file, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing lock %q: %w", file, err)
-	}
-	if err := os.Rename(tmp.Name(), file); err != nil {
+	if err := ReplaceFile(file, b, 0o644); err != nil {
 		return fmt.Errorf("writing lock %q: %w", file, err)
 	}
 	return nil

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -460,15 +458,15 @@ func (u *Updater) UpdateFile(ctx context.Context, file string, rep *Report) ([]A
 	if keysDir == "" {
 		keysDir = lock.KeysDirBeside(file)
 	}
+	if err := checkKeyTargets(keysDir, done); err != nil {
+		return nil, err
+	}
 	for _, a := range done {
 		if a.NewKey == nil {
 			continue
 		}
-		if err := os.MkdirAll(keysDir, 0o755); err != nil {
-			return nil, fmt.Errorf("vendoring key %s: %w (the lock is unchanged)", a.NewKey.Fingerprint, err)
-		}
-		kf := filepath.Join(keysDir, a.NewKey.Fingerprint+".asc")
-		if err := os.WriteFile(kf, a.NewKey.Armored, 0o644); err != nil {
+		kf, err := lock.WriteKeyFile(keysDir, a.NewKey.Fingerprint, a.NewKey.Armored)
+		if err != nil {
 			return nil, fmt.Errorf("vendoring key %s: %w (the lock is unchanged)", a.NewKey.Fingerprint, err)
 		}
 		verb := "vendored"
