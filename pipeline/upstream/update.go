@@ -361,7 +361,7 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 		a.Unsigned = next.Unsigned
 	}
 
-	top, err := TopDir(ver.Path)
+	top, err := TopDir(ctx, ver.Path)
 	if err != nil {
 		return lock.Component{}, Applied{}, fmt.Errorf("refused: %w (%w)", err, errWrongTopDir)
 	}
@@ -457,6 +457,9 @@ func (u *Updater) UpdateFile(ctx context.Context, file string, rep *Report) ([]A
 	keysDir := u.KeysDir
 	if keysDir == "" {
 		keysDir = lock.KeysDirBeside(file)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("the run ended before the lock was written (nothing was written): %w", context.Cause(ctx))
 	}
 	if err := checkKeyTargets(keysDir, done); err != nil {
 		return nil, err
