@@ -1,10 +1,14 @@
 package main
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
@@ -64,4 +68,54 @@ func keepCauses(err error, args []any) error {
 		return err
 	}
 	return &causedError{err, causes}
+}
+
+// knownSecrets are the credentials this run may hold, for lock.Redact: the GitHub token (the
+// variable --github-token-env names, and GITHUB_TOKEN).
+func knownSecrets(fs *flag.FlagSet) []string {
+	out := []string{os.Getenv("GITHUB_TOKEN")}
+	if f := fs.Lookup("github-token-env"); f != nil && f.Value.String() != "" {
+		out = append(out, os.Getenv(f.Value.String()))
+	}
+	return append(out, dockerConfigSecrets()...)
+}
+
+// dockerConfigSecrets are the registry credentials of the Docker config the commands log in
+// with ($DOCKER_CONFIG/config.json, else ~/.docker/config.json): each "auth" (base64 of
+// user:password), its password, and any password or token field. A registry that echoes
+// them gets them redacted.
+func dockerConfigSecrets() []string {
+	dir := os.Getenv("DOCKER_CONFIG")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil
+		}
+		dir = filepath.Join(home, ".docker")
+	}
+	b, err := lock.ReadInput(filepath.Join(dir, "config.json"), 1<<20)
+	if err != nil {
+		return nil
+	}
+	var cfg struct {
+		Auths map[string]struct {
+			Auth          string `json:"auth"`
+			Password      string `json:"password"`
+			IdentityToken string `json:"identitytoken"`
+			RegistryToken string `json:"registrytoken"`
+		} `json:"auths"`
+	}
+	if json.Unmarshal(b, &cfg) != nil {
+		return nil
+	}
+	var out []string
+	for _, a := range cfg.Auths {
+		out = append(out, a.Auth, a.Password, a.IdentityToken, a.RegistryToken)
+		if dec, err := base64.StdEncoding.DecodeString(a.Auth); err == nil {
+			if _, pw, ok := strings.Cut(string(dec), ":"); ok {
+				out = append(out, pw)
+			}
+		}
+	}
+	return out
 }

@@ -162,7 +162,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := runFn(ctx, fs.Args(), stdout, stderr); err != nil {
 		err, badInput := inputFlagError(fs, err)
-		fmt.Fprintf(stderr, "ci %s: %v\n", c.name, err)
+		// The one redaction rule: a server may have echoed a credential into the error.
+		fmt.Fprintf(stderr, "ci %s: %s\n", c.name, lock.Redact(err.Error(), knownSecrets(fs)...))
 		var ee *exitError
 		switch {
 		case badInput, errors.Is(err, errUsage), errors.As(err, new(*forge.PreflightError)):
