@@ -84,16 +84,11 @@ warning annotations.`,
 				if strings.ContainsAny(*registry, "/ ") {
 					return usageErrorf("--registry %q must be a host[:port], like 127.0.0.1:5000", *registry)
 				}
-				if *prBody != "" && !*write {
-					return usageErrorf("--pr-body needs --write (the body lists what --write verified)")
-				}
 				if *timeout <= 0 {
 					return usageErrorf("--timeout %s must be positive", *timeout)
 				}
-				if *write {
-					if err := checkUpdateOutputs(*lockFile, *keysDir, *prBody); err != nil {
-						return err
-					}
+				if err := checkUpdateOutputs(*write, *lockFile, *keysDir, *prBody); err != nil {
+					return err
 				}
 				return checkUpdates(ctx, stdout, stderr, checkUpdatesConfig{prBody: *prBody, verbose: *verbose, run: upstream.Run{
 					LockFile: *lockFile, Write: *write, KeysDir: *keysDir, Mirror: *mirror, CacheDir: *cacheDir,

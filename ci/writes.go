@@ -16,7 +16,13 @@ import (
 // keys are vendored into (not a symbolic link), and --pr-body (not a link, not the lock or a
 // key file, in an existing writable directory). So exit status 1 keeps meaning that nothing
 // was written, and a body cannot overwrite what it describes.
-func checkUpdateOutputs(lockFile, keysDir, prBody string) error {
+func checkUpdateOutputs(write bool, lockFile, keysDir, prBody string) error {
+	if prBody != "" && !write {
+		return usageErrorf("--pr-body needs --write (the body lists what --write verified)")
+	}
+	if !write {
+		return nil
+	}
 	if err := lock.CheckReplaceable(lockFile); err != nil {
 		return usageErrorf("--lock with --write: %v", err)
 	}
