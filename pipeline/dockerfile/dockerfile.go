@@ -91,6 +91,9 @@ func Render(p *plan.Plan, l *lock.Lock, opts ...Option) ([]byte, error) {
 		return nil, fmt.Errorf("rendering the Dockerfile: the final stage %q is not in the plan", p.Final)
 	}
 	if o.mirror != "" {
+		if err := lock.CheckPlainURL(o.mirror); err != nil {
+			return nil, fmt.Errorf("rendering the Dockerfile: mirror: %v: %w", err, ErrMirrorURL)
+		}
 		if u, err := url.Parse(o.mirror); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("rendering the Dockerfile: mirror %q: %w", lock.RedactURL(o.mirror), ErrMirrorURL)
 		} else if u.User != nil {

@@ -200,3 +200,9 @@ func quoteKey(k string) string {
 	}
 	return strconv.QuoteToASCII(k)
 }
+
+// CheckPlainURL applies the lock's rule for URL text (no white space, control characters,
+// percent-encoded controls, non-ASCII, quotes, backslashes or $) to a URL given at run time,
+// such as a mirror a Dockerfile is rendered with: BuildKit expands $ in ADD, and a newline
+// would start another instruction.
+func CheckPlainURL(raw string) error { return checkURLText(raw) }
