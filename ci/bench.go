@@ -13,6 +13,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/actions"
 	"github.com/nginx-forge/nginx-forge/pipeline/bench"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
 func scenarioHelp() string {
@@ -95,7 +96,7 @@ func outOfBoxTargets(tree, aConf, bConf, a, b string) ([]bench.Target, error) {
 
 // profileKnobs reads a config's knobs for the report (the profile is what the server runs).
 func profileKnobs(conf string) (bench.Knobs, error) {
-	f, err := os.Open(conf)
+	f, err := lock.OpenInput(conf)
 	if err != nil {
 		return bench.Knobs{}, usageErrorf("%v", err)
 	}

@@ -296,7 +296,7 @@ func (f buildFlags) request() (forge.Request, error) {
 		Revision: f.revision, Ref: f.ref, SignKey: f.signKey, MaxSourceSize: f.maxSource << 20,
 	}
 	if f.modules != "" {
-		req.Modules = splitList(f.modules)
+		req.Modules = strings.Split(f.modules, ",") // as dockerfile: ",,," is refused, not the default set
 	}
 	if f.keyserver != "" {
 		req.Keyservers = splitList(f.keyserver)
@@ -338,4 +338,11 @@ func branchWarnings(l *lock.Lock) []string { return upstream.BranchWarnings(l, t
 func libraryFlags(fs *flag.FlagSet, tls, zlib *string) {
 	fs.StringVar(tls, "tls", "", "TLS `library`: "+strings.Join(forge.TLSChoices, " or ")+" (default: the lock's); without --lock, aws-lc uses the shipped "+lock.AWSLCPath+" (nginx 1.30 with AWS-LC and zlib-ng)")
 	fs.StringVar(zlib, "zlib", "", "zlib `implementation`: "+strings.Join(forge.ZlibChoices, " or ")+" (default: the lock's); without --lock, zlib-ng uses the shipped "+lock.AWSLCPath)
+}
+
+// newLibraryFlags is libraryFlags into new variables.
+func newLibraryFlags(fs *flag.FlagSet) (tls, zlib *string) {
+	tls, zlib = new(string), new(string)
+	libraryFlags(fs, tls, zlib)
+	return tls, zlib
 }

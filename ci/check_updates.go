@@ -95,11 +95,11 @@ func init() {
 				if strings.ContainsAny(*registry, "/ ") {
 					return usageErrorf("--registry %q must be a host[:port], like 127.0.0.1:5000", *registry)
 				}
-				if *prBody != "" && !*write {
-					return usageErrorf("--pr-body needs --write (the body lists what --write verified)")
-				}
 				if *timeout <= 0 {
 					return usageErrorf("--timeout %s must be positive", *timeout)
+				}
+				if err := checkUpdateOutputs(*write, *lockFile, *keysDir, *prBody); err != nil {
+					return err
 				}
 				return checkUpdates(ctx, stdout, stderr, checkUpdatesConfig{prBody: *prBody, verbose: *verbose, run: upstream.Run{
 					LockFile: *lockFile, Write: *write, KeysDir: *keysDir, Mirror: *mirror, CacheDir: *cacheDir,
@@ -214,7 +214,7 @@ func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, o *upstream.Ou
 	}
 	if written && cfg.prBody != "" {
 		body := upstream.PRBody(applied, refused, report.Warnings) + "\n" + outputs["summary"]
-		if err := os.WriteFile(cfg.prBody, []byte(body), 0o644); err != nil {
+		if err := lock.ReplaceFile(cfg.prBody, []byte(body), 0o644); err != nil {
 			return fmt.Errorf("writing the pull request body %q (the lock %s was updated): %w", cfg.prBody, lockFile, err)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -65,10 +64,7 @@ func trustSigner(ctx context.Context, stdout io.Writer, lockFile, name, fpr stri
 	}
 	keysDir := lock.KeysDirBeside(lockFile)
 	if !k.Vendored {
-		if err := os.MkdirAll(keysDir, 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(keysDir, fpr+".asc"), k.Armored, 0o644); err != nil {
+		if _, err := lock.WriteKeyFile(keysDir, fpr, k.Armored); err != nil {
 			return fmt.Errorf("vendoring key %s (the lock is unchanged): %w", fpr, err)
 		}
 	}

@@ -62,7 +62,7 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func usageErrorf(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
+	return keepCauses(fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...)), a)
 }
 
 // main maps SIGINT and SIGTERM to a cancelled context: the command stops its work and cleans
@@ -159,10 +159,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := runFn(ctx, fs.Args(), stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "ci %s: %v\n", c.name, err)
+		err, badInput := inputFlagError(fs, err)
+		// The one redaction rule: a server may have echoed a credential into the error.
+		fmt.Fprintf(stderr, "ci %s: %s\n", c.name, lock.Redact(err.Error(), knownSecrets(fs)...))
 		var ee *exitError
 		switch {
-		case errors.Is(err, errUsage), errors.As(err, new(*forge.PreflightError)):
+		case badInput, errors.Is(err, errUsage), errors.As(err, new(*forge.PreflightError)):
 			// A build the engine cannot run here as asked is fixed by a flag or an install.
 			return 2
 		case errors.As(err, &ee):

@@ -34,7 +34,8 @@ registry errors are retried. Credentials come from the Docker config and, for gh
 GITHUB_TOKEN; they are never printed.
 
 Prints REPO@sha256:... of the index. --dry-run reads the per-platform images, prints the
-index manifest and the tags it would move, and writes nothing.`,
+index manifest and the tags it would move, and writes nothing. Every registry request runs
+under one --timeout for the whole run (default 5m).`,
 		flags: func(fs *flag.FlagSet) runFunc {
 			imageFlag := fs.String("image", "", "`REPO[:TAG,...]` to publish the index as (required); without tags, the tags --lock, --ref and --revision decide")
 			lockFile := fs.String("lock", lock.DefaultPath, "lock `file` the images were built from (for the default tags)")
@@ -43,18 +44,24 @@ index manifest and the tags it would move, and writes nothing.`,
 			dryRun := fs.Bool("dry-run", false, "print the index and tags without pushing anything")
 			insecure := fs.Bool("insecure", false, "allow plain HTTP to a registry that is not on loopback")
 			verbose := fs.Bool("v", false, "print each registry step on standard error")
-			var tls, zlib string
-			libraryFlags(fs, &tls, &zlib)
+			tls, zlib := newLibraryFlags(fs)
+			timeout := fs.Duration("timeout", defaultManifestTimeout, "one `deadline` for every registry request of the run (also --dry-run): a registry that never answers fails the run after this long")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if *imageFlag == "" {
 					return usageErrorf("--image REPO[:TAG,...] is required")
+				}
+				if *timeout <= 0 {
+					return usageErrorf("--timeout %s must be positive", *timeout)
 				}
 				repo, tags, err := parseImage(*imageFlag)
 				if err != nil {
 					return err
 				}
+				if err := forge.CheckRevision(*revision); err != nil {
+					return usageErrorf("--revision %v", err)
+				}
 				if len(tags) == 0 {
-					req := forge.Request{LockFile: *lockFile, TLS: tls, Zlib: zlib, Ref: *ref, Revision: *revision}
+					req := forge.Request{LockFile: *lockFile, TLS: *tls, Zlib: *zlib, Ref: *ref, Revision: *revision}
 					if tags, err = req.PublishTags(); err != nil {
 						return err
 					}
@@ -80,7 +87,9 @@ index manifest and the tags it would move, and writes nothing.`,
 					refs = append(refs, a)
 				}
 				log, _ := newLog(stderr, *verbose, false)
-				return runManifest(ctx, stdout, forge.Index{Repo: repo, Tags: tags, Refs: refs, Insecure: *insecure}, *dryRun, log)
+				return withDeadline(ctx, *timeout, func(ctx context.Context) error {
+					return runManifest(ctx, stdout, forge.Index{Repo: repo, Tags: tags, Refs: refs, Insecure: *insecure}, *dryRun, log)
+				})
 			}
 		},
 	})

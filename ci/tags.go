@@ -25,13 +25,15 @@ table describes. build.yml's merge job uses it to name the index's tags.`,
 			ref := fs.String("ref", "", "the git `ref` built (GITHUB_REF): refs/heads/main, refs/tags/vX.Y.Z, ...")
 			revision := fs.String("revision", "", "the `commit` built (GITHUB_SHA)")
 			latest := fs.Bool("latest", false, "a person's build with --latest")
-			var tls, zlib string
-			libraryFlags(fs, &tls, &zlib)
+			tls, zlib := newLibraryFlags(fs)
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
 					return usageErrorf("tags takes no arguments, got %q", args)
 				}
-				tags, err := forge.Request{LockFile: *lockFile, TLS: tls, Zlib: zlib, Ref: *ref, Revision: *revision, Latest: *latest}.PublishTags()
+				if err := forge.CheckRevision(*revision); err != nil {
+					return usageErrorf("--revision %v", err)
+				}
+				tags, err := forge.Request{LockFile: *lockFile, TLS: *tls, Zlib: *zlib, Ref: *ref, Revision: *revision, Latest: *latest}.PublishTags()
 				if err != nil {
 					return err
 				}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/bench"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
 // shippedConfig is the image's nginx.conf in the checkout.
@@ -88,7 +89,7 @@ func shippedKnobs(tree, config string) (bench.Knobs, string, error) {
 			conf = filepath.Join(tree, "etc", "nginx", "nginx.conf")
 		}
 	}
-	f, err := os.Open(conf)
+	f, err := lock.OpenInput(conf)
 	if err != nil {
 		return bench.Knobs{}, conf, usageErrorf("--config: %v (give the nginx.conf whose knobs to use)", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
 // A Profile is a server's configuration as its users get it ("out of the box"): the
@@ -63,11 +65,14 @@ func DebianDefaultProfile() (*Profile, error) {
 	return ParseProfile("Debian default nginx.conf", "debian-nginx.conf (embedded)", debianConf, "")
 }
 
+// maxConf bounds a config file read (its includes too): nginx.conf files are a few KB.
+const maxConf = 1 << 20
+
 // ReadProfile reads a config file. confDir, when not "", is where its includes are looked
 // up: an absolute /etc/nginx/... include is read from confDir/..., and a relative one from
 // confDir (an install tree's etc/nginx; "" means includes are left out).
 func ReadProfile(name, path, confDir string) (*Profile, error) {
-	b, err := os.ReadFile(path)
+	b, err := lock.ReadInput(path, maxConf)
 	if err != nil {
 		return nil, fmt.Errorf("out-of-box config: %w", err)
 	}
@@ -105,7 +110,7 @@ func ParseProfile(name, source string, conf []byte, confDir string) (*Profile, e
 				}
 				sort.Strings(files)
 				for _, f := range files {
-					b, err := os.ReadFile(f)
+					b, err := lock.ReadInput(f, maxConf)
 					if err != nil {
 						return fmt.Errorf("%s: include: %w", file, err)
 					}

@@ -91,8 +91,14 @@ func Render(p *plan.Plan, l *lock.Lock, opts ...Option) ([]byte, error) {
 		return nil, fmt.Errorf("rendering the Dockerfile: the final stage %q is not in the plan", p.Final)
 	}
 	if o.mirror != "" {
+		if err := lock.CheckPlainURL(o.mirror); err != nil {
+			return nil, fmt.Errorf("rendering the Dockerfile: mirror: %v: %w", err, ErrMirrorURL)
+		}
 		if u, err := url.Parse(o.mirror); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("rendering the Dockerfile: mirror %q: %w", o.mirror, ErrMirrorURL)
+			return nil, fmt.Errorf("rendering the Dockerfile: mirror %q: %w", lock.RedactURL(o.mirror), ErrMirrorURL)
+		} else if u.User != nil {
+			// The Dockerfile is committed and printed: a password in it would be published.
+			return nil, fmt.Errorf("rendering the Dockerfile: mirror %q carries user information (user:password@), which would be written into the Dockerfile: give a mirror without credentials (BuildKit has none to send for ADD): %w", lock.RedactURL(o.mirror), ErrMirrorURL)
 		}
 	}
 	march := regexp.MustCompile(`-march=` + regexp.QuoteMeta(p.CPU) + `(\s|$)`)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -101,7 +100,7 @@ func SmokeServer(ctx context.Context, r SmokeRequest, logf func(string, ...any))
 	}
 	o := smoke.Options{Expect: expect, UID: r.UID, HTTPPort: r.HTTPPort, HTTPSPort: r.HTTPSPort, Logf: logf}
 	if r.TLSCAFile != "" {
-		pemBytes, err := os.ReadFile(r.TLSCAFile)
+		pemBytes, err := lock.ReadInput(r.TLSCAFile, 1<<20)
 		if err != nil {
 			return smoke.Report{}, fmt.Errorf("--tls-ca: %w", err)
 		}

@@ -21,12 +21,19 @@ func (r Request) TagEvent() image.TagEvent {
 // the one rule of image.Tags for the lock, the git ref, the revision and Latest. `ci tags`,
 // `ci manifest` and the build itself all ask here.
 func (r Request) PublishTags() ([]string, error) {
+	if err := image.CheckRevision(r.Revision); err != nil {
+		return nil, fmt.Errorf("the revision %w", err)
+	}
 	l, _, err := r.loadLock()
 	if err != nil {
 		return nil, err
 	}
 	return r.tagsFor(l), nil
 }
+
+// CheckRevision is image.CheckRevision, for the commands (--revision): a full commit name
+// or nothing.
+func CheckRevision(rev string) error { return image.CheckRevision(rev) }
 
 func (r Request) tagsFor(l *lock.Lock) []string {
 	if len(r.Tags) > 0 || r.DigestOnly {

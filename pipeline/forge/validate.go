@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
@@ -80,6 +81,9 @@ func (r Request) checkOptions() error {
 		return errors.New("--push publishes only smoke-tested images: drop --no-smoke")
 	case r.DigestOnly && !r.Push:
 		return errors.New("--digest-only is a way to --push: add --push")
+	}
+	if err := image.CheckRevision(r.Revision); err != nil {
+		return fmt.Errorf("the revision (--revision) %w", err)
 	}
 	if n := len(r.platforms()); n > 1 {
 		if r.Output != "" || r.Tree != "" {

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"path"
 	"strings"
 )
@@ -315,7 +314,7 @@ func (e *SizeError) Error() string {
 
 // Load reads and strictly parses a lock file.
 func Load(file string) (*Lock, error) {
-	f, err := os.Open(file)
+	f, err := OpenInput(file)
 	if err != nil {
 		return nil, fmt.Errorf("reading lock file %q: %w", file, err)
 	}
@@ -345,6 +344,9 @@ func Parse(b []byte) (*Lock, error) {
 		return nil, fmt.Errorf("the lock %w", &SizeError{int64(len(b))})
 	}
 	if err := notAnObject(b); err != nil {
+		return nil, err
+	}
+	if err := strictJSON(b); err != nil {
 		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -450,7 +452,8 @@ func (l *Lock) Marshal() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Write validates and atomically replaces file with the stable form of l.
+// Write validates and atomically replaces file with the stable form of l (ReplaceFile: never
+// through a symbolic link, the file's mode kept).
 func (l *Lock) Write(file string) error {
 	if err := l.Validate(); err != nil {
 		return fmt.Errorf("refusing to write invalid lock %q: %w", file, err)
@@ -459,19 +462,7 @@ func (l *Lock) Write(file string) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(path.Dir(file), ".lock-*")
-	if err != nil {
-		return fmt.Errorf("writing lock %q: %w", file, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing lock %q: %w", file, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing lock %q: %w", file, err)
-	}
-	if err := os.Rename(tmp.Name(), file); err != nil {
+	if err := ReplaceFile(file, b, 0o644); err != nil {
 		return fmt.Errorf("writing lock %q: %w", file, err)
 	}
 	return nil

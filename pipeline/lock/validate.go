@@ -9,9 +9,6 @@ import (
 )
 
 var (
-	// A release version like 1.26.2; "rc" with an optional number may follow, because
-	// ngx_brotli's only release is v1.0.0rc.
-	versionRE     = regexp.MustCompile(`^[0-9]+(\.[0-9]+){1,3}(rc[0-9]*)?$`)
 	sha256RE      = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	fingerprintRE = regexp.MustCompile(`^[0-9A-F]{40}$`)
 	digestRE      = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
@@ -57,8 +54,8 @@ func (l *Lock) Validate() error {
 			return &FieldError{f + ".name", "appears twice"}
 		}
 		seen[c.Name] = true
-		if !versionRE.MatchString(c.Version) {
-			return &FieldError{f + ".version", fmt.Sprintf("%q is not a release version like 1.26.2", c.Version)}
+		if err := CheckVersion(c.Version); err != nil {
+			return &FieldError{f + ".version", err.Error()}
 		}
 		if c.Git != nil {
 			if err := checkGit(f, c); err != nil {
@@ -106,14 +103,8 @@ func (l *Lock) Validate() error {
 		field string
 		img   Image
 	}{{"images.builder", l.Images.Builder}, {"images.runtime", l.Images.Runtime}} {
-		if im.img.Ref == "" {
-			return &FieldError{im.field + ".ref", "is empty"}
-		}
-		if strings.ContainsAny(im.img.Ref, " \t\n") {
-			return &FieldError{im.field + ".ref", fmt.Sprintf("%q contains white space", im.img.Ref)}
-		}
-		if im.img.Digest != "" && !digestRE.MatchString(im.img.Digest) {
-			return &FieldError{im.field + ".digest", fmt.Sprintf("%q is not sha256:<64 hex digits>", im.img.Digest)}
+		if err := checkImage(im.field, im.img); err != nil {
+			return err
 		}
 	}
 	return l.validateProfiles()
@@ -158,7 +149,7 @@ func (l *Lock) checkRoles(seen map[string]bool) error {
 func CompareVersions(a, b string) int {
 	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
 	for i := 0; i < len(pa) || i < len(pb); i++ {
-		x, y := versionPart(pa, i), versionPart(pb, i)
+		x, y := versionNumber(pa, i), versionNumber(pb, i)
 		if x != y {
 			if x < y {
 				return -1
@@ -169,7 +160,7 @@ func CompareVersions(a, b string) int {
 	return 0
 }
 
-func versionPart(parts []string, i int) int {
+func versionNumber(parts []string, i int) int {
 	if i >= len(parts) {
 		return 0
 	}
@@ -212,6 +203,9 @@ func checkGit(f string, c Component) error {
 }
 
 func checkURL(raw string) error {
+	if err := checkURLText(raw); err != nil {
+		return err
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Parse's error quotes the input, which may hold a password: name neither.

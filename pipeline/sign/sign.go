@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -32,6 +31,8 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
 const (
@@ -51,14 +52,19 @@ const maxKeyFile = 64 << 10
 // SIGSTORE PRIVATE KEY") is refused with how to get a plain one: decrypting it needs a
 // password prompt this non-interactive build does not have.
 func LoadKey(path string) (signature.SignerVerifier, error) {
-	fi, err := os.Stat(path)
+	f, err := lock.OpenInput(path)
+	if err != nil {
+		return nil, fmt.Errorf("--sign-key %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("--sign-key %s: %w", path, err)
 	}
 	if fi.Size() > maxKeyFile {
 		return nil, fmt.Errorf("--sign-key %s: %d bytes, more than a PEM private key (limit %d): pass the private key file", path, fi.Size(), maxKeyFile)
 	}
-	raw, err := os.ReadFile(path)
+	raw, err := io.ReadAll(io.LimitReader(f, maxKeyFile))
 	if err != nil {
 		return nil, fmt.Errorf("--sign-key %s: %w", path, err)
 	}

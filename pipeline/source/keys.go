@@ -93,7 +93,7 @@ func (f *Fetcher) vendoredKey(fpr string) (b []byte, where string, ok bool, err 
 	}
 	if f.keysDir != "" && lock.IsFingerprint(fpr) {
 		file := filepath.Join(f.keysDir, fpr+".asc")
-		b, err = os.ReadFile(file)
+		b, err = lock.ReadInput(file, maxSmallFile)
 		if err == nil {
 			return b, file, true, nil
 		}

@@ -3,6 +3,7 @@ package upstream
 import (
 	"archive/tar"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,8 +16,10 @@ import (
 )
 
 // TopDir returns the single top-level directory of the .tar.gz at file, reading every
-// entry: an entry outside it (or a second top directory) is an error naming the entry.
-func TopDir(file string) (string, error) {
+// entry: an entry outside it (or a second top directory) is an error naming the entry. It
+// stops when ctx ends: a small download can expand to gigabytes (a gzip bomb), and reading
+// them must not outlive the run's deadline.
+func TopDir(ctx context.Context, file string) (string, error) {
 	if !strings.HasSuffix(file, ".tar.gz") && !strings.HasSuffix(file, ".tgz") {
 		return "", fmt.Errorf("%s: only .tar.gz tarballs are read (to check the top directory)", filepath.Base(file))
 	}
@@ -25,11 +28,11 @@ func TopDir(file string) (string, error) {
 		return "", err
 	}
 	defer fh.Close()
-	zr, err := gzip.NewReader(fh)
+	zr, err := gzip.NewReader(ctxReader{ctx, fh})
 	if err != nil {
 		return "", fmt.Errorf("reading %s: %w", filepath.Base(file), err)
 	}
-	tr := tar.NewReader(zr)
+	tr := tar.NewReader(ctxReader{ctx, zr})
 	top := ""
 	for {
 		h, err := tr.Next()
@@ -37,6 +40,9 @@ func TopDir(file string) (string, error) {
 			break
 		}
 		if err != nil {
+			if ctx.Err() != nil {
+				return "", fmt.Errorf("reading %s: stopped at the run's deadline (--timeout): %w", filepath.Base(file), context.Cause(ctx))
+			}
 			return "", fmt.Errorf("reading %s: %w", filepath.Base(file), err)
 		}
 		if h.Typeflag == tar.TypeXGlobalHeader {

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
 // DefaultGitHubAPI is the GitHub REST API root.
@@ -119,7 +121,8 @@ func (c *Client) ghList(ctx context.Context, path string, into any) error {
 			return fmt.Errorf("listing %s: %w", path, err)
 		}
 		if resp.StatusCode != http.StatusOK {
-			return ghError("listing "+path, resp, body, c.token != "")
+			// What the server sent back may quote what it was sent: redacted before it is shown.
+			return ghError("listing "+path, resp, []byte(lock.Redact(string(body), c.token)), c.token != "")
 		}
 		var items []json.RawMessage
 		if err := json.Unmarshal(body, &items); err != nil {
@@ -154,7 +157,7 @@ func (c *Client) ghGet(ctx context.Context, u *url.URL) (*http.Response, []byte,
 		if c.token != "" {
 			req.Header.Set("Authorization", "Bearer "+c.token)
 		}
-		resp, err := c.http.Do(req)
+		resp, err := c.tokenSafe(u).Do(req)
 		var body []byte
 		if err == nil {
 			body, err = io.ReadAll(io.LimitReader(resp.Body, 16<<20))

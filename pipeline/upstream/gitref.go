@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
 // GitRelease is a release tag resolved through GitHub's git database API: the commit the tag
@@ -120,7 +122,7 @@ func (c *Client) ghObject(ctx context.Context, path string, into any) error {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return ghError("reading "+path, resp, body, c.token != "")
+		return ghError("reading "+path, resp, []byte(lock.Redact(string(body), c.token)), c.token != "")
 	}
 	if err := json.Unmarshal(body, into); err != nil {
 		return fmt.Errorf("reading %s: the response is not the expected JSON object: %w", path, err)

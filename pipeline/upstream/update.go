@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -391,7 +389,7 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 		a.Unsigned = next.Unsigned
 	}
 
-	top, err := TopDir(ver.Path)
+	top, err := TopDir(ctx, ver.Path)
 	if err != nil {
 		return lock.Component{}, Applied{}, fmt.Errorf("refused: %w (%w)", err, errWrongTopDir)
 	}
@@ -419,7 +417,7 @@ func contains(list []string, s string) bool {
 // the lock. What was refused is returned as a *RefusedError, after the rest was written; when
 // nothing could be applied, the file is not touched (byte for byte).
 func (u *Updater) UpdateFile(ctx context.Context, file string, rep *Report) ([]Applied, error) {
-	before, err := os.ReadFile(file)
+	before, err := lock.ReadInput(file, lock.MaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading lock file %q: %w", file, err)
 	}
@@ -451,15 +449,18 @@ func (u *Updater) UpdateFile(ctx context.Context, file string, rep *Report) ([]A
 	if keysDir == "" {
 		keysDir = lock.KeysDirBeside(file)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("the run ended before the lock was written (nothing was written): %w", context.Cause(ctx))
+	}
+	if err := checkKeyTargets(keysDir, done); err != nil {
+		return nil, err
+	}
 	for _, a := range done {
 		if a.NewKey == nil {
 			continue
 		}
-		if err := os.MkdirAll(keysDir, 0o755); err != nil {
-			return nil, fmt.Errorf("vendoring key %s: %w (the lock is unchanged)", a.NewKey.Fingerprint, err)
-		}
-		kf := filepath.Join(keysDir, a.NewKey.Fingerprint+".asc")
-		if err := os.WriteFile(kf, a.NewKey.Armored, 0o644); err != nil {
+		kf, err := lock.WriteKeyFile(keysDir, a.NewKey.Fingerprint, a.NewKey.Armored)
+		if err != nil {
 			return nil, fmt.Errorf("vendoring key %s: %w (the lock is unchanged)", a.NewKey.Fingerprint, err)
 		}
 		verb := "vendored"

@@ -35,6 +35,10 @@ const rcPart = math.MinInt32
 // Anything else (suffixes such as "-beta1" or "-RC1", empty parts) is an error: those are
 // never releases we build. Which tags count as releases is each Repo's pattern's decision.
 func ParseVersion(s string) (Version, error) {
+	// The lock's rule first, so a version is a version in every command or in none.
+	if err := lock.CheckVersion(s); err != nil {
+		return nil, fmt.Errorf("version %w", err)
+	}
 	rc := -1
 	if i := strings.Index(s, "rc"); i >= 0 {
 		n := s[i+2:]

@@ -31,6 +31,9 @@ func TestParseVersion(t *testing.T) {
 		{"1.0.0-rc1", ""},
 		{"1.0.0rcx", ""},
 		{"rc1", ""},
+		// The lock's rule (lock.CheckVersion): a part the lock refuses is no version here either.
+		{"1.1234567890", ""},
+		{"1.123456789", "1.123456789"},
 	} {
 		v, err := ParseVersion(tc.in)
 		if tc.want == "" {

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+// checkUpdateOutputs checks, before anything is fetched, every path check-updates --write
+// may write: the lock (replaced in place, never through a symbolic link), the keys directory
+// keys are vendored into (not a symbolic link), and --pr-body (not a link, not the lock or a
+// key file, in an existing writable directory). So exit status 1 keeps meaning that nothing
+// was written, and a body cannot overwrite what it describes.
+func checkUpdateOutputs(write bool, lockFile, keysDir, prBody string) error {
+	if prBody != "" && !write {
+		return usageErrorf("--pr-body needs --write (the body lists what --write verified)")
+	}
+	if !write {
+		return nil
+	}
+	if err := lock.CheckReplaceable(lockFile); err != nil {
+		return usageErrorf("--lock with --write: %v", err)
+	}
+	flag := "--keys"
+	if keysDir == "" {
+		keysDir, flag = lock.KeysDirBeside(lockFile), "the keys directory beside --lock"
+	}
+	if err := lock.CheckOutputDir(keysDir); err != nil {
+		return usageErrorf("%s: %v (signer keys are vendored there)", flag, err)
+	}
+	if prBody == "" {
+		return nil
+	}
+	if err := lock.CheckReplaceable(prBody); err != nil {
+		return usageErrorf("--pr-body: %v", err)
+	}
+	if err := notTheLockOrAKey(prBody, lockFile, keysDir); err != nil {
+		return usageErrorf("--pr-body %s: %v: give a file of its own (e.g. $RUNNER_TEMP/body.md)", prBody, err)
+	}
+	dir := filepath.Dir(prBody)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usageErrorf("--pr-body %s: directory %s does not exist: create it (mkdir -p %s) or choose another path", prBody, dir, dir)
+	case err != nil:
+		return usageErrorf("--pr-body %s: %v", prBody, err)
+	case !fi.IsDir():
+		return usageErrorf("--pr-body %s: %s is not a directory", prBody, dir)
+	}
+	if err := syscall.Access(dir, 0o2|0o1); err != nil { // W_OK|X_OK, as this user
+		return usageErrorf("--pr-body %s: directory %s is not writable by this user: %v", prBody, dir, err)
+	}
+	return nil
+}
+
+// notTheLockOrAKey refuses a body path that is, or resolves to, the lock or a file of the
+// keys directory (by name, through links in its directory, or as a hard link).
+func notTheLockOrAKey(body, lockFile, keysDir string) error {
+	bodyFI, bodyErr := os.Stat(body)
+	if fi, err := os.Stat(lockFile); err == nil && bodyErr == nil && os.SameFile(fi, bodyFI) {
+		return errors.New("is the lock")
+	}
+	real := resolved(body)
+	if real == resolved(lockFile) {
+		return errors.New("is the lock")
+	}
+	keys := resolved(keysDir)
+	if filepath.Dir(real) == keys {
+		return fmt.Errorf("is in the keys directory %s", keysDir)
+	}
+	if bodyErr != nil {
+		return nil
+	}
+	ents, _ := os.ReadDir(keysDir)
+	for _, e := range ents {
+		if fi, err := os.Stat(filepath.Join(keysDir, e.Name())); err == nil && os.SameFile(fi, bodyFI) {
+			return fmt.Errorf("is the key file %s", filepath.Join(keysDir, e.Name()))
+		}
+	}
+	return nil
+}
+
+// resolved is file's absolute path with the links of its directory resolved (the file
+// itself may not exist yet).
+func resolved(file string) string {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return filepath.Clean(file)
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(dir, filepath.Base(abs))
+	}
+	return abs
+}

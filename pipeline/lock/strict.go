@@ -1,0 +1,208 @@
+package lock
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/go-containerregistry/pkg/name"
+)
+
+// The one set of rules every reader of a lock goes through (Parse, and so Load and every
+// command): one input, one verdict.
+
+// versionPart is a release number without leading zeros, at most 9 digits, so it fits an
+// int32 wherever versions are compared (pipeline/upstream.ParseVersion uses CheckVersion).
+const versionPart = `(?:0|[1-9][0-9]{0,8})`
+
+// A release version like 1.26.2; "rc" with an optional number from 1 may follow, because
+// ngx_brotli's only release is v1.0.0rc.
+var strictVersionRE = regexp.MustCompile(`^` + versionPart + `(?:\.` + versionPart + `){1,3}(?:rc(?:[1-9][0-9]{0,8})?)?$`)
+
+// CheckVersion is nil when v is a release version as the lock holds it: 2 to 4 dot-separated
+// numbers without leading zeros (1.26.2, not 01.26.2), optionally followed by rc or rcN.
+func CheckVersion(v string) error {
+	if !strictVersionRE.MatchString(v) {
+		return fmt.Errorf("%q is not a release version like 1.26.2 (2 to 4 numbers of at most 9 digits, no leading zeros; rc or rcN may follow)", v)
+	}
+	return nil
+}
+
+// checkText refuses what no URL or image reference in a lock may hold: white space, control
+// characters and anything outside printable ASCII (which covers the Unicode bidirectional
+// controls, such as U+202E, that make a value read differently from what it is).
+func checkText(s string) error {
+	if !utf8.ValidString(s) {
+		return errors.New("is not valid UTF-8")
+	}
+	for i, r := range s {
+		switch {
+		case r == ' ' || r == '\t' || r == '\n' || r == '\r':
+			return fmt.Errorf("has white space at byte %d", i)
+		case r < 0x20 || r == 0x7f:
+			return fmt.Errorf("has the control character %U at byte %d", r, i)
+		case r > 0x7e:
+			return fmt.Errorf("has the non-ASCII character %U at byte %d (percent-encode it; bidirectional and invisible characters are refused)", r, i)
+		}
+	}
+	return nil
+}
+
+// checkURLText is checkURL's first step: the raw text, then the decoded path and query,
+// where %00 or %0A would become a control character in a file name or a Dockerfile line.
+func checkURLText(raw string) error {
+	if err := checkText(raw); err != nil {
+		return fmt.Errorf("%q %w", RedactURL(raw), err)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil // checkURL says it is not a URL
+	}
+	q, _ := url.QueryUnescape(u.RawQuery)
+	for _, dec := range []string{u.Path, q, u.Fragment} {
+		for _, r := range dec {
+			if r < 0x20 || r == 0x7f || r == ' ' {
+				return fmt.Errorf("%q has a percent-encoded control character or space (%U): a file name cannot hold it", RedactURL(raw), r)
+			}
+		}
+	}
+	if strings.ContainsAny(raw, `"'\`+"`$") {
+		return fmt.Errorf("%q has a quote, backslash or $: a lock URL must be plain (percent-encode it)", RedactURL(raw))
+	}
+	return nil
+}
+
+// checkImage checks one base image: a reference that parses, with no credentials and no
+// white space, and a digest (in the digest field or after @ in the ref) of sha256:<64 hex>;
+// both given, they must agree.
+func checkImage(field string, im Image) error {
+	if im.Ref == "" {
+		return &FieldError{field + ".ref", "is empty"}
+	}
+	if err := checkText(im.Ref); err != nil {
+		return &FieldError{field + ".ref", fmt.Sprintf("%q %v", im.Ref, err)}
+	}
+	if strings.Contains(im.Ref, "://") {
+		return &FieldError{field + ".ref", fmt.Sprintf("%q is a URL: give an image reference like docker.io/library/ubuntu:24.04", im.Ref)}
+	}
+	if at := strings.Index(im.Ref, "@"); at >= 0 {
+		d := im.Ref[at+1:]
+		if !digestRE.MatchString(d) {
+			return &FieldError{field + ".ref", fmt.Sprintf("%q has an @ that is not followed by a sha256:<64 hex digits> digest (credentials, user:password@, never belong in a lock; registries take them from the keychain)", redactRef(im.Ref))}
+		}
+		if im.Digest != "" && im.Digest != d {
+			return &FieldError{field + ".digest", fmt.Sprintf("%q differs from the digest in the ref (%s): keep one", im.Digest, d)}
+		}
+	}
+	if _, err := name.ParseReference(im.Ref); err != nil {
+		return &FieldError{field + ".ref", fmt.Sprintf("%q is not an image reference like docker.io/library/ubuntu:24.04", im.Ref)}
+	}
+	if im.Digest != "" && !digestRE.MatchString(im.Digest) {
+		return &FieldError{field + ".digest", fmt.Sprintf("%q is not sha256:<64 hex digits>", im.Digest)}
+	}
+	return nil
+}
+
+// redactRef hides what comes before an @ that is no digest: it is likely user:password.
+func redactRef(ref string) string {
+	at := strings.LastIndex(ref, "@")
+	if at < 0 {
+		return ref
+	}
+	return "xxxxx" + ref[at:]
+}
+
+// strictJSON refuses what encoding/json would quietly accept: bytes that are not UTF-8
+// (decoded as U+FFFD) and an object key given twice at any depth (the last one would win,
+// so a second "sha256" could override the reviewed one). encoding/json matches keys to
+// fields regardless of case, so "SHA256" and "sha256" count as the same key.
+func strictJSON(b []byte) error {
+	if !utf8.Valid(b) {
+		return errors.New("parsing: the lock is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	type frame struct {
+		path   string
+		object bool
+		keys   map[string]string // folded key -> key as written
+		key    string            // the current key (object), awaiting its value
+		hasKey bool              // key is set
+		index  int               // the next element's index (array)
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return nil // the decoder in Parse reports the syntax error itself
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if top != nil && top.object && !top.hasKey {
+			k := tok.(string)
+			folded := strings.ToLower(k)
+			if first, dup := top.keys[folded]; dup {
+				return &FieldError{jsonPath(top.path, k), fmt.Sprintf("key %s appears twice in the same object (first as %s): a key is given once (JSON keys match fields regardless of case, and the last one would silently win)", quoteKey(k), quoteKey(first))}
+			}
+			top.keys[folded] = k
+			top.key, top.hasKey = k, true
+			continue
+		}
+		// A value: its path, then the container it opens, if any.
+		p := ""
+		if top != nil {
+			if top.object {
+				p, top.hasKey = jsonPath(top.path, top.key), false
+			} else {
+				p = fmt.Sprintf("%s[%d]", top.path, top.index)
+				top.index++
+			}
+		}
+		if d, ok := tok.(json.Delim); ok {
+			stack = append(stack, &frame{path: p, object: d == '{', keys: map[string]string{}})
+		}
+	}
+}
+
+var plainKeyRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
+
+// jsonPath names a key the way FieldError names fields (components[3].sha256); a key that is
+// not a plain name is quoted and cut short.
+func jsonPath(parent, key string) string {
+	if plainKeyRE.MatchString(key) {
+		if parent == "" {
+			return key
+		}
+		return parent + "." + key
+	}
+	return parent + "[" + quoteKey(key) + "]"
+}
+
+func quoteKey(k string) string {
+	if len(k) > 64 {
+		k = strings.ToValidUTF8(k[:64], "") + "..."
+	}
+	return strconv.QuoteToASCII(k)
+}
+
+// CheckPlainURL applies the lock's rule for URL text (no white space, control characters,
+// percent-encoded controls, non-ASCII, quotes, backslashes or $) to a URL given at run time,
+// such as a mirror a Dockerfile is rendered with: BuildKit expands $ in ADD, and a newline
+// would start another instruction.
+func CheckPlainURL(raw string) error { return checkURLText(raw) }

@@ -1,0 +1,42 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
+
+// checkKeyTargets checks every key file UpdateFile would write before the first is written,
+// so a refusal writes nothing: the keys directory and each <FPR>.asc in it must not be
+// symbolic links (lock.WriteKeyFile never writes through one, nor outside the directory).
+func checkKeyTargets(keysDir string, done []Applied) error {
+	for _, a := range done {
+		if a.NewKey == nil {
+			continue
+		}
+		if err := lock.CheckOutputDir(keysDir); err != nil {
+			return fmt.Errorf("vendoring key %s: %w (nothing was written)", a.NewKey.Fingerprint, err)
+		}
+		if err := lock.CheckReplaceable(filepath.Join(keysDir, a.NewKey.Fingerprint+".asc")); err != nil {
+			return fmt.Errorf("vendoring key %s: %w (nothing was written)", a.NewKey.Fingerprint, err)
+		}
+	}
+	return nil
+}
+
+// ctxReader reads r until ctx ends: work on local data (unpacking a tarball) keeps the run's
+// deadline like the network does.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, context.Cause(c.ctx)
+	}
+	return c.r.Read(p)
+}
