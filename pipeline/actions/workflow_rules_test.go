@@ -930,6 +930,43 @@ func updateProblems(w *actionlint.Workflow) []string {
 	if len(uploads) == 0 {
 		add("job %s hands nothing on (no actions/upload-artifact step)", checkID)
 	}
+	// Both locks are checked and rewritten in the same run (the default lock may be named by
+	// --lock or be check-updates' default).
+	for _, l := range []string{"stack", "aws-lc"} {
+		found := false
+		for _, s := range check.Steps {
+			run := runOf(s)
+			if strings.Contains(run, "check-updates --write") && (strings.Contains(run, "--lock pipeline/lock/"+l+".lock.json") || (l == "stack" && !strings.Contains(run, "--lock"))) {
+				found = true
+			}
+		}
+		if !found {
+			add("job %s does not run check-updates --write on pipeline/lock/%s.lock.json", checkID, l)
+		}
+	}
+	// A lock's check may fail without holding back the other lock's update (continue-on-error)
+	// only if a job then fails the run for it.
+	continues := false
+	for _, s := range check.Steps {
+		if strings.Contains(runOf(s), "check-updates --write") && s.ContinueOnError != nil && (s.ContinueOnError.Value || s.ContinueOnError.Expression != nil) {
+			continues = true
+		}
+	}
+	if continues {
+		failSeen := false
+		for _, j := range w.Jobs {
+			if j.If != nil && strings.Contains(j.If.Value, "needs."+checkID+".outputs.failed != ''") {
+				for _, st := range j.Steps {
+					if strings.Contains(runOf(st), "exit 1") {
+						failSeen = true
+					}
+				}
+			}
+		}
+		if !failSeen {
+			add("job %s continues after a failed check-updates, but no job fails the run for it (if: needs.%s.outputs.failed != '' and exit 1)", checkID, checkID)
+		}
+	}
 	// A refreshed signer key rewrites a tracked file, which an untracked-files listing misses.
 	for _, s := range check.Steps {
 		if run := runOf(s); strings.Contains(run, "ls-files") && strings.Contains(run, "pipeline/lock/keys") && !strings.Contains(run, "--modified") {
@@ -960,8 +997,8 @@ func updateProblems(w *actionlint.Workflow) []string {
 			add("job %s checks out with persisted credentials", prID)
 		}
 		if a == "peter-evans/create-pull-request" {
-			if got := strings.Fields(inputOf(s, "add-paths")); !slices.Equal(got, []string{"pipeline/lock/stack.lock.json", "pipeline/lock/keys/*.asc", "pipeline/lock/profiles/*.tar.gz"}) {
-				add("job %s commits %q, want the lock, vendored keys and PGO profiles only", prID, inputOf(s, "add-paths"))
+			if got := strings.Fields(inputOf(s, "add-paths")); !slices.Equal(got, []string{"pipeline/lock/stack.lock.json", "pipeline/lock/aws-lc.lock.json", "pipeline/lock/keys/*.asc", "pipeline/lock/profiles/*.tar.gz"}) {
+				add("job %s commits %q, want the two locks, vendored keys and PGO profiles only", prID, inputOf(s, "add-paths"))
 			}
 			if inputOf(s, "body-path") == "" {
 				add("job %s does not take the pull request's body from the artifact (body-path)", prID)
@@ -1051,8 +1088,8 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"      - name: Put the recorded PGO profiles in place\n        run: |\n          go run ./ci check-updates --lock pipeline/lock/stack.lock.json\n",
 			"job pull-request holds a write token and runs project code"},
 		{"update.yml", "pull-request job runs a repository script",
-			`          jq -e 'type == "object"' "$RUNNER_TEMP/update/stack.lock.json" > /dev/null`,
-			`          ./.ci/check-lock "$RUNNER_TEMP/update/stack.lock.json"`,
+			`            jq -e 'type == "object"' "$dir/$lock.lock.json" > /dev/null`,
+			`            ./.ci/check-lock "$dir/$lock.lock.json"`,
 			"job pull-request holds a write token and runs project code"},
 		{"update.yml", "pull-request job sets up Go",
 			"      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        if: needs.record-profiles.result == 'success'\n",
@@ -1066,20 +1103,29 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"      pull-requests: write # open or refresh the pull request\n", "",
 			"want permissions exactly contents: write and pull-requests: write"},
 		{"update.yml", "write permission without a reason",
-			"      contents: write # push the update branch with the new lock\n",
+			"      contents: write # push the update branch with the new locks\n",
 			"      contents: write\n",
 			"contents: write has no comment"},
 		{"update.yml", "body not from check-updates",
-			`go run ./ci check-updates --write --pr-body "$RUNNER_TEMP/update/body.md"`,
-			`go run ./ci check-updates --write`,
+			`go run ./ci check-updates --write --lock pipeline/lock/aws-lc.lock.json --pr-body "$RUNNER_TEMP/update/aws-lc/body.md"`,
+			`go run ./ci check-updates --write --lock pipeline/lock/aws-lc.lock.json`,
 			"without --pr-body"},
 		{"update.yml", "hand-written body",
-			`          cp pipeline/lock/stack.lock.json "$RUNNER_TEMP/update/stack.lock.json"`,
-			`          cp pipeline/lock/stack.lock.json "$RUNNER_TEMP/update/stack.lock.json"; echo "All verified." > "$RUNNER_TEMP/update/body.md"`,
+			`            cp "pipeline/lock/$lock.lock.json" "$RUNNER_TEMP/update/$lock/$lock.lock.json"`,
+			`            cp "pipeline/lock/$lock.lock.json" "$RUNNER_TEMP/update/$lock/$lock.lock.json"; echo "All verified." > "$RUNNER_TEMP/update/$lock/body.md"`,
 			"writes the pull request's body in a script"},
 		{"update.yml", "pull-request job commits more than the lock and keys",
 			"            pipeline/lock/profiles/*.tar.gz\n", "            pipeline/lock/profiles/*.tar.gz\n            ci/\n",
-			"want the lock, vendored keys and PGO profiles only"},
+			"want the two locks, vendored keys and PGO profiles only"},
+		{"update.yml", "pull-request job leaves the variant's lock out",
+			"            pipeline/lock/aws-lc.lock.json\n", "",
+			"want the two locks, vendored keys and PGO profiles only"},
+		{"update.yml", "the variant's lock not checked",
+			"go run ./ci check-updates --write --lock pipeline/lock/aws-lc.lock.json", "go run ./ci check-updates --write --lock pipeline/lock/stack.lock.json",
+			"does not run check-updates --write on pipeline/lock/aws-lc.lock.json"},
+		{"update.yml", "a failed lock check goes unseen",
+			"    if: ${{ !cancelled() && needs.check-updates.outputs.failed != '' }}\n", "    if: false\n",
+			"continues after a failed check-updates, but no job fails the run for it"},
 		{"update.yml", "a refusal goes unseen",
 			"    if: ${{ !cancelled() && needs.check-updates.outputs.refused != '' }}\n", "    if: false\n",
 			"no job fails the run when check-updates refused something"},
