@@ -33,7 +33,7 @@ func TestVulnerabilityGate(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("gate exit %d on fixable critical findings, want 1\n%s", code, out)
 	}
-	for _, want := range []string{"::error::amd64: fixable critical vulnerability " + opensslVuln + " in openssl 3.5.7 (fixed in 3.5.8)", "::error::amd64: fixable critical vulnerability " + glibcVuln + " in libc6"} {
+	for _, want := range []string{"::error::default amd64: fixable critical vulnerability " + opensslVuln + " in openssl 3.5.7 (fixed in 3.5.8)", "::error::default amd64: fixable critical vulnerability " + glibcVuln + " in libc6"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("gate output lacks %q:\n%s", want, out)
 		}
@@ -114,7 +114,7 @@ func runGate(t *testing.T, script string, report []byte) (int, string, string) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script)
-	cmd.Env = append(os.Environ(), "ARCH=amd64", "REPORT="+reportPath, "GITHUB_STEP_SUMMARY="+summaryPath)
+	cmd.Env = append(os.Environ(), "ARCH=amd64", "VARIANT=default", "REPORT="+reportPath, "GITHUB_STEP_SUMMARY="+summaryPath)
 	out, err := cmd.CombinedOutput()
 	code := 0
 	var ee *exec.ExitError
