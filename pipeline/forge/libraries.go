@@ -17,13 +17,10 @@ var (
 func flagNames(components []string) []string {
 	var out []string
 	for _, c := range components {
-		out = append(out, strings.ReplaceAll(c, "_", "-"))
+		out = append(out, lock.FlagName(c))
 	}
 	return out
 }
-
-// component is a flag's library name as the lock names the component ("aws-lc": aws_lc).
-func component(flagName string) string { return strings.ReplaceAll(flagName, "-", "_") }
 
 // loadLock is the request's lock: r.Lock, or the lock file, or (with TLS or Zlib and no lock
 // file of its own) the shipped lock that has the libraries asked for; then the lock must
@@ -53,8 +50,8 @@ func (r Request) loadLock() (*lock.Lock, bool, error) {
 		}
 	}
 	for _, c := range []struct{ flag, value, have string }{{"--tls", r.TLS, l.TLS().Name}, {"--zlib", r.Zlib, l.ZlibLibrary().Name}} {
-		if c.value != "" && component(c.value) != c.have {
-			return nil, false, fmt.Errorf("%s %s: the lock %s builds with %s; give a lock that pins %s (the shipped ones: %s), or drop %s", c.flag, c.value, file, strings.ReplaceAll(c.have, "_", "-"), c.value, builtinList(), c.flag)
+		if c.value != "" && lock.ComponentName(c.value) != c.have {
+			return nil, false, fmt.Errorf("%s %s: the lock %s builds with %s; give a lock that pins %s (the shipped ones: %s), or drop %s", c.flag, c.value, file, lock.FlagName(c.have), c.value, builtinList(), c.flag)
 		}
 	}
 	return l, builtin, nil
@@ -63,7 +60,7 @@ func (r Request) loadLock() (*lock.Lock, bool, error) {
 // builtinFor is the shipped lock with every library the request names.
 func (r Request) builtinFor() (lock.Builtin, error) {
 	for _, b := range lock.Builtins {
-		if (r.TLS == "" || component(r.TLS) == b.TLS) && (r.Zlib == "" || component(r.Zlib) == b.Zlib) {
+		if (r.TLS == "" || lock.ComponentName(r.TLS) == b.TLS) && (r.Zlib == "" || lock.ComponentName(r.Zlib) == b.Zlib) {
 			return b, nil
 		}
 	}
@@ -73,7 +70,7 @@ func (r Request) builtinFor() (lock.Builtin, error) {
 func builtinList() string {
 	var out []string
 	for _, b := range lock.Builtins {
-		out = append(out, fmt.Sprintf("%s (%s, %s)", b.Path, strings.ReplaceAll(b.TLS, "_", "-"), strings.ReplaceAll(b.Zlib, "_", "-")))
+		out = append(out, fmt.Sprintf("%s (%s, %s)", b.Path, lock.FlagName(b.TLS), lock.FlagName(b.Zlib)))
 	}
 	return strings.Join(out, "; ")
 }

@@ -62,23 +62,20 @@ func Tags(l *lock.Lock, ev TagEvent) []string {
 func VariantSuffix(l *lock.Lock) string {
 	var s string
 	if t := l.TLS().Name; t != lock.TLSLibraries[0] {
-		s += "-" + FlagName(t)
+		s += "-" + lock.FlagName(t)
 	}
 	if z := l.ZlibLibrary().Name; z != lock.ZlibLibraries[0] {
-		s += "-" + FlagName(z)
+		s += "-" + lock.FlagName(z)
 	}
 	return s
 }
-
-// FlagName is a component's name as flags and tags spell it: aws_lc is "aws-lc".
-func FlagName(component string) string { return strings.ReplaceAll(component, "_", "-") }
 
 // stackTag names the exact stack: nginx, the TLS library, PCRE2 and the zlib with versions.
 // The default libraries keep their historic spelling (openssl3.3.1, zlib1.3.1).
 func stackTag(l *lock.Lock) string {
 	tls, z := l.TLS(), l.ZlibLibrary()
-	return fmt.Sprintf("%s-%s%s-pcre2-%s-%s%s", l.MustComponent(lock.Nginx).Version, FlagName(tls.Name), tls.Version,
-		l.MustComponent(lock.PCRE2).Version, FlagName(z.Name), z.Version)
+	return fmt.Sprintf("%s-%s%s-pcre2-%s-%s%s", l.MustComponent(lock.Nginx).Version, lock.FlagName(tls.Name), tls.Version,
+		l.MustComponent(lock.PCRE2).Version, lock.FlagName(z.Name), z.Version)
 }
 
 func defaultTags(l *lock.Lock, ev TagEvent) []string {

@@ -53,6 +53,13 @@ var ZlibLibraries = []string{Zlib, ZlibNG}
 // 800 and 848; the 1.30 stable branch has it).
 const MinNginxForAWSLC = "1.29.2"
 
+// FlagName is a component's name as flags and tags spell it (aws_lc is "aws-lc"): component
+// names use underscores because stage names become DEP_<NAME> variables.
+func FlagName(component string) string { return strings.ReplaceAll(component, "_", "-") }
+
+// ComponentName is FlagName's inverse: the component a flag's library name means.
+func ComponentName(flagName string) string { return strings.ReplaceAll(flagName, "-", "_") }
+
 // TLS is the lock's TLS library component (Validate guarantees there is exactly one).
 func (l *Lock) TLS() Component { return l.MustComponent(l.oneOf(TLSLibraries)) }
 
