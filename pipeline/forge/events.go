@@ -30,8 +30,6 @@ func (b *build) stageProgress(platform string) engine.Progress {
 		case progress.StepDone:
 			e.Step = fmt.Sprintf("%s (%s)", e.Step, platform)
 			b.sink.Send(e)
-		default:
-			b.sink.Send(e)
 		}
 	}
 }

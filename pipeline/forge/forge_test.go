@@ -353,6 +353,10 @@ func TestPushRefusesUnexplainedUnsigned(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), w.lock.Components[0].Name) || !strings.Contains(err.Error(), "unsigned") {
 		t.Fatalf("err = %v, want a refusal naming %s and the unsigned field", err, w.lock.Components[0].Name)
 	}
+	// A refusal of the request itself: the command's usage exit (2), told apart by type.
+	if !errors.As(err, new(*forge.RequestError)) {
+		t.Errorf("err = %T %v, want a *forge.RequestError", err, err)
+	}
 	if w.j.first("preflight") >= 0 || w.fetches > 0 {
 		t.Errorf("the build went ahead: %q", w.j.list())
 	}

@@ -118,8 +118,8 @@ func TestRecordProfile(t *testing.T) {
 		{Lock: w.lock, ProfileDir: t.TempDir(), Tree: t.TempDir()},
 		{Lock: w.lock, ProfileDir: t.TempDir(), Optimize: plan.OptimizeLTO},
 	} {
-		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "recording a PGO profile") {
-			t.Errorf("%+v: Validate = %v, want the profile request refused", bad, err)
+		if _, err := bad.Resolve(); err == nil || !strings.Contains(err.Error(), "recording a PGO profile") {
+			t.Errorf("%+v: Resolve = %v, want the profile request refused", bad, err)
 		}
 		before := len(w.j.list())
 		if _, err := runBuild(&fakeEngine{j: w.j}, bad, forge.Options{}); err == nil || len(w.j.list()) != before {

@@ -21,12 +21,6 @@ type RequestError struct{ Err error }
 func (e *RequestError) Error() string { return e.Err.Error() }
 func (e *RequestError) Unwrap() error { return e.Err }
 
-// Validate checks the request without building anything (Resolve, result dropped).
-func (r Request) Validate() error {
-	_, err := r.Resolve()
-	return err
-}
-
 // Resolved is a validated request, resolved once for Run: its lock (a copy, with the image
 // overrides applied), one plan per platform, and whether the lock is the one built into the
 // program. Only Resolve makes one.
