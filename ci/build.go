@@ -14,6 +14,8 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
 	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 )
 
@@ -116,7 +118,7 @@ func init() {
 					return usageErrorf("unexpected arguments: %s", strings.Join(args, " "))
 				}
 				if checkingUsageOnly(ctx) {
-					_, err := f.validRequest()
+					_, err := f.resolve()
 					return err
 				}
 				return runBuild(ctx, *f, stdout, stderr)
@@ -132,7 +134,7 @@ func declareBuildFlags(fs *flag.FlagSet) *buildFlags {
 	f.stackFlags(fs)
 	fs.StringVar(&f.tree, "tree", "", "write the install tree to `DIR` (must be new or empty)")
 	fs.StringVar(&f.output, "output", "", "write the image to `PATH`: an OCI layout directory, or a tarball if it ends in .tar")
-	fs.StringVar(&f.optimize, "optimize", forge.DefaultOptimize, "optimization `mode`: "+strings.Join(forge.OptimizeModes, ", ")+" (auto: pgo when the lock records a PGO profile for this build (ci pgo-profile), else none; lto: link-time optimization of nginx with OpenSSL, PCRE2, zlib; pgo: lto plus a profile of OpenSSL and nginx: the lock's recorded one, else trained on loopback during this build, which is then not reproducible)")
+	fs.StringVar(&f.optimize, "optimize", plan.DefaultOptimize, "optimization `mode`: "+strings.Join(plan.OptimizeModes, ", ")+" (auto: pgo when the lock records a PGO profile for this build (ci pgo-profile), else none; lto: link-time optimization of nginx with OpenSSL, PCRE2, zlib; pgo: lto plus a profile of OpenSSL and nginx: the lock's recorded one, else trained on loopback during this build, which is then not reproducible)")
 	fs.BoolVar(&f.verbose, "v", false, "verbose: show downloads, verification, registry steps and the smoke table")
 	fs.StringVar(&f.image, "image", "", "`REPO[:TAG[,TAG...]]` to publish to (with --push) and to name --output's tarball")
 	fs.BoolVar(&f.push, "push", false, "push by digest, smoke-test that digest, then move the tags")
@@ -161,51 +163,18 @@ func (f *buildFlags) stackFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.platform, "platform", "linux/amd64", "target `platforms`: linux/amd64, linux/arm64, or both comma-separated (dagger: one build per platform, pushed as one index)")
 	fs.StringVar(&f.modules, "modules", "", "nginx `modules`: +name,-name change the default set (e.g. +mail,-http_v3), a plain list replaces it; 'ci modules' lists them")
 	fs.StringVar(&f.cache, "cache", "", "cache `DIR`: verified sources (DIR/sources) and the host engine's stage outputs (default: "+host.DefaultCacheDir+" as root, else $XDG_CACHE_HOME/nginx-forge, i.e. ~/.cache/nginx-forge)")
-	fs.Int64Var(&f.maxSource, "max-source-size", forge.DefaultMaxSourceSize>>20, "refuse a download (source tarball, signature, PGO profile) over `MiB` mebibytes")
+	fs.Int64Var(&f.maxSource, "max-source-size", source.DefaultMaxSize>>20, "refuse a download (source tarball, signature, PGO profile) over `MiB` mebibytes")
 	fs.StringVar(&f.builderImage, "builder-image", "", "dagger engine: build in `REF` instead of the lock's builder image")
 }
 
+// check refuses what only the command can judge: an engine name, and combinations with the
+// engine. The request's own rules are Request.Resolve's (forge), checked there once.
 func (f buildFlags) check() error {
 	if f.engine != "host" && f.engine != "dagger" {
 		return usageErrorf("--engine %q: use dagger or host", f.engine)
 	}
-	if f.push && f.image == "" {
-		return usageErrorf("--push needs --image REPO[:TAG,...]: where to publish")
-	}
-	if f.push && f.noSmoke {
-		return usageErrorf("--no-smoke cannot be combined with --push: a pushed image is always smoke-tested before any tag moves")
-	}
-	if f.digestOnly && !f.push {
-		return usageErrorf("--digest-only only makes sense with --push")
-	}
-	if f.signKey != "" && !f.push {
-		return usageErrorf("--sign-key %s signs what --push publishes: add --push", f.signKey)
-	}
-	if f.bundle && f.tree == "" {
-		return usageErrorf("--bundle needs --tree DIR: the bundle's files are written into the install tree")
-	}
 	if f.builderImage != "" && f.engine != "dagger" {
 		return usageErrorf("--builder-image applies to --engine dagger; the host engine builds with this machine's compiler")
-	}
-	if f.image != "" {
-		repo, tags, err := parseImage(f.image)
-		if err != nil {
-			return err
-		}
-		if f.latest && len(tags) > 0 {
-			return usageErrorf("--latest adds latest to the default tags; --image %q names its tags: add latest there", f.image)
-		}
-		if f.digestOnly && len(tags) > 0 {
-			return usageErrorf("--digest-only moves no tag, but --image %q names tags: give the repository %s only", f.image, repo)
-		}
-	}
-	for _, o := range []struct{ flag, ref string }{{"--builder-image", f.builderImage}, {"--runtime-image", f.runtimeImage}} {
-		if o.ref == "" {
-			continue
-		}
-		if _, err := name.ParseReference(o.ref); err != nil {
-			return usageErrorf("%s %q: parsing reference: %v", o.flag, o.ref, err)
-		}
 	}
 	return nil
 }
@@ -236,18 +205,18 @@ func parseImage(s string) (string, []string, error) {
 }
 
 func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error {
-	req, err := f.validRequest()
+	rs, err := f.resolve()
 	if err != nil {
 		return err
 	}
 	inActions := actions.New(actions.WithWriter(stderr)).InActions()
-	log, closeGroups := newLog(stderr, f.verbose, inActions)
+	sink, closeGroups := newLog(stderr, f.verbose, inActions)
 	defer closeGroups()
-	eng, err := engineFor(f.engine, f.cache, f.jobs, log, f.verbose, stderr)
+	eng, err := engineFor(f.engine, f.cache, f.jobs, sink, f.verbose, stderr)
 	if err != nil {
 		return err
 	}
-	res, err := forge.Run(ctx, eng, req, forge.WithLogger(log), forge.WithBranchWarnings(branchWarnings))
+	res, err := forge.Run(ctx, eng, rs, forge.Options{Sink: sink, BranchWarnings: branchWarnings})
 	closeGroups()
 	if inActions && res != nil {
 		r := actions.New(actions.WithWriter(stderr))
@@ -272,14 +241,11 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 	return nil
 }
 
-// request is the build the flags ask for; flag combinations that make no sense are usage
-// errors here, before anything runs (the caller then validates the request as a whole).
+// request is the build the flags ask for: the flags' syntax (lists, --image) is read here,
+// once; what the request means is checked by Request.Resolve.
 func (f buildFlags) request() (forge.Request, error) {
 	if err := f.check(); err != nil {
 		return forge.Request{}, err
-	}
-	if f.maxSource < 0 {
-		return forge.Request{}, usageErrorf("--max-source-size %d: give a positive number of MiB", f.maxSource)
 	}
 	platforms := splitList(f.platform)
 	if len(platforms) == 0 {
@@ -302,22 +268,22 @@ func (f buildFlags) request() (forge.Request, error) {
 		req.Keyservers = splitList(f.keyserver)
 	}
 	if f.image != "" {
-		req.Repo, req.Tags, _ = parseImage(f.image)
+		var err error
+		if req.Repo, req.Tags, err = parseImage(f.image); err != nil {
+			return forge.Request{}, err
+		}
 	}
 	return req, nil
 }
 
-// validRequest is the request, validated as a whole: all build checks before anything is
-// fetched or built (a lock that does not load is a usage error too).
-func (f buildFlags) validRequest() (forge.Request, error) {
+// resolve is the request, resolved once (forge.Request.Resolve: every rule, before anything
+// is fetched or built); its refusal is a *forge.RequestError, a usage error (exit status 2).
+func (f buildFlags) resolve() (*forge.Resolved, error) {
 	req, err := f.request()
 	if err != nil {
-		return forge.Request{}, err
+		return nil, err
 	}
-	if err := req.Validate(); err != nil {
-		return forge.Request{}, usageErrorf("%v", err)
-	}
-	return req, nil
+	return req.Resolve()
 }
 
 func splitList(s string) []string {

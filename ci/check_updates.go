@@ -98,14 +98,15 @@ func init() {
 				if *timeout <= 0 {
 					return usageErrorf("--timeout %s must be positive", *timeout)
 				}
-				if err := checkUpdateOutputs(*write, *lockFile, *keysDir, *prBody); err != nil {
-					return err
-				}
-				return checkUpdates(ctx, stdout, stderr, checkUpdatesConfig{prBody: *prBody, verbose: *verbose, run: upstream.Run{
+				run := upstream.Run{
 					LockFile: *lockFile, Write: *write, KeysDir: *keysDir, Mirror: *mirror, CacheDir: *cacheDir,
 					Keyservers: splitList(*keyserver), GitHubAPI: *ghAPI, NginxOrg: *nginxOrg, Token: os.Getenv(*tokenEnv),
 					Registry: *registry, SkipImages: *skipImages, Timeout: *timeout,
-				}})
+				}
+				if err := checkUpdateOutputs(&run, *prBody); err != nil {
+					return err
+				}
+				return checkUpdates(ctx, stdout, stderr, checkUpdatesConfig{prBody: *prBody, verbose: *verbose, run: run})
 			}
 		},
 	})

@@ -1,21 +1,20 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/daggerexec"
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
-	"github.com/nginx-forge/nginx-forge/pipeline/forge"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // engineFor is the engine --engine names: the one place that chooses. The host engine caches
 // its stages in cache; with -v the Dagger engine's own progress goes to stderr too.
-func engineFor(name, cache string, jobs int, log *slog.Logger, verbose bool, stderr io.Writer) (forge.Engine, error) {
-	logf := func(format string, a ...any) { log.Debug(fmt.Sprintf(format, a...)) }
+func engineFor(name, cache string, jobs int, sink progress.Sink, verbose bool, stderr io.Writer) (engine.Engine, error) {
+	logf := progress.Logf(sink, progress.Detail)
 	switch name {
 	case "host":
 		dir, err := cacheDir(cache)

@@ -1,85 +1,112 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/forge"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
-// lineHandler renders the library's records for a person: one plain line each (Debug only
-// with -v), and a build's step events (forge.MsgStepStarted, forge.MsgStepDone) as
-// "STEP: started" and "STEP: done in D[, from cache]" lines; in GitHub Actions each top-level
-// step's lines are one collapsible group (::group::/::endgroup::, which do not nest).
-type lineHandler struct {
-	mu     *sync.Mutex
-	w      io.Writer
-	level  slog.Level
-	groups bool
-	depth  *int
+// lineSink renders the library's progress events (pipeline/progress) for a person: one plain
+// line each (Detail notes and the smoke table only with -v, a failed suite's table always),
+// a step as "STEP: started" and "STEP: done in D[, from cache]"; in GitHub Actions each
+// top-level step's lines are one collapsible group (::group::/::endgroup::, which do not
+// nest). It is the only logging the commands give the library: the engines' printf
+// functions send Detail notes to it (progress.Logf).
+type lineSink struct {
+	mu      sync.Mutex
+	w       io.Writer
+	verbose bool
+	groups  bool
+	depth   int
 }
 
-// newLog is the logger a command gives the library, and a function that closes a group left
+// newLog is the sink a command gives the library, and a function that closes a group left
 // open by a step that failed before its end.
-func newLog(w io.Writer, verbose, groups bool) (*slog.Logger, func()) {
-	h := &lineHandler{mu: &sync.Mutex{}, w: w, level: slog.LevelInfo, groups: groups, depth: new(int)}
-	if verbose {
-		h.level = slog.LevelDebug
-	}
-	return slog.New(h), h.closeGroups
+func newLog(w io.Writer, verbose, groups bool) (*lineSink, func()) {
+	s := &lineSink{w: w, verbose: verbose, groups: groups}
+	return s, s.closeGroups
 }
 
-func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
-func (h *lineHandler) WithAttrs([]slog.Attr) slog.Handler           { return h }
-func (h *lineHandler) WithGroup(string) slog.Handler                { return h }
-
-func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	attrs := map[string]slog.Value{}
-	r.Attrs(func(a slog.Attr) bool {
-		attrs[a.Key] = a.Value
-		return true
-	})
-	step := attrs[forge.AttrStep].String()
-	switch r.Message {
-	case forge.MsgStepStarted:
-		if h.groups && *h.depth == 0 {
-			fmt.Fprintf(h.w, "::group::%s\n", step)
+// Send renders e.
+func (s *lineSink) Send(e progress.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch e := e.(type) {
+	case progress.StepStarted:
+		if s.groups && s.depth == 0 {
+			fmt.Fprintf(s.w, "::group::%s\n", e.Step)
 		}
-		*h.depth++
-		fmt.Fprintf(h.w, "%s: started\n", step)
-	case forge.MsgStepDone:
-		d := attrs[forge.AttrDuration].Duration().Round(100 * time.Millisecond)
-		switch attrs[forge.AttrCache].String() {
-		case forge.CacheBuilt:
-			fmt.Fprintf(h.w, "%s: done in %s\n", step, d)
-		case forge.CacheCached:
-			fmt.Fprintf(h.w, "%s: done in %s, from cache\n", step, d)
-		default:
-			fmt.Fprintf(h.w, "%s: done in %s (the engine does not report whether it came from its cache)\n", step, d)
+		s.depth++
+		fmt.Fprintf(s.w, "%s: started\n", e.Step)
+	case progress.StepDone:
+		s.stepDone(e)
+	case progress.Note:
+		s.note(e)
+	case progress.Smoked:
+		if !e.OK || s.verbose {
+			fmt.Fprintln(s.w, e.Table)
 		}
-		if *h.depth > 0 {
-			*h.depth--
+		if e.OK {
+			fmt.Fprintf(s.w, "smoke (%s): %d passed, %d failed, %d skipped\n", e.Platform, e.Passed, e.Failed, e.Skipped)
 		}
-		if *h.depth == 0 && h.groups {
-			fmt.Fprintln(h.w, "::endgroup::")
+	case progress.Pushed:
+		state := "pushed"
+		if e.AlreadyPresent {
+			state = "already in the registry"
 		}
+		fmt.Fprintf(s.w, "push: %s (%s) %s, smoke-tested\n", e.Digest, e.Platform, state)
+	case progress.IndexPushed:
+		fmt.Fprintf(s.w, "push: index %s of %s\n", e.Digest, strings.Join(e.Platforms, ", "))
+	case progress.Signed:
+		fmt.Fprintf(s.w, "push: signed %s (signature %s)\n", e.Digest, e.Signature)
+	case progress.Tagged:
+		tags := "none"
+		if len(e.Tags) > 0 {
+			tags = strings.Join(e.Tags, ", ")
+		}
+		fmt.Fprintf(s.w, "push: tags moved to %s: %s\n", e.Digest, tags)
 	default:
-		fmt.Fprintln(h.w, r.Message)
+		fmt.Fprintf(s.w, "%+v\n", e) // an event this renderer does not know yet: shown, not lost
 	}
-	return nil
 }
 
-func (h *lineHandler) closeGroups() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if *h.depth > 0 && h.groups {
-		fmt.Fprintln(h.w, "::endgroup::")
+func (s *lineSink) stepDone(e progress.StepDone) {
+	d := e.Duration.Round(100 * time.Millisecond)
+	switch e.Cache {
+	case progress.Built:
+		fmt.Fprintf(s.w, "%s: done in %s\n", e.Step, d)
+	case progress.Cached:
+		fmt.Fprintf(s.w, "%s: done in %s, from cache\n", e.Step, d)
+	default:
+		fmt.Fprintf(s.w, "%s: done in %s (the engine does not report whether it came from its cache)\n", e.Step, d)
 	}
-	*h.depth = 0
+	if s.depth > 0 {
+		s.depth--
+	}
+	if s.depth == 0 && s.groups {
+		fmt.Fprintln(s.w, "::endgroup::")
+	}
+}
+
+func (s *lineSink) note(n progress.Note) {
+	switch {
+	case n.Level == progress.Detail && !s.verbose:
+	case n.Level == progress.Warning:
+		fmt.Fprintf(s.w, "warning: %s\n", n.Text)
+	default:
+		fmt.Fprintln(s.w, n.Text)
+	}
+}
+
+func (s *lineSink) closeGroups() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.depth > 0 && s.groups {
+		fmt.Fprintln(s.w, "::endgroup::")
+	}
+	s.depth = 0
 }

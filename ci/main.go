@@ -61,6 +61,14 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// isUsage: err is fixed by how the command is called (exit status 2): a usage error of the
+// command, a request the build pipeline refused before running (forge.RequestError), or a
+// build the engine cannot run here as asked (forge.PreflightError: a flag or an install
+// fixes it).
+func isUsage(err error) bool {
+	return errors.Is(err, errUsage) || errors.As(err, new(*forge.RequestError)) || errors.As(err, new(*forge.PreflightError))
+}
+
 func usageErrorf(format string, a ...any) error {
 	return keepCauses(fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...)), a)
 }
@@ -164,8 +172,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ci %s: %s\n", c.name, lock.Redact(err.Error(), knownSecrets(fs)...))
 		var ee *exitError
 		switch {
-		case badInput, errors.Is(err, errUsage), errors.As(err, new(*forge.PreflightError)):
-			// A build the engine cannot run here as asked is fixed by a flag or an install.
+		case badInput, isUsage(err):
 			return 2
 		case errors.As(err, &ee):
 			return ee.code

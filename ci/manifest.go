@@ -5,13 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 func init() {
@@ -57,7 +58,7 @@ under one --timeout for the whole run (default 5m).`,
 				if err != nil {
 					return err
 				}
-				if err := forge.CheckRevision(*revision); err != nil {
+				if err := image.CheckRevision(*revision); err != nil {
 					return usageErrorf("--revision %v", err)
 				}
 				if len(tags) == 0 {
@@ -86,18 +87,18 @@ under one --timeout for the whole run (default 5m).`,
 					}
 					refs = append(refs, a)
 				}
-				log, _ := newLog(stderr, *verbose, false)
+				sink, _ := newLog(stderr, *verbose, false)
 				return withDeadline(ctx, *timeout, func(ctx context.Context) error {
-					return runManifest(ctx, stdout, forge.Index{Repo: repo, Tags: tags, Refs: refs, Insecure: *insecure}, *dryRun, log)
+					return runManifest(ctx, stdout, forge.Index{Repo: repo, Tags: tags, Refs: refs, Insecure: *insecure}, *dryRun, sink)
 				})
 			}
 		},
 	})
 }
 
-func runManifest(ctx context.Context, stdout io.Writer, x forge.Index, dryRun bool, log *slog.Logger) error {
+func runManifest(ctx context.Context, stdout io.Writer, x forge.Index, dryRun bool, sink progress.Sink) error {
 	if dryRun {
-		out, digest, err := x.DryRun(ctx, log)
+		out, digest, err := x.DryRun(ctx, sink)
 		if err != nil {
 			return err
 		}
@@ -105,7 +106,7 @@ func runManifest(ctx context.Context, stdout io.Writer, x forge.Index, dryRun bo
 		fmt.Fprintf(stdout, "dry run: would push %s@%s and move tags %s; nothing written\n", x.Repo, digest, strings.Join(x.Tags, ", "))
 		return nil
 	}
-	d, err := x.Publish(ctx, log)
+	d, err := x.Publish(ctx, sink)
 	if err != nil {
 		return err
 	}

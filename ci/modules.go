@@ -10,6 +10,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
 const modulesHelp = `List the nginx modules a build can compile in: whether the default set has each one (for
@@ -48,12 +49,12 @@ func init() {
 
 func printModules(w io.Writer, l *lock.Lock) error {
 	def := map[string]bool{}
-	for _, m := range forge.DefaultModulesOf(l) {
+	for _, m := range plan.DefaultModulesOf(l) {
 		def[m] = true
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODULE\tDEFAULT\tADDS")
-	for _, m := range forge.Modules {
+	for _, m := range plan.Modules {
 		d := "-"
 		if def[m.Name] {
 			d = "yes"

@@ -96,34 +96,31 @@ func (f pgoProfileFlags) check() error {
 
 // validRequest is the training build's request, validated: all pgo-profile checks before
 // anything is fetched or built.
-func (f pgoProfileFlags) validRequest() (forge.Request, error) {
+func (f pgoProfileFlags) validRequest() (*forge.Resolved, error) {
 	if err := f.check(); err != nil {
-		return forge.Request{}, err
+		return nil, err
 	}
 	f.build.noSmoke = true
 	req, err := f.build.request()
 	if err != nil {
-		return forge.Request{}, err
+		return nil, err
 	}
 	req.ProfileDir = f.dir
-	if err := req.Validate(); err != nil {
-		return forge.Request{}, usageErrorf("%v", err)
-	}
-	return req, nil
+	return req.Resolve()
 }
 
 func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Writer) error {
-	req, err := f.validRequest()
+	rs, err := f.validRequest()
 	if err != nil {
 		return err
 	}
-	log, closeGroups := newLog(stderr, f.build.verbose, false)
+	sink, closeGroups := newLog(stderr, f.build.verbose, false)
 	defer closeGroups()
-	eng, err := engineFor(f.build.engine, f.build.cache, f.build.jobs, log, f.build.verbose, stderr)
+	eng, err := engineFor(f.build.engine, f.build.cache, f.build.jobs, sink, f.build.verbose, stderr)
 	if err != nil {
 		return err
 	}
-	res, err := forge.Run(ctx, eng, req, forge.WithLogger(log))
+	res, err := forge.Run(ctx, eng, rs, forge.Options{Sink: sink})
 	if err != nil {
 		return err
 	}

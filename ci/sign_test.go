@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,8 +11,8 @@ import (
 
 // --sign-key signs what --push publishes: alone it is a usage error.
 func TestSignKeyNeedsPush(t *testing.T) {
-	err := runBuild(context.Background(), buildFlags{engine: "host", signKey: "key.pem"}, io.Discard, io.Discard)
-	if err == nil || !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--sign-key key.pem signs what --push publishes") {
+	err := runBuild(context.Background(), buildFlags{engine: "host", platform: "linux/amd64", signKey: "key.pem"}, io.Discard, io.Discard)
+	if err == nil || !isUsage(err) || !strings.Contains(err.Error(), "--sign-key key.pem signs what --push publishes") {
 		t.Fatalf("err = %v, want a usage error asking for --push", err)
 	}
 }

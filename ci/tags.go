@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
@@ -30,7 +31,7 @@ table describes. build.yml's merge job uses it to name the index's tags.`,
 				if len(args) > 0 {
 					return usageErrorf("tags takes no arguments, got %q", args)
 				}
-				if err := forge.CheckRevision(*revision); err != nil {
+				if err := image.CheckRevision(*revision); err != nil {
 					return usageErrorf("--revision %v", err)
 				}
 				tags, err := forge.Request{LockFile: *lockFile, TLS: *tls, Zlib: *zlib, Ref: *ref, Revision: *revision, Latest: *latest}.PublishTags()

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 )
 
 // checkUpdateOutputs checks, before anything is fetched, every path check-updates --write
@@ -16,7 +17,8 @@ import (
 // keys are vendored into (not a symbolic link), and --pr-body (not a link, not the lock or a
 // key file, in an existing writable directory). So exit status 1 keeps meaning that nothing
 // was written, and a body cannot overwrite what it describes.
-func checkUpdateOutputs(write bool, lockFile, keysDir, prBody string) error {
+func checkUpdateOutputs(run *upstream.Run, prBody string) error {
+	write, lockFile, keysDir := run.Write, run.LockFile, run.ResolvedKeysDir()
 	if prBody != "" && !write {
 		return usageErrorf("--pr-body needs --write (the body lists what --write verified)")
 	}
@@ -27,8 +29,8 @@ func checkUpdateOutputs(write bool, lockFile, keysDir, prBody string) error {
 		return usageErrorf("--lock with --write: %v", err)
 	}
 	flag := "--keys"
-	if keysDir == "" {
-		keysDir, flag = lock.KeysDirBeside(lockFile), "the keys directory beside --lock"
+	if run.KeysDir == "" {
+		flag = "the keys directory beside --lock"
 	}
 	if err := lock.CheckOutputDir(keysDir); err != nil {
 		return usageErrorf("%s: %v (signer keys are vendored there)", flag, err)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/gittree"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
 
@@ -53,40 +54,21 @@ type Engine interface {
 	Close() error
 }
 
-// Cache says whether a step's result came from a cache.
-type Cache int
-
-const (
-	// CacheUnknown: the engine does not say (Dagger reports no cache hits to its SDK).
-	CacheUnknown Cache = iota
-	// Built: the step ran.
-	Built
-	// Cached: the step's result was reused.
-	Cached
-)
-
-// Event is a build step starting (Done false) or ending.
-type Event struct {
-	Step     string
-	Done     bool
-	Duration time.Duration // of this run, when Done
-	Cache    Cache         // when Done
-}
-
-// Progress receives a build's steps as they start and end, in order; nil discards them.
-type Progress func(Event)
+// Progress receives a build's stages as they start and end, in order (progress.StepStarted,
+// progress.StepDone); nil discards them.
+type Progress func(progress.Event)
 
 // Start reports that step started.
 func (p Progress) Start(step string) {
 	if p != nil {
-		p(Event{Step: step})
+		p(progress.StepStarted{Step: step})
 	}
 }
 
 // Done reports that step ended after d.
-func (p Progress) Done(step string, d time.Duration, c Cache) {
+func (p Progress) Done(step string, d time.Duration, c progress.Cache) {
 	if p != nil {
-		p(Event{Step: step, Done: true, Duration: d, Cache: c})
+		p(progress.StepDone{Step: step, Duration: d, Cache: c})
 	}
 }
 

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/bundle"
-	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 func (b *build) buildAll(ctx context.Context) error {
@@ -36,10 +36,7 @@ func (b *build) buildTarget(ctx context.Context, t *target) error {
 		treeDir = tmp
 	}
 	start := time.Now()
-	stages, err := b.eng.Build(ctx, p, b.sources, treeDir, func(e engine.Event) {
-		e.Step = fmt.Sprintf("%s (%s)", e.Step, p.Platform)
-		b.progress(e)
-	})
+	stages, err := b.eng.Build(ctx, p, b.sources, treeDir, b.stageProgress(p.Platform.String()))
 	if err != nil {
 		return err
 	}
@@ -95,7 +92,7 @@ func (b *build) buildTarget(ctx context.Context, t *target) error {
 		return fmt.Errorf("measuring the image for %s: %w", p.Platform, err)
 	}
 	t.res.Digest, t.res.Size = digest.String(), size
-	b.stepDone(step, time.Since(start), engine.Built)
+	b.stepDone(step, time.Since(start), progress.Built)
 	b.logf("image: %s (%s on %s), %s", digest, p.Platform, b.runtimeRef(), size)
 	return nil
 }

@@ -3,69 +3,49 @@ package forge
 import (
 	"bytes"
 	"fmt"
-	"log/slog"
 	"text/tabwriter"
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
-// A build reports its progress as records on the logger given with WithLogger. Two messages
-// are events the command renders (a line each, or GitHub Actions groups around a step's lines):
-const (
-	// MsgStepStarted: a step (AttrStep, e.g. "nginx (linux/amd64)") started.
-	MsgStepStarted = "step started"
-	// MsgStepDone: a step ended after AttrDuration; AttrCache says whether its result came
-	// from a cache (CacheBuilt, CacheCached, or CacheUnknown when the engine does not say).
-	MsgStepDone = "step done"
-)
+// A build reports its progress as typed events (pipeline/progress) on the Sink given in
+// Options; these are the shorthands the steps use.
 
-// Attribute keys of the step events.
-const (
-	AttrStep     = "step"
-	AttrDuration = "duration"
-	AttrCache    = "cache"
-)
+func (b *build) stepStarted(step string) { b.sink.Send(progress.StepStarted{Step: step}) }
 
-// AttrCache's values.
-const (
-	CacheBuilt   = "built"
-	CacheCached  = "cached"
-	CacheUnknown = "unknown"
-)
-
-// CacheName is the AttrCache value of c.
-func CacheName(c engine.Cache) string {
-	switch c {
-	case engine.Built:
-		return CacheBuilt
-	case engine.Cached:
-		return CacheCached
-	}
-	return CacheUnknown
+func (b *build) stepDone(step string, d time.Duration, c progress.Cache) {
+	b.sink.Send(progress.StepDone{Step: step, Duration: d, Cache: c})
 }
 
-func (b *build) stepStarted(step string) {
-	b.log.Info(MsgStepStarted, slog.String(AttrStep, step))
-}
-
-func (b *build) stepDone(step string, d time.Duration, c engine.Cache) {
-	b.log.Info(MsgStepDone, slog.String(AttrStep, step), slog.Duration(AttrDuration, d), slog.String(AttrCache, CacheName(c)))
-}
-
-// progress turns an engine's step report into the step events.
-func (b *build) progress(e engine.Event) {
-	if e.Done {
-		b.stepDone(e.Step, e.Duration, e.Cache)
-	} else {
-		b.stepStarted(e.Step)
+// stageProgress is what the engine reports a platform's stages to: the same events, the
+// step named with the platform ("nginx (linux/amd64)").
+func (b *build) stageProgress(platform string) engine.Progress {
+	return func(e progress.Event) {
+		switch e := e.(type) {
+		case progress.StepStarted:
+			e.Step = fmt.Sprintf("%s (%s)", e.Step, platform)
+			b.sink.Send(e)
+		case progress.StepDone:
+			e.Step = fmt.Sprintf("%s (%s)", e.Step, platform)
+			b.sink.Send(e)
+		}
 	}
 }
 
-// logf is a line a person should see; vlogf one shown with -v.
-func (b *build) logf(format string, a ...any)  { b.log.Info(fmt.Sprintf(format, a...)) }
-func (b *build) vlogf(format string, a ...any) { b.log.Debug(fmt.Sprintf(format, a...)) }
-func (b *build) warnf(format string, a ...any) { b.log.Warn("warning: " + fmt.Sprintf(format, a...)) }
+// logf is a line a person should see; vlogf one shown with -v; warnf a warning.
+func (b *build) logf(format string, a ...any) {
+	b.sink.Send(progress.Note{Level: progress.Info, Text: fmt.Sprintf(format, a...)})
+}
+
+func (b *build) vlogf(format string, a ...any) {
+	b.sink.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, a...)})
+}
+
+func (b *build) warnf(format string, a ...any) {
+	b.sink.Send(progress.Note{Level: progress.Warning, Text: fmt.Sprintf(format, a...)})
+}
 
 // stagesTable is the engine's account of the stages: for a cached stage, the timings are
 // those of the run that built it (what a cold build of it costs on the machine that built it).

@@ -1,8 +1,8 @@
 // Package forge owns one build from request to result: it resolves the lock and the images,
 // runs the preflight checks, fetches and verifies the sources, builds each platform on the
 // engine it is given, assembles the image and its SBOM, smoke-tests it, writes the outputs
-// and publishes. `ci build` turns flags into a Request, validates it, chooses the engine and
-// renders what Run reports; nothing else decides what a build does.
+// and publishes. `ci build` turns flags into a Request, resolves it (Request.Resolve: every rule,
+// once), chooses the engine and renders what Run reports; nothing else decides what a build does.
 //
 // The order is the safety: nothing is fetched before the preflight passes, nothing is
 // written (--output) or published before the smoke test passes, and no tag moves unless
@@ -12,7 +12,6 @@ package forge
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -22,28 +21,33 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/sign"
 )
 
-// Option configures Run.
-type Option func(*config)
-
-type config struct {
-	log      *slog.Logger
-	warnings func(*lock.Lock) []string
+// Options are how Run reports and what it asks the caller; the zero value is a quiet build.
+type Options struct {
+	// Sink receives the build's progress as typed events (pipeline/progress): steps, the
+	// engine's stages, pushes, tags, smoke results, and Notes (Info for a person, Warning,
+	// Detail for downloads, verification, registry steps and the smoke table). The command
+	// gives the engines a printf function that sends to the same Sink, so one -v shows
+	// everything. Nil discards.
+	Sink progress.Sink
+	// BranchWarnings is what a push warns about the lock's upstream branches (superseded,
+	// past their support): the command passes pipeline/upstream's calendar, which this
+	// package does not import. Nil warns about none.
+	BranchWarnings func(*lock.Lock) []string
 }
 
-// WithLogger receives the build's progress (default: quiet): step events (MsgStepStarted,
-// MsgStepDone), lines a person should see at Info (Warn for warnings), and downloads,
-// verification, registry steps and the smoke table at Debug. The same logger is what the
-// command gives the engine, so one -v shows everything.
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
-
-// WithBranchWarnings sets what a push warns about the lock's upstream branches (superseded,
-// past their support): the command passes pipeline/upstream's calendar, which this package
-// does not import.
-func WithBranchWarnings(f func(*lock.Lock) []string) Option {
-	return func(c *config) { c.warnings = f }
+// withDefaults is o with every unset field at its default, applied once by Run.
+func (o Options) withDefaults() Options {
+	if o.Sink == nil {
+		o.Sink = progress.Discard
+	}
+	if o.BranchWarnings == nil {
+		o.BranchWarnings = func(*lock.Lock) []string { return nil }
+	}
+	return o
 }
 
 // build is one Run's state.
@@ -54,9 +58,10 @@ type build struct {
 	targets  []*target
 	sources  map[string]string
 	res      *Result
-	log      *slog.Logger
+	sink     progress.Sink
 	warnings func(*lock.Lock) []string
 	signer   signature.SignerVerifier // --sign-key's, loaded before anything is built
+	regOpts  []image.PublishOption    // every registry access's options (registryOptions)
 }
 
 // target is one platform's build: its plan, base, and (once built) its image.
@@ -68,23 +73,18 @@ type target struct {
 	res  *PlatformResult
 }
 
-// Run does the build req asks for on eng, which it closes. The request is validated first
-// (Request.Validate; the command calls it earlier to tell usage errors apart). The Result
-// says what was done, also when err is not nil (the steps that ran).
-func Run(ctx context.Context, eng engine.Engine, req Request, opts ...Option) (*Result, error) {
-	c := config{log: slog.New(slog.DiscardHandler)}
-	for _, o := range opts {
-		o(&c)
-	}
+// Run does the build rs resolved (Request.Resolve) on eng, which it closes. The Result says
+// what was done, also when err is not nil (the steps that ran).
+func Run(ctx context.Context, eng engine.Engine, rs *Resolved, o Options) (*Result, error) {
+	o = o.withDefaults()
 	defer eng.Close()
-	b := &build{req: req, res: &Result{Repo: req.Repo}, log: c.log, warnings: c.warnings, eng: engine.Checked(eng)}
-	if err := b.resolve(); err != nil {
-		return b.res, err
-	}
-	if req.SignKey != "" {
+	b := &build{req: rs.req, res: &Result{Repo: rs.req.Repo}, sink: o.Sink, warnings: o.BranchWarnings, eng: engine.Checked(eng)}
+	b.regOpts = registryOptions(b.req, b.sink)
+	b.start(rs)
+	if b.req.SignKey != "" {
 		// A key that cannot sign fails now, not after a build of several minutes.
 		var err error
-		if b.signer, err = sign.LoadKey(req.SignKey); err != nil {
+		if b.signer, err = sign.LoadKey(b.req.SignKey); err != nil {
 			return b.res, err
 		}
 	}
@@ -96,7 +96,6 @@ func Run(ctx context.Context, eng engine.Engine, req Request, opts ...Option) (*
 		{"fetch", b.fetch},
 		{"build", b.buildAll},
 		{"smoke", b.smokeAll},
-		{"output", b.writeOutput},
 		{"publish", b.publish},
 	}
 	for _, s := range steps {
@@ -127,7 +126,7 @@ func (b *build) preflight(ctx context.Context) error {
 	if err := b.preflightChecks(ctx); err != nil {
 		return &PreflightError{Err: err}
 	}
-	b.stepDone("preflight", time.Since(start), engine.Built)
+	b.stepDone("preflight", time.Since(start), progress.Built)
 	return nil
 }
 
@@ -154,7 +153,7 @@ func (b *build) preflightChecks(ctx context.Context) error {
 // "GLIBC_2.xx not found".
 func (b *build) checkBase(ctx context.Context, t *target, ref string, pl v1.Platform) error {
 	var err error
-	if t.base, err = image.PullBase(ctx, ref, pl, b.publishOptions()...); err != nil {
+	if t.base, err = image.PullBase(ctx, ref, pl, b.regOpts...); err != nil {
 		return fmt.Errorf("pulling the runtime image %s for %s (nothing was built; --runtime-image overrides it): %w", ref, t.plan.Platform, err)
 	}
 	builderV, err := b.eng.BuilderGlibc(ctx, t.plan)

@@ -5,8 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,6 +27,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/registrytest"
 )
@@ -80,7 +81,7 @@ func (e *fakeEngine) Preflight(ctx context.Context, smoke bool) error {
 func (e *fakeEngine) BuilderGlibc(ctx context.Context, p *plan.Plan) (string, error) {
 	return "2.36", nil
 }
-func (e *fakeEngine) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, progress engine.Progress) ([]engine.Stage, error) {
+func (e *fakeEngine) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, report engine.Progress) ([]engine.Stage, error) {
 	e.j.add("build " + p.Platform.String())
 	if e.buildErr != nil {
 		return nil, e.buildErr
@@ -108,8 +109,8 @@ func (e *fakeEngine) Build(ctx context.Context, p *plan.Plan, sources map[string
 	}
 	var stages []engine.Stage
 	for _, s := range p.Stages {
-		progress.Start(s.Name)
-		progress.Done(s.Name, 0, engine.Cached)
+		report.Start(s.Name)
+		report.Done(s.Name, 0, progress.Cached)
 		stages = append(stages, engine.Stage{Name: s.Name, Cached: true})
 	}
 	return stages, nil
@@ -268,7 +269,7 @@ func TestPublishesOnlyAfterSmoke(t *testing.T) {
 	branches := func(*lock.Lock) []string {
 		return []string{"nginx 1.26.2 is on a superseded branch: run go run ./ci check-updates --write", "openssl 3.3.1 is past its end of life"}
 	}
-	res, err := forge.Run(context.Background(), eng, w.request(dir), forge.WithLogger(textLogger(&log)), forge.WithBranchWarnings(branches))
+	res, err := runBuild(eng, w.request(dir), forge.Options{Sink: textSink(&log), BranchWarnings: branches})
 	if err != nil {
 		t.Fatalf("build: %v\n%s", err, log.String())
 	}
@@ -301,7 +302,7 @@ func TestPublishesOnlyAfterSmoke(t *testing.T) {
 	for _, s := range res.Steps {
 		names = append(names, s.Name)
 	}
-	if got := strings.Join(names, ","); got != "preflight,fetch,build,smoke,output,publish" {
+	if got := strings.Join(names, ","); got != "preflight,fetch,build,smoke,publish" {
 		t.Errorf("steps = %s", got)
 	}
 }
@@ -328,7 +329,7 @@ func TestFailedStepsLeaveNothing(t *testing.T) {
 			before := w.fetches
 			req := w.request(dir)
 			req.Push = tc.push
-			_, err := forge.Run(context.Background(), tc.eng, req)
+			_, err := runBuild(tc.eng, req, forge.Options{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
@@ -348,9 +349,13 @@ func TestPushRefusesUnexplainedUnsigned(t *testing.T) {
 	w := newWorld(t)
 	w.lock.Components[0].Unsigned = ""
 	dir := t.TempDir()
-	_, err := forge.Run(context.Background(), &fakeEngine{j: w.j}, w.request(dir))
+	_, err := runBuild(&fakeEngine{j: w.j}, w.request(dir), forge.Options{})
 	if err == nil || !strings.Contains(err.Error(), w.lock.Components[0].Name) || !strings.Contains(err.Error(), "unsigned") {
 		t.Fatalf("err = %v, want a refusal naming %s and the unsigned field", err, w.lock.Components[0].Name)
+	}
+	// A refusal of the request itself: the command's usage exit (2), told apart by type.
+	if !errors.As(err, new(*forge.RequestError)) {
+		t.Errorf("err = %T %v, want a *forge.RequestError", err, err)
 	}
 	if w.j.first("preflight") >= 0 || w.fetches > 0 {
 		t.Errorf("the build went ahead: %q", w.j.list())
@@ -373,7 +378,7 @@ func TestHTTP3SkipPassesWithoutTheModule(t *testing.T) {
 	req := w.request(t.TempDir())
 	req.Push, req.Modules = false, mods
 	var log strings.Builder
-	if _, err := forge.Run(context.Background(), &fakeEngine{j: w.j, smokeSkips: smoke.CheckHTTP3}, req, forge.WithLogger(textLogger(&log))); err != nil {
+	if _, err := runBuild(&fakeEngine{j: w.j, smokeSkips: smoke.CheckHTTP3}, req, forge.Options{Sink: textSink(&log)}); err != nil {
 		t.Fatalf("build without http_v3: %v\n%s", err, log.String())
 	}
 	if !strings.Contains(log.String(), "1 passed, 0 failed, 1 skipped") {
@@ -381,7 +386,34 @@ func TestHTTP3SkipPassesWithoutTheModule(t *testing.T) {
 	}
 }
 
-// textLogger writes the build's records as text, every level, for the tests to read.
-func textLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+// runBuild resolves req and runs it, as the command does.
+func runBuild(eng engine.Engine, req forge.Request, o forge.Options) (*forge.Result, error) {
+	rs, err := req.Resolve()
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	return forge.Run(context.Background(), eng, rs, o)
+}
+
+// textSink writes the build's events as text, every note, for the tests to read.
+func textSink(w io.Writer) progress.Sink {
+	return progress.SinkFunc(func(e progress.Event) {
+		switch e := e.(type) {
+		case progress.Note:
+			prefix := ""
+			if e.Level == progress.Warning {
+				prefix = "warning: "
+			}
+			fmt.Fprintf(w, "%s%s\n", prefix, e.Text)
+		case progress.Smoked:
+			fmt.Fprintf(w, "%s\nsmoke (%s): %d passed, %d failed, %d skipped\n", e.Table, e.Platform, e.Passed, e.Failed, e.Skipped)
+		case progress.Signed:
+			fmt.Fprintf(w, "push: signed %s (signature %s)\n", e.Digest, e.Signature)
+		case progress.Tagged:
+			fmt.Fprintf(w, "push: tags moved to %s: %s\n", e.Digest, strings.Join(e.Tags, ", "))
+		default:
+			fmt.Fprintf(w, "%#v\n", e)
+		}
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -39,7 +38,7 @@ func TestRecordedProfileIsFetchedAndVerified(t *testing.T) {
 		}
 		w.serve("nginx-forge-pgo-amd64.tar.gz", body)
 		req := forge.Request{Lock: &l, Mirror: w.mirror, Optimize: plan.OptimizePGO, Tree: t.TempDir()}
-		_, err = forge.Run(context.Background(), &fakeEngine{j: w.j}, req)
+		_, err = runBuild(&fakeEngine{j: w.j}, req, forge.Options{})
 		fetched, built := w.j.first("fetch /nginx-forge-pgo-amd64.tar.gz"), w.j.first("build ")
 		if tampered {
 			var ce *source.ChecksumError
@@ -69,7 +68,7 @@ func TestRecordProfile(t *testing.T) {
 	var sums []string
 	for i := 0; i < 2; i++ {
 		dir := t.TempDir()
-		res, err := forge.Run(context.Background(), &fakeEngine{j: w.j}, forge.Request{Lock: w.lock, Mirror: w.mirror, ProfileDir: dir})
+		res, err := runBuild(&fakeEngine{j: w.j}, forge.Request{Lock: w.lock, Mirror: w.mirror, ProfileDir: dir}, forge.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,11 +118,11 @@ func TestRecordProfile(t *testing.T) {
 		{Lock: w.lock, ProfileDir: t.TempDir(), Tree: t.TempDir()},
 		{Lock: w.lock, ProfileDir: t.TempDir(), Optimize: plan.OptimizeLTO},
 	} {
-		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "recording a PGO profile") {
-			t.Errorf("%+v: Validate = %v, want the profile request refused", bad, err)
+		if _, err := bad.Resolve(); err == nil || !strings.Contains(err.Error(), "recording a PGO profile") {
+			t.Errorf("%+v: Resolve = %v, want the profile request refused", bad, err)
 		}
 		before := len(w.j.list())
-		if _, err := forge.Run(context.Background(), &fakeEngine{j: w.j}, bad); err == nil || len(w.j.list()) != before {
+		if _, err := runBuild(&fakeEngine{j: w.j}, bad, forge.Options{}); err == nil || len(w.j.list()) != before {
 			t.Errorf("%+v: Run = %v (journal %q), want it refused before the engine is asked anything", bad, err, w.j.list()[before:])
 		}
 	}

@@ -3,42 +3,82 @@ package forge
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/sign"
 )
 
-func (b *build) publishOptions() []image.PublishOption {
-	opts := []image.PublishOption{image.WithKeychain(image.Keychain()), image.WithLogf(b.vlogf)}
-	if b.req.Insecure {
+// publisher is where the built, smoke-tested images go (compare ko's publish.Interface):
+// the registry (--push), an OCI layout or tarball (--output), or both, in that order (an
+// --output of a pushed build is written only once the push passed). publisherFor chooses,
+// once per build.
+type publisher interface {
+	publish(ctx context.Context, targets []*target) error
+}
+
+// publisherFor is the one chooser: what the request asks for, nothing when it asks for no
+// image (an install tree, a profile).
+func (b *build) publisherFor() publisher {
+	var ps multi
+	if !b.req.WantsImage() {
+		return ps
+	}
+	if b.req.Push {
+		ps = append(ps, &registry{b: b})
+	}
+	if b.req.Output != "" {
+		ps = append(ps, &output{b: b, path: b.req.Output})
+	}
+	return ps
+}
+
+// multi publishes to each in turn and stops at the first failure.
+type multi []publisher
+
+func (m multi) publish(ctx context.Context, targets []*target) error {
+	for _, p := range m {
+		if err := p.publish(ctx, targets); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publish is the build's last step.
+func (b *build) publish(ctx context.Context) error {
+	return b.publisherFor().publish(ctx, b.targets)
+}
+
+// registryOptions are the registry options every pull and push of the build uses
+// (credentials, --insecure, registry steps as Detail notes), made once per build.
+func registryOptions(req Request, sink progress.Sink) []image.PublishOption {
+	opts := []image.PublishOption{image.WithKeychain(image.Keychain()), image.WithLogf(progress.Logf(sink, progress.Detail))}
+	if req.Insecure {
 		opts = append(opts, image.WithInsecure())
 	}
 	return opts
 }
 
-// writeOutput writes --output once the image passed its smoke test (or was published).
-func (b *build) writeOutput(ctx context.Context) error {
-	if b.req.Output == "" || !b.req.WantsImage() || b.req.Push {
-		return nil
-	}
-	return b.output()
+// output writes the one platform's image to path (an OCI layout directory, or a tarball).
+type output struct {
+	b    *build
+	path string
 }
 
-func (b *build) output() error {
-	t := b.targets[0]
+func (o *output) publish(_ context.Context, targets []*target) error {
+	b, t := o.b, targets[0]
 	refName := outputRefName(b.req.Repo, b.req.Tags, b.l)
 	created := time.Unix(b.l.SourceDateEpoch, 0).UTC()
-	if err := image.WriteOutput(b.req.Output, t.img, refName, t.sbom, created); err != nil {
-		return fmt.Errorf("writing --output %s: %w", b.req.Output, err)
+	if err := image.WriteOutput(o.path, t.img, refName, t.sbom, created); err != nil {
+		return fmt.Errorf("writing --output %s: %w", o.path, err)
 	}
-	b.logf("output: %s (as %s; SBOM %s.spdx.json)", b.req.Output, refName, b.req.Output)
+	b.logf("output: %s (as %s; SBOM %s.spdx.json)", o.path, refName, o.path)
 	return nil
 }
 
@@ -54,61 +94,70 @@ func outputRefName(repo string, tags []string, l *lock.Lock) string {
 	return repo + ":" + tags[0]
 }
 
-// publish pushes each platform's image by digest and smoke-tests exactly that digest, then
+// registry pushes each platform's image by digest and smoke-tests exactly that digest, then
 // moves the tags: on the image itself or, for several platforms, on the index of them.
-// --output is written only after that.
-func (b *build) publish(ctx context.Context) error {
-	if !b.req.Push {
-		return nil
-	}
+type registry struct{ b *build }
+
+func (r *registry) publish(ctx context.Context, targets []*target) error {
+	b := r.b
 	tags := b.req.tagsFor(b.l)
 	imageTags := tags
-	if len(b.targets) > 1 {
+	if len(targets) > 1 {
 		imageTags = nil
 	}
-	created := time.Unix(b.l.SourceDateEpoch, 0).UTC()
 	var pub *image.Published
 	var digestRefs []string
-	for _, t := range b.targets {
-		opts := append(b.publishOptions(), image.WithVerify(b.verifier(t)), image.WithSBOM(t.sbom, created))
-		opts = append(opts, b.signOptions()...)
-		step := fmt.Sprintf("push (%s)", t.plan.Platform)
-		b.stepStarted(step)
-		start := time.Now()
+	for _, t := range targets {
 		var err error
-		if pub, err = image.Publish(ctx, t.img, b.req.Repo, imageTags, opts...); err != nil {
+		if pub, err = r.pushImage(ctx, t, imageTags); err != nil {
 			return err
 		}
-		state, cache := "pushed", engine.Built
-		if pub.AlreadyPresent {
-			state, cache = "already in the registry", engine.Cached
-		}
-		b.stepDone(step, time.Since(start), cache)
-		b.logf("push: %s (%s) %s, smoke-tested", pub.Digest, t.plan.Platform, state)
 		digestRefs = append(digestRefs, pub.Digest.String())
 	}
-	if len(b.targets) > 1 {
+	if len(targets) > 1 {
 		var err error
-		if pub, err = image.Index(ctx, b.req.Repo, digestRefs, tags, append(b.publishOptions(), b.signOptions()...)...); err != nil {
+		if pub, err = image.Index(ctx, b.req.Repo, digestRefs, tags, append(b.regOpts, r.signOptions()...)...); err != nil {
 			return err
 		}
-		b.logf("push: index %s of %s", pub.Digest, strings.Join(b.req.platforms(), ", "))
+		b.sink.Send(progress.IndexPushed{Digest: pub.Digest.String(), Platforms: b.req.platforms()})
 	}
 	var tagRefs []string
 	for _, t := range pub.Tags {
 		tagRefs = append(tagRefs, t.String())
 	}
-	b.logf("push: tags moved to %s: %s", pub.Digest.DigestStr(), listOrNone(tagRefs))
+	b.sink.Send(progress.Tagged{Digest: pub.Digest.DigestStr(), Tags: tagRefs})
 	b.res.Published = pub
-	if b.req.Output != "" {
-		return b.output()
-	}
 	return nil
 }
 
+// pushImage publishes one platform's image (image.Publish: push by digest, the smoke test
+// of that digest, the SBOM, the signature, then the tags).
+func (r *registry) pushImage(ctx context.Context, t *target, tags []string) (*image.Published, error) {
+	b := r.b
+	created := time.Unix(b.l.SourceDateEpoch, 0).UTC()
+	opts := append(append([]image.PublishOption{}, b.regOpts...), image.WithVerify(r.verifier(t)), image.WithSBOM(t.sbom, created))
+	opts = append(opts, r.signOptions()...)
+	step := fmt.Sprintf("push (%s)", t.plan.Platform)
+	b.stepStarted(step)
+	start := time.Now()
+	pub, err := image.Publish(ctx, t.img, b.req.Repo, tags, opts...)
+	if err != nil {
+		return nil, err
+	}
+	cache := progress.Built
+	if pub.AlreadyPresent {
+		cache = progress.Cached
+	}
+	b.stepDone(step, time.Since(start), cache)
+	b.sink.Send(progress.Pushed{Platform: t.plan.Platform.String(), Digest: pub.Digest.String(), AlreadyPresent: pub.AlreadyPresent})
+	return pub, nil
+}
+
 // signOptions sign each pushed image and the index of several (so a verifier that resolves
-// a tag to either finds a signature) with --sign-key's key; without a key it does nothing.
-func (b *build) signOptions() []image.PublishOption {
+// a tag to either finds a signature) with --sign-key's key, through the one sign hook
+// (image.WithSign); without a key it does nothing.
+func (r *registry) signOptions() []image.PublishOption {
+	b := r.b
 	if b.signer == nil {
 		return nil
 	}
@@ -117,28 +166,21 @@ func (b *build) signOptions() []image.PublishOption {
 		if err != nil {
 			return err
 		}
-		b.logf("push: signed %s (signature %s)", ref.DigestStr(), sig.DigestStr())
+		b.sink.Send(progress.Signed{Digest: ref.DigestStr(), Signature: sig.DigestStr()})
 		return nil
 	})}
 }
 
 // verifier is the smoke test Publish runs on the pushed digest: the image pulled back from
 // the registry, started by the engine.
-func (b *build) verifier(t *target) image.VerifyFunc {
+func (r *registry) verifier(t *target) image.VerifyFunc {
 	return func(ctx context.Context, ref name.Digest) error {
 		pushed, err := remote.Image(ref, remote.WithAuthFromKeychain(image.Keychain()), remote.WithContext(ctx))
 		if err != nil {
 			return fmt.Errorf("pulling %s back: %w", ref, err)
 		}
-		b.vlogf("smoke checks of %s", ref)
-		_, err = b.smoke(ctx, t, pushed)
+		r.b.vlogf("smoke checks of %s", ref)
+		_, err = r.b.smoke(ctx, t, pushed)
 		return err
 	}
-}
-
-func listOrNone(s []string) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, ", ")
 }

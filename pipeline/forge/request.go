@@ -13,25 +13,8 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
-	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
-	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
-
-// DefaultMaxSourceSize is the cap on each download when Request.MaxSourceSize is 0.
-const DefaultMaxSourceSize = source.DefaultMaxSize
-
-// Modules are the nginx modules a Request.Modules list names (pipeline/plan's table).
-var Modules = plan.Modules
-
-// DefaultModulesOf is the module set a build of l compiles in when Request.Modules is nil.
-func DefaultModulesOf(l *lock.Lock) []string { return plan.DefaultModulesOf(l) }
-
-// OptimizeModes are Request.Optimize's values, DefaultOptimize the one "" means (the plan's).
-var OptimizeModes = plan.OptimizeModes
-
-// DefaultOptimize is the optimization mode of a Request that names none.
-const DefaultOptimize = plan.DefaultOptimize
 
 // Request is one build, as plain values.
 type Request struct {
@@ -199,7 +182,3 @@ func writable(dir string) error {
 	}
 	return nil
 }
-
-// Engine is where Run builds: the command chooses one (pipeline/engine/daggerexec or
-// pipeline/engine/host) and hands it over.
-type Engine = engine.Engine

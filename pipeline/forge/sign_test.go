@@ -2,7 +2,6 @@ package forge_test
 
 import (
 	"bytes"
-	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -39,7 +38,7 @@ func TestPushSignsWhatTheTagsName(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log strings.Builder
-	res, err := forge.Run(context.Background(), &fakeEngine{j: w.j}, req, forge.WithLogger(textLogger(&log)))
+	res, err := runBuild(&fakeEngine{j: w.j}, req, forge.Options{Sink: textSink(&log)})
 	if err != nil {
 		t.Fatalf("build: %v\n%s", err, log.String())
 	}

@@ -9,10 +9,10 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
 
@@ -35,9 +35,9 @@ func (b *build) smokeAll(ctx context.Context) error {
 }
 
 // smoke runs the suite on img with the engine and records the report; it fails unless every
-// check passed, printing the table then even when not verbose.
+// check passed (the Smoked event then carries OK false, and the table is for everyone).
 func (b *build) smoke(ctx context.Context, t *target, img v1.Image) (smoke.Report, error) {
-	expect, err := Expect(b.l, t.plan.Modules)
+	expect, err := expectOf(b.l, t.plan)
 	if err != nil {
 		return smoke.Report{}, err
 	}
@@ -45,7 +45,7 @@ func (b *build) smoke(ctx context.Context, t *target, img v1.Image) (smoke.Repor
 	b.stepStarted(step)
 	start := time.Now()
 	rep, err := b.eng.Smoke(ctx, t.plan, img, smoke.Options{Expect: expect})
-	b.stepDone(step, time.Since(start), engine.Built)
+	b.stepDone(step, time.Since(start), progress.Built)
 	if err != nil {
 		return rep, err
 	}
@@ -53,37 +53,26 @@ func (b *build) smoke(ctx context.Context, t *target, img v1.Image) (smoke.Repor
 	var table strings.Builder
 	rep.Print(&table)
 	err = rep.Err()
-	if notRun := notRun(rep, t.plan); err == nil && len(notRun) > 0 {
+	if notRun := notRun(rep, expect); err == nil && len(notRun) > 0 {
 		err = fmt.Errorf("smoke checks not run: %s (every check must run before an image is written or a tag moves; a check the engine cannot run is a failure)", strings.Join(notRun, ", "))
 	}
-	if err != nil {
-		// The table of a failed suite is for everyone, not only -v.
-		b.log.Error(strings.TrimRight(table.String(), "\n"))
-		return rep, err
-	}
-	b.vlogf("%s", strings.TrimRight(table.String(), "\n"))
 	p, f, sk := rep.Counts()
-	b.logf("smoke (%s): %d passed, %d failed, %d skipped", t.plan.Platform, p, f, sk)
-	return rep, nil
+	b.sink.Send(progress.Smoked{Platform: t.plan.Platform.String(), Passed: p, Failed: f, Skipped: sk,
+		Table: strings.TrimRight(table.String(), "\n"), OK: err == nil})
+	return rep, err
 }
 
 // notRun names the checks of rep that were skipped, with the reason: each is a failure of
 // the build's gate. The one skip that is not is HTTP/3 on a build without the http_v3
-// module: there is nothing to check (the other optional modules' checks pass by checking
-// the absence).
-func notRun(rep smoke.Report, p *plan.Plan) []string {
-	var want smoke.Expect // the plan's modules as the suite was told to expect them
-	for _, m := range plan.Modules {
-		if slices.Contains(p.Modules, m.Name) {
-			want.Modules = append(want.Modules, m.Flag)
-		}
-	}
+// module (expect, the plan's modules as the suite was told to expect them): there is
+// nothing to check (the other optional modules' checks pass by checking the absence).
+func notRun(rep smoke.Report, expect smoke.Expect) []string {
 	var out []string
 	for _, r := range rep.Results {
 		if r.Status != smoke.Skip {
 			continue
 		}
-		if r.Name == smoke.CheckHTTP3 && !want.Wants(smoke.HTTP3ModuleFlag, nil) {
+		if r.Name == smoke.CheckHTTP3 && !expect.Wants(smoke.HTTP3ModuleFlag, nil) {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s (%s)", r.Name, firstLine(r.Detail)))
@@ -99,15 +88,6 @@ func firstLine(s string) string {
 // Expect is what the smoke tests compare an image with: the lock's versions and the
 // configure flags of the modules (nil: the default set), validated as the plan validates them.
 func Expect(l *lock.Lock, modules []string) (smoke.Expect, error) {
-	var e smoke.Expect
-	for _, c := range []struct {
-		name string
-		dst  *string
-	}{{lock.Nginx, &e.Nginx}, {lock.OpenSSL, &e.OpenSSL}, {lock.AWSLC, &e.AWSLC}, {lock.PCRE2, &e.PCRE2}} {
-		if comp, ok := l.Component(c.name); ok {
-			*c.dst = comp.Version
-		}
-	}
 	opts := []plan.Option{}
 	if modules != nil {
 		opts = append(opts, plan.WithModules(modules...))
@@ -117,15 +97,38 @@ func Expect(l *lock.Lock, modules []string) (smoke.Expect, error) {
 	if err != nil {
 		return smoke.Expect{}, err
 	}
-	e.Modules = []string{}
-	for _, name := range p.Modules {
-		for _, m := range plan.Modules {
-			if m.Name == name {
-				e.Modules = append(e.Modules, m.Flag)
-			}
+	return expectOf(l, p)
+}
+
+// expectOf is Expect for a plan already made: the lock's versions and p's modules.
+func expectOf(l *lock.Lock, p *plan.Plan) (smoke.Expect, error) {
+	var e smoke.Expect
+	for _, c := range []struct {
+		name string
+		dst  *string
+	}{{lock.Nginx, &e.Nginx}, {lock.OpenSSL, &e.OpenSSL}, {lock.AWSLC, &e.AWSLC}, {lock.PCRE2, &e.PCRE2}} {
+		if comp, ok := l.Component(c.name); ok {
+			*c.dst = comp.Version
 		}
 	}
-	return e, nil
+	var err error
+	e.Modules, err = configureFlags(p.Modules)
+	return e, err
+}
+
+// configureFlags is the one mapping of module names (plan.Modules) to the configure flags
+// nginx -V shows, which the smoke suite compares; a name this version does not know is an
+// error.
+func configureFlags(names []string) ([]string, error) {
+	out := []string{}
+	for _, name := range names {
+		i := slices.IndexFunc(plan.Modules, func(m plan.Module) bool { return m.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("unknown nginx module %q (go run ./ci modules lists them)", name)
+		}
+		out = append(out, plan.Modules[i].Flag)
+	}
+	return out, nil
 }
 
 // ExpectRecorded is what the smoke tests compare an image with when only the image is
@@ -136,13 +139,9 @@ func ExpectRecorded(rec image.Record) (smoke.Expect, error) {
 	if rec.Modules == nil {
 		return e, nil
 	}
-	e.Modules = []string{}
-	for _, name := range rec.Modules {
-		i := slices.IndexFunc(plan.Modules, func(m plan.Module) bool { return m.Name == name })
-		if i < 0 {
-			return smoke.Expect{}, fmt.Errorf("the image records the module %q, which this version of nginx-forge does not know (name the expected modules with --modules, or \"any\")", name)
-		}
-		e.Modules = append(e.Modules, plan.Modules[i].Flag)
+	var err error
+	if e.Modules, err = configureFlags(rec.Modules); err != nil {
+		return smoke.Expect{}, fmt.Errorf("the image records a module this version of nginx-forge does not know (name the expected modules with --modules, or \"any\"): %w", err)
 	}
 	return e, nil
 }

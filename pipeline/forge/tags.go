@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // TagEvent is what the default tags are decided from (image.Tags).
@@ -31,10 +31,6 @@ func (r Request) PublishTags() ([]string, error) {
 	return r.tagsFor(l), nil
 }
 
-// CheckRevision is image.CheckRevision, for the commands (--revision): a full commit name
-// or nothing.
-func CheckRevision(rev string) error { return image.CheckRevision(rev) }
-
 func (r Request) tagsFor(l *lock.Lock) []string {
 	if len(r.Tags) > 0 || r.DigestOnly {
 		return r.Tags
@@ -51,20 +47,20 @@ type Index struct {
 	Insecure bool // plain HTTP to a registry not on loopback
 }
 
-func (x Index) options(log *slog.Logger) []image.PublishOption {
-	opts := []image.PublishOption{image.WithKeychain(image.Keychain())}
-	if log != nil {
-		opts = append(opts, image.WithLogf(func(format string, a ...any) { log.Debug(fmt.Sprintf(format, a...)) }))
+func (x Index) options(sink progress.Sink) []image.PublishOption {
+	if sink == nil {
+		sink = progress.Discard
 	}
+	opts := []image.PublishOption{image.WithKeychain(image.Keychain()), image.WithLogf(progress.Logf(sink, progress.Detail))}
 	if x.Insecure {
 		opts = append(opts, image.WithInsecure())
 	}
 	return opts
 }
 
-// Publish pushes the index and moves the tags; registry steps go to log at Debug.
-func (x Index) Publish(ctx context.Context, log *slog.Logger) (name.Digest, error) {
-	res, err := image.Index(ctx, x.Repo, x.Refs, x.Tags, x.options(log)...)
+// Publish pushes the index and moves the tags; registry steps go to sink as Detail notes.
+func (x Index) Publish(ctx context.Context, sink progress.Sink) (name.Digest, error) {
+	res, err := image.Index(ctx, x.Repo, x.Refs, x.Tags, x.options(sink)...)
 	if err != nil {
 		return name.Digest{}, err
 	}
@@ -73,8 +69,8 @@ func (x Index) Publish(ctx context.Context, log *slog.Logger) (name.Digest, erro
 
 // DryRun reads the per-platform images and returns the index Publish would push (indented
 // JSON) and its digest, writing nothing.
-func (x Index) DryRun(ctx context.Context, log *slog.Logger) ([]byte, string, error) {
-	idx, err := image.BuildIndex(ctx, x.Refs, x.options(log)...)
+func (x Index) DryRun(ctx context.Context, sink progress.Sink) ([]byte, string, error) {
+	idx, err := image.BuildIndex(ctx, x.Refs, x.options(sink)...)
 	if err != nil {
 		return nil, "", err
 	}

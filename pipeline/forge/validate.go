@@ -12,24 +12,38 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
-// Validate checks the request without building anything: option combinations, the output
-// paths, the image overrides, the lock, and a plan per platform. Its errors name the option
-// and the fix; the command reports them as usage errors (exit status 2). Run validates too.
-func (r Request) Validate() error {
-	_, err := r.resolve()
-	return err
-}
+// RequestError is a request refused before anything runs: a combination of options that
+// makes no sense, an output path a build could not write, a lock that does not load or
+// cannot build what was asked. The message names the option and the fix; the command
+// reports it as a usage error (exit status 2).
+type RequestError struct{ Err error }
 
-// resolved is a validated request: its lock (a copy, with the image overrides applied), one
-// plan per platform, and whether the lock is the one built into the program.
-type resolved struct {
+func (e *RequestError) Error() string { return e.Err.Error() }
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// Resolved is a validated request, resolved once for Run: its lock (a copy, with the image
+// overrides applied), one plan per platform, and whether the lock is the one built into the
+// program. Only Resolve makes one.
+type Resolved struct {
+	req     Request
 	lock    *lock.Lock
 	plans   []*plan.Plan
 	builtin bool
 }
 
+// Resolve checks every rule of the request, once, here: option combinations, the output
+// paths, the image overrides, the lock, and a plan per platform. Nothing is fetched or built.
+// Its errors are *RequestError.
+func (r Request) Resolve() (*Resolved, error) {
+	rs, err := r.resolve()
+	if err != nil {
+		return nil, &RequestError{Err: err}
+	}
+	return rs, nil
+}
+
 // resolve loads the lock, applies the image overrides and makes one plan per platform.
-func (r Request) resolve() (*resolved, error) {
+func (r Request) resolve() (*Resolved, error) {
 	if err := r.checkOptions(); err != nil {
 		return nil, err
 	}
@@ -41,11 +55,24 @@ func (r Request) resolve() (*resolved, error) {
 	cp := *l
 	l = &cp
 	if err := overrideImage(&l.Images.Builder, r.BuilderImage); err != nil {
-		return nil, fmt.Errorf("builder image %q: %w", r.BuilderImage, err)
+		return nil, fmt.Errorf("--builder-image %q: %w", r.BuilderImage, err)
 	}
 	if err := overrideImage(&l.Images.Runtime, r.RuntimeImage); err != nil {
-		return nil, fmt.Errorf("runtime image %q: %w", r.RuntimeImage, err)
+		return nil, fmt.Errorf("--runtime-image %q: %w", r.RuntimeImage, err)
 	}
+	plans, err := r.plans(l)
+	if err != nil {
+		return nil, err
+	}
+	// A published image must not rest on a checksum alone without anyone having said why.
+	if missing := l.UnsignedWithoutReason(); len(missing) > 0 && r.Push {
+		return nil, fmt.Errorf("refusing to publish: %s has no upstream signature in the lock and no \"unsigned\" reason: add its signature (url and signer fingerprints), or \"unsigned\": \"<why>\" to its lock entry in a reviewed change", strings.Join(missing, ", "))
+	}
+	return &Resolved{req: r, lock: l, plans: plans, builtin: builtin}, nil
+}
+
+// plans makes one plan of l per platform (the training plan for a ProfileDir request).
+func (r Request) plans(l *lock.Lock) ([]*plan.Plan, error) {
 	var plans []*plan.Plan
 	for _, pl := range r.platforms() {
 		opts := []plan.Option{plan.WithPlatform(pl), plan.WithCPU(r.CPU), plan.WithJobs(r.Jobs), plan.WithOptimize(r.Optimize)}
@@ -62,36 +89,28 @@ func (r Request) resolve() (*resolved, error) {
 		}
 		plans = append(plans, p)
 	}
-	// A published image must not rest on a checksum alone without anyone having said why.
-	if missing := l.UnsignedWithoutReason(); len(missing) > 0 && r.Push {
-		return nil, fmt.Errorf("refusing to publish: %s has no upstream signature in the lock and no \"unsigned\" reason: add its signature (url and signer fingerprints), or \"unsigned\": \"<why>\" to its lock entry in a reviewed change", strings.Join(missing, ", "))
-	}
-	return &resolved{lock: l, plans: plans, builtin: builtin}, nil
+	return plans, nil
 }
 
 // checkOptions refuses option combinations that make no sense and output paths a build
 // could not write, before anything is fetched: a typo in a path costs a second, not a build.
 func (r Request) checkOptions() error {
+	if err := r.checkPublishOptions(); err != nil {
+		return err
+	}
 	switch {
 	case r.MaxSourceSize < 0:
-		return fmt.Errorf("the download size limit %d is negative: give a positive size", r.MaxSourceSize)
-	case r.SignKey != "" && !r.Push:
-		return errors.New("a signing key (--sign-key) signs what --push publishes: add --push, or leave the key out")
-	case r.NoSmoke && r.Push:
-		return errors.New("--push publishes only smoke-tested images: drop --no-smoke")
-	case r.DigestOnly && !r.Push:
-		return errors.New("--digest-only is a way to --push: add --push")
+		return fmt.Errorf("--max-source-size %d: the download size limit is negative: give a positive number of MiB", r.MaxSourceSize>>20)
+	case r.Bundle && r.Tree == "":
+		return errors.New("--bundle needs --tree DIR: the bundle's files are written into the install tree")
+	case r.ProfileDir != "" && (r.Push || r.Output != "" || r.Tree != "" || r.Repo != "" || (r.Optimize != "" && r.Optimize != plan.OptimizePGO)):
+		return fmt.Errorf("recording a PGO profile (profile directory %s) builds only the training: drop the image, tree and optimize options", r.ProfileDir)
 	}
 	if err := image.CheckRevision(r.Revision); err != nil {
 		return fmt.Errorf("the revision (--revision) %w", err)
 	}
-	if n := len(r.platforms()); n > 1 {
-		if r.Output != "" || r.Tree != "" {
-			return fmt.Errorf("%d platforms: --output and --tree take one platform; build them one platform at a time", n)
-		}
-		if r.DigestOnly {
-			return errors.New("--digest-only pushes one platform's image for 'ci manifest'; with several platforms build pushes the index itself")
-		}
+	if n := len(r.platforms()); n > 1 && (r.Output != "" || r.Tree != "") {
+		return fmt.Errorf("%d platforms: --output and --tree take one platform; build them one platform at a time", n)
 	}
 	if r.Tree != "" {
 		if err := CheckNewDir(r.Tree); err != nil {
@@ -103,8 +122,26 @@ func (r Request) checkOptions() error {
 			return fmt.Errorf("image output (--output): %w", err)
 		}
 	}
-	if r.ProfileDir != "" && (r.Push || r.Output != "" || r.Tree != "" || r.Repo != "" || (r.Optimize != "" && r.Optimize != plan.OptimizePGO)) {
-		return fmt.Errorf("recording a PGO profile (profile directory %s) builds only the training: drop the image, tree and optimize options", r.ProfileDir)
+	return nil
+}
+
+// checkPublishOptions: what publishing needs and what only publishing takes.
+func (r Request) checkPublishOptions() error {
+	switch {
+	case r.Push && r.Repo == "":
+		return errors.New("--push needs --image REPO[:TAG,...]: where to publish")
+	case r.Push && r.NoSmoke:
+		return errors.New("--no-smoke cannot be combined with --push: a pushed image is always smoke-tested before any tag moves")
+	case r.DigestOnly && !r.Push:
+		return errors.New("--digest-only only makes sense with --push")
+	case r.SignKey != "" && !r.Push:
+		return fmt.Errorf("--sign-key %s signs what --push publishes: add --push", r.SignKey)
+	case r.Latest && len(r.Tags) > 0:
+		return fmt.Errorf("--latest adds latest to the default tags; --image names its tags (%s): add latest there", strings.Join(r.Tags, ","))
+	case r.DigestOnly && len(r.Tags) > 0:
+		return fmt.Errorf("--digest-only moves no tag, but --image names tags (%s): give the repository %s only", strings.Join(r.Tags, ","), r.Repo)
+	case r.DigestOnly && len(r.platforms()) > 1:
+		return errors.New("--digest-only pushes one platform's image for 'ci manifest'; with several platforms build pushes the index itself")
 	}
 	return nil
 }
@@ -136,42 +173,42 @@ func overrideImage(dst *lock.Image, ref string) error {
 	return nil
 }
 
-// resolve is Request.resolve for Run, which also reports what the lock and plans say.
-func (b *build) resolve() error {
-	rs, err := b.req.resolve()
-	if err != nil {
-		return err
-	}
-	l, plans := rs.lock, rs.plans
+// start takes rs over and reports what the lock and plans say.
+func (b *build) start(rs *Resolved) {
 	if rs.builtin {
 		b.vlogf("lock: %s not found, using the lock built into this program", lock.DefaultPath)
 	}
-	b.l = l
-	for _, p := range plans {
+	b.l = rs.lock
+	for _, p := range rs.plans {
 		b.res.Platforms = append(b.res.Platforms, PlatformResult{Platform: p.Platform.String(), CPU: p.CPU})
 	}
-	for i, p := range plans {
+	for i, p := range rs.plans {
 		b.targets = append(b.targets, &target{plan: p, res: &b.res.Platforms[i]})
 	}
-	if p := plans[0]; b.req.ProfileDir == "" && (b.req.Optimize == "" || b.req.Optimize == plan.OptimizeAuto) {
+	if p := rs.plans[0]; b.req.ProfileDir == "" && (b.req.Optimize == "" || b.req.Optimize == plan.OptimizeAuto) {
 		if p.Optimize == plan.OptimizePGO {
 			b.logf("optimize: pgo (auto: the lock records a PGO profile for this build, sha256 %s)", p.ProfileSHA256)
 		} else {
 			b.logf("optimize: %s (auto: the lock records no PGO profile for this build; go run ./ci pgo-profile records one)", p.Optimize)
 		}
 	}
-	for _, w := range plans[0].Warnings {
+	for _, w := range rs.plans[0].Warnings {
 		b.warnf("%s", w)
 	}
 	// Publishing a superseded or end-of-life branch is allowed (a pinned rebuild must stay
 	// possible) but never silent.
-	if b.req.Push && b.warnings != nil {
-		for _, w := range b.warnings(l) {
+	if b.req.Push {
+		for _, w := range b.warnings(b.l) {
 			b.warnf("%s", w)
 			b.res.Warnings = append(b.res.Warnings, w)
 		}
 	}
-	for _, c := range l.Components {
+	b.reportUnsigned()
+}
+
+// reportUnsigned says how each component without an upstream signature is pinned.
+func (b *build) reportUnsigned() {
+	for _, c := range b.l.Components {
 		switch {
 		case c.Signature != nil:
 		case c.Git != nil:
@@ -182,5 +219,4 @@ func (b *build) resolve() error {
 			b.warnf("%s %s has no upstream signature in the lock: only its SHA-256 is checked", c.Name, c.Version)
 		}
 	}
-	return nil
 }

@@ -321,28 +321,35 @@ func (e *SizeError) Error() string {
 
 // Load reads and strictly parses a lock file.
 func Load(file string) (*Lock, error) {
+	l, _, err := LoadBytes(file)
+	return l, err
+}
+
+// LoadBytes is Load that also returns the file's bytes as read, for a caller that rewrites
+// the file and compares (pipeline/upstream's update flow reads the lock once).
+func LoadBytes(file string) (*Lock, []byte, error) {
 	f, err := OpenInput(file)
 	if err != nil {
-		return nil, fmt.Errorf("reading lock file %q: %w", file, err)
+		return nil, nil, fmt.Errorf("reading lock file %q: %w", file, err)
 	}
 	defer f.Close()
 	// One byte past the limit is enough to know it is too big.
 	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading lock file %q: %w", file, err)
+		return nil, nil, fmt.Errorf("reading lock file %q: %w", file, err)
 	}
 	if len(b) > MaxSize {
 		size := int64(len(b))
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 			size = fi.Size()
 		}
-		return nil, fmt.Errorf("lock file %q %w", file, &SizeError{size})
+		return nil, nil, fmt.Errorf("lock file %q %w", file, &SizeError{size})
 	}
 	l, err := Parse(b)
 	if err != nil {
-		return nil, fmt.Errorf("lock file %q: %w", file, err)
+		return nil, nil, fmt.Errorf("lock file %q: %w", file, err)
 	}
-	return l, nil
+	return l, b, nil
 }
 
 // Parse strictly decodes and validates a lock. Unknown fields and trailing data are errors.

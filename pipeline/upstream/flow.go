@@ -90,7 +90,8 @@ func refusalErrs(rs []Refusal) []error {
 // Do runs r. The error is for a lock that cannot be read; everything else is in the Outcome
 // (Outcome.Err).
 func (r *Run) Do(ctx context.Context) (*Outcome, error) {
-	l, err := lock.Load(r.LockFile)
+	// Read once: the check and the rewrite work from these bytes.
+	l, before, err := lock.LoadBytes(r.LockFile)
 	if err != nil {
 		return nil, err
 	}
@@ -101,10 +102,7 @@ func (r *Run) Do(ctx context.Context) (*Outcome, error) {
 	if step == nil {
 		step = func(_ string, fn func() error) error { return fn() }
 	}
-	keysDir := r.KeysDir
-	if keysDir == "" {
-		keysDir = lock.KeysDirBeside(r.LockFile)
-	}
+	keysDir := r.ResolvedKeysDir()
 	// One deadline for the whole run: an upstream that accepts connections and never
 	// answers costs this much, once, whatever the number of components.
 	if r.Timeout > 0 {
@@ -134,7 +132,7 @@ func (r *Run) Do(ctx context.Context) (*Outcome, error) {
 			Logf:     logf,
 		}
 		var err error
-		o.Applied, err = u.UpdateFile(ctx, r.LockFile, o.Report)
+		o.Applied, err = u.updateLoaded(ctx, r.LockFile, l, before, o.Report)
 		return err
 	})
 	var re *RefusedError
@@ -143,6 +141,16 @@ func (r *Run) Do(ctx context.Context) (*Outcome, error) {
 	}
 	o.Written = o.WriteErr == nil && len(o.Applied) > 0
 	return o, nil
+}
+
+// ResolvedKeysDir is where the run trusts reviewed keys from and vendors new ones: KeysDir,
+// or the keys directory beside the lock. The one place that default is worked out (the
+// command checks this directory before the run).
+func (r *Run) ResolvedKeysDir() string {
+	if r.KeysDir != "" {
+		return r.KeysDir
+	}
+	return lock.KeysDirBeside(r.LockFile)
 }
 
 func (r *Run) checker(logf func(string, ...any)) *Checker {

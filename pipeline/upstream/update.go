@@ -417,14 +417,15 @@ func contains(list []string, s string) bool {
 // the lock. What was refused is returned as a *RefusedError, after the rest was written; when
 // nothing could be applied, the file is not touched (byte for byte).
 func (u *Updater) UpdateFile(ctx context.Context, file string, rep *Report) ([]Applied, error) {
-	before, err := lock.ReadInput(file, lock.MaxSize)
+	l, before, err := lock.LoadBytes(file)
 	if err != nil {
-		return nil, fmt.Errorf("reading lock file %q: %w", file, err)
+		return nil, err
 	}
-	l, err := lock.Parse(before)
-	if err != nil {
-		return nil, fmt.Errorf("lock file %q: %w", file, err)
-	}
+	return u.updateLoaded(ctx, file, l, before, rep)
+}
+
+// updateLoaded is UpdateFile for l, read from file as before (Run.Do reads the lock once).
+func (u *Updater) updateLoaded(ctx context.Context, file string, l *lock.Lock, before []byte, rep *Report) ([]Applied, error) {
 	out, done, refused, err := u.Apply(ctx, l, rep)
 	if err != nil {
 		return nil, err

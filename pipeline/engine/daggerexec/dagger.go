@@ -41,6 +41,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // Executor runs plans on a Dagger engine. Create it with New; Close it when done.
@@ -126,7 +127,7 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]str
 
 // run builds a plan whose input was checked (Run, or engine.Checked around Build) into the
 // absolute directory abs.
-func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, abs string, progress engine.Progress) ([]engine.Stage, error) {
+func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, abs string, report engine.Progress) ([]engine.Stage, error) {
 	for _, w := range p.Warnings {
 		e.logf("dagger: warning: %s", w)
 	}
@@ -157,7 +158,7 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 	// already uses every core.
 	e.logf("dagger: building %d stages for %s", len(p.Stages), p.Platform)
 	step := func(name string, ctr *dagger.Container, record string) (engine.Stage, error) {
-		progress.Start(name)
+		report.Start(name)
 		start := time.Now()
 		data, err := ctr.File(record).Contents(ctx)
 		if err != nil {
@@ -168,11 +169,11 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 			return engine.Stage{}, fmt.Errorf("dagger executor: %s for %s: %w", name, p.Platform, err)
 		}
 		st := engine.Stage{Name: name, Cached: r.Run != e.runID, Wall: r.Wall, User: r.User, Sys: r.Sys}
-		cache := engine.Built
+		cache := progress.Built
 		if st.Cached {
-			cache = engine.Cached
+			cache = progress.Cached
 		}
-		progress.Done(name, time.Since(start), cache)
+		report.Done(name, time.Since(start), cache)
 		return st, nil
 	}
 	if _, err := step(builderStep, builder, plan.ContainerBuilderRecord); err != nil {

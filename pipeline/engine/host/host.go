@@ -24,6 +24,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // DefaultCacheDir is where stage outputs are cached when no WithCacheDir is given.
@@ -126,7 +127,7 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]str
 
 // run builds a plan whose input was checked (Run, or engine.Checked around Engine.Build).
 
-func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, progress engine.Progress) (*Result, error) {
+func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, report engine.Progress) (*Result, error) {
 	if p.Platform.OS != "linux" || p.Platform.Arch != runtime.GOARCH {
 		return nil, fmt.Errorf("host executor: plan is for %s but this machine is linux/%s: use the container executor, or plan for linux/%s", p.Platform, runtime.GOARCH, runtime.GOARCH)
 	}
@@ -156,16 +157,16 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 	for _, s := range p.Stages {
 		key := stageKey(p, s, keys, cc)
 		keys[s.Name] = key
-		progress.Start(s.Name)
+		report.Start(s.Name)
 		sr, err := e.runStage(ctx, s, key, sources[s.Source.Component], outs, jobs, p.SourceDateEpoch)
 		if err != nil {
 			return res, err
 		}
-		cache := engine.Built
+		cache := progress.Built
 		if sr.Cached {
-			cache = engine.Cached
+			cache = progress.Cached
 		}
-		progress.Done(s.Name, sr.Wall, cache)
+		report.Done(s.Name, sr.Wall, cache)
 		outs[s.Name] = sr.Out
 		res.Stages = append(res.Stages, sr)
 	}
