@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
 // lineHandler renders the library's records for a person: one plain line each (Debug only
@@ -26,7 +28,10 @@ type lineHandler struct {
 // newLog is the logger a command gives the library, and a function that closes a group left
 // open by a step that failed before its end.
 func newLog(w io.Writer, verbose, groups bool) (*slog.Logger, func()) {
-	h := &lineHandler{mu: &sync.Mutex{}, w: w, level: slog.LevelInfo, groups: groups, depth: new(int)}
+	// The run's credentials (GITHUB_TOKEN, the Docker config's) are redacted from every line,
+	// whatever the library put into the record.
+	secrets := append([]string{os.Getenv("GITHUB_TOKEN")}, dockerConfigSecrets()...)
+	h := &lineHandler{mu: &sync.Mutex{}, w: redactingWriter{w, secrets}, level: slog.LevelInfo, groups: groups, depth: new(int)}
 	if verbose {
 		h.level = slog.LevelDebug
 	}
@@ -73,6 +78,20 @@ func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 		fmt.Fprintln(h.w, r.Message)
 	}
 	return nil
+}
+
+// redactingWriter is the log's sink: each write (one line of the handler) goes through the
+// one redaction rule (lock.Redact) before it reaches the terminal or the Actions log.
+type redactingWriter struct {
+	w       io.Writer
+	secrets []string
+}
+
+func (r redactingWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, lock.Redact(string(p), r.secrets...)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func (h *lineHandler) closeGroups() {

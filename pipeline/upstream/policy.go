@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -62,6 +63,9 @@ type Selection struct {
 	Warnings []string
 }
 
+// errTrack marks a lock track that picks no release: a person edits the lock.
+var errTrack = errors.New("the lock's track picks no release")
+
 var branchTrackRE = regexp.MustCompile(`^[0-9]+\.[0-9]+$`)
 
 // DefaultTrack is the track of a component whose lock entry has none: nginx and OpenSSL
@@ -99,7 +103,7 @@ func Select(component, track string, current Version, releases []Version, now ti
 		s.Target = newest(func(Version) bool { return true })
 	case track == TrackStable:
 		if component != lock.Nginx {
-			return s, fmt.Errorf("%s: track %q is only for nginx (use %q or a branch like %q)", component, track, TrackLatest, current.Branch())
+			return s, fmt.Errorf("%s: track %q is only for nginx (use %q or a branch like %q): %w", component, track, TrackLatest, current.Branch(), errTrack)
 		}
 		// nginx's stable branches have an even minor number; mainline has an odd one.
 		branch := newest(func(v Version) bool { return len(v) >= 2 && v[1]%2 == 0 })
@@ -110,7 +114,7 @@ func Select(component, track string, current Version, releases []Version, now ti
 		s.Target = newest(func(v Version) bool { return v.Branch() == b })
 	case track == TrackLTS:
 		if component != lock.OpenSSL {
-			return s, fmt.Errorf("%s: track %q is only for OpenSSL (use %q or a branch like %q)", component, track, TrackLatest, current.Branch())
+			return s, fmt.Errorf("%s: track %q is only for OpenSSL (use %q or a branch like %q): %w", component, track, TrackLatest, current.Branch(), errTrack)
 		}
 		s.Target = newest(func(v Version) bool { return OpenSSLSupport[v.Branch()].LTS })
 		if s.Target == nil {
@@ -119,10 +123,10 @@ func Select(component, track string, current Version, releases []Version, now ti
 	case branchTrackRE.MatchString(track):
 		s.Target = newest(func(v Version) bool { return v.Branch() == track })
 		if s.Target == nil {
-			return s, fmt.Errorf("%s: track %q matches no upstream release (is the branch right? set the lock's track to an existing branch)", component, track)
+			return s, fmt.Errorf("%s: track %q matches no upstream release (is the branch right? set the lock's track to an existing branch): %w", component, track, errTrack)
 		}
 	default:
-		return s, fmt.Errorf("%s: track %q is not %q, %q, %q or a branch like \"1.26\"", component, track, TrackLatest, TrackStable, TrackLTS)
+		return s, fmt.Errorf("%s: track %q is not %q, %q, %q or a branch like \"1.26\": %w", component, track, TrackLatest, TrackStable, TrackLTS, errTrack)
 	}
 
 	branch := s.Target.Branch()

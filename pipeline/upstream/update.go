@@ -75,13 +75,16 @@ type Applied struct {
 	NoSignatureAt string
 	TopDir        string // the tarball's single top-level directory, e.g. "nginx-1.28.0"
 
-	// Components pinned by git commit only (URL, SHA256, the signature fields and TopDir are
-	// empty): the new pin (tag, commit, tree), the locked one, where the commit was fetched
-	// from to check its tree ("" from the source cache, which holds only verified trees),
-	// and the lock's "unsigned" reason before the update replaced the locked tag and
-	// version in it ("" when it named neither).
-	Git, OldGit *lock.Git
+	// FetchedFrom is where the new tarball, or the commit whose tree was checked, was
+	// fetched from (the mirror's URL with --mirror, credentials redacted); "" from the source
+	// cache, which holds only verified files.
 	FetchedFrom string
+
+	// Components pinned by git commit only (URL, SHA256, the signature fields and TopDir are
+	// empty): the new pin (tag, commit, tree), the locked one, and the lock's "unsigned"
+	// reason before the update replaced the locked tag and version in it ("" when it named
+	// neither).
+	Git, OldGit *lock.Git
 	UnsignedWas string
 
 	// Images only.
@@ -335,6 +338,7 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 	}
 	next.SHA256 = ver.SHA256
 	a.SHA256 = ver.SHA256
+	a.FetchedFrom = lock.RedactURL(ver.URL)
 
 	if next.Signature != nil {
 		if !ver.Signed {
