@@ -138,7 +138,7 @@ func checkUpdateCache(write bool, dir string) error {
 	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
 		fi, err := os.Stat(p)
 		switch {
-		case errors.Is(err, fs.ErrNotExist) && filepath.Dir(p) != p:
+		case (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) && filepath.Dir(p) != p:
 			continue
 		case err != nil:
 			return usageErrorf("%s: %v: give --cache a directory this user can write", flag, err)
