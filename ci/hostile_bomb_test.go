@@ -80,7 +80,7 @@ func TestCheckUpdatesStopsADecompressionBombAtTheDeadline(t *testing.T) {
 	if took > 8*time.Second {
 		t.Errorf("took %s with a 3s --timeout", took)
 	}
-	for _, w := range []string{"openssl 3.5.8", "stopped at the run's deadline (--timeout)", "is unchanged"} {
+	for _, w := range []string{"openssl 3.5.8", "stopped at the run's deadline (--timeout)", "give a longer --timeout", "is unchanged"} {
 		if !strings.Contains(errs, w) {
 			t.Errorf("stderr lacks %q:\n%s", w, errs)
 		}
