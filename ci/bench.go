@@ -46,6 +46,9 @@ func init() {
 				if len(args) > 0 {
 					return usageErrorf("bench takes no arguments, got %q", args)
 				}
+				if err := o.checkTimeout(); err != nil {
+					return err
+				}
 				return runBench(ctx, benchArgs{tree: *tree, variant: *variant, nginx: *nginx, baseline: *baseline, config: *config, mode: *mode,
 					oobConfig: *oobConfig, oobBaseline: *oobBaseline, o: o, jsonOut: *jsonOut, mdOut: *mdOut}, stdout, stderr)
 			}
@@ -153,6 +156,15 @@ func benchFlags(fs *flag.FlagSet, scenarios string, duration time.Duration) *ben
 		syscallRequests: fs.Int("syscall-requests", 2000, "requests per scenario and server in the syscall pass after the timed rounds (strace -c of the workers; 0 skips it)"),
 		strace:          fs.String("strace", "strace", "strace `binary` for the syscall pass"),
 	}
+}
+
+// checkTimeout refuses a negative --timeout before anything is built or started (0 is the
+// estimate-based default).
+func (o *benchOpts) checkTimeout() error {
+	if *o.timeout < 0 {
+		return usageErrorf("--timeout %s must not be negative (0: twice the estimated run time plus 2 minutes)", *o.timeout)
+	}
+	return nil
 }
 
 func (o *benchOpts) options(stderr io.Writer) (bench.Options, error) {

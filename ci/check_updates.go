@@ -6,9 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/actions"
@@ -106,16 +109,56 @@ func init() {
 				if err := checkUpdateOutputs(&run, *prBody); err != nil {
 					return err
 				}
-				return checkUpdates(ctx, stdout, stderr, checkUpdatesConfig{prBody: *prBody, verbose: *verbose, run: run})
+				if err := checkUpdateCache(*write, *cacheDir); err != nil {
+					return err
+				}
+				return checkUpdates(ctx, stdout, stderr, checkUpdatesConfig{prBody: *prBody, verbose: *verbose, secrets: knownSecrets(fs), run: run})
 			}
 		},
 	})
+}
+
+// checkUpdateCache refuses, before anything is looked up, a --write whose source cache
+// cannot be used (a file, a directory this user cannot write, no HOME to find the default
+// in): each download would fail the same way, and the refusal would read like a failed
+// release.
+func checkUpdateCache(write bool, dir string) error {
+	if !write {
+		return nil
+	}
+	flag := "--cache " + dir
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return usageErrorf("--write keeps downloads in a source cache, and the default one cannot be found: %v: set XDG_CACHE_HOME or HOME, or give --cache DIR", err)
+		}
+		dir, flag = filepath.Join(base, "nginx-forge", "sources"), "the default source cache "+filepath.Join(base, "nginx-forge", "sources")
+	}
+	// The nearest part of dir that exists must be a directory this user may write in: the
+	// cache creates the rest.
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		switch {
+		case (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) && filepath.Dir(p) != p:
+			continue
+		case err != nil:
+			return usageErrorf("%s: %v: give --cache a directory this user can write", flag, err)
+		case !fi.IsDir():
+			return usageErrorf("%s: %s is not a directory: give --cache a directory this user can write", flag, p)
+		case syscall.Access(p, 0o2|0o1) != nil: // W_OK|X_OK, as this user
+			return usageErrorf("%s: %s is not writable by this user: give --cache a directory this user can write", flag, p)
+		}
+		return nil
+	}
 }
 
 type checkUpdatesConfig struct {
 	run     upstream.Run
 	prBody  string
 	verbose bool
+	// secrets are the run's credentials besides the token (knownSecrets): text a server
+	// echoed may quote them.
+	secrets []string
 }
 
 // testVendoredKeys, when not nil, replaces the keys vendored in pipeline/lock/keys as the
@@ -131,7 +174,12 @@ const exitPartial = 3
 // table, the Actions step outputs, summary and annotations, and the pull request body.
 func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdatesConfig) error {
 	rep := actions.New(actions.WithWriter(stdout))
+	// Everything the reporter prints or writes (lines, annotations, outputs, the summary)
+	// goes through the one redaction rule with these.
 	rep.Mask(cfg.run.Token)
+	for _, s := range cfg.secrets {
+		rep.Mask(s)
+	}
 	run := cfg.run
 	// In Actions the detail goes into collapsed log groups, where it costs nothing and helps
 	// when a scheduled run fails; on a terminal it waits for -v.
@@ -184,7 +232,7 @@ func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, o *upstream.Ou
 			}
 		}
 		if a.SHA256 != "" && !a.Signed {
-			rep.Warningf("%s %s has no signature pinned in the lock: its checksum rests on the HTTPS download alone; review it", a.Name, a.New)
+			rep.Warningf("%s %s has no signature pinned in the lock: its checksum rests on %s; review it", a.Name, a.New, a.Download())
 		}
 		if a.DroppedProfile != "" {
 			rep.Warningf("the recorded PGO profile for %s was removed from the lock (trained on the sources or builder this update replaces): the update workflow records a new one; by hand: go run ./ci pgo-profile --write", a.DroppedProfile)
@@ -214,7 +262,8 @@ func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, o *upstream.Ou
 		return err
 	}
 	if written && cfg.prBody != "" {
-		body := upstream.PRBody(applied, refused, report.Warnings) + "\n" + outputs["summary"]
+		// The body quotes refusals, whose text a server may have written: one redaction rule.
+		body := lock.Redact(upstream.PRBody(applied, refused, report.Warnings)+"\n"+outputs["summary"], append([]string{cfg.run.Token}, cfg.secrets...)...)
 		if err := lock.ReplaceFile(cfg.prBody, []byte(body), 0o644); err != nil {
 			return fmt.Errorf("writing the pull request body %q (the lock %s was updated): %w", cfg.prBody, lockFile, err)
 		}
@@ -259,7 +308,14 @@ func updateRows(r *upstream.Report) ([]actions.Row, map[string]string) {
 	var rows []actions.Row
 	var updates, title []string
 	for _, c := range r.Components {
-		rows = append(rows, actions.Row{Component: c.Name, Old: c.Current, New: c.Latest, EOL: c.EOL})
+		// The new column shows only what the lock would move to: upstream's newest when it is
+		// older than the locked release is no update (a warning says so), so it reads
+		// unchanged rather than as a version to move to.
+		nw := c.Latest
+		if !c.Update && nw != "" {
+			nw = c.Current
+		}
+		rows = append(rows, actions.Row{Component: c.Name, Old: c.Current, New: nw, EOL: c.EOL})
 		v := c.Current
 		if c.Update {
 			v = c.Latest

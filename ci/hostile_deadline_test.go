@@ -2,8 +2,11 @@ package main
 
 import (
 	"net"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -65,5 +68,42 @@ func TestManifestBlackHoleFailsAtTheDeadline(t *testing.T) {
 	}
 	if code, _, stderr := runWithin(t, 5*time.Second, "manifest", "--image", hole+"/x", "--timeout", "0s", hole+"/x@"+digest); code != 2 || !strings.Contains(stderr, "--timeout") {
 		t.Errorf("--timeout 0s: exit %d, %s", code, stderr)
+	}
+}
+
+// Issue 29: a command waiting on its input did not end at the first SIGTERM. A FIFO input is
+// now refused before it is opened (TestFileInputsMustBeRegularFiles); a command waiting on
+// the network (a black-hole registry, a GitHub API that never answers) under a long
+// --timeout ends at the first SIGTERM, with 143, at once.
+func TestFirstSIGTERMEndsAWaitingCommand(t *testing.T) {
+	bin := ciBinary(t)
+	hole := blackHole(t)
+	digest := "sha256:" + strings.Repeat("a", 64)
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"manifest --dry-run", []string{"manifest", "--image", hole + "/nginx:test", "--timeout", "5m", "--dry-run", hole + "/nginx@" + digest}},
+		{"check-updates", []string{"check-updates", "--lock", testLockPath, "--skip-images", "--timeout", "5m",
+			"--github-api", "http://" + hole, "--nginx-org", "http://" + hole}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(bin, c.args...)
+			cmd.Env = append(os.Environ(), "GITHUB_ACTIONS=", "GITHUB_TOKEN=")
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill() })
+			time.Sleep(time.Second) // connected, and waiting for an answer
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			code, took := waitExit(t, cmd, 10*time.Second)
+			if code != 143 || took > 3*time.Second {
+				t.Errorf("exit %d after %s, want 143 at once\n%s", code, took, out.String())
+			}
+		})
 	}
 }

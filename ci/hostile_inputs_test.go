@@ -120,3 +120,57 @@ func TestFileInputsMustBeRegularFiles(t *testing.T) {
 		t.Errorf("%d requests reached the loopback server", n)
 	}
 }
+
+// Issue 29, class "one input, several verdicts": a version 01.26.3 loaded in tags and was
+// refused by check-updates; an image digest "notadigest", a URL with a space or U+202E and a
+// second "sha256" key loaded and reached the Dockerfile. Every command that reads the lock
+// gives the one validator's verdict on each: refused, naming the field, before anything is
+// fetched. (The exit status is not yet one: build calls a bad lock a usage error, 2; the
+// others exit 1.)
+func TestOneVerdictPerLock(t *testing.T) {
+	base, err := os.ReadFile(testLockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nginxSHA = `"sha256": "69ee2b237744036e61d24b836668aad3040dda461fe6f570f1787eab570c75aa",`
+	const nginxURL = `"url": "https://nginx.org/download/nginx-1.26.3.tar.gz",`
+	const builderRef = `"ref": "docker.io/library/ubuntu:24.04"`
+	srv, requests := countingMirror(t)
+	for _, h := range []struct{ name, old, new, field string }{
+		{"version 01.26.3", `"version": "1.26.3"`, `"version": "01.26.3"`, "(nginx).version"},
+		{"image digest notadigest", builderRef, builderRef + `, "digest": "notadigest"`, "images.builder.digest"},
+		{"url with a space", nginxURL, `"url": "https://nginx.org/download/nginx 1.26.3.tar.gz",`, "(nginx).url"},
+		{"url with %00", nginxURL, `"url": "https://nginx.org/download/nginx-1.26.3.tar.gz%00.txt",`, "(nginx).url"},
+		{"url with U+202E", nginxURL, "\"url\": \"https://nginx.org/download/nginx-1.26.3\u202ezg.rat.tar.gz\",", "(nginx).url"},
+		{"a second sha256", nginxSHA, nginxSHA + `"sha256": "` + strings.Repeat("b", 64) + `",`, "sha256"},
+		{"image ref with credentials", builderRef, `"ref": "user:s3cret@docker.io/library/ubuntu:24.04"`, "images.builder.ref"},
+	} {
+		if !bytes.Contains(base, []byte(h.old)) {
+			t.Fatalf("%s: the test lock has no %q", h.name, h.old)
+		}
+		lockFile := filepath.Join(t.TempDir(), "stack.lock.json")
+		if err := os.WriteFile(lockFile, bytes.Replace(base, []byte(h.old), []byte(h.new), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"tags", "--lock", lockFile},
+			{"dockerfile", "--lock", lockFile},
+			{"modules", "--lock", lockFile},
+			{"check-updates", "--lock", lockFile, "--skip-images", "--github-api", srv.URL, "--nginx-org", srv.URL, "--timeout", "5s"},
+			{"check-updates", "--write", "--lock", lockFile, "--skip-images", "--github-api", srv.URL, "--nginx-org", srv.URL, "--mirror", srv.URL, "--cache", t.TempDir(), "--timeout", "5s"},
+			{"manifest", "--lock", lockFile, "--image", "127.0.0.1:1/x", "--dry-run", "sha256:" + strings.Repeat("a", 64)},
+			{"build", "--engine", "host", "--no-smoke", "--lock", lockFile, "--mirror", srv.URL, "--cache", t.TempDir()},
+		} {
+			code, stdout, stderr := runWithin(t, 10*time.Second, args...)
+			if code == 0 || code == exitPartial || !strings.Contains(stderr, h.field) || stdout != "" {
+				t.Errorf("%s: %s: exit %d, want it refused naming %s, nothing on stdout\nstdout: %s\nstderr: %s", h.name, args[0], code, h.field, stdout, stderr)
+			}
+			if strings.Contains(stdout+stderr, "s3cret") {
+				t.Errorf("%s: %s printed the lock's password:\n%s%s", h.name, args[0], stdout, stderr)
+			}
+		}
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("%d requests reached the loopback server", n)
+	}
+}

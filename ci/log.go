@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
@@ -27,7 +29,10 @@ type lineSink struct {
 // newLog is the sink a command gives the library, and a function that closes a group left
 // open by a step that failed before its end.
 func newLog(w io.Writer, verbose, groups bool) (*lineSink, func()) {
-	s := &lineSink{w: w, verbose: verbose, groups: groups}
+	// The run's credentials (GITHUB_TOKEN, the Docker config's) are redacted from every line,
+	// whatever the library put into the event.
+	secrets := append([]string{os.Getenv("GITHUB_TOKEN")}, dockerConfigSecrets()...)
+	s := &lineSink{w: redactingWriter{w, secrets}, verbose: verbose, groups: groups}
 	return s, s.closeGroups
 }
 
@@ -109,4 +114,18 @@ func (s *lineSink) closeGroups() {
 		fmt.Fprintln(s.w, "::endgroup::")
 	}
 	s.depth = 0
+}
+
+// redactingWriter is the log's sink: each write (one line of the renderer) goes through the
+// one redaction rule (lock.Redact) before it reaches the terminal or the Actions log.
+type redactingWriter struct {
+	w       io.Writer
+	secrets []string
+}
+
+func (r redactingWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, lock.Redact(string(p), r.secrets...)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

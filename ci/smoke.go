@@ -53,6 +53,9 @@ func init() {
 					return usageErrorf("unexpected arguments %q (a command to start needs --address and --start)", args)
 				}
 				// The flags are checked before anything is pulled or contacted.
+				if *timeout <= 0 {
+					return usageErrorf("--timeout %s must be positive (how long the whole run may take)", *timeout)
+				}
 				if err := req.Validate(); err != nil {
 					return usageErrorf("%v", err)
 				}

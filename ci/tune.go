@@ -54,6 +54,9 @@ Scenarios (--scenarios):
 				if len(args) > 0 {
 					return usageErrorf("tune takes no arguments, got %q", args)
 				}
+				if err := o.checkTimeout(); err != nil {
+					return err
+				}
 				bin, err := builtBinary(*tree, *nginx)
 				if err != nil {
 					return err

@@ -13,10 +13,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/sethvargo/go-githubactions"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
 // Reporter writes results for GitHub Actions or for a terminal.
@@ -24,7 +27,14 @@ type Reporter struct {
 	out    io.Writer
 	getenv func(string) string
 	gha    *githubactions.Action // nil outside Actions
+	// secrets are what Mask was given: every line, annotation, output and summary goes
+	// through lock.Redact with them before it is written (in Actions the runner's masking
+	// comes on top).
+	secrets []string
 }
+
+// redact is the one redaction rule (lock.Redact) with the secrets the reporter knows.
+func (r *Reporter) redact(s string) string { return lock.Redact(s, r.secrets...) }
 
 // Option configures a Reporter.
 type Option func(*Reporter)
@@ -93,7 +103,7 @@ func (r *Reporter) SetOutputs(kv map[string]string) error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		v := kv[k]
+		v := r.redact(kv[k])
 		if strings.Contains(v, fileDelimiter) || strings.ContainsAny(k, "\r\n=<") {
 			return fmt.Errorf("setting output %q: the name or value contains a character sequence that would corrupt GITHUB_OUTPUT", k)
 		}
@@ -107,6 +117,7 @@ func (r *Reporter) SetOutputs(kv map[string]string) error {
 // AddSummary appends markdown to the step summary in Actions; outside it prints text, the
 // plain-text form of the same content.
 func (r *Reporter) AddSummary(markdown, text string) error {
+	markdown, text = r.redact(markdown), r.redact(text)
 	if r.gha == nil {
 		_, err := io.WriteString(r.out, text)
 		return err
@@ -119,25 +130,28 @@ func (r *Reporter) AddSummary(markdown, text string) error {
 
 // Warningf emits a warning annotation in Actions, a "warning: " line elsewhere.
 func (r *Reporter) Warningf(format string, args ...any) {
+	msg := r.redact(fmt.Sprintf(format, args...))
 	if r.gha == nil {
-		fmt.Fprintf(r.out, "warning: "+format+"\n", args...)
+		fmt.Fprintf(r.out, "warning: %s\n", msg)
 		return
 	}
-	_ = call("warning", func() { r.gha.Warningf(format, args...) })
+	_ = call("warning", func() { r.gha.Warningf("%s", msg) })
 }
 
 // Errorf emits an error annotation in Actions, an "error: " line elsewhere.
 func (r *Reporter) Errorf(format string, args ...any) {
+	msg := r.redact(fmt.Sprintf(format, args...))
 	if r.gha == nil {
-		fmt.Fprintf(r.out, "error: "+format+"\n", args...)
+		fmt.Fprintf(r.out, "error: %s\n", msg)
 		return
 	}
-	_ = call("error", func() { r.gha.Errorf(format, args...) })
+	_ = call("error", func() { r.gha.Errorf("%s", msg) })
 }
 
 // Group runs f with its log lines folded under title in Actions (a heading elsewhere). The
 // group is closed even when f fails.
 func (r *Reporter) Group(title string, f func() error) error {
+	title = r.redact(title)
 	if r.gha == nil {
 		fmt.Fprintf(r.out, "== %s\n", title)
 		return f()
@@ -147,10 +161,14 @@ func (r *Reporter) Group(title string, f func() error) error {
 	return f()
 }
 
-// Mask asks the runner to hide secret in every later log line. Outside Actions nothing
-// needs hiding because nothing prints secrets; empty and very short values are ignored
-// (masking "1" would blank every digit of the log).
+// Mask redacts secret from everything the reporter writes from now on, and in Actions also
+// asks the runner to hide it in every later log line (what a step prints past the reporter).
+// Empty and very short values are ignored (masking "1" would blank every digit of the log).
 func (r *Reporter) Mask(secret string) {
+	if len(strings.TrimSpace(secret)) < 4 || slices.Contains(r.secrets, secret) {
+		return
+	}
+	r.secrets = append(r.secrets, secret)
 	if r.gha == nil {
 		return
 	}
@@ -166,5 +184,5 @@ func (r *Reporter) Mask(secret string) {
 
 // Logf returns a printf-style logger that writes to the reporter's stream (for -v progress).
 func (r *Reporter) Logf(format string, args ...any) {
-	fmt.Fprintf(r.out, format+"\n", args...)
+	fmt.Fprintf(r.out, "%s\n", r.redact(fmt.Sprintf(format, args...)))
 }

@@ -26,6 +26,9 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
+// Retryable is false: whatever the cause, it was marked as one another try cannot fix.
+func (e *permanentError) Retryable() bool { return false }
+
 func permanent(err error) error { return &permanentError{err} }
 
 // SizeError reports a download larger than the cap.
@@ -186,7 +189,7 @@ func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit in
 	// arrived for the stall timeout, and let the retry loop try again.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stalled := fmt.Errorf("no data received for %s", f.stall)
+	var stalled error = &StallError{After: f.stall.String()}
 	timer := time.AfterFunc(f.stall, func() { cancel(stalled) })
 	defer timer.Stop()
 	// shown is src for messages: a mirror given with credentials (user:password@) must not
@@ -206,8 +209,8 @@ func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit in
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		err := fmt.Errorf("GET %s: %s", shown, resp.Status)
-		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout {
+		err := &HTTPStatusError{What: "GET " + shown, Code: resp.StatusCode}
+		if err.Retryable() {
 			return 0, err
 		}
 		return 0, permanent(err)

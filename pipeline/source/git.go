@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/gittree"
@@ -106,7 +107,7 @@ func (f *Fetcher) gitArchive(ctx context.Context, c lock.Component, dst string, 
 		var out, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &stderr
 		if err := cmd.Run(); err != nil {
-			return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(lock.RedactURL(stderr.String())))
+			return "", &gitError{op: args[0], err: err, stderr: strings.TrimSpace(lock.Redact(stderr.String()))}
 		}
 		return strings.TrimSpace(out.String()), nil
 	}
@@ -118,7 +119,7 @@ func (f *Fetcher) gitArchive(ctx context.Context, c lock.Component, dst string, 
 	}
 	f.logf("%s: fetching commit %s from %s", c.Name, g.Commit, lock.RedactURL(g.Repository))
 	if _, err := run("fetch", "-q", "--depth=1", "--no-tags", g.Repository, g.Commit); err != nil {
-		return fmt.Errorf("fetching commit %s of %s (transient network failures: run again): %w", g.Commit, lock.RedactURL(g.Repository), err)
+		return fmt.Errorf("fetching commit %s of %s: %w", g.Commit, lock.RedactURL(g.Repository), err)
 	}
 	tree, err := run("rev-parse", "--verify", g.Commit+"^{tree}")
 	if err != nil {
@@ -164,3 +165,18 @@ func fileSHA256(file string) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// gitError is a git command that failed, with what git said. git reports a network failure
+// only in words: Retryable reads them (a timeout, a connection cut off, a server's 5xx).
+type gitError struct {
+	op     string
+	err    error
+	stderr string
+}
+
+func (e *gitError) Error() string { return "git " + e.op + ": " + e.err.Error() + ": " + e.stderr }
+func (e *gitError) Unwrap() error { return e.err }
+
+var gitTransientRE = regexp.MustCompile(`(?i)timed out|connection reset|early EOF|the remote end hung up unexpectedly|returned error: 5[0-9][0-9]|error: 5[0-9][0-9]`)
+
+func (e *gitError) Retryable() bool { return gitTransientRE.MatchString(e.stderr) }

@@ -7,8 +7,11 @@ import (
 	"net/http"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
 const userAgent = "nginx-forge-check-updates"
@@ -89,13 +92,12 @@ func (c *Client) NginxOrgReleases(ctx context.Context) ([]Version, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading nginx.org download page %q: %w", u, err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("reading nginx.org download page %q: HTTP %d", u, resp.StatusCode)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	body, err := readBody(resp, u, 4<<20)
 	if err != nil {
-		return nil, fmt.Errorf("reading nginx.org download page %q: %w", u, err)
+		return nil, fmt.Errorf("reading nginx.org download page: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, &source.HTTPStatusError{What: "reading nginx.org download page " + strconv.Quote(u), Code: resp.StatusCode}
 	}
 	seen := map[string]Version{}
 	for _, m := range nginxDownloadRE.FindAllSubmatch(body, -1) {
@@ -112,6 +114,21 @@ func (c *Client) NginxOrgReleases(ctx context.Context) ([]Version, error) {
 	}
 	sortVersions(out)
 	return out, nil
+}
+
+// readBody reads and closes resp's body, at most limit bytes. A body over the limit is a
+// *source.SizeError and one that stops arriving (the run's deadline, the client's timeout)
+// or is cut off is the read error, so that neither is reported as a malformed answer.
+func readBody(resp *http.Response, shown string, limit int64) ([]byte, error) {
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: reading the answer after %d bytes: %w", shown, len(body), err)
+	}
+	if int64(len(body)) > limit {
+		return nil, &source.SizeError{URL: shown, Limit: limit, Size: -1}
+	}
+	return body, nil
 }
 
 func sortVersions(vs []Version) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
 // DefaultGitHubAPI is the GitHub REST API root.
@@ -21,6 +21,11 @@ const DefaultGitHubAPI = "https://api.github.com"
 // maxPages bounds pagination: openssl/openssl has several hundred tags (about 7 pages of
 // 100); a Link chain longer than this is a misbehaving server, not a repository.
 const maxPages = 30
+
+// maxAPIBody bounds one API answer: a page of 100 tags or releases is well under a MB; a
+// larger answer is a misbehaving server, refused as too large rather than cut and then
+// misreported as bad JSON.
+const maxAPIBody = 16 << 20
 
 // ghRelease is the part of a GitHub release object we read.
 type ghRelease struct {
@@ -160,20 +165,23 @@ func (c *Client) ghGet(ctx context.Context, u *url.URL) (*http.Response, []byte,
 		resp, err := c.tokenSafe(u).Do(req)
 		var body []byte
 		if err == nil {
-			body, err = io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-			resp.Body.Close()
+			body, err = readBody(resp, u.Redacted(), maxAPIBody)
+			if errors.As(err, new(*source.SizeError)) {
+				return nil, nil, err
+			}
 			if err == nil && resp.StatusCode < 500 {
 				return resp, body, nil
 			}
-			if err == nil {
-				err = fmt.Errorf("HTTP %d", resp.StatusCode)
-			}
 		}
 		if attempt >= c.retries || ctx.Err() != nil {
-			if resp != nil && body != nil {
+			if err == nil {
+				// A 5xx after the last try: ghError describes it with what the server said.
 				return resp, body, nil
 			}
 			return nil, nil, err
+		}
+		if err == nil {
+			err = &source.HTTPStatusError{What: "GET " + u.Redacted(), Code: resp.StatusCode}
 		}
 		c.logf("GET %s failed (%v); retrying in %s", u.Redacted(), err, wait)
 		select {
@@ -209,7 +217,7 @@ func ghError(what string, resp *http.Response, body []byte, authed bool) error {
 		}
 		return fmt.Errorf("%s: %w (%s): %s", what, ErrRateLimited, detail, fix)
 	}
-	return fmt.Errorf("%s: HTTP %d: %s", what, resp.StatusCode, detail)
+	return &source.HTTPStatusError{What: what, Code: resp.StatusCode, Detail: detail}
 }
 
 var linkRE = regexp.MustCompile(`<([^>]+)>\s*;\s*rel="?([a-z]+)"?`)

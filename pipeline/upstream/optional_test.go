@@ -150,7 +150,9 @@ func TestUpdateOptionalComponents(t *testing.T) {
 	body := upstream.PRBody(applied, nil, nil)
 	for _, want := range []string{
 		"### brotli 1.1.0 → 1.2.0",
-		"| signature | **none**: the checksum rests on the HTTPS download alone; the lock says why: " + before.MustComponent(lock.Brotli).Unsigned + " |",
+		// The loopback mirror is plain HTTP: the body must not call it an HTTPS download.
+		"| signature | **none**: the checksum rests on the plain-HTTP download from " + strings.TrimPrefix(s.Upstream.URL, "http://") +
+			" alone, which has no transport security (anyone on the path could have altered it); the lock says why: " + before.MustComponent(lock.Brotli).Unsigned + " |",
 		"| signature lookup | none: brotli's upstream publishes no signatures, so the component stays unsigned |",
 		"| top directory | `brotli-1.2.0/` (matches the version) |",
 		"### zstd 1.5.6 → 1.5.7",

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -62,6 +63,9 @@ type Selection struct {
 	Warnings []string
 }
 
+// errTrack marks a lock track that picks no release: a person edits the lock.
+var errTrack = errors.New("the lock's track picks no release")
+
 var branchTrackRE = regexp.MustCompile(`^[0-9]+\.[0-9]+$`)
 
 // DefaultTrack is the track of a component whose lock entry has none: nginx and OpenSSL
@@ -85,45 +89,12 @@ func Select(component, track string, current Version, releases []Version, now ti
 	if len(releases) == 0 {
 		return s, fmt.Errorf("%s: upstream lists no releases", component)
 	}
-	newest := func(keep func(Version) bool) Version {
-		var best Version
-		for _, v := range releases {
-			if keep(v) && (best == nil || v.Compare(best) > 0) {
-				best = v
-			}
-		}
-		return best
+	newest := func(keep func(Version) bool) Version { return newestOf(releases, keep) }
+	target, err := trackTarget(component, track, current, newest)
+	if err != nil {
+		return s, err
 	}
-	switch {
-	case track == TrackLatest:
-		s.Target = newest(func(Version) bool { return true })
-	case track == TrackStable:
-		if component != lock.Nginx {
-			return s, fmt.Errorf("%s: track %q is only for nginx (use %q or a branch like %q)", component, track, TrackLatest, current.Branch())
-		}
-		// nginx's stable branches have an even minor number; mainline has an odd one.
-		branch := newest(func(v Version) bool { return len(v) >= 2 && v[1]%2 == 0 })
-		if branch == nil {
-			return s, fmt.Errorf("nginx: upstream lists no stable (even minor) release")
-		}
-		b := branch.Branch()
-		s.Target = newest(func(v Version) bool { return v.Branch() == b })
-	case track == TrackLTS:
-		if component != lock.OpenSSL {
-			return s, fmt.Errorf("%s: track %q is only for OpenSSL (use %q or a branch like %q)", component, track, TrackLatest, current.Branch())
-		}
-		s.Target = newest(func(v Version) bool { return OpenSSLSupport[v.Branch()].LTS })
-		if s.Target == nil {
-			return s, fmt.Errorf("openssl: upstream lists no release of an LTS branch")
-		}
-	case branchTrackRE.MatchString(track):
-		s.Target = newest(func(v Version) bool { return v.Branch() == track })
-		if s.Target == nil {
-			return s, fmt.Errorf("%s: track %q matches no upstream release (is the branch right? set the lock's track to an existing branch)", component, track)
-		}
-	default:
-		return s, fmt.Errorf("%s: track %q is not %q, %q, %q or a branch like \"1.26\"", component, track, TrackLatest, TrackStable, TrackLTS)
-	}
+	s.Target = target
 
 	branch := s.Target.Branch()
 	switch component {
@@ -160,4 +131,48 @@ func Select(component, track string, current Version, releases []Version, now ti
 		}
 	}
 	return s, nil
+}
+
+// newestOf is the newest of releases that keep accepts, or nil.
+func newestOf(releases []Version, keep func(Version) bool) Version {
+	var best Version
+	for _, v := range releases {
+		if keep(v) && (best == nil || v.Compare(best) > 0) {
+			best = v
+		}
+	}
+	return best
+}
+
+// trackTarget is the release track picks (Select), newest choosing among the releases.
+func trackTarget(component, track string, current Version, newest func(func(Version) bool) Version) (Version, error) {
+	switch {
+	case track == TrackLatest:
+		return newest(func(Version) bool { return true }), nil
+	case track == TrackStable:
+		if component != lock.Nginx {
+			return nil, fmt.Errorf("%s: track %q is only for nginx (use %q or a branch like %q): %w", component, track, TrackLatest, current.Branch(), errTrack)
+		}
+		// nginx's stable branches have an even minor number; mainline has an odd one.
+		branch := newest(func(v Version) bool { return len(v) >= 2 && v[1]%2 == 0 })
+		if branch == nil {
+			return nil, fmt.Errorf("nginx: upstream lists no stable (even minor) release")
+		}
+		b := branch.Branch()
+		return newest(func(v Version) bool { return v.Branch() == b }), nil
+	case track == TrackLTS:
+		if component != lock.OpenSSL {
+			return nil, fmt.Errorf("%s: track %q is only for OpenSSL (use %q or a branch like %q): %w", component, track, TrackLatest, current.Branch(), errTrack)
+		}
+		if t := newest(func(v Version) bool { return OpenSSLSupport[v.Branch()].LTS }); t != nil {
+			return t, nil
+		}
+		return nil, fmt.Errorf("openssl: upstream lists no release of an LTS branch")
+	case branchTrackRE.MatchString(track):
+		if t := newest(func(v Version) bool { return v.Branch() == track }); t != nil {
+			return t, nil
+		}
+		return nil, fmt.Errorf("%s: track %q matches no upstream release (is the branch right? set the lock's track to an existing branch): %w", component, track, errTrack)
+	}
+	return nil, fmt.Errorf("%s: track %q is not %q, %q, %q or a branch like \"1.26\": %w", component, track, TrackLatest, TrackStable, TrackLTS, errTrack)
 }

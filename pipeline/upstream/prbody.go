@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -138,7 +139,7 @@ func writeTarballComponent(b *strings.Builder, a Applied) {
 			b.WriteString("| lock | the component had no signature (`unsigned`); upstream signs this release, so the lock now pins its signer and the `unsigned` reason is removed |\n")
 		}
 	} else {
-		fmt.Fprintf(b, "| signature | **none**: the checksum rests on the HTTPS download alone; the lock says why: %s |\n", escapeCell(a.Unsigned))
+		fmt.Fprintf(b, "| signature | **none**: the checksum rests on %s; the lock says why: %s |\n", escapeCell(a.Download()), escapeCell(a.Unsigned))
 		if a.NoSignatureAt != "" {
 			fmt.Fprintf(b, "| signature lookup | nothing published at %s, so the component stays unsigned |\n", a.NoSignatureAt)
 		} else {
@@ -171,4 +172,20 @@ func writeGitComponent(b *strings.Builder, a Applied) {
 	if a.UnsignedWas != "" {
 		fmt.Fprintf(b, "| unsigned reason | rewritten for the new pin (the locked tag and version replaced by the new ones); it was: %s |\n", escapeCell(a.UnsignedWas))
 	}
+}
+
+// Download says what an unsigned tarball's checksum rests on: "the HTTPS download from
+// HOST alone", "the plain-HTTP download from HOST alone, which ..." (a mirror given as
+// http://, with no transport security), or the source cache.
+func (a Applied) Download() string {
+	u, err := url.Parse(a.FetchedFrom)
+	switch {
+	case a.FetchedFrom == "":
+		return "the download that filled the source cache alone"
+	case err == nil && strings.EqualFold(u.Scheme, "https"):
+		return "the HTTPS download from " + u.Host + " alone"
+	case err == nil && strings.EqualFold(u.Scheme, "http"):
+		return "the plain-HTTP download from " + u.Host + " alone, which has no transport security (anyone on the path could have altered it)"
+	}
+	return "the download from " + a.FetchedFrom + " alone"
 }

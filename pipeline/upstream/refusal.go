@@ -3,6 +3,7 @@ package upstream
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
@@ -60,8 +61,32 @@ func fixFor(name string, err error) string {
 		return fmt.Sprintf("keep the lock as it is, or set %s's track so that it picks a release this lock allows (an AWS-LC lock needs nginx %s or later, e.g. track \"stable\")", name, lock.MinNginxForAWSLC)
 	case errors.Is(err, errPlatforms):
 		return "wait for the image to be published for every platform the build targets (the next run checks again), or pin a digest by hand"
+	case errors.Is(err, errTrack):
+		return fmt.Sprintf("not transient: set %s's \"track\" in the lock to one that picks an upstream release (see go run ./ci check-updates -h), then run again", name)
 	}
-	return "run go run ./ci check-updates again (a transient failure clears by itself on the next scheduled run; a file that keeps failing its checks is a matter for upstream)"
+	return retryFix(err)
+}
+
+// retryFix says whether running again can help, by the one rule of source.Retryable: only a
+// network timeout, a connection cut off or a server's own failure clears by itself.
+func retryFix(err error) string {
+	const again = "go run ./ci check-updates"
+	if source.Retryable(err) {
+		return "transient (a network timeout, a connection cut off or a server error): run " + again + " again (the next scheduled run does), or give a longer --timeout"
+	}
+	var se *source.HTTPStatusError
+	if errors.As(err, &se) {
+		switch se.Code {
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return fmt.Sprintf("not transient: the server refused the credentials (HTTP %d): fix or unset the token (GITHUB_TOKEN, or the variable --github-token-env names) or the mirror's user:password, then run %s again", se.Code, again)
+		case http.StatusNotFound, http.StatusGone:
+			return fmt.Sprintf("not transient: the server has no such resource (HTTP %d): check --github-api, --mirror and the component's repository, then run %s again", se.Code, again)
+		}
+	}
+	if errors.Is(err, ErrRateLimited) {
+		return "not transient until the rate limit resets: give a GitHub token (GITHUB_TOKEN or --github-token-env), or run again after the reset time above"
+	}
+	return "not transient: running again gives the same answer until what the error names is fixed (a flag, the cache directory, HOME or XDG_CACHE_HOME, the lock, a file upstream published); fix it, then run " + again + " again"
 }
 
 // RefusedError is UpdateFile's error when something was refused: every refusal, and whether

@@ -182,7 +182,9 @@ func TestUpdateUnsignedComponentGainsSignature(t *testing.T) {
 				if n.Signature != nil || n.Unsigned == "" || a.Signed || a.Unsigned != n.Unsigned {
 					t.Errorf("nginx = %+v, applied %+v; want it still unsigned with its reason", n, a)
 				}
-				if !strings.Contains(upstream.PRBody(applied, nil, nil), "| signature | **none**: the checksum rests on the HTTPS download alone; the lock says why: "+n.Unsigned) {
+				// The loopback mirror is plain HTTP: the body must not call it an HTTPS download.
+				if !strings.Contains(upstream.PRBody(applied, nil, nil), "| signature | **none**: the checksum rests on the plain-HTTP download from "+strings.TrimPrefix(s.Upstream.URL, "http://")+
+					" alone, which has no transport security (anyone on the path could have altered it); the lock says why: "+n.Unsigned) {
 					t.Errorf("the PR body does not say nginx is unsigned and why:\n%s", upstream.PRBody(applied, nil, nil))
 				}
 			}

@@ -52,14 +52,16 @@ func (u *Updater) published(ctx context.Context, raw string) (bool, error) {
 	if client == nil {
 		client = &http.Client{Timeout: 60 * time.Second}
 	}
+	// shown is src for messages: a mirror given with credentials must not print them.
+	shown := lock.RedactURL(src)
 	req, err := http.NewRequestWithContext(ctx, http.MethodHead, src, nil)
 	if err != nil {
-		return false, fmt.Errorf("looking for a signature at %q: %w", src, err)
+		return false, fmt.Errorf("looking for a signature at %q: %w", shown, err)
 	}
 	req.Header.Set("User-Agent", userAgent)
 	resp, err := client.Do(req)
 	if err != nil {
-		return false, fmt.Errorf("looking for a signature at %s: %w", src, err)
+		return false, fmt.Errorf("looking for a signature at %s: %w", shown, err)
 	}
 	resp.Body.Close()
 	switch resp.StatusCode {
@@ -68,7 +70,7 @@ func (u *Updater) published(ctx context.Context, raw string) (bool, error) {
 	case http.StatusNotFound, http.StatusGone:
 		return false, nil
 	}
-	return false, fmt.Errorf("looking for a signature at %s: HTTP %d (try again later)", src, resp.StatusCode)
+	return false, &source.HTTPStatusError{What: "looking for a signature at " + shown, Code: resp.StatusCode}
 }
 
 func mustURLPath(raw string) string {

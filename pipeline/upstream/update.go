@@ -75,13 +75,16 @@ type Applied struct {
 	NoSignatureAt string
 	TopDir        string // the tarball's single top-level directory, e.g. "nginx-1.28.0"
 
-	// Components pinned by git commit only (URL, SHA256, the signature fields and TopDir are
-	// empty): the new pin (tag, commit, tree), the locked one, where the commit was fetched
-	// from to check its tree ("" from the source cache, which holds only verified trees),
-	// and the lock's "unsigned" reason before the update replaced the locked tag and
-	// version in it ("" when it named neither).
-	Git, OldGit *lock.Git
+	// FetchedFrom is where the new tarball, or the commit whose tree was checked, was
+	// fetched from (the mirror's URL with --mirror, credentials redacted); "" from the source
+	// cache, which holds only verified files.
 	FetchedFrom string
+
+	// Components pinned by git commit only (URL, SHA256, the signature fields and TopDir are
+	// empty): the new pin (tag, commit, tree), the locked one, and the lock's "unsigned"
+	// reason before the update replaced the locked tag and version in it ("" when it named
+	// neither).
+	Git, OldGit *lock.Git
 	UnsignedWas string
 
 	// Images only.
@@ -335,62 +338,22 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 	}
 	next.SHA256 = ver.SHA256
 	a.SHA256 = ver.SHA256
+	a.FetchedFrom = lock.RedactURL(ver.URL)
 
 	if next.Signature != nil {
-		if !ver.Signed {
-			return lock.Component{}, Applied{}, errors.New("refused: the lock pins a signature but the fetcher did not verify one")
+		if err := u.vetSignature(ctx, old, &next, &a, ver, refreshed); err != nil {
+			return lock.Component{}, Applied{}, err
 		}
-		a.Signed, a.SignedBy, a.SignedAt, a.SignatureURL = true, ver.SignedBy, ver.SignedAt, next.Signature.URL
-		a.SignerVendored = ver.SignerVendored || contains(vendored, ver.SignedBy)
-		if !a.SignerVendored {
-			// The lock pins this fingerprint (the fetcher verifies only with pinned keys), so
-			// the key is the one a reviewer already accepted by its hash. Vendor it with this
-			// change, so that builds of the new lock never need a key server, and so that the
-			// pull request shows it for review.
-			k, err := u.Fetcher.SignerKey(ctx, ver.SignedBy)
-			if err != nil {
-				return lock.Component{}, Applied{}, fmt.Errorf("refused: its signer %s is pinned but not vendored, and its key cannot be vendored: %w", ver.SignedBy, err)
-			}
-			if !k.Vendored {
-				a.NewKey = &k
-			}
-		}
-		if refreshed != nil {
-			a.NewKey, a.RefreshedKey = refreshed, true
-		}
-
-		// The new signature must not be older than the locked release's: a release signed
-		// before the one we have is an old build under a new name (a replay), whatever its
-		// version number says. The locked date comes from verifying the locked release again
-		// (checksum and signature), not from the lock: the lock records no date, and a date
-		// read from an unverified signature file would prove nothing.
-		if old.Signature != nil {
-			lv, err := u.Fetcher.Fetch(ctx, old)
-			if err != nil {
-				return lock.Component{}, Applied{}, fmt.Errorf("refused: the locked release %s must be verified to learn when it was signed, and it was not: %w", old.Version, err)
-			}
-			if !lv.Signed {
-				return lock.Component{}, Applied{}, fmt.Errorf("refused: the locked release %s pins a signature but the fetcher did not verify one", old.Version)
-			}
-			a.LockedSignedAt = lv.SignedAt
-			if ver.SignedAt.Before(lv.SignedAt) {
-				return lock.Component{}, Applied{}, fmt.Errorf("refused: its signature %s was made on %s, before the locked %s's (%s): "+
-					"a new release signed earlier than the one it replaces is suspect (an older build under a new version?) (%w)",
-					next.SignatureFileName(), ver.SignedAt.UTC().Format(time.RFC3339), old.Version, lv.SignedAt.UTC().Format(time.RFC3339), errReplay)
-			}
-		}
-		if a.GainedSignature {
-			// Pin the one vendored key that signed, not every vendored key.
-			next.Signature.Fingerprints = []string{ver.SignedBy}
-		}
-		// The lock rejects a component with both a signature and an unsigned reason.
-		next.Unsigned = ""
 	} else {
 		a.Unsigned = next.Unsigned
 	}
 
 	top, err := TopDir(ctx, ver.Path)
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// The run's deadline, not the file: a longer --timeout may let it through.
+		return lock.Component{}, Applied{}, fmt.Errorf("refused: %w", err)
+	case err != nil:
 		return lock.Component{}, Applied{}, fmt.Errorf("refused: %w (%w)", err, errWrongTopDir)
 	}
 	if want := TopDirName(old.Name, v); top != want {
@@ -401,6 +364,61 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 	a.TopDir = top
 	u.logf("%s %s: sha256 %s, top directory %s/", old.Name, v, ver.SHA256, top)
 	return next, a, nil
+}
+
+// vetSignature checks what the verified signature of next (a release of old) says and
+// records it in a: the signer's key is vendored (or vendored by this change), and the
+// signature is not older than the locked release's (a replay).
+func (u *Updater) vetSignature(ctx context.Context, old lock.Component, next *lock.Component, a *Applied, ver source.Verified, refreshed *source.SignerKey) error {
+	if !ver.Signed {
+		return errors.New("refused: the lock pins a signature but the fetcher did not verify one")
+	}
+	a.Signed, a.SignedBy, a.SignedAt, a.SignatureURL = true, ver.SignedBy, ver.SignedAt, next.Signature.URL
+	a.SignerVendored = ver.SignerVendored || contains(u.vendored(), ver.SignedBy)
+	if !a.SignerVendored {
+		// The lock pins this fingerprint (the fetcher verifies only with pinned keys), so
+		// the key is the one a reviewer already accepted by its hash. Vendor it with this
+		// change, so that builds of the new lock never need a key server, and so that the
+		// pull request shows it for review.
+		k, err := u.Fetcher.SignerKey(ctx, ver.SignedBy)
+		if err != nil {
+			return fmt.Errorf("refused: its signer %s is pinned but not vendored, and its key cannot be vendored: %w", ver.SignedBy, err)
+		}
+		if !k.Vendored {
+			a.NewKey = &k
+		}
+	}
+	if refreshed != nil {
+		a.NewKey, a.RefreshedKey = refreshed, true
+	}
+
+	// The new signature must not be older than the locked release's: a release signed
+	// before the one we have is an old build under a new name (a replay), whatever its
+	// version number says. The locked date comes from verifying the locked release again
+	// (checksum and signature), not from the lock: the lock records no date, and a date
+	// read from an unverified signature file would prove nothing.
+	if old.Signature != nil {
+		lv, err := u.Fetcher.Fetch(ctx, old)
+		if err != nil {
+			return fmt.Errorf("refused: the locked release %s must be verified to learn when it was signed, and it was not: %w", old.Version, err)
+		}
+		if !lv.Signed {
+			return fmt.Errorf("refused: the locked release %s pins a signature but the fetcher did not verify one", old.Version)
+		}
+		a.LockedSignedAt = lv.SignedAt
+		if ver.SignedAt.Before(lv.SignedAt) {
+			return fmt.Errorf("refused: its signature %s was made on %s, before the locked %s's (%s): "+
+				"a new release signed earlier than the one it replaces is suspect (an older build under a new version?) (%w)",
+				next.SignatureFileName(), ver.SignedAt.UTC().Format(time.RFC3339), old.Version, lv.SignedAt.UTC().Format(time.RFC3339), errReplay)
+		}
+	}
+	if a.GainedSignature {
+		// Pin the one vendored key that signed, not every vendored key.
+		next.Signature.Fingerprints = []string{ver.SignedBy}
+	}
+	// The lock rejects a component with both a signature and an unsigned reason.
+	next.Unsigned = ""
+	return nil
 }
 
 func contains(list []string, s string) bool {
