@@ -190,7 +190,9 @@ func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdate
 	run.Vendored = testVendoredKeys
 	o, err := run.Do(ctx)
 	if err != nil {
-		return err
+		// Do fails only on a lock that cannot be read: the same usage error (exit 2) as in
+		// every other command, and nothing was written.
+		return usageErrorf("%v", err)
 	}
 	for _, w := range o.Report.Warnings {
 		rep.Warningf("%s", w)

@@ -41,7 +41,7 @@ test fails when it drifts; regenerate it with:
 				if *lockFile != "" {
 					var err error
 					if l, err = lock.Load(*lockFile); err != nil {
-						return fmt.Errorf("loading lock %s: %w", *lockFile, err)
+						return usageErrorf("loading lock %s: %v", *lockFile, err)
 					}
 				}
 				r := dockerfile.Request{Platform: *platform, CPU: *cpu, Mirror: *mirror, Optimize: *optimize}

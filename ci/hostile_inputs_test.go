@@ -125,8 +125,7 @@ func TestFileInputsMustBeRegularFiles(t *testing.T) {
 // refused by check-updates; an image digest "notadigest", a URL with a space or U+202E and a
 // second "sha256" key loaded and reached the Dockerfile. Every command that reads the lock
 // gives the one validator's verdict on each: refused, naming the field, before anything is
-// fetched. (The exit status is not yet one: build calls a bad lock a usage error, 2; the
-// others exit 1.)
+// fetched, with one exit status: a lock that does not load is a usage error (2) everywhere.
 func TestOneVerdictPerLock(t *testing.T) {
 	base, err := os.ReadFile(testLockPath)
 	if err != nil {
@@ -162,8 +161,8 @@ func TestOneVerdictPerLock(t *testing.T) {
 			{"build", "--engine", "host", "--no-smoke", "--lock", lockFile, "--mirror", srv.URL, "--cache", t.TempDir()},
 		} {
 			code, stdout, stderr := runWithin(t, 10*time.Second, args...)
-			if code == 0 || code == exitPartial || !strings.Contains(stderr, h.field) || stdout != "" {
-				t.Errorf("%s: %s: exit %d, want it refused naming %s, nothing on stdout\nstdout: %s\nstderr: %s", h.name, args[0], code, h.field, stdout, stderr)
+			if code != 2 || !strings.Contains(stderr, h.field) || stdout != "" {
+				t.Errorf("%s: %s: exit %d, want it refused (exit 2) naming %s, nothing on stdout\nstdout: %s\nstderr: %s", h.name, args[0], code, h.field, stdout, stderr)
 			}
 			if strings.Contains(stdout+stderr, "s3cret") {
 				t.Errorf("%s: %s printed the lock's password:\n%s%s", h.name, args[0], stdout, stderr)

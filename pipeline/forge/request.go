@@ -122,7 +122,9 @@ type Step struct {
 }
 
 // LoadLock reads the lock file; the default path falls back to the lock built into the
-// program (builtin true), so the command also works outside a checkout.
+// program (builtin true), so the command also works outside a checkout. A lock that does not
+// load is a *RequestError for every command: the input named on the command line is what
+// needs fixing, and nothing has run.
 func LoadLock(file string) (l *lock.Lock, builtin bool, err error) {
 	l, err = lock.Load(file)
 	if err == nil {
@@ -131,7 +133,7 @@ func LoadLock(file string) (l *lock.Lock, builtin bool, err error) {
 	if b, ok := lock.BuiltinAt(file); ok && errors.Is(err, fs.ErrNotExist) {
 		return b.Lock(), true, nil
 	}
-	return nil, false, fmt.Errorf("loading lock %s (nothing was built): %w", file, err)
+	return nil, false, &RequestError{Err: fmt.Errorf("loading lock %s (nothing was built): %w", file, err)}
 }
 
 // CheckNewDir is nil when dir is empty, or absent in a writable directory: the only
