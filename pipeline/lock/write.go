@@ -14,10 +14,10 @@ import (
 // directory over it, so nothing is written outside that directory whatever happens to the
 // path meanwhile. The file keeps its permission bits.
 
-// LinkError is an output path that is a symbolic link.
-type LinkError struct{ File string }
+// linkError is an output path that is a symbolic link.
+type linkError struct{ File string }
 
-func (e *LinkError) Error() string {
+func (e *linkError) Error() string {
 	return fmt.Sprintf("%s is a symbolic link: it is not written through (name the file itself)", e.File)
 }
 
@@ -30,7 +30,7 @@ func CheckReplaceable(file string) error {
 	case err != nil:
 		return err
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return &LinkError{file}
+		return &linkError{file}
 	case !fi.Mode().IsRegular():
 		return &NotRegularError{file, fi.Mode()}
 	}
@@ -47,7 +47,7 @@ func CheckOutputDir(dir string) error {
 	case err != nil:
 		return err
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return &LinkError{dir}
+		return &linkError{dir}
 	case !fi.IsDir():
 		return fmt.Errorf("%s is not a directory", dir)
 	}
