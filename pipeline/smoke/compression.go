@@ -15,7 +15,7 @@ import (
 // as the plan writes them and nginx -V prints them.
 const (
 	BrotliModuleFlag = "--add-module=../ngx_brotli"
-	ZstdModuleFlag   = "--add-module=../zstd_nginx_module"
+	zstdModuleFlag   = "--add-module=../zstd_nginx_module"
 )
 
 // encodings are the on-the-fly encodings beside gzip: which module serves each, and how to
@@ -27,7 +27,7 @@ var encodings = map[string]struct {
 	"br": {BrotliModuleFlag, func(b []byte) ([]byte, error) {
 		return io.ReadAll(brotli.NewReader(bytes.NewReader(b)))
 	}},
-	"zstd": {ZstdModuleFlag, func(b []byte) ([]byte, error) {
+	"zstd": {zstdModuleFlag, func(b []byte) ([]byte, error) {
 		d, err := zstd.NewReader(nil)
 		if err != nil {
 			return nil, err
