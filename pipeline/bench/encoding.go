@@ -23,10 +23,10 @@ var encodingModules = []struct {
 	{"zstd", "--add-module=../zstd_nginx_module", "zstd"},
 }
 
-// EncodingLevels are the compression levels the benchmark's /gz/ location uses for br and
+// encodingLevels are the compression levels the benchmark's /gz/ location uses for br and
 // zstd: the shipped config's (pipeline/plan/files/compression.d), so the modern-browser
 // scenario measures what the image does. Keep them equal.
-var EncodingLevels = map[string]int{"br": 4, "zstd": 3}
+var encodingLevels = map[string]int{"br": 4, "zstd": 3}
 
 // Encodings lists the on-the-fly encodings besides gzip that the binary has modules for.
 func (b BinaryInfo) Encodings() []string {
@@ -51,7 +51,7 @@ func (c Config) EncodingDirectives() []string {
 				m.prefix+" on",
 				m.prefix+"_types application/json",
 				m.prefix+"_min_length 1024",
-				fmt.Sprintf("%s_comp_level %d", m.prefix, EncodingLevels[e]))
+				fmt.Sprintf("%s_comp_level %d", m.prefix, encodingLevels[e]))
 		}
 	}
 	return out

@@ -62,7 +62,7 @@ var debianConf []byte
 // ssl_session_cache, TLS 1.0-1.3, access log to a file), without its includes, which name
 // only Debian's module and site directories.
 func DebianDefaultProfile() (*Profile, error) {
-	return ParseProfile("Debian default nginx.conf", "debian-nginx.conf (embedded)", debianConf, "")
+	return parseProfile("Debian default nginx.conf", "debian-nginx.conf (embedded)", debianConf, "")
 }
 
 // maxConf bounds a config file read (its includes too): nginx.conf files are a few KB.
@@ -76,11 +76,11 @@ func ReadProfile(name, path, confDir string) (*Profile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("out-of-box config: %w", err)
 	}
-	return ParseProfile(name, path, b, confDir)
+	return parseProfile(name, path, b, confDir)
 }
 
-// ParseProfile reads the directives of a config (see Profile).
-func ParseProfile(name, source string, conf []byte, confDir string) (*Profile, error) {
+// parseProfile reads the directives of a config (see Profile).
+func parseProfile(name, source string, conf []byte, confDir string) (*Profile, error) {
 	p := &Profile{Name: name, Source: source}
 	var walk func(file string, conf []byte, ctx string, depth int) error
 	walk = func(file string, conf []byte, ctx string, depth int) error {
@@ -350,12 +350,12 @@ func truncateLogs(prefix string) {
 	}
 }
 
-// CheckAsServed fetches the scenario's URL once and verifies the body against the content
+// checkAsServed fetches the scenario's URL once and verifies the body against the content
 // file, as served: identity, or gzip (decompressed and compared); any other encoding is only
 // checked to be non-empty. It returns the Content-Encoding and the body's size on the wire,
 // because out of the box a server may not compress what the like-for-like config does
 // (Debian's gzip_types is text/html only).
-func CheckAsServed(sc Scenario, c Config) (encoding string, size int, err error) {
+func checkAsServed(sc Scenario, c Config) (encoding string, size int, err error) {
 	tr := &http.Transport{
 		TLSClientConfig:    &tls.Config{InsecureSkipVerify: true}, // our own self-signed certificate on loopback
 		DisableCompression: true,

@@ -50,8 +50,8 @@ type Machine struct {
 	GOARCH   string `json:"goarch"`
 }
 
-// DescribeMachine reads the CPU model and kernel release.
-func DescribeMachine() Machine {
+// describeMachine reads the CPU model and kernel release.
+func describeMachine() Machine {
 	m := Machine{CPUs: runtime.NumCPU(), GOARCH: runtime.GOARCH}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
@@ -139,8 +139,8 @@ type Stat struct {
 	N      int     `json:"n"`
 }
 
-// NewStat summarizes values.
-func NewStat(v []float64) Stat {
+// newStat summarizes values.
+func newStat(v []float64) Stat {
 	if len(v) == 0 {
 		return Stat{Median: math.NaN(), Min: math.NaN(), Max: math.NaN()}
 	}
@@ -164,7 +164,7 @@ func summarize(target string, runs []RunResult) Result {
 		p99 = append(p99, ms(r.P99))
 		cpu = append(cpu, float64(r.CPUPerRequest)/float64(time.Microsecond))
 	}
-	return Result{Target: target, Runs: runs, RequestsSec: NewStat(rps), P50: NewStat(p50), P99: NewStat(p99), CPUPerRequest: NewStat(cpu)}
+	return Result{Target: target, Runs: runs, RequestsSec: newStat(rps), P50: newStat(p50), P99: newStat(p99), CPUPerRequest: newStat(cpu)}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -177,7 +177,7 @@ func ratio(target, baseline string, a, b []RunResult) Ratio {
 		p99 = append(p99, div(float64(a[i].P99), float64(b[i].P99)))
 		cpu = append(cpu, div(float64(a[i].CPUPerRequest), float64(b[i].CPUPerRequest)))
 	}
-	return Ratio{Target: target, Baseline: baseline, RequestsSec: NewStat(rps), P50: NewStat(p50), P99: NewStat(p99), CPUPerRequest: NewStat(cpu)}
+	return Ratio{Target: target, Baseline: baseline, RequestsSec: newStat(rps), P50: newStat(p50), P99: newStat(p99), CPUPerRequest: newStat(cpu)}
 }
 
 func div(a, b float64) float64 {
