@@ -46,10 +46,6 @@ type Option func(*Executor)
 // others wait and reuse its output.
 func WithCacheDir(dir string) Option { return func(e *Executor) { e.cacheDir = dir } }
 
-// WithWorkDir sets where stages build (default: <cache dir>/tmp). It must be on the cache
-// dir's file system, since finished outputs are renamed into the cache.
-func WithWorkDir(dir string) Option { return func(e *Executor) { e.workDir = dir } }
-
 // WithLogf sets the progress logger (default: quiet).
 func WithLogf(logf func(format string, args ...any)) Option {
 	return func(e *Executor) { e.logf = logf }
@@ -65,9 +61,9 @@ func New(opts ...Option) *Executor {
 	for _, o := range opts {
 		o(e)
 	}
-	if e.workDir == "" {
-		e.workDir = filepath.Join(e.cacheDir, "tmp")
-	}
+	// Stages build in <cache dir>/tmp: on the cache dir's file system, since finished
+	// outputs are renamed into the cache.
+	e.workDir = filepath.Join(e.cacheDir, "tmp")
 	if e.logf == nil {
 		e.logf = func(string, ...any) {}
 	}
