@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -341,7 +342,7 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 			return lock.Component{}, Applied{}, errors.New("refused: the lock pins a signature but the fetcher did not verify one")
 		}
 		a.Signed, a.SignedBy, a.SignedAt, a.SignatureURL = true, ver.SignedBy, ver.SignedAt, next.Signature.URL
-		a.SignerVendored = ver.SignerVendored || contains(vendored, ver.SignedBy)
+		a.SignerVendored = ver.SignerVendored || slices.Contains(vendored, ver.SignedBy)
 		if !a.SignerVendored {
 			// The lock pins this fingerprint (the fetcher verifies only with pinned keys), so
 			// the key is the one a reviewer already accepted by its hash. Vendor it with this
@@ -401,15 +402,6 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 	a.TopDir = top
 	u.logf("%s %s: sha256 %s, top directory %s/", old.Name, v, ver.SHA256, top)
 	return next, a, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // UpdateFile applies rep to the lock file and rewrites it in the stable form, with the keys
