@@ -3,8 +3,10 @@ package smoke
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/andybalholm/brotli"
@@ -44,21 +46,11 @@ var encodings = map[string]struct {
 func encodingCheck(encoding string) func(ctx context.Context, r *runner) (Status, string) {
 	enc := encodings[encoding]
 	return func(ctx context.Context, r *runner) (Status, string) {
-		if err := r.waitReady(ctx); err != nil {
-			return Fail, "not listening (see " + CheckHTTP + ")"
+		plain, resp, body, err := r.getEncoded(ctx, encoding)
+		if err != nil {
+			return Fail, err.Error()
 		}
 		wanted := r.moduleWanted(ctx, enc.flag)
-		c := r.httpClient(nil)
-		defer c.CloseIdleConnections()
-		url := "http://" + r.t.Addr("tcp", r.o.HTTPPort) + "/"
-		_, plain, err := r.get(ctx, c, url, nil)
-		if err != nil {
-			return Fail, err.Error()
-		}
-		resp, body, err := r.get(ctx, c, url, map[string]string{"Accept-Encoding": encoding})
-		if err != nil {
-			return Fail, err.Error()
-		}
 		ce := resp.Header.Get("Content-Encoding")
 		if !wanted {
 			if ce == encoding {
@@ -83,4 +75,20 @@ func encodingCheck(encoding string) func(ctx context.Context, r *runner) (Status
 		}
 		return Pass, fmt.Sprintf("%d -> %d bytes, Vary: %s", len(plain), len(body), resp.Header.Get("Vary"))
 	}
+}
+
+// getEncoded waits for the server, then asks for GET / plainly and with only encoding
+// acceptable: the plain page, and the encoded response with its body.
+func (r *runner) getEncoded(ctx context.Context, encoding string) (plain []byte, resp *http.Response, body []byte, err error) {
+	if err := r.waitReady(ctx); err != nil {
+		return nil, nil, nil, errors.New("not listening (see " + CheckHTTP + ")")
+	}
+	c := r.httpClient(nil)
+	defer c.CloseIdleConnections()
+	url := "http://" + r.t.Addr("tcp", r.o.HTTPPort) + "/"
+	if _, plain, err = r.get(ctx, c, url, nil); err != nil {
+		return nil, nil, nil, err
+	}
+	resp, body, err = r.get(ctx, c, url, map[string]string{"Accept-Encoding": encoding})
+	return plain, resp, body, err
 }

@@ -302,17 +302,7 @@ func checkHealthz(ctx context.Context, r *runner) (Status, string) {
 
 // checkGzip: text is compressed for clients that accept it.
 func checkGzip(ctx context.Context, r *runner) (Status, string) {
-	if err := r.waitReady(ctx); err != nil {
-		return Fail, "not listening (see " + CheckHTTP + ")"
-	}
-	c := r.httpClient(nil)
-	defer c.CloseIdleConnections()
-	url := "http://" + r.t.Addr("tcp", r.o.HTTPPort) + "/"
-	_, plain, err := r.get(ctx, c, url, nil)
-	if err != nil {
-		return Fail, err.Error()
-	}
-	resp, body, err := r.get(ctx, c, url, map[string]string{"Accept-Encoding": "gzip"})
+	plain, resp, body, err := r.getEncoded(ctx, "gzip")
 	if err != nil {
 		return Fail, err.Error()
 	}
