@@ -272,7 +272,7 @@ func accessLogPath(arg, prefix string) string {
 	return filepath.Join(prefix, "logs", filepath.Base(p))
 }
 
-var profileTemplate = template.Must(template.Must(template.New("nginx.conf").Funcs(template.FuncMap{
+var profileTemplate = template.Must(template.Must(template.Must(template.New("nginx.conf").Funcs(template.FuncMap{
 	"accessLog": func(d Directive, prefix string) string {
 		if d.Name != "access_log" || len(d.Args) == 0 {
 			return d.String()
@@ -289,12 +289,7 @@ worker_processes {{.WorkerProcesses}};
 {{- range .Profile.Main}}
 {{.}}
 {{- end}}
-{{- if .User}}
-user {{.User}} {{.Group}};
-{{- end}}
-pid {{.Prefix}}/logs/nginx.pid;
-lock_file {{.Prefix}}/logs/nginx.lock;
-error_log {{.Prefix}}/logs/error.log warn;
+{{- template "process-files" .}}
 
 events {
 {{- range .Profile.Events}}
@@ -326,7 +321,7 @@ http {
     }
 {{- template "full-handshake-server" .}}
 }
-`)).Parse(fullHandshakeServer))
+`)).Parse(fullHandshakeServer)).Parse(processFiles))
 
 func (c Config) renderProfile() ([]byte, error) {
 	if c.Prefix == "" || c.Content == "" || c.HTTPPort == 0 || c.HTTPSPort == 0 {
