@@ -76,17 +76,25 @@ func NewDefaultLockScenario(t testing.TB) *DefaultLockScenario {
 			s.standIn(t, c, v, NewSignedAt)
 		}
 	}
-	s.LockFile = filepath.Join(t.TempDir(), "stack.lock.json")
-	if err := l.Write(s.LockFile); err != nil {
+	s.LockFile, s.Registry, s.BuilderDigest, s.RuntimeDigest = lockAndBases(t, l, "stack.lock.json")
+	return s
+}
+
+// lockAndBases writes l to a fresh file named name and serves a stand-in registry holding
+// l's builder and runtime images (amd64 and arm64 indexes): what a scenario hands the code
+// under test. It returns the lock file, the registry's host:port and the two index digests.
+func lockAndBases(t testing.TB, l *lock.Lock, name string) (lockFile, registryHost, builderDigest, runtimeDigest string) {
+	t.Helper()
+	lockFile = filepath.Join(t.TempDir(), name)
+	if err := l.Write(lockFile); err != nil {
 		t.Fatal(err)
 	}
-
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(reg.Close)
-	s.Registry = strings.TrimPrefix(reg.URL, "http://")
-	s.BuilderDigest = PushIndex(t, s.Registry, l.Images.Builder.Ref, "linux/amd64", "linux/arm64/v8")
-	s.RuntimeDigest = PushIndex(t, s.Registry, l.Images.Runtime.Ref, "linux/amd64", "linux/arm64/v8")
-	return s
+	registryHost = strings.TrimPrefix(reg.URL, "http://")
+	builderDigest = PushIndex(t, registryHost, l.Images.Builder.Ref, "linux/amd64", "linux/arm64/v8")
+	runtimeDigest = PushIndex(t, registryHost, l.Images.Runtime.Ref, "linux/amd64", "linux/arm64/v8")
+	return lockFile, registryHost, builderDigest, runtimeDigest
 }
 
 // zstdSigner is the fingerprint of zstd's release signing key, vendored in

@@ -2,17 +2,12 @@ package upstreamtest
 
 import (
 	"fmt"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
@@ -86,15 +81,7 @@ func NewGitScenario(t testing.TB) *GitScenario {
 	s.Upstream.SetGitHub("PCRE2Project/pcre2", "releases", ReleasesJSON("PCRE2Project/pcre2", "pcre2-10.44"))
 	s.Upstream.SetGitHub("PCRE2Project/pcre2", "tags", TagsJSON("PCRE2Project/pcre2", "pcre2-10.44"))
 
-	s.LockFile = filepath.Join(t.TempDir(), "aws-lc.lock.json")
-	if err := l.Write(s.LockFile); err != nil {
-		t.Fatal(err)
-	}
-	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(reg.Close)
-	s.Registry = strings.TrimPrefix(reg.URL, "http://")
-	s.BuilderDigest = PushIndex(t, s.Registry, l.Images.Builder.Ref, "linux/amd64", "linux/arm64/v8")
-	s.RuntimeDigest = PushIndex(t, s.Registry, l.Images.Runtime.Ref, "linux/amd64", "linux/arm64/v8")
+	s.LockFile, s.Registry, s.BuilderDigest, s.RuntimeDigest = lockAndBases(t, l, "aws-lc.lock.json")
 	return s
 }
 
