@@ -307,16 +307,16 @@ func BuiltinAt(file string) (Builtin, bool) {
 	return Builtin{}, false
 }
 
-// MaxSize is the largest lock Load and Parse accept. The shipped lock is a few KB; a file
+// maxSize is the largest lock Load and Parse accept. The shipped lock is a few KB; a file
 // past this is not a lock (a tarball or a log given to --lock by mistake), and reading,
 // decoding and quoting it in an error would cost memory in proportion to its size.
-const MaxSize = 1 << 20
+const maxSize = 1 << 20
 
-// sizeError is a lock over MaxSize.
+// sizeError is a lock over maxSize.
 type sizeError struct{ Size int64 }
 
 func (e *sizeError) Error() string {
-	return fmt.Sprintf("is over the %d-byte (1 MiB) limit for a lock (%d bytes or more; the shipped lock is a few KB): is it the right file?", MaxSize, e.Size)
+	return fmt.Sprintf("is over the %d-byte (1 MiB) limit for a lock (%d bytes or more; the shipped lock is a few KB): is it the right file?", maxSize, e.Size)
 }
 
 // Load reads and strictly parses a lock file.
@@ -334,11 +334,11 @@ func LoadBytes(file string) (*Lock, []byte, error) {
 	}
 	defer f.Close()
 	// One byte past the limit is enough to know it is too big.
-	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	b, err := io.ReadAll(io.LimitReader(f, maxSize+1))
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading lock file %q: %w", file, err)
 	}
-	if len(b) > MaxSize {
+	if len(b) > maxSize {
 		size := int64(len(b))
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 			size = fi.Size()
@@ -354,7 +354,7 @@ func LoadBytes(file string) (*Lock, []byte, error) {
 
 // Parse strictly decodes and validates a lock. Unknown fields and trailing data are errors.
 func Parse(b []byte) (*Lock, error) {
-	if len(b) > MaxSize {
+	if len(b) > maxSize {
 		return nil, fmt.Errorf("the lock %w", &sizeError{int64(len(b))})
 	}
 	if err := notAnObject(b); err != nil {

@@ -413,10 +413,10 @@ func TestURLErrorsHidePasswords(t *testing.T) {
 	}
 }
 
-// A lock over MaxSize is refused with the limit named, before it is decoded; a huge field
+// A lock over maxSize is refused with the limit named, before it is decoded; a huge field
 // within the limit is not quoted whole.
 func TestSizeLimit(t *testing.T) {
-	big := mutate(t, func(m map[string]any) { comp(m, 3)["version"] = strings.Repeat("9", MaxSize) })
+	big := mutate(t, func(m map[string]any) { comp(m, 3)["version"] = strings.Repeat("9", maxSize) })
 	file := filepath.Join(t.TempDir(), "big.lock.json")
 	if err := os.WriteFile(file, big, 0o644); err != nil {
 		t.Fatal(err)
@@ -435,14 +435,14 @@ func TestSizeLimit(t *testing.T) {
 		}
 	}
 	// Just under the limit: the field is refused, and quoted only in part.
-	under := mutate(t, func(m map[string]any) { comp(m, 3)["version"] = strings.Repeat("x", MaxSize/2) })
+	under := mutate(t, func(m map[string]any) { comp(m, 3)["version"] = strings.Repeat("x", maxSize/2) })
 	_, err := Parse(under)
 	var fe *fieldError
 	if !errors.As(err, &fe) || fe.Field != "components[3] (nginx).version" {
 		t.Fatalf("err = %v, want the version field refused", err)
 	}
 	if n := len(err.Error()); n > 500 || !strings.Contains(err.Error(), "bytes in all") {
-		t.Errorf("the error quotes %d bytes of a %d-byte field: %.200s", n, MaxSize/2, err)
+		t.Errorf("the error quotes %d bytes of a %d-byte field: %.200s", n, maxSize/2, err)
 	}
 }
 
