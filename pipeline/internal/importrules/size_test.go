@@ -31,7 +31,6 @@ const (
 // it as the splits merge.
 var longFuncsPending = map[string]bool{
 	"pipeline/engine/daggerexec.Executor.Serve": true,
-	"pipeline/engine/host.Executor.runStage":    true,
 	"pipeline/image.Assemble":                   true,
 	"pipeline/image.WriteTree":                  true,
 	"pipeline/image.publish":                    true,
