@@ -73,7 +73,7 @@ func New(opts ...Option) *Executor {
 // Result is what a Run did.
 type Result struct {
 	// Tree is the install tree: the final stage's OUT, inside the cache. Treat it as
-	// read-only; copy it (CopyTree) to change it.
+	// read-only; copy it (copyTree, as the engine adapter does) to change it.
 	Tree   string
 	Stages []StageResult
 }
