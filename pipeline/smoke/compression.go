@@ -5,12 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
-	"github.com/andybalholm/brotli"
-	"github.com/klauspost/compress/zstd"
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 )
 
 // Third-party compression modules (pipeline/plan: "brotli", "zstd"). Their configure flags
@@ -20,23 +18,11 @@ const (
 	zstdModuleFlag   = "--add-module=../zstd_nginx_module"
 )
 
-// encodings are the on-the-fly encodings beside gzip: which module serves each, and how to
-// decode it.
-var encodings = map[string]struct {
-	flag   string
-	decode func([]byte) ([]byte, error)
-}{
-	"br": {BrotliModuleFlag, func(b []byte) ([]byte, error) {
-		return io.ReadAll(brotli.NewReader(bytes.NewReader(b)))
-	}},
-	"zstd": {zstdModuleFlag, func(b []byte) ([]byte, error) {
-		d, err := zstd.NewReader(nil)
-		if err != nil {
-			return nil, err
-		}
-		defer d.Close()
-		return d.DecodeAll(b, nil)
-	}},
+// encodingModules are the on-the-fly encodings beside gzip, each with the configure flag of
+// the module that serves it.
+var encodingModules = map[string]string{
+	"br":   BrotliModuleFlag,
+	"zstd": zstdModuleFlag,
 }
 
 // encodingCheck asks for GET / with only this encoding acceptable and requires that
@@ -44,26 +30,26 @@ var encodings = map[string]struct {
 // response carries one Vary: Accept-Encoding (caches must key on it). An image built
 // without the module passes when it does not answer with the encoding.
 func encodingCheck(encoding string) func(ctx context.Context, r *runner) (Status, string) {
-	enc := encodings[encoding]
+	flag := encodingModules[encoding]
 	return func(ctx context.Context, r *runner) (Status, string) {
 		plain, resp, body, err := r.getEncoded(ctx, encoding)
 		if err != nil {
 			return Fail, err.Error()
 		}
-		wanted := r.moduleWanted(ctx, enc.flag)
+		wanted := r.moduleWanted(ctx, flag)
 		ce := resp.Header.Get("Content-Encoding")
 		if !wanted {
 			if ce == encoding {
-				return Fail, fmt.Sprintf("answered Content-Encoding %s, but the image is not expected to have %s", ce, enc.flag)
+				return Fail, fmt.Sprintf("answered Content-Encoding %s, but the image is not expected to have %s", ce, flag)
 			}
 			// Passed, not skipped: an image built without the module is checked too (it must
 			// not claim the encoding), and CI treats any skipped check as a failure.
-			return Pass, fmt.Sprintf("not built with %s (not expected): Accept-Encoding: %s answered Content-Encoding %q, not %s", enc.flag, encoding, ce, encoding)
+			return Pass, fmt.Sprintf("not built with %s (not expected): Accept-Encoding: %s answered Content-Encoding %q, not %s", flag, encoding, ce, encoding)
 		}
 		if ce != encoding {
 			return Fail, fmt.Sprintf("GET / with Accept-Encoding: %s (%d bytes of %s) answered Content-Encoding %q", encoding, len(plain), resp.Header.Get("Content-Type"), ce)
 		}
-		un, err := enc.decode(body)
+		un, err := toolbox.Decode(encoding, body)
 		if err != nil {
 			return Fail, fmt.Sprintf("the %s body (%d bytes) does not decode: %v", encoding, len(body), err)
 		}
