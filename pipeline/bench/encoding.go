@@ -2,14 +2,11 @@ package bench
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
-	"github.com/andybalholm/brotli"
-	"github.com/klauspost/compress/zstd"
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 )
 
 // The third-party compression modules pipeline/plan can compile in, as nginx -V lists them.
@@ -60,26 +57,12 @@ func (c Config) EncodingDirectives() []string {
 // ModernBrowser is what current browsers send.
 const ModernBrowser = "gzip, deflate, br, zstd"
 
-// decodeAs decodes body by its Content-Encoding.
+// decodeAs decodes body by its Content-Encoding, one of those ModernBrowser offers.
 func decodeAs(encoding string, body []byte) ([]byte, error) {
-	switch encoding {
-	case "gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		return io.ReadAll(zr)
-	case "br":
-		return io.ReadAll(brotli.NewReader(bytes.NewReader(body)))
-	case "zstd":
-		d, err := zstd.NewReader(nil)
-		if err != nil {
-			return nil, err
-		}
-		defer d.Close()
-		return d.DecodeAll(body, nil)
+	if encoding != "gzip" && encoding != "br" && encoding != "zstd" {
+		return nil, fmt.Errorf("Content-Encoding %q is not one the benchmark asked for (%s)", encoding, ModernBrowser)
 	}
-	return nil, fmt.Errorf("Content-Encoding %q is not one the benchmark asked for (%s)", encoding, ModernBrowser)
+	return toolbox.Decode(encoding, body)
 }
 
 // checkModernBrowser accepts any encoding the request offered that compresses (a server

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"compress/gzip"
 	"crypto/tls"
 	_ "embed"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
@@ -387,11 +387,8 @@ func checkAsServed(sc Scenario, c Config) (encoding string, size int, err error)
 	switch enc {
 	case "":
 	case "gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(body))
-		if err == nil {
-			plain, err = io.ReadAll(zr)
-		}
-		if err != nil {
+		var err error
+		if plain, err = toolbox.Decode(enc, body); err != nil {
 			return enc, 0, fmt.Errorf("scenario %s: GET %s: Content-Encoding gzip, body is not: %w", sc.Name, url, err)
 		}
 	default:
