@@ -214,18 +214,24 @@ const fullHandshakeServer = `{{define "full-handshake-server"}}
 {{- end}}
 {{- end}}`
 
-var confTemplate = template.Must(template.Must(template.New("nginx.conf").Parse(`# Rendered by nginx-forge's benchmark: every server under test gets this same template;
-# only the prefix, the ports and (in the tuning sweep) the knobs differ.
-worker_processes {{.WorkerProcesses}};
-{{- if .WorkerRlimitNofile}}
-worker_rlimit_nofile {{.WorkerRlimitNofile}};
-{{- end}}
+// processFiles is the user and the files under the prefix (pid, lock, error log) of both
+// renderings' main context.
+const processFiles = `{{define "process-files"}}
 {{- if .User}}
 user {{.User}} {{.Group}};
 {{- end}}
 pid {{.Prefix}}/logs/nginx.pid;
 lock_file {{.Prefix}}/logs/nginx.lock;
 error_log {{.Prefix}}/logs/error.log warn;
+{{- end}}`
+
+var confTemplate = template.Must(template.Must(template.Must(template.New("nginx.conf").Parse(`# Rendered by nginx-forge's benchmark: every server under test gets this same template;
+# only the prefix, the ports and (in the tuning sweep) the knobs differ.
+worker_processes {{.WorkerProcesses}};
+{{- if .WorkerRlimitNofile}}
+worker_rlimit_nofile {{.WorkerRlimitNofile}};
+{{- end}}
+{{- template "process-files" .}}
 
 events {
     worker_connections {{.WorkerConnections}};
@@ -284,7 +290,7 @@ http {
     }
 {{- template "full-handshake-server" .}}
 }
-`)).Parse(fullHandshakeServer))
+`)).Parse(fullHandshakeServer)).Parse(processFiles))
 
 // Render writes the nginx.conf for c.
 func (c Config) Render() ([]byte, error) {

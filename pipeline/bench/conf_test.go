@@ -137,17 +137,17 @@ func TestVariantsAreAcceptedByNginx(t *testing.T) {
 
 func TestProbe(t *testing.T) {
 	nginx := testenvTool(t)
-	info, err := Probe(context.Background(), nginx)
+	info, err := probe(context.Background(), nginx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if info.Version == "" || !strings.Contains(info.OpenSSL, "OpenSSL") || len(info.TempPaths()) < 2 {
 		t.Errorf("Probe(%s) = %+v", nginx, info)
 	}
-	if _, err := Probe(context.Background(), "/bin/true"); err == nil || !strings.Contains(err.Error(), "does not print an nginx version") {
+	if _, err := probe(context.Background(), "/bin/true"); err == nil || !strings.Contains(err.Error(), "does not print an nginx version") {
 		t.Errorf("Probe(/bin/true) = %v", err)
 	}
-	if _, err := Probe(context.Background(), "/nonexistent/nginx"); err == nil || !strings.Contains(err.Error(), "/nonexistent/nginx") {
+	if _, err := probe(context.Background(), "/nonexistent/nginx"); err == nil || !strings.Contains(err.Error(), "/nonexistent/nginx") {
 		t.Errorf("Probe(missing) = %v", err)
 	}
 }

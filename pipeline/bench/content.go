@@ -33,11 +33,11 @@ const (
 	LargeSize  = 10 << 20
 )
 
-// WriteContent fills dir with html/ (the files above) and tls/ (a fresh self-signed ECDSA
+// writeContent fills dir with html/ (the files above) and tls/ (a fresh self-signed ECDSA
 // P-256 certificate for 127.0.0.1 and localhost). The bytes of the html files are the same on
 // every call (fixed seeds), so runs on different days serve the same content. Directories
 // are world-readable: nginx workers started by root run as an unprivileged user.
-func WriteContent(dir string) error {
+func writeContent(dir string) error {
 	html := filepath.Join(dir, "html")
 	tlsDir := filepath.Join(dir, "tls")
 	for _, d := range []string{dir, html, filepath.Join(html, "gz"), tlsDir} {

@@ -11,38 +11,38 @@ import (
 	"time"
 )
 
-// ProcStat is the CPU accounting of one process from /proc/<pid>/stat.
-type ProcStat struct {
+// procStat is the CPU accounting of one process from /proc/<pid>/stat.
+type procStat struct {
 	PID, PPID int
 	// User and System are the process's own CPU time; ChildUser and ChildSystem are those of
 	// its children that exited and were waited for.
 	User, System, ChildUser, ChildSystem time.Duration
 }
 
-// ReadProcStat reads /proc/<pid>/stat.
-func ReadProcStat(pid int) (ProcStat, error) {
+// readProcStat reads /proc/<pid>/stat.
+func readProcStat(pid int) (procStat, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return ProcStat{}, fmt.Errorf("reading CPU time of process %d: %w", pid, err)
+		return procStat{}, fmt.Errorf("reading CPU time of process %d: %w", pid, err)
 	}
 	return parseProcStat(pid, b)
 }
 
-func parseProcStat(pid int, b []byte) (ProcStat, error) {
+func parseProcStat(pid int, b []byte) (procStat, error) {
 	// The command name (field 2) is in parentheses and may contain spaces and ')'; the
 	// fields after the last ')' are plain: state(3) ppid(4) ... utime(14) stime(15)
 	// cutime(16) cstime(17).
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return ProcStat{}, fmt.Errorf("parsing /proc/%d/stat: no ')' in %q", pid, s)
+		return procStat{}, fmt.Errorf("parsing /proc/%d/stat: no ')' in %q", pid, s)
 	}
 	f := strings.Fields(s[i+1:])
 	if len(f) < 15 {
-		return ProcStat{}, fmt.Errorf("parsing /proc/%d/stat: %d fields after the name, want >= 15", pid, len(f))
+		return procStat{}, fmt.Errorf("parsing /proc/%d/stat: %d fields after the name, want >= 15", pid, len(f))
 	}
 	num := func(k int) (int64, error) { return strconv.ParseInt(f[k], 10, 64) }
-	st := ProcStat{PID: pid}
+	st := procStat{PID: pid}
 	ppid, err := num(1)
 	if err != nil {
 		return st, fmt.Errorf("parsing /proc/%d/stat ppid: %w", pid, err)
@@ -59,11 +59,11 @@ func parseProcStat(pid int, b []byte) (ProcStat, error) {
 	return st, nil
 }
 
-// TreeCPU is the CPU time used so far by pid and all its live descendants, plus the children
+// treeCPU is the CPU time used so far by pid and all its live descendants, plus the children
 // they have reaped. For nginx: the master, its workers and cache processes; a worker that
 // exited and was reaped by the master still counts, through the master's child times.
-func TreeCPU(pid int) (time.Duration, error) {
-	root, err := ReadProcStat(pid)
+func treeCPU(pid int) (time.Duration, error) {
+	root, err := readProcStat(pid)
 	if err != nil {
 		return 0, err
 	}
@@ -73,13 +73,13 @@ func TreeCPU(pid int) (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("listing /proc: %w", err)
 	}
-	kids := map[int][]ProcStat{}
+	kids := map[int][]procStat{}
 	for _, e := range entries {
 		p, err := strconv.Atoi(e.Name())
 		if err != nil || p == pid {
 			continue
 		}
-		st, err := ReadProcStat(p)
+		st, err := readProcStat(p)
 		if err != nil {
 			continue // exited while scanning
 		}

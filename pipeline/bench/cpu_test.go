@@ -78,7 +78,7 @@ func burnMain(spec string) {
 	burnUntil(selfCPU() + 400*time.Millisecond)
 	// The staying leaf must have finished burning before "done".
 	for {
-		st, err := ReadProcStat(stay.Process.Pid)
+		st, err := readProcStat(stay.Process.Pid)
 		if err == nil && st.User+st.System >= 290*time.Millisecond {
 			break
 		}
@@ -114,12 +114,12 @@ func TestTreeCPU(t *testing.T) {
 	}
 
 	// Idle: a process waiting on a pipe uses no CPU.
-	idle0, err := TreeCPU(cmd.Process.Pid)
+	idle0, err := treeCPU(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	before, err := TreeCPU(cmd.Process.Pid)
+	before, err := treeCPU(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestTreeCPU(t *testing.T) {
 	if line, err := out.ReadString('\n'); line != "done\n" {
 		t.Fatalf("helper said %q, %v", line, err)
 	}
-	after, err := TreeCPU(cmd.Process.Pid)
+	after, err := treeCPU(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestTreeCPUOfMissingProcess(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := TreeCPU(cmd.Process.Pid); err == nil {
+	if _, err := treeCPU(cmd.Process.Pid); err == nil {
 		t.Error("TreeCPU of a reaped process succeeded")
 	} else if want := strconv.Itoa(cmd.Process.Pid); !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not name pid %s", err, want)

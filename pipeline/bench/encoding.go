@@ -2,14 +2,11 @@ package bench
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
-	"github.com/andybalholm/brotli"
-	"github.com/klauspost/compress/zstd"
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 )
 
 // The third-party compression modules pipeline/plan can compile in, as nginx -V lists them.
@@ -23,10 +20,10 @@ var encodingModules = []struct {
 	{"zstd", "--add-module=../zstd_nginx_module", "zstd"},
 }
 
-// EncodingLevels are the compression levels the benchmark's /gz/ location uses for br and
+// encodingLevels are the compression levels the benchmark's /gz/ location uses for br and
 // zstd: the shipped config's (pipeline/plan/files/compression.d), so the modern-browser
 // scenario measures what the image does. Keep them equal.
-var EncodingLevels = map[string]int{"br": 4, "zstd": 3}
+var encodingLevels = map[string]int{"br": 4, "zstd": 3}
 
 // Encodings lists the on-the-fly encodings besides gzip that the binary has modules for.
 func (b BinaryInfo) Encodings() []string {
@@ -51,7 +48,7 @@ func (c Config) EncodingDirectives() []string {
 				m.prefix+" on",
 				m.prefix+"_types application/json",
 				m.prefix+"_min_length 1024",
-				fmt.Sprintf("%s_comp_level %d", m.prefix, EncodingLevels[e]))
+				fmt.Sprintf("%s_comp_level %d", m.prefix, encodingLevels[e]))
 		}
 	}
 	return out
@@ -60,26 +57,12 @@ func (c Config) EncodingDirectives() []string {
 // ModernBrowser is what current browsers send.
 const ModernBrowser = "gzip, deflate, br, zstd"
 
-// decodeAs decodes body by its Content-Encoding.
+// decodeAs decodes body by its Content-Encoding, one of those ModernBrowser offers.
 func decodeAs(encoding string, body []byte) ([]byte, error) {
-	switch encoding {
-	case "gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		return io.ReadAll(zr)
-	case "br":
-		return io.ReadAll(brotli.NewReader(bytes.NewReader(body)))
-	case "zstd":
-		d, err := zstd.NewReader(nil)
-		if err != nil {
-			return nil, err
-		}
-		defer d.Close()
-		return d.DecodeAll(body, nil)
+	if encoding != "gzip" && encoding != "br" && encoding != "zstd" {
+		return nil, fmt.Errorf("Content-Encoding %q is not one the benchmark asked for (%s)", encoding, ModernBrowser)
 	}
-	return nil, fmt.Errorf("Content-Encoding %q is not one the benchmark asked for (%s)", encoding, ModernBrowser)
+	return toolbox.Decode(encoding, body)
 }
 
 // checkModernBrowser accepts any encoding the request offered that compresses (a server

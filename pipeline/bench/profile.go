@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"compress/gzip"
 	"crypto/tls"
 	_ "embed"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
@@ -62,7 +62,7 @@ var debianConf []byte
 // ssl_session_cache, TLS 1.0-1.3, access log to a file), without its includes, which name
 // only Debian's module and site directories.
 func DebianDefaultProfile() (*Profile, error) {
-	return ParseProfile("Debian default nginx.conf", "debian-nginx.conf (embedded)", debianConf, "")
+	return parseProfile("Debian default nginx.conf", "debian-nginx.conf (embedded)", debianConf, "")
 }
 
 // maxConf bounds a config file read (its includes too): nginx.conf files are a few KB.
@@ -76,11 +76,11 @@ func ReadProfile(name, path, confDir string) (*Profile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("out-of-box config: %w", err)
 	}
-	return ParseProfile(name, path, b, confDir)
+	return parseProfile(name, path, b, confDir)
 }
 
-// ParseProfile reads the directives of a config (see Profile).
-func ParseProfile(name, source string, conf []byte, confDir string) (*Profile, error) {
+// parseProfile reads the directives of a config (see Profile).
+func parseProfile(name, source string, conf []byte, confDir string) (*Profile, error) {
 	p := &Profile{Name: name, Source: source}
 	var walk func(file string, conf []byte, ctx string, depth int) error
 	walk = func(file string, conf []byte, ctx string, depth int) error {
@@ -272,7 +272,7 @@ func accessLogPath(arg, prefix string) string {
 	return filepath.Join(prefix, "logs", filepath.Base(p))
 }
 
-var profileTemplate = template.Must(template.Must(template.New("nginx.conf").Funcs(template.FuncMap{
+var profileTemplate = template.Must(template.Must(template.Must(template.New("nginx.conf").Funcs(template.FuncMap{
 	"accessLog": func(d Directive, prefix string) string {
 		if d.Name != "access_log" || len(d.Args) == 0 {
 			return d.String()
@@ -289,12 +289,7 @@ worker_processes {{.WorkerProcesses}};
 {{- range .Profile.Main}}
 {{.}}
 {{- end}}
-{{- if .User}}
-user {{.User}} {{.Group}};
-{{- end}}
-pid {{.Prefix}}/logs/nginx.pid;
-lock_file {{.Prefix}}/logs/nginx.lock;
-error_log {{.Prefix}}/logs/error.log warn;
+{{- template "process-files" .}}
 
 events {
 {{- range .Profile.Events}}
@@ -326,7 +321,7 @@ http {
     }
 {{- template "full-handshake-server" .}}
 }
-`)).Parse(fullHandshakeServer))
+`)).Parse(fullHandshakeServer)).Parse(processFiles))
 
 func (c Config) renderProfile() ([]byte, error) {
 	if c.Prefix == "" || c.Content == "" || c.HTTPPort == 0 || c.HTTPSPort == 0 {
@@ -350,12 +345,12 @@ func truncateLogs(prefix string) {
 	}
 }
 
-// CheckAsServed fetches the scenario's URL once and verifies the body against the content
+// checkAsServed fetches the scenario's URL once and verifies the body against the content
 // file, as served: identity, or gzip (decompressed and compared); any other encoding is only
 // checked to be non-empty. It returns the Content-Encoding and the body's size on the wire,
 // because out of the box a server may not compress what the like-for-like config does
 // (Debian's gzip_types is text/html only).
-func CheckAsServed(sc Scenario, c Config) (encoding string, size int, err error) {
+func checkAsServed(sc Scenario, c Config) (encoding string, size int, err error) {
 	tr := &http.Transport{
 		TLSClientConfig:    &tls.Config{InsecureSkipVerify: true}, // our own self-signed certificate on loopback
 		DisableCompression: true,
@@ -392,11 +387,8 @@ func CheckAsServed(sc Scenario, c Config) (encoding string, size int, err error)
 	switch enc {
 	case "":
 	case "gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(body))
-		if err == nil {
-			plain, err = io.ReadAll(zr)
-		}
-		if err != nil {
+		var err error
+		if plain, err = toolbox.Decode(enc, body); err != nil {
 			return enc, 0, fmt.Errorf("scenario %s: GET %s: Content-Encoding gzip, body is not: %w", sc.Name, url, err)
 		}
 	default:

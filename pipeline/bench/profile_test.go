@@ -93,7 +93,7 @@ http {
 }
 stream { server { listen 2; } }
 `
-	p, err := ParseProfile("t", "t.conf", []byte(conf), dir)
+	p, err := parseProfile("t", "t.conf", []byte(conf), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,13 +110,13 @@ stream { server { listen 2; } }
 		}
 	}
 	for _, bad := range []string{"http { gzip on; ", "gzip on", "}", "x '", "; "} {
-		if _, err := ParseProfile("t", "t.conf", []byte(bad), ""); err == nil {
+		if _, err := parseProfile("t", "t.conf", []byte(bad), ""); err == nil {
 			t.Errorf("ParseProfile(%q) accepted it", bad)
 		}
 	}
 }
 
-func startProfileServer(t *testing.T, bin string, p *Profile) *Server {
+func startProfileServer(t *testing.T, bin string, p *Profile) *server {
 	t.Helper()
 	dir := t.TempDir()
 	for _, d := range []string{filepath.Dir(dir), dir} {
@@ -125,10 +125,10 @@ func startProfileServer(t *testing.T, bin string, p *Profile) *Server {
 		}
 	}
 	content := filepath.Join(dir, "content")
-	if err := WriteContent(content); err != nil {
+	if err := writeContent(content); err != nil {
 		t.Fatal(err)
 	}
-	info, err := Probe(context.Background(), bin)
+	info, err := probe(context.Background(), bin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func startProfileServer(t *testing.T, bin string, p *Profile) *Server {
 	k.WorkerProcesses = "1"
 	c := Config{Knobs: k, Prefix: filepath.Join(dir, "server"), Content: content, HTTPPort: ports[0], HTTPSPort: ports[1], FullHandshakePort: ports[2],
 		User: usr, Group: grp, TempPaths: info.TempPaths(), Profile: p}
-	s, err := StartServer(context.Background(), "test", info.Path, c, nil)
+	s, err := startServer(context.Background(), "test", info.Path, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestProfilesServe(t *testing.T) {
 	}{{deb, "identity"}, {shippedProfile(t), "gzip"}} {
 		s := startProfileServer(t, nginx, tc.p)
 		for _, sc := range Scenarios {
-			enc, size, err := CheckAsServed(sc, s.Config)
+			enc, size, err := checkAsServed(sc, s.Config)
 			if err != nil {
 				t.Errorf("%s: %v", tc.p.Name, err)
 				continue
@@ -186,7 +186,7 @@ func TestProfilesServe(t *testing.T) {
 	}
 	s := startProfileServer(t, nginx, deb)
 	sc, _ := SelectScenarios("http-keepalive")
-	if _, _, err := CheckAsServed(sc[0], s.Config); err != nil {
+	if _, _, err := checkAsServed(sc[0], s.Config); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(s.Config.Prefix, "logs", "access.log")); err != nil || !bytes.Contains(b, []byte("GET /static.html")) {

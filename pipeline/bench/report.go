@@ -50,8 +50,8 @@ type Machine struct {
 	GOARCH   string `json:"goarch"`
 }
 
-// DescribeMachine reads the CPU model and kernel release.
-func DescribeMachine() Machine {
+// describeMachine reads the CPU model and kernel release.
+func describeMachine() Machine {
 	m := Machine{CPUs: runtime.NumCPU(), GOARCH: runtime.GOARCH}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
@@ -139,8 +139,8 @@ type Stat struct {
 	N      int     `json:"n"`
 }
 
-// NewStat summarizes values.
-func NewStat(v []float64) Stat {
+// newStat summarizes values.
+func newStat(v []float64) Stat {
 	if len(v) == 0 {
 		return Stat{Median: math.NaN(), Min: math.NaN(), Max: math.NaN()}
 	}
@@ -164,7 +164,7 @@ func summarize(target string, runs []RunResult) Result {
 		p99 = append(p99, ms(r.P99))
 		cpu = append(cpu, float64(r.CPUPerRequest)/float64(time.Microsecond))
 	}
-	return Result{Target: target, Runs: runs, RequestsSec: NewStat(rps), P50: NewStat(p50), P99: NewStat(p99), CPUPerRequest: NewStat(cpu)}
+	return Result{Target: target, Runs: runs, RequestsSec: newStat(rps), P50: newStat(p50), P99: newStat(p99), CPUPerRequest: newStat(cpu)}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -177,7 +177,7 @@ func ratio(target, baseline string, a, b []RunResult) Ratio {
 		p99 = append(p99, div(float64(a[i].P99), float64(b[i].P99)))
 		cpu = append(cpu, div(float64(a[i].CPUPerRequest), float64(b[i].CPUPerRequest)))
 	}
-	return Ratio{Target: target, Baseline: baseline, RequestsSec: NewStat(rps), P50: NewStat(p50), P99: NewStat(p99), CPUPerRequest: NewStat(cpu)}
+	return Ratio{Target: target, Baseline: baseline, RequestsSec: newStat(rps), P50: newStat(p50), P99: newStat(p99), CPUPerRequest: newStat(cpu)}
 }
 
 func div(a, b float64) float64 {
@@ -261,33 +261,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintln(w, "values: median (min..max) over the rounds")
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tserver\trequests/s\tp50 ms\tp99 ms\tserver CPU µs/request")
-	for _, s := range r.Scenarios {
-		for i, res := range s.Results {
-			name := s.Name
-			if i > 0 {
-				name = ""
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, res.Target, fmtStat(res.RequestsSec), fmtStat(res.P50), fmtStat(res.P99), fmtStat(res.CPUPerRequest))
-		}
-	}
-	if err := tw.Flush(); err != nil {
+	if err := textTable(w, "scenario\tserver\trequests/s\tp50 ms\tp99 ms\tserver CPU µs/request", r.figureRows(false)); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\nratios to %s (per-round ratios: median (min..max); requests/s above 1 is faster, latency and CPU below 1 is better)\n\n", r.Baseline)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tserver\trequests/s\tp50\tp99\tCPU/request")
-	for _, s := range r.Scenarios {
-		for i, q := range s.Ratios {
-			name := s.Name
-			if i > 0 {
-				name = ""
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, q.Target, fmtRatio(q.RequestsSec), fmtRatio(q.P50), fmtRatio(q.P99), fmtRatio(q.CPUPerRequest))
-		}
-	}
-	if err := tw.Flush(); err != nil {
+	if err := textTable(w, "scenario\tserver\trequests/s\tp50\tp99\tCPU/request", r.figureRows(true)); err != nil {
 		return err
 	}
 	if err := r.writeExtras(w, false); err != nil {
@@ -309,19 +287,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprint(w, "\nValues are median (min..max) over the rounds.\n\n")
 	fmt.Fprintln(w, "| scenario | server | requests/s | p50 ms | p99 ms | server CPU µs/request |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|")
-	for _, s := range r.Scenarios {
-		for _, res := range s.Results {
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", s.Name, res.Target, fmtStat(res.RequestsSec), fmtStat(res.P50), fmtStat(res.P99), fmtStat(res.CPUPerRequest))
-		}
-	}
+	markdownRows(w, r.figureRows(false))
 	fmt.Fprintf(w, "\nRatios to %s (per-round ratios; requests/s above 1 is faster, latency and CPU below 1 is better):\n\n", r.Baseline)
 	fmt.Fprintln(w, "| scenario | server | requests/s | p50 | p99 | CPU/request |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|")
-	for _, s := range r.Scenarios {
-		for _, q := range s.Ratios {
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", s.Name, q.Target, fmtRatio(q.RequestsSec), fmtRatio(q.P50), fmtRatio(q.P99), fmtRatio(q.CPUPerRequest))
-		}
-	}
+	markdownRows(w, r.figureRows(true))
 	if err := r.writeExtras(w, true); err != nil {
 		return err
 	}
@@ -333,6 +303,47 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		return r.OutOfBox.WriteMarkdown(w)
 	}
 	return nil
+}
+
+// figureRows is one row per scenario and server: the scenario, the server, then the four
+// figures (requests/s, p50, p99, CPU per request) of its results, or of its ratios to the
+// baseline.
+func (r *Report) figureRows(ratios bool) [][]string {
+	var rows [][]string
+	for _, s := range r.Scenarios {
+		if ratios {
+			for _, q := range s.Ratios {
+				rows = append(rows, []string{s.Name, q.Target, fmtRatio(q.RequestsSec), fmtRatio(q.P50), fmtRatio(q.P99), fmtRatio(q.CPUPerRequest)})
+			}
+			continue
+		}
+		for _, res := range s.Results {
+			rows = append(rows, []string{s.Name, res.Target, fmtStat(res.RequestsSec), fmtStat(res.P50), fmtStat(res.P99), fmtStat(res.CPUPerRequest)})
+		}
+	}
+	return rows
+}
+
+// textTable writes rows under header (tab-separated), aligned, naming each scenario on its
+// first row only.
+func textTable(w io.Writer, header string, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for i, row := range rows {
+		cells := append([]string(nil), row...)
+		if i > 0 && rows[i-1][0] == row[0] {
+			cells[0] = ""
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+// markdownRows writes rows as the lines of a Markdown table.
+func markdownRows(w io.Writer, rows [][]string) {
+	for _, row := range rows {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+	}
 }
 
 func targetNames(r *Report) []string {

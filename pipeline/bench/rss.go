@@ -25,8 +25,8 @@ type MemStatus struct {
 	RssShmem int64 `json:"rss_shmem_kib"`
 }
 
-// ReadMemStatus reads VmHWM and VmRSS of pid.
-func ReadMemStatus(pid int) (MemStatus, error) {
+// readMemStatus reads VmHWM and VmRSS of pid.
+func readMemStatus(pid int) (MemStatus, error) {
 	st, err := toolbox.ProcStatus(pid)
 	if err != nil {
 		return MemStatus{}, fmt.Errorf("reading the memory of process %d: %w", pid, err)
@@ -80,9 +80,9 @@ type ServerMemory struct {
 	MaxWorkerPeakRSS int64 `json:"max_worker_peak_rss_kib"`
 }
 
-// ReadServerMemory reads the master's and every worker's memory.
-func ReadServerMemory(master int) (ServerMemory, error) {
-	m, err := ReadMemStatus(master)
+// readServerMemory reads the master's and every worker's memory.
+func readServerMemory(master int) (ServerMemory, error) {
+	m, err := readMemStatus(master)
 	if err != nil {
 		return ServerMemory{}, err
 	}
@@ -92,7 +92,7 @@ func ReadServerMemory(master int) (ServerMemory, error) {
 		return sm, err
 	}
 	for _, p := range pids {
-		w, err := ReadMemStatus(p)
+		w, err := readMemStatus(p)
 		if err != nil {
 			continue // exited between the listing and the read
 		}

@@ -12,7 +12,7 @@ func TestReadMemStatusSelf(t *testing.T) {
 	for i := range buf {
 		buf[i] = byte(i)
 	}
-	m, err := ReadMemStatus(os.Getpid())
+	m, err := readMemStatus(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestReadServerMemory(t *testing.T) {
 	var m ServerMemory
 	var err error
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if m, err = ReadServerMemory(s.PID()); err != nil {
+		if m, err = readServerMemory(s.PID()); err != nil {
 			t.Fatal(err)
 		}
 		if len(m.Workers) >= 2 || time.Now().After(deadline) {

@@ -15,9 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -97,10 +94,10 @@ func (o Options) Estimate(n int) time.Duration {
 	return total
 }
 
-// CPUSplit divides the CPUs this process may use between the servers and the load generator:
+// cpuSplit divides the CPUs this process may use between the servers and the load generator:
 // the first half for the servers, the rest for wrk. With fewer than two CPUs nothing is
 // pinned and both slices are nil.
-func CPUSplit() (server, client []int, err error) {
+func cpuSplit() (server, client []int, err error) {
 	cpus, err := allowedCPUs()
 	if err != nil {
 		return nil, nil, err
@@ -161,251 +158,44 @@ func Run(ctx context.Context, targets []Target, baseline int, opts Options) (*Re
 		}
 		names[t.Name] = true
 	}
-	serverCPUs, clientCPUs, err := CPUSplit()
-	if err != nil {
+	r := &session{ctx: ctx, targets: targets, baseline: baseline, opts: opts, served: map[[2]int]servedAs{}}
+	defer r.close()
+	if err := r.prepare(); err != nil {
 		return nil, err
 	}
-	if opts.NoPin {
-		serverCPUs, clientCPUs = nil, nil
-	}
-	threads := opts.Threads
-	if threads <= 0 {
-		threads = max(len(clientCPUs), 1)
-		if clientCPUs == nil {
-			threads = max(runtime.NumCPU()/2, 1)
-		}
-	}
-
-	dir := opts.Dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "nginx-forge-bench-")
-		if err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	content := filepath.Join(dir, "content")
-	if err := WriteContent(content); err != nil {
-		return nil, err
-	}
-	usr, grp, err := workerUser()
-	if err != nil {
-		return nil, err
-	}
-
-	rep := &Report{
-		Machine:    DescribeMachine(),
-		Started:    time.Now().UTC(),
-		Duration:   opts.Duration,
-		Rounds:     opts.Rounds,
-		Threads:    threads,
-		ServerCPUs: serverCPUs,
-		ClientCPUs: clientCPUs,
-		Baseline:   targets[baseline].Name,
-		Mode:       ModeLikeForLike,
-	}
-	if opts.SyscallRequests > 0 {
-		rep.SyscallRequests = opts.SyscallRequests
-	}
-	for _, t := range targets {
-		if t.Profile != nil {
-			rep.Mode = ModeOutOfBox
-		}
-	}
-
-	// Start every server; stop all on the way out.
-	servers := make([]*Server, len(targets))
-	served := map[[2]int]servedAs{} // [scenario, target] -> how an out-of-box server served it
-	defer func() {
-		for _, s := range servers {
-			if s != nil {
-				_ = s.Stop()
-			}
-		}
-	}()
+	r.newReport()
 	for i, t := range targets {
-		info, err := Probe(ctx, t.Binary)
-		if err != nil {
-			return nil, fmt.Errorf("target %s: %w", t.Name, err)
-		}
-		// Free when found; nginx binds them a moment later, and a lost race shows up as
-		// nginx's own "address in use".
-		ports, err := toolbox.FreePorts(3)
-		if err != nil {
+		if err := r.start(i, t); err != nil {
 			return nil, err
 		}
-		k := t.Knobs
-		if t.Profile != nil {
-			k.WorkerProcesses = t.Profile.WorkerProcesses
-		}
-		if k.WorkerProcesses == "auto" && len(serverCPUs) > 0 {
-			k.WorkerProcesses = strconv.Itoa(len(serverCPUs))
-		}
-		c := Config{
-			Knobs:             k,
-			Prefix:            filepath.Join(dir, fmt.Sprintf("server%d", i)),
-			Content:           content,
-			HTTPPort:          ports[0],
-			HTTPSPort:         ports[1],
-			FullHandshakePort: ports[2],
-			User:              usr,
-			Group:             grp,
-			TempPaths:         info.TempPaths(),
-			Encodings:         info.Encodings(),
-			Profile:           t.Profile,
-		}
-		s, err := StartServer(ctx, t.Name, info.Path, c, serverCPUs)
-		if err != nil {
-			return nil, err
-		}
-		servers[i] = s
-		rep.Targets = append(rep.Targets, TargetInfo{Name: t.Name, Binary: info, Knobs: k, Profile: t.Profile})
-		for si, sc := range opts.Scenarios {
-			if t.Profile != nil {
-				// Out of the box, a server serves what its config says (Debian's does not
-				// gzip JSON): check the body and record how it was served.
-				enc, size, err := CheckAsServed(sc, c)
-				if err != nil {
-					return nil, fmt.Errorf("target %s: %w", t.Name, err)
-				}
-				served[[2]int{si, i}] = servedAs{enc, size}
-				continue
-			}
-			if err := sc.Check(c); err != nil {
-				return nil, fmt.Errorf("target %s: %w", t.Name, err)
-			}
-		}
-		opts.Logf("started %s: nginx %s (%s) pid %d on 127.0.0.1:%d/%d", t.Name, info.Version, info.OpenSSL, s.PID(), c.HTTPPort, c.HTTPSPort)
 	}
-
-	runs := map[[2]int][]RunResult{} // [scenario, target] -> rounds
-	wrkRun := func(si, ti int, d time.Duration) (RunResult, error) {
-		sc, s := opts.Scenarios[si], servers[ti]
-		conns := sc.Connections
-		if opts.Connections > 0 {
-			conns = opts.Connections
-		}
-		w := WrkRun{Wrk: opts.Wrk, URL: sc.URL(s.Config), Duration: d, Connections: conns,
-			Threads: threads, Headers: sc.Headers, Timeout: 10 * time.Second, CPUs: clientCPUs}
-		before, err := TreeCPU(s.PID())
-		if err != nil {
-			return RunResult{}, fmt.Errorf("target %s: %w", s.Name, err)
-		}
-		res, out, err := w.Run(ctx)
-		if err != nil {
-			return RunResult{}, fmt.Errorf("target %s, scenario %s: %w", s.Name, sc.Name, err)
-		}
-		after, err := TreeCPU(s.PID())
-		if err != nil {
-			return RunResult{}, fmt.Errorf("target %s: %w", s.Name, err)
-		}
-		if !s.Alive() {
-			return RunResult{}, fmt.Errorf("target %s, scenario %s: %w\n%s", s.Name, sc.Name, errStopped, s.ErrorLog())
-		}
-		if res.Requests == 0 {
-			return RunResult{}, fmt.Errorf("target %s, scenario %s: %w:\n%s\n%s", s.Name, sc.Name, errNoRequests, out, s.ErrorLog())
-		}
-		if res.Non2xx3xx > 0 || res.Errors()*100 > res.Requests {
-			return RunResult{}, fmt.Errorf("target %s, scenario %s: %d non-2xx/3xx responses and %d socket errors in %d requests:\n%s\n%s",
-				s.Name, sc.Name, res.Non2xx3xx, res.Errors(), res.Requests, out, s.ErrorLog())
-		}
-		cpu := after - before
-		r := RunResult{WrkResult: res, ServerCPU: cpu, CPUPerRequest: cpu / time.Duration(res.Requests)}
-		if m, err := ReadServerMemory(s.PID()); err == nil {
-			r.WorkerPeakRSS = m.MaxWorkerPeakRSS
-		}
-		if s.Config.Profile != nil {
-			truncateLogs(s.Config.Prefix)
-		}
-		return r, nil
+	if err := r.warmUp(); err != nil {
+		return nil, err
 	}
-
-	if opts.Warmup > 0 {
-		for si, sc := range opts.Scenarios {
-			for ti := range targets {
-				opts.Logf("warm-up: %s on %s", sc.Name, targets[ti].Name)
-				if _, err := wrkRun(si, ti, opts.Warmup); errors.Is(err, errNoRequests) {
-					// On a loaded machine a second may not be enough for the first TLS
-					// handshakes of many connections; the warm-up is not recorded anyway.
-					opts.Logf("warm-up: %s on %s completed no requests", sc.Name, targets[ti].Name)
-				} else if err != nil {
-					return nil, fmt.Errorf("warm-up: %w", err)
-				}
-			}
-		}
-	}
-	for round := range opts.Rounds {
-		for si, sc := range opts.Scenarios {
-			for k := range targets {
-				ti := (k + round) % len(targets)
-				r, err := wrkRun(si, ti, opts.Duration)
-				if err != nil {
-					return nil, err
-				}
-				r.Round = round + 1
-				r.Order = k + 1
-				runs[[2]int{si, ti}] = append(runs[[2]int{si, ti}], r)
-				opts.Logf("round %d/%d %s %s: %.0f req/s, p50 %v, p99 %v, %v CPU/req",
-					round+1, opts.Rounds, sc.Name, targets[ti].Name, r.RequestsSec, r.P50, r.P99, r.CPUPerRequest)
-			}
-		}
+	runs, err := r.rounds()
+	if err != nil {
+		return nil, err
 	}
 	// Peak memory at the end of the timed rounds, before the syscall pass adds its own load.
-	for i, s := range servers {
-		m, err := ReadServerMemory(s.PID())
+	for i, s := range r.servers {
+		m, err := readServerMemory(s.PID())
 		if err != nil {
 			return nil, fmt.Errorf("target %s: %w", s.Name, err)
 		}
-		rep.Targets[i].Memory = &m
+		r.rep.Targets[i].Memory = &m
 	}
-	syscalls := map[[2]int]SyscallCount{}
-	if opts.SyscallRequests > 0 {
-		for si, sc := range opts.Scenarios {
-			for ti, s := range servers {
-				c, err := syscallPass(ctx, s, sc, opts)
-				if err != nil {
-					return nil, fmt.Errorf("target %s: %w", s.Name, err)
-				}
-				c.Target = s.Name
-				syscalls[[2]int{si, ti}] = c
-				opts.Logf("syscalls %s %s: %.1f per request over %d requests (%s)", sc.Name, s.Name, c.PerRequest, c.Requests, c.Top(5))
-			}
-		}
+	syscalls, err := r.syscallPasses()
+	if err != nil {
+		return nil, err
 	}
-	for si, sc := range opts.Scenarios {
-		conns := sc.Connections
-		if opts.Connections > 0 {
-			conns = opts.Connections
-		}
-		sr := ScenarioReport{Name: sc.Name, Description: sc.Description, Connections: conns}
-		for ti, t := range targets {
-			res := summarize(t.Name, runs[[2]int{si, ti}])
-			if sv, ok := served[[2]int{si, ti}]; ok {
-				res.ContentEncoding, res.BodyBytes = sv.encoding, sv.size
-			}
-			sr.Results = append(sr.Results, res)
-			if c, ok := syscalls[[2]int{si, ti}]; ok {
-				sr.Syscalls = append(sr.Syscalls, c)
-			}
-		}
-		for ti, t := range targets {
-			if ti != baseline {
-				sr.Ratios = append(sr.Ratios, ratio(t.Name, targets[baseline].Name, runs[[2]int{si, ti}], runs[[2]int{si, baseline}]))
-			}
-		}
-		rep.Scenarios = append(rep.Scenarios, sr)
-	}
-	for i, s := range servers {
+	r.scenarioReports(runs, syscalls)
+	for i, s := range r.servers {
 		if log := strings.TrimSpace(s.ErrorLog()); log != "" {
-			rep.Targets[i].ErrorLog = log
+			r.rep.Targets[i].ErrorLog = log
 		}
 	}
-	rep.Elapsed = time.Since(rep.Started).Round(time.Second)
-	return rep, nil
+	r.rep.Elapsed = time.Since(r.rep.Started).Round(time.Second)
+	return r.rep, nil
 }
 
 type servedAs struct {
@@ -415,22 +205,19 @@ type servedAs struct {
 
 // syscallPass counts the workers' system calls over a fixed number of the scenario's
 // requests, separately from the timed rounds (tracing slows the server down).
-func syscallPass(ctx context.Context, s *Server, sc Scenario, opts Options) (SyscallCount, error) {
+func syscallPass(ctx context.Context, s *server, sc Scenario, opts Options) (SyscallCount, error) {
 	pids, err := Workers(s.PID())
 	if err != nil {
 		return SyscallCount{}, err
 	}
-	conns := sc.Connections
-	if opts.Connections > 0 {
-		conns = opts.Connections
-	}
+	conns := opts.connections(sc)
 	n := syscallRequests(sc, opts.SyscallRequests)
 	conns = max(1, min(conns, n))
 	// Generous: a traced TLS handshake takes about a millisecond; 10 MiB over TLS tens.
 	timeout := 60*time.Second + time.Duration(n)*10*time.Millisecond
-	load := NewFixedLoad(sc, s.Config, n, conns)
+	load := newFixedLoad(sc, s.Config, n, conns)
 	defer load.Close()
-	c, err := TraceSyscalls(ctx, opts.Strace, pids, timeout, load.Warm, load.Run)
+	c, err := traceSyscalls(ctx, opts.Strace, pids, timeout, load.Warm, load.Run)
 	if err != nil {
 		return c, fmt.Errorf("syscall pass, scenario %s: %w", sc.Name, err)
 	}

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"compress/gzip"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 )
 
 // Scenario is one kind of load.
@@ -63,11 +64,7 @@ var Scenarios = []Scenario{
 			if ce := resp.Header.Get("Content-Encoding"); ce != "gzip" {
 				return fmt.Errorf("Content-Encoding %q, want gzip", ce)
 			}
-			zr, err := gzip.NewReader(strings.NewReader(string(body)))
-			if err != nil {
-				return fmt.Errorf("response is not gzip: %w", err)
-			}
-			plain, err := io.ReadAll(zr)
+			plain, err := toolbox.Decode("gzip", body)
 			if err != nil {
 				return fmt.Errorf("response is not gzip: %w", err)
 			}

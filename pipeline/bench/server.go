@@ -27,8 +27,8 @@ type BinaryInfo struct {
 
 var versionRE = regexp.MustCompile(`nginx version: nginx/(\S+)`)
 
-// Probe runs `bin -V`.
-func Probe(ctx context.Context, bin string) (BinaryInfo, error) {
+// probe runs `bin -V`.
+func probe(ctx context.Context, bin string) (BinaryInfo, error) {
 	abs, err := filepath.Abs(bin)
 	if err != nil {
 		return BinaryInfo{}, fmt.Errorf("nginx binary %q: %w", bin, err)
@@ -77,8 +77,8 @@ func (b BinaryInfo) TempPaths() []string {
 	return paths
 }
 
-// Server is a running nginx under test.
-type Server struct {
+// server is a running nginx under test.
+type server struct {
 	Name    string
 	Config  Config
 	cmd     *exec.Cmd
@@ -88,12 +88,12 @@ type Server struct {
 }
 
 // PID is the master's process id.
-func (s *Server) PID() int { return s.cmd.Process.Pid }
+func (s *server) PID() int { return s.cmd.Process.Pid }
 
-// StartServer writes c's nginx.conf under c.Prefix, checks it with `nginx -t`, and starts
+// startServer writes c's nginx.conf under c.Prefix, checks it with `nginx -t`, and starts
 // bin in the foreground (-p prefix -c conf -g 'daemon off;'), pinned to cpus when given. It
 // returns once both ports accept connections, or an error with nginx's own messages.
-func StartServer(ctx context.Context, name, bin string, c Config, cpus []int) (*Server, error) {
+func startServer(ctx context.Context, name, bin string, c Config, cpus []int) (*server, error) {
 	for _, d := range []string{c.Prefix, filepath.Join(c.Prefix, "conf"), filepath.Join(c.Prefix, "logs"), filepath.Join(c.Prefix, "tmp")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("server %s: %w", name, err)
@@ -116,7 +116,7 @@ func StartServer(ctx context.Context, name, bin string, c Config, cpus []int) (*
 	}
 
 	args := pinned(cpus, append(base, "-g", "daemon off;"))
-	s := &Server{Name: name, Config: c, done: make(chan struct{})}
+	s := &server{Name: name, Config: c, done: make(chan struct{})}
 	// Not CommandContext: the server is stopped gracefully by Stop, and its own process group
 	// lets Stop reach the workers too if the master does not exit.
 	s.cmd = exec.Command(args[0], args[1:]...)
@@ -169,16 +169,16 @@ func StartServer(ctx context.Context, name, bin string, c Config, cpus []int) (*
 	return s, nil
 }
 
-func (s *Server) errorLog() []byte {
+func (s *server) errorLog() []byte {
 	b, _ := os.ReadFile(filepath.Join(s.Config.Prefix, "logs", "error.log"))
 	return b
 }
 
 // ErrorLog is the server's error.log so far (warnings and worse).
-func (s *Server) ErrorLog() string { return string(s.errorLog()) }
+func (s *server) ErrorLog() string { return string(s.errorLog()) }
 
 // Alive reports whether the master is still running.
-func (s *Server) Alive() bool {
+func (s *server) Alive() bool {
 	select {
 	case <-s.done:
 		return false
@@ -188,7 +188,7 @@ func (s *Server) Alive() bool {
 }
 
 // Stop ends the server: SIGQUIT (graceful), then SIGKILL to its whole process group after 5 s.
-func (s *Server) Stop() error {
+func (s *server) Stop() error {
 	if s == nil || s.cmd == nil || s.cmd.Process == nil {
 		return nil
 	}
@@ -219,7 +219,7 @@ func countChildren(pid int) (int, error) {
 		if _, err := fmt.Sscanf(e.Name(), "%d", &p); err != nil {
 			continue
 		}
-		if st, err := ReadProcStat(p); err == nil && st.PPID == pid {
+		if st, err := readProcStat(p); err == nil && st.PPID == pid {
 			n++
 		}
 	}

@@ -62,10 +62,10 @@ func (c SyscallCount) Top(n int) string {
 	return strings.Join(parts, ", ")
 }
 
-// ParseStraceSummary reads the table strace -c writes (-o FILE): one row per system call
+// parseStraceSummary reads the table strace -c writes (-o FILE): one row per system call
 // ("% time, seconds, usecs/call, calls, errors, syscall"; the errors column may be empty)
 // and a "total" row, which must agree with the rows. Calls are sorted by count, most first.
-func ParseStraceSummary(r io.Reader) (calls []SyscallStat, total, errs int64, err error) {
+func parseStraceSummary(r io.Reader) (calls []SyscallStat, total, errs int64, err error) {
 	sc := bufio.NewScanner(r)
 	haveTotal := false
 	var sum int64
@@ -138,7 +138,7 @@ func Workers(master int) ([]int, error) {
 		if err != nil {
 			continue
 		}
-		if st, err := ReadProcStat(p); err == nil && st.PPID == master {
+		if st, err := readProcStat(p); err == nil && st.PPID == master {
 			pids = append(pids, p)
 		}
 	}
@@ -146,10 +146,11 @@ func Workers(master int) ([]int, error) {
 	return pids, nil
 }
 
-// TraceSyscalls runs warm (if not nil), attaches `strace -c -f` to pids, runs load once every
-// pid is traced, detaches, and returns the counts divided by the requests load reports. The whole pass is bounded by
-// timeout; strace's own errors (no permission to trace, say) are returned with its output.
-func TraceSyscalls(ctx context.Context, strace string, pids []int, timeout time.Duration, warm func(context.Context) error, load func(context.Context) (int, error)) (SyscallCount, error) {
+// traceSyscalls runs warm (if not nil), attaches `strace -c -f` to pids, runs load once every
+// pid is traced, detaches, and returns the counts divided by the requests load reports. The
+// whole pass is bounded by timeout; strace's own errors (no permission to trace, say) are
+// returned with its output.
+func traceSyscalls(ctx context.Context, strace string, pids []int, timeout time.Duration, warm func(context.Context) error, load func(context.Context) (int, error)) (SyscallCount, error) {
 	if len(pids) == 0 {
 		return SyscallCount{}, fmt.Errorf("strace: no processes to trace")
 	}
@@ -169,31 +170,67 @@ func TraceSyscalls(ctx context.Context, strace string, pids []int, timeout time.
 	}
 	defer os.RemoveAll(dir)
 	out := filepath.Join(dir, "summary")
+	t, err := startStrace(strace, pids, out)
+	if err != nil {
+		return SyscallCount{}, err
+	}
+	if err := t.waitAttached(ctx, pids); err != nil {
+		return SyscallCount{}, err
+	}
+	requests, lerr := load(ctx)
+	serr := t.stop()
+	if lerr != nil {
+		return SyscallCount{}, lerr
+	}
+	if serr != nil && !isSignalExit(serr) {
+		return SyscallCount{}, fmt.Errorf("strace: %v\n%s", serr, t.stderr.Bytes())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return SyscallCount{}, fmt.Errorf("strace wrote no summary: %w\n%s", err, t.stderr.Bytes())
+	}
+	return perRequest(b, requests)
+}
+
+// tracer is a running `strace -c`.
+type tracer struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	done   chan error
+}
+
+// startStrace attaches `strace -c -f` to pids, writing its summary to out when stopped.
+func startStrace(strace string, pids []int, out string) (*tracer, error) {
 	args := []string{"-c", "-f", "-q", "-o", out}
 	for _, p := range pids {
 		args = append(args, "-p", strconv.Itoa(p))
 	}
-	cmd := exec.Command(strace, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return SyscallCount{}, fmt.Errorf("starting strace (install strace, or turn the syscall pass off): %w", err)
+	t := &tracer{cmd: exec.Command(strace, args...), done: make(chan error, 1)}
+	t.cmd.Stderr = &t.stderr
+	t.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := t.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting strace (install strace, or turn the syscall pass off): %w", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	stop := func() error {
-		_ = cmd.Process.Signal(syscall.SIGINT) // strace detaches and writes the summary
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-			return fmt.Errorf("strace did not exit within 10s of SIGINT; killed")
-		}
+	go func() { t.done <- t.cmd.Wait() }()
+	return t, nil
+}
+
+// stop makes strace detach and write the summary, and waits for it to exit.
+func (t *tracer) stop() error {
+	_ = t.cmd.Process.Signal(syscall.SIGINT) // strace detaches and writes the summary
+	select {
+	case err := <-t.done:
+		return err
+	case <-time.After(10 * time.Second):
+		_ = t.cmd.Process.Kill()
+		<-t.done
+		return fmt.Errorf("strace did not exit within 10s of SIGINT; killed")
 	}
-	// Attached when every traced process names a tracer in /proc/PID/status.
+}
+
+// waitAttached returns once every traced process names a tracer in /proc/PID/status; it
+// fails when strace exits first or ctx ends (then strace is stopped).
+func (t *tracer) waitAttached(ctx context.Context, pids []int) error {
 	for {
 		n := 0
 		for _, p := range pids {
@@ -202,32 +239,24 @@ func TraceSyscalls(ctx context.Context, strace string, pids []int, timeout time.
 			}
 		}
 		if n == len(pids) {
-			break
+			return nil
 		}
 		select {
-		case err := <-done:
-			return SyscallCount{}, fmt.Errorf("strace exited before attaching: %v\n%s", err, stderr.Bytes())
+		case err := <-t.done:
+			return fmt.Errorf("strace exited before attaching: %v\n%s", err, t.stderr.Bytes())
 		case <-ctx.Done():
-			_ = stop()
-			return SyscallCount{}, fmt.Errorf("strace did not attach to %v: %w\n%s", pids, ctx.Err(), stderr.Bytes())
+			_ = t.stop()
+			return fmt.Errorf("strace did not attach to %v: %w\n%s", pids, ctx.Err(), t.stderr.Bytes())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	requests, lerr := load(ctx)
-	serr := stop()
-	if lerr != nil {
-		return SyscallCount{}, lerr
-	}
-	if serr != nil && !isSignalExit(serr) {
-		return SyscallCount{}, fmt.Errorf("strace: %v\n%s", serr, stderr.Bytes())
-	}
-	b, err := os.ReadFile(out)
+}
+
+// perRequest reads strace's summary and divides its counts by requests.
+func perRequest(summary []byte, requests int) (SyscallCount, error) {
+	calls, total, errs, err := parseStraceSummary(bytes.NewReader(summary))
 	if err != nil {
-		return SyscallCount{}, fmt.Errorf("strace wrote no summary: %w\n%s", err, stderr.Bytes())
-	}
-	calls, total, errs, err := ParseStraceSummary(bytes.NewReader(b))
-	if err != nil {
-		return SyscallCount{}, fmt.Errorf("%w\n%s", err, b)
+		return SyscallCount{}, fmt.Errorf("%w\n%s", err, summary)
 	}
 	if requests <= 0 {
 		return SyscallCount{}, fmt.Errorf("the syscall pass completed no requests")
@@ -259,14 +288,14 @@ func tracerPID(pid int) (int, error) {
 	return 0, fmt.Errorf("no TracerPid in /proc/%d/status", pid)
 }
 
-// FixedLoad makes a fixed number of the scenario's requests with Go's HTTP client (wrk runs
+// fixedLoad makes a fixed number of the scenario's requests with Go's HTTP client (wrk runs
 // for a time, not a count) over a fixed number of concurrent connections. TLS sessions are
 // resumed when the scenario's listener allows it (as wrk does), "Connection: close"
 // scenarios open a connection per request, and only the classical key exchange groups wrk's
 // OpenSSL offers are proposed. Warm opens the keep-alive connections before the count starts,
 // so that a keep-alive figure is the steady state of long-lived connections, as in wrk's
 // runs, not their setup spread over a few requests.
-type FixedLoad struct {
+type fixedLoad struct {
 	sc        Scenario
 	c         Config
 	requests  int
@@ -276,10 +305,10 @@ type FixedLoad struct {
 	client    *http.Client
 }
 
-// NewFixedLoad prepares requests requests of sc against c over conns connections; Close
+// newFixedLoad prepares requests requests of sc against c over conns connections; Close
 // releases its connections.
-func NewFixedLoad(sc Scenario, c Config, requests, conns int) *FixedLoad {
-	l := &FixedLoad{sc: sc, c: c, requests: requests, conns: max(1, conns)}
+func newFixedLoad(sc Scenario, c Config, requests, conns int) *fixedLoad {
+	l := &fixedLoad{sc: sc, c: c, requests: requests, conns: max(1, conns)}
 	for _, h := range sc.Headers {
 		k, v, _ := strings.Cut(h, ":")
 		if strings.EqualFold(strings.TrimSpace(k), "Connection") && strings.EqualFold(strings.TrimSpace(v), "close") {
@@ -298,19 +327,19 @@ func NewFixedLoad(sc Scenario, c Config, requests, conns int) *FixedLoad {
 }
 
 // Close closes the idle connections.
-func (l *FixedLoad) Close() { l.tr.CloseIdleConnections() }
+func (l *fixedLoad) Close() { l.tr.CloseIdleConnections() }
 
 // Warm makes one request per connection, all at once, so the keep-alive connections (and
 // TLS sessions) exist before Run is counted.
-func (l *FixedLoad) Warm(ctx context.Context) error {
+func (l *fixedLoad) Warm(ctx context.Context) error {
 	_, err := l.do(ctx, l.conns)
 	return err
 }
 
 // Run makes the requests and returns how many got a 200 with a body.
-func (l *FixedLoad) Run(ctx context.Context) (int, error) { return l.do(ctx, l.requests) }
+func (l *fixedLoad) Run(ctx context.Context) (int, error) { return l.do(ctx, l.requests) }
 
-func (l *FixedLoad) do(ctx context.Context, requests int) (int, error) {
+func (l *fixedLoad) do(ctx context.Context, requests int) (int, error) {
 	url := l.sc.URL(l.c)
 	var next, ok atomic.Int64
 	var firstErr error

@@ -20,7 +20,7 @@ func TestParseStraceSummaryFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	calls, total, errs, err := ParseStraceSummary(f)
+	calls, total, errs, err := parseStraceSummary(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +59,11 @@ func TestParseStraceSummaryRejects(t *testing.T) {
 		"bad calls":  {head + " 60.00    0.000060           6        x           writev\n" + sep + "100.00 0.1 5 10 total\n", "calls"},
 		"two totals": {head + row + sep + "100.00    0.000100           5        20         5 total\n100.00    0.000100           5        20         5 total\n", "two total rows"},
 	} {
-		if _, _, _, err := ParseStraceSummary(strings.NewReader(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, _, _, err := parseStraceSummary(strings.NewReader(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want it to mention %q", name, err, tc.want)
 		}
 	}
-	calls, total, errs, err := ParseStraceSummary(strings.NewReader(head + row + sep + "100.00    0.000100           5        20         5 total\n"))
+	calls, total, errs, err := parseStraceSummary(strings.NewReader(head + row + sep + "100.00    0.000100           5        20         5 total\n"))
 	if err != nil || total != 20 || errs != 5 || len(calls) != 2 || calls[0].Name != "recvfrom" || calls[1].Errors != 0 {
 		t.Errorf("ParseStraceSummary = %+v, %d, %d, %v", calls, total, errs, err)
 	}
@@ -83,9 +83,9 @@ func TestTraceSyscallsDebianNginx(t *testing.T) {
 	}
 	sc, _ := SelectScenarios("http-keepalive")
 	const n = 300
-	load := NewFixedLoad(sc[0], s.Config, n, 4)
+	load := newFixedLoad(sc[0], s.Config, n, 4)
 	defer load.Close()
-	c, err := TraceSyscalls(context.Background(), strace, pids, time.Minute, load.Warm, load.Run)
+	c, err := traceSyscalls(context.Background(), strace, pids, time.Minute, load.Warm, load.Run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestTraceSyscallsDebianNginx(t *testing.T) {
 	t.Logf("%.2f syscalls/request: %s", c.PerRequest, c.Top(8))
 
 	// A missing strace is an error that says what to do.
-	if _, err := TraceSyscalls(context.Background(), "/nonexistent/strace", pids, time.Minute, nil, load.Run); err == nil || !strings.Contains(err.Error(), "strace") {
+	if _, err := traceSyscalls(context.Background(), "/nonexistent/strace", pids, time.Minute, nil, load.Run); err == nil || !strings.Contains(err.Error(), "strace") {
 		t.Errorf("missing strace: %v", err)
 	}
 }

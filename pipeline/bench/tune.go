@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 )
 
-// ControlName is the sweep's second copy of the baseline.
-const ControlName = "baseline again (control)"
+// controlName is the sweep's second copy of the baseline.
+const controlName = "baseline again (control)"
 
 // TuneReport is the tuning sweep: every one-knob variant measured against the same baseline
 // in one run, each variant's verdict, and the combination of the winners measured again.
@@ -46,7 +46,7 @@ type ScenarioVerdict struct {
 	// Verdict is "better" when every round was faster (requests/s) by more than the noise
 	// floor without costing more CPU per request, or every round cost less CPU per request
 	// by more than the floor without being slower; "worse" in the mirror cases; "noise"
-	// otherwise; "too few rounds" with fewer than MinRounds.
+	// otherwise; "too few rounds" with fewer than minRounds.
 	Verdict string `json:"verdict"`
 	// Syscalls and BaselineSyscalls are the system calls per request of the variant's and
 	// the baseline's workers in the syscall pass (0: no pass).
@@ -54,20 +54,20 @@ type ScenarioVerdict struct {
 	BaselineSyscalls float64 `json:"baseline_syscalls_per_request,omitempty"`
 }
 
-// MinRounds is the fewest rounds a verdict needs: with one or two, "every round" is luck.
-const MinRounds = 3
+// minRounds is the fewest rounds a verdict needs: with one or two, "every round" is luck.
+const minRounds = 3
 
-// NoiseFloor is how far from 1 a ratio must be, at least, to count.
-const NoiseFloor = 0.02
+// noiseFloor is how far from 1 a ratio must be, at least, to count.
+const noiseFloor = 0.02
 
 // floor is the noise floor of one statistic: the control's largest deviation from 1 (the
-// baseline config measured as a second server: any difference is noise), at least NoiseFloor.
+// baseline config measured as a second server: any difference is noise), at least noiseFloor.
 func floor(control Stat) float64 {
-	return max(NoiseFloor, math.Abs(control.Min-1), math.Abs(control.Max-1))
+	return max(noiseFloor, math.Abs(control.Min-1), math.Abs(control.Max-1))
 }
 
 func verdict(q, control Ratio) string {
-	if q.RequestsSec.N < MinRounds {
+	if q.RequestsSec.N < minRounds {
 		return "too few rounds"
 	}
 	rps, cpu := q.RequestsSec, q.CPUPerRequest
@@ -89,7 +89,7 @@ func Tune(ctx context.Context, bin string, base Knobs, opts Options) (*TuneRepor
 	if err := base.Validate(); err != nil {
 		return nil, fmt.Errorf("baseline knobs: %w", err)
 	}
-	serverCPUs, _, err := CPUSplit()
+	serverCPUs, _, err := cpuSplit()
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func Tune(ctx context.Context, bin string, base Knobs, opts Options) (*TuneRepor
 	variants := Variants(base, n)
 	// The control is the baseline config again, as its own server: its ratios to the
 	// baseline are pure noise, and set the floor a variant must clear.
-	targets := []Target{{Name: "baseline", Binary: bin, Knobs: base}, {Name: ControlName, Binary: bin, Knobs: base}}
+	targets := []Target{{Name: "baseline", Binary: bin, Knobs: base}, {Name: controlName, Binary: bin, Knobs: base}}
 	for _, v := range variants {
 		k := base
 		v.Apply(&k)
@@ -183,7 +183,7 @@ func (tr *TuneReport) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "variant\tscenario\trequests/s\tp99\tCPU/request\tsyscalls/request\tverdict")
 	for i, s := range tr.Sweep.Scenarios {
-		name := ControlName
+		name := controlName
 		if i > 0 {
 			name = ""
 		}
@@ -219,7 +219,7 @@ func (tr *TuneReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---|")
 	for _, s := range tr.Sweep.Scenarios {
 		q := s.Ratios[0]
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | (noise floor) |\n", ControlName, s.Name, fmtRatio(q.RequestsSec), fmtRatio(q.P99), fmtRatio(q.CPUPerRequest), controlSyscalls(s))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | (noise floor) |\n", controlName, s.Name, fmtRatio(q.RequestsSec), fmtRatio(q.P99), fmtRatio(q.CPUPerRequest), controlSyscalls(s))
 	}
 	for _, kr := range tr.Knobs {
 		for _, sv := range kr.Scenarios {

@@ -47,7 +47,7 @@ func TestTuneSweep(t *testing.T) {
 	sc, _ := SelectScenarios("http-keepalive")
 	base := DefaultKnobs()
 	testenv.Tool(t, "strace", "strace")
-	tr, err := Tune(context.Background(), nginx, base, Options{Scenarios: sc, Duration: time.Second, Rounds: MinRounds, Warmup: -1, SyscallRequests: 100})
+	tr, err := Tune(context.Background(), nginx, base, Options{Scenarios: sc, Duration: time.Second, Rounds: minRounds, Warmup: -1, SyscallRequests: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestTuneSweep(t *testing.T) {
 }
 
 func mustServerCPUs(t *testing.T) []int {
-	s, _, err := CPUSplit()
+	s, _, err := cpuSplit()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,10 +31,10 @@ type WrkResult struct {
 // Errors is the total of socket errors.
 func (r WrkResult) Errors() int64 { return r.ErrConnect + r.ErrRead + r.ErrWrite + r.ErrTimeout }
 
-// ParseWrk reads wrk's text output. It needs the summary line and Requests/sec, and the
+// parseWrk reads wrk's text output. It needs the summary line and Requests/sec, and the
 // latency distribution (run wrk with --latency); anything else missing is an error that quotes
 // the output, because a silently zero latency would be a fast-looking lie.
-func ParseWrk(out []byte) (WrkResult, error) {
+func parseWrk(out []byte) (WrkResult, error) {
 	var r WrkResult
 	var haveSummary, haveRPS, haveDist bool
 	inDist := false
@@ -46,58 +46,22 @@ func ParseWrk(out []byte) (WrkResult, error) {
 		case line == "Latency Distribution":
 			inDist = true
 		case inDist && len(f) == 2 && strings.HasSuffix(f[0], "%"):
-			d, err := ParseWrkDuration(f[1])
+			d, err := parseWrkDuration(f[1])
 			if err != nil {
 				return r, fmt.Errorf("parsing wrk latency line %q: %w", line, err)
 			}
-			switch f[0] {
-			case "50%":
-				r.P50, haveDist = d, true
-			case "75%":
-				r.P75 = d
-			case "90%":
-				r.P90 = d
-			case "99%":
-				r.P99 = d
+			if r.setPercentile(f[0], d) {
+				haveDist = true
 			}
 		case len(f) >= 6 && f[1] == "requests" && f[2] == "in" && f[len(f)-1] == "read":
-			// "120000 requests in 3.00s, 100.00MB read"
 			inDist = false
-			n, err := strconv.ParseInt(f[0], 10, 64)
-			if err != nil {
+			if err := r.parseSummary(f); err != nil {
 				return r, fmt.Errorf("parsing wrk summary %q: %w", line, err)
 			}
-			d, err := ParseWrkDuration(strings.TrimSuffix(f[3], ","))
-			if err != nil {
-				return r, fmt.Errorf("parsing wrk summary %q: %w", line, err)
-			}
-			b, err := ParseWrkBytes(f[4])
-			if err != nil {
-				return r, fmt.Errorf("parsing wrk summary %q: %w", line, err)
-			}
-			r.Requests, r.Duration, r.BytesRead, haveSummary = n, d, b, true
+			haveSummary = true
 		case strings.HasPrefix(line, "Socket errors:"):
-			// "Socket errors: connect 0, read 12, write 0, timeout 3"
-			fields := strings.Split(strings.TrimPrefix(line, "Socket errors:"), ",")
-			for _, kv := range fields {
-				p := strings.Fields(kv)
-				if len(p) != 2 {
-					return r, fmt.Errorf("parsing wrk socket errors %q", line)
-				}
-				n, err := strconv.ParseInt(p[1], 10, 64)
-				if err != nil {
-					return r, fmt.Errorf("parsing wrk socket errors %q: %w", line, err)
-				}
-				switch p[0] {
-				case "connect":
-					r.ErrConnect = n
-				case "read":
-					r.ErrRead = n
-				case "write":
-					r.ErrWrite = n
-				case "timeout":
-					r.ErrTimeout = n
-				}
+			if err := r.parseSocketErrors(strings.TrimPrefix(line, "Socket errors:")); err != nil {
+				return r, fmt.Errorf("parsing wrk socket errors %q: %w", line, err)
 			}
 		case strings.HasPrefix(line, "Non-2xx or 3xx responses:"):
 			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimPrefix(line, "Non-2xx or 3xx responses:")), 10, 64)
@@ -124,9 +88,70 @@ func ParseWrk(out []byte) (WrkResult, error) {
 	return r, nil
 }
 
-// ParseWrkDuration reads wrk's time format: a number with one of the units us, ms, s, m, h
+// setPercentile records the latency of one line of the distribution ("50%"); it reports
+// whether that was the median, the one line a distribution must have.
+func (r *WrkResult) setPercentile(pct string, d time.Duration) bool {
+	switch pct {
+	case "50%":
+		r.P50 = d
+		return true
+	case "75%":
+		r.P75 = d
+	case "90%":
+		r.P90 = d
+	case "99%":
+		r.P99 = d
+	}
+	return false
+}
+
+// parseSummary reads the fields of "120000 requests in 3.00s, 100.00MB read".
+func (r *WrkResult) parseSummary(f []string) error {
+	n, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return err
+	}
+	d, err := parseWrkDuration(strings.TrimSuffix(f[3], ","))
+	if err != nil {
+		return err
+	}
+	b, err := parseWrkBytes(f[4])
+	if err != nil {
+		return err
+	}
+	r.Requests, r.Duration, r.BytesRead = n, d, b
+	return nil
+}
+
+// parseSocketErrors reads what follows "Socket errors:" ("connect 0, read 12, write 0,
+// timeout 3").
+func (r *WrkResult) parseSocketErrors(list string) error {
+	for _, kv := range strings.Split(list, ",") {
+		p := strings.Fields(kv)
+		if len(p) != 2 {
+			return fmt.Errorf("%q is not a name and a count", strings.TrimSpace(kv))
+		}
+		n, err := strconv.ParseInt(p[1], 10, 64)
+		if err != nil {
+			return err
+		}
+		switch p[0] {
+		case "connect":
+			r.ErrConnect = n
+		case "read":
+			r.ErrRead = n
+		case "write":
+			r.ErrWrite = n
+		case "timeout":
+			r.ErrTimeout = n
+		}
+	}
+	return nil
+}
+
+// parseWrkDuration reads wrk's time format: a number with one of the units us, ms, s, m, h
 // ("213.45us", "1.02ms", "2.00s", "1.50m").
-func ParseWrkDuration(s string) (time.Duration, error) {
+func parseWrkDuration(s string) (time.Duration, error) {
 	units := []struct {
 		suffix string
 		unit   time.Duration
@@ -145,8 +170,8 @@ func ParseWrkDuration(s string) (time.Duration, error) {
 	return 0, fmt.Errorf("unknown wrk duration %q (want a number with us, ms, s, m or h)", s)
 }
 
-// ParseWrkBytes reads wrk's binary size format: "512.00B", "1.50KB", "100.00MB", "1.12GB".
-func ParseWrkBytes(s string) (float64, error) {
+// parseWrkBytes reads wrk's binary size format: "512.00B", "1.50KB", "100.00MB", "1.12GB".
+func parseWrkBytes(s string) (float64, error) {
 	num, ok := strings.CutSuffix(s, "B")
 	if !ok {
 		return 0, fmt.Errorf("unknown wrk size %q (want a number with B, KB, MB, GB, TB or PB)", s)
@@ -166,8 +191,8 @@ func ParseWrkBytes(s string) (float64, error) {
 	return v * mult, nil
 }
 
-// ParseWrkMetric reads wrk's decimal metric format used for Req/Sec: "950.00", "89.12k", "1.20M".
-func ParseWrkMetric(s string) (float64, error) {
+// parseWrkMetric reads wrk's decimal metric format used for Req/Sec: "950.00", "89.12k", "1.20M".
+func parseWrkMetric(s string) (float64, error) {
 	mult := 1.0
 	for _, p := range []struct {
 		s string
@@ -185,8 +210,8 @@ func ParseWrkMetric(s string) (float64, error) {
 	return v * mult, nil
 }
 
-// WrkRun describes one load run.
-type WrkRun struct {
+// wrkCommand describes one load run.
+type wrkCommand struct {
 	Wrk         string // the wrk binary ("wrk" from PATH if empty)
 	URL         string
 	Duration    time.Duration
@@ -200,7 +225,7 @@ type WrkRun struct {
 }
 
 // Args is the command line for r (without pinning).
-func (r WrkRun) Args() []string {
+func (r wrkCommand) Args() []string {
 	wrk := r.Wrk
 	if wrk == "" {
 		wrk = "wrk"
@@ -225,7 +250,7 @@ func (r WrkRun) Args() []string {
 
 // Run runs wrk and parses its output. The run is bounded: wrk is killed 30 s after its
 // duration should have ended.
-func (r WrkRun) Run(ctx context.Context) (WrkResult, []byte, error) {
+func (r wrkCommand) Run(ctx context.Context) (WrkResult, []byte, error) {
 	args := pinned(r.CPUs, r.Args())
 	ctx, cancel := context.WithTimeout(ctx, r.Duration+30*time.Second)
 	defer cancel()
@@ -236,7 +261,7 @@ func (r WrkRun) Run(ctx context.Context) (WrkResult, []byte, error) {
 	if err != nil {
 		return WrkResult{}, out, fmt.Errorf("running %s: %w\n%s%s", strings.Join(args, " "), err, out, stderr.Bytes())
 	}
-	res, err := ParseWrk(out)
+	res, err := parseWrk(out)
 	return res, out, err
 }
 

@@ -50,7 +50,7 @@ Transfer/sec:     19.11MB
 `
 
 func TestParseWrk(t *testing.T) {
-	r, err := ParseWrk([]byte(wrkMicros))
+	r, err := parseWrk([]byte(wrkMicros))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestParseWrk(t *testing.T) {
 		t.Errorf("ParseWrk =\n%+v\nwant\n%+v", r, want)
 	}
 
-	r, err = ParseWrk([]byte(wrkSlow))
+	r, err = parseWrk([]byte(wrkSlow))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestParseWrkRejectsIncompleteOutput(t *testing.T) {
 		"bad unit":                strings.Replace(wrkMicros, "812.00us", "812.00ns", 1),
 		"connection refused":      "unable to connect to 127.0.0.1:1 Connection refused\n",
 	} {
-		if _, err := ParseWrk([]byte(out)); err == nil {
+		if _, err := parseWrk([]byte(out)); err == nil {
 			t.Errorf("%s: ParseWrk accepted it", name)
 		}
 	}
@@ -98,29 +98,29 @@ func TestParseWrkUnits(t *testing.T) {
 		"0.00us": 0, "213.45us": 213450 * time.Nanosecond, "1.02ms": 1020 * time.Microsecond,
 		"2.00s": 2 * time.Second, "1.50m": 90 * time.Second, "1.00h": time.Hour,
 	} {
-		got, err := ParseWrkDuration(s)
+		got, err := parseWrkDuration(s)
 		if err != nil || got != want {
 			t.Errorf("ParseWrkDuration(%q) = %v, %v; want %v", s, got, err, want)
 		}
 	}
 	for _, bad := range []string{"", "us", "1.0", "3ns", "1,5ms"} {
-		if _, err := ParseWrkDuration(bad); err == nil {
+		if _, err := parseWrkDuration(bad); err == nil {
 			t.Errorf("ParseWrkDuration(%q) accepted", bad)
 		}
 	}
 	for s, want := range map[string]float64{
 		"512.00B": 512, "1.50KB": 1536, "100.00MB": 100 << 20, "1.12GB": 1.12 * (1 << 30), "2.00TB": 2 << 40,
 	} {
-		got, err := ParseWrkBytes(s)
+		got, err := parseWrkBytes(s)
 		if err != nil || !approx(got, want) {
 			t.Errorf("ParseWrkBytes(%q) = %v, %v; want %v", s, got, err, want)
 		}
 	}
-	if _, err := ParseWrkBytes("12MiB"); err == nil {
+	if _, err := parseWrkBytes("12MiB"); err == nil {
 		t.Error("ParseWrkBytes(12MiB) accepted")
 	}
 	for s, want := range map[string]float64{"950.00": 950, "89.12k": 89120, "1.20M": 1.2e6, "3.00G": 3e9} {
-		got, err := ParseWrkMetric(s)
+		got, err := parseWrkMetric(s)
 		if err != nil || !approx(got, want) {
 			t.Errorf("ParseWrkMetric(%q) = %v, %v; want %v", s, got, err, want)
 		}
@@ -140,7 +140,7 @@ end
 `
 
 // TestWrkAgainstRealNginx runs Debian's wrk against Debian's nginx on loopback and checks
-// that what ParseWrk reads from the text equals what wrk's Lua API reports exactly.
+// that what parseWrk reads from the text equals what wrk's Lua API reports exactly.
 func TestWrkAgainstRealNginx(t *testing.T) {
 	wrk := testenv.Tool(t, "wrk", "wrk")
 	nginx := testenv.Tool(t, "nginx", "nginx-light (or nginx)")
@@ -160,7 +160,7 @@ func TestWrkAgainstRealNginx(t *testing.T) {
 		{"404", fmt.Sprintf("http://127.0.0.1:%d/missing", srv.Config.HTTPPort), nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			run := WrkRun{Wrk: wrk, URL: tc.url, Duration: time.Second, Connections: 4, Threads: 1, Headers: tc.headers, Script: script}
+			run := wrkCommand{Wrk: wrk, URL: tc.url, Duration: time.Second, Connections: 4, Threads: 1, Headers: tc.headers, Script: script}
 			res, out, err := run.Run(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -197,7 +197,7 @@ func TestWrkAgainstRealNginx(t *testing.T) {
 }
 
 // startTestServer runs bin with the benchmark's config and content for the test's lifetime.
-func startTestServer(t *testing.T, bin string, k Knobs) *Server {
+func startTestServer(t *testing.T, bin string, k Knobs) *server {
 	t.Helper()
 	dir := t.TempDir()
 	// t.TempDir's directories are 0700; workers running as nobody must reach the content.
@@ -207,10 +207,10 @@ func startTestServer(t *testing.T, bin string, k Knobs) *Server {
 		}
 	}
 	content := filepath.Join(dir, "content")
-	if err := WriteContent(content); err != nil {
+	if err := writeContent(content); err != nil {
 		t.Fatal(err)
 	}
-	info, err := Probe(context.Background(), bin)
+	info, err := probe(context.Background(), bin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func startTestServer(t *testing.T, bin string, k Knobs) *Server {
 	}
 	c := Config{Knobs: k, Prefix: filepath.Join(dir, "server"), Content: content, HTTPPort: ports[0], HTTPSPort: ports[1], FullHandshakePort: ports[2],
 		User: usr, Group: grp, TempPaths: info.TempPaths()}
-	s, err := StartServer(context.Background(), "test", info.Path, c, nil)
+	s, err := startServer(context.Background(), "test", info.Path, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

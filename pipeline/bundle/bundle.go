@@ -27,7 +27,7 @@ type Options struct {
 	// (default /usr/sbin/nginx and /etc/nginx/nginx.conf).
 	Binary, Config string
 	// NginxConf is the content of the config the unit runs; LimitNOFILE is taken from its
-	// worker_rlimit_nofile (see NofileLimit).
+	// worker_rlimit_nofile (see nofileLimit).
 	NginxConf []byte
 }
 
@@ -45,21 +45,21 @@ func (o *Options) defaults() {
 
 // The writable directories of the runtime contract, relative to /run, /var/cache and /var/log.
 const (
-	RuntimeDir = "nginx" // /run/nginx: nginx.pid
-	CacheDir   = "nginx" // /var/cache/nginx: client_body, proxy, fastcgi, uwsgi, scgi temp paths
-	LogsDir    = "nginx" // /var/log/nginx: access.log and error.log (see the unit)
+	runtimeDir = "nginx" // /run/nginx: nginx.pid
+	cacheDir   = "nginx" // /var/cache/nginx: client_body, proxy, fastcgi, uwsgi, scgi temp paths
+	logsDir    = "nginx" // /var/log/nginx: access.log and error.log (see the unit)
 )
 
 var nameRE = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,30}$`)
 
 var directiveRE = regexp.MustCompile(`(?m)^\s*(worker_rlimit_nofile|worker_connections|worker_processes)\s+([^;#\s]+)\s*;`)
 
-// NofileLimit is the LimitNOFILE the unit sets: the config's worker_rlimit_nofile, because an
+// nofileLimit is the LimitNOFILE the unit sets: the config's worker_rlimit_nofile, because an
 // unprivileged master cannot raise a worker's limit above the hard limit systemd gives it.
 // Without worker_rlimit_nofile, nginx keeps the inherited limit, and each connection needs
 // up to two descriptors (client and upstream), so the unit gives 2 x worker_connections,
 // at least 1024 (the kernel's default soft limit).
-func NofileLimit(conf []byte) (int, error) {
+func nofileLimit(conf []byte) (int, error) {
 	vals := map[string]string{}
 	for _, m := range directiveRE.FindAllSubmatch(conf, -1) {
 		vals[string(m[1])] = string(m[2])
@@ -160,8 +160,8 @@ SystemCallErrorNumber=EPERM
 WantedBy=multi-user.target
 `))
 
-// Unit renders the systemd unit.
-func Unit(o Options) ([]byte, error) {
+// renderUnit renders the systemd unit.
+func renderUnit(o Options) ([]byte, error) {
 	o.defaults()
 	if !nameRE.MatchString(o.Name) {
 		return nil, fmt.Errorf("bundle: name %q is not a valid user and unit name (lower case letters, digits, - and _)", o.Name)
@@ -171,14 +171,14 @@ func Unit(o Options) ([]byte, error) {
 			return nil, fmt.Errorf("bundle: %s path %q must be absolute, without spaces, quotes, %% or $", p.flag, p.v)
 		}
 	}
-	nofile, err := NofileLimit(o.NginxConf)
+	nofile, err := nofileLimit(o.NginxConf)
 	if err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
 	var b bytes.Buffer
 	err = unitTemplate.Execute(&b, map[string]any{
 		"Name": o.Name, "Binary": o.Binary, "Config": o.Config, "Nofile": nofile,
-		"RuntimeDir": RuntimeDir, "CacheDir": CacheDir, "LogsDir": LogsDir,
+		"RuntimeDir": runtimeDir, "CacheDir": cacheDir, "LogsDir": logsDir,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bundle: rendering the unit: %w", err)
@@ -186,24 +186,24 @@ func Unit(o Options) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Sysusers is the sysusers.d entry that creates the service's system user and group
+// sysusersEntry is the sysusers.d entry that creates the service's system user and group
 // (systemd-sysusers runs it at boot and on package install; run it by hand after copying).
-func Sysusers(o Options) []byte {
+func sysusersEntry(o Options) []byte {
 	o.defaults()
 	return []byte(fmt.Sprintf("# The %[1]s service's own user: no login shell, no home.\nu %[1]s - \"nginx-forge web server\" /nonexistent /usr/sbin/nologin\n", o.Name))
 }
 
-// Setting is one kernel parameter of the sysctl file.
-type Setting struct {
+// setting is one kernel parameter of the sysctl file.
+type setting struct {
 	Key   string
 	Value int
 	Why   string
 }
 
-// Sysctls are the kernel settings, each with why. They raise queue limits, so they cost only
+// sysctls are the kernel settings, each with why. They raise queue limits, so they cost only
 // memory under load; fs.file-max is not among them: on 64-bit kernels its default is already
 // in the millions, and what limits nginx is the per-process LimitNOFILE in the unit.
-var Sysctls = []Setting{
+var sysctls = []setting{
 	{"net.core.somaxconn", 65535, `Upper bound of a listening socket's accept queue (kernel default 4096 since Linux 5.4,
 128 before). nginx asks for 511 on Linux unless a listen directive says backlog=N, and the
 kernel uses the smaller of the two: raise both ("listen 443 ssl backlog=65535;") for bursts of
@@ -221,11 +221,11 @@ such SYNs, which clients detect and stop using it.`},
 namespace.`},
 }
 
-// SysctlConf renders the sysctl.d file.
-func SysctlConf() []byte {
+// sysctlConf renders the sysctl.d file.
+func sysctlConf() []byte {
 	var b bytes.Buffer
 	b.WriteString("# Kernel settings for a busy nginx (nginx-forge). Applied at boot by systemd-sysctl;\n# apply now with: sysctl --system\n")
-	for _, s := range Sysctls {
+	for _, s := range sysctls {
 		b.WriteString("\n")
 		sc := bufio.NewScanner(strings.NewReader(s.Why))
 		for sc.Scan() {
@@ -237,16 +237,16 @@ func SysctlConf() []byte {
 }
 
 // Paths of the bundle's files, relative to the root Write fills.
-func UnitPath(name string) string     { return filepath.Join("etc", "systemd", "system", name+".service") }
-func SysusersPath(name string) string { return filepath.Join("usr", "lib", "sysusers.d", name+".conf") }
-func SysctlPath(name string) string   { return filepath.Join("etc", "sysctl.d", "60-"+name+".conf") }
+func unitPath(name string) string     { return filepath.Join("etc", "systemd", "system", name+".service") }
+func sysusersPath(name string) string { return filepath.Join("usr", "lib", "sysusers.d", name+".conf") }
+func sysctlPath(name string) string   { return filepath.Join("etc", "sysctl.d", "60-"+name+".conf") }
 
 // Write writes the unit, the sysusers.d entry and the sysctl.d file under root at their
 // system paths (root/etc/systemd/system/..., root/usr/lib/sysusers.d/..., root/etc/sysctl.d/...),
 // so that copying root onto / installs them. It returns the paths written.
 func Write(root string, o Options) ([]string, error) {
 	o.defaults()
-	unit, err := Unit(o)
+	unit, err := renderUnit(o)
 	if err != nil {
 		return nil, err
 	}
@@ -254,9 +254,9 @@ func Write(root string, o Options) ([]string, error) {
 		rel  string
 		data []byte
 	}{
-		{UnitPath(o.Name), unit},
-		{SysusersPath(o.Name), Sysusers(o)},
-		{SysctlPath(o.Name), SysctlConf()},
+		{unitPath(o.Name), unit},
+		{sysusersPath(o.Name), sysusersEntry(o)},
+		{sysctlPath(o.Name), sysctlConf()},
 	}
 	var written []string
 	for _, f := range files {

@@ -42,13 +42,13 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestGolden(t *testing.T) {
-	unit, err := Unit(Options{NginxConf: []byte(sampleConf)})
+	unit, err := renderUnit(Options{NginxConf: []byte(sampleConf)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "nginx-forge.service", unit)
-	golden(t, "sysctl.conf", SysctlConf())
-	golden(t, "sysusers.conf", Sysusers(Options{}))
+	golden(t, "sysctl.conf", sysctlConf())
+	golden(t, "sysusers.conf", sysusersEntry(Options{}))
 }
 
 func TestNofileLimit(t *testing.T) {
@@ -58,15 +58,15 @@ func TestNofileLimit(t *testing.T) {
 		"events { }\n": 1024,
 		"# worker_rlimit_nofile 9;\nworker_rlimit_nofile 2048;\n": 2048,
 	} {
-		got, err := NofileLimit([]byte(conf))
+		got, err := nofileLimit([]byte(conf))
 		if err != nil || got != want {
 			t.Errorf("NofileLimit(%q) = %d, %v; want %d", conf, got, err, want)
 		}
 	}
-	if _, err := NofileLimit([]byte("worker_rlimit_nofile lots;")); err == nil || !strings.Contains(err.Error(), "worker_rlimit_nofile") {
+	if _, err := nofileLimit([]byte("worker_rlimit_nofile lots;")); err == nil || !strings.Contains(err.Error(), "worker_rlimit_nofile") {
 		t.Errorf("NofileLimit(bad) = %v", err)
 	}
-	unit, err := Unit(Options{NginxConf: []byte(sampleConf)})
+	unit, err := renderUnit(Options{NginxConf: []byte(sampleConf)})
 	if err != nil || !bytes.Contains(unit, []byte("\nLimitNOFILE=65536\n")) {
 		t.Errorf("unit does not carry the config's worker_rlimit_nofile: %v\n%s", err, unit)
 	}
@@ -79,7 +79,7 @@ func TestUnitRejectsBadOptions(t *testing.T) {
 		{Config: "/etc/nginx/my nginx.conf"},
 		{Binary: "/opt/$HOME/nginx"},
 	} {
-		if _, err := Unit(o); err == nil {
+		if _, err := renderUnit(o); err == nil {
 			t.Errorf("Unit(%+v) accepted", o)
 		}
 	}
@@ -103,7 +103,7 @@ func TestSystemdAcceptsUnit(t *testing.T) {
 	if len(paths) != 3 {
 		t.Fatalf("Write wrote %v", paths)
 	}
-	unit := filepath.Join(root, UnitPath("nginx-forge"))
+	unit := filepath.Join(root, unitPath("nginx-forge"))
 
 	out, err := exec.Command(analyze, "verify", unit).CombinedOutput()
 	if err != nil || len(bytes.TrimSpace(out)) > 0 {
@@ -137,7 +137,7 @@ func TestSystemdAcceptsUnit(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(scratch, "etc"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(sysusers, "--root="+scratch, filepath.Join(root, SysusersPath("nginx-forge"))).CombinedOutput(); err != nil {
+	if out, err := exec.Command(sysusers, "--root="+scratch, filepath.Join(root, sysusersPath("nginx-forge"))).CombinedOutput(); err != nil {
 		t.Fatalf("systemd-sysusers: %v\n%s", err, out)
 	}
 	passwd, _ := os.ReadFile(filepath.Join(scratch, "etc", "passwd"))
@@ -163,7 +163,7 @@ func TestExecLinesRunNginx(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(c), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	unit, err := Unit(Options{Binary: nginx, Config: conf, NginxConf: []byte(c)})
+	unit, err := renderUnit(Options{Binary: nginx, Config: conf, NginxConf: []byte(c)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func splitSystemd(s string) ([]string, error) {
 // and the values the kernel keeps per network namespace are accepted by a fresh namespace
 // (the host's settings are not touched).
 func TestSysctlKeysExist(t *testing.T) {
-	conf := string(SysctlConf())
+	conf := string(sysctlConf())
 	seen := 0
 	for _, line := range strings.Split(conf, "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -245,14 +245,14 @@ func TestSysctlKeysExist(t *testing.T) {
 		}
 		seen++
 	}
-	if seen != len(Sysctls) {
-		t.Errorf("the file sets %d keys, Sysctls has %d", seen, len(Sysctls))
+	if seen != len(sysctls) {
+		t.Errorf("the file sets %d keys, Sysctls has %d", seen, len(sysctls))
 	}
 
 	testenv.Root(t)
 	unshare := testenv.Tool(t, "unshare", "util-linux")
 	var script strings.Builder
-	for _, s := range Sysctls {
+	for _, s := range sysctls {
 		p := filepath.Join("/proc/sys", strings.ReplaceAll(s.Key, ".", "/"))
 		// Global keys (netdev_max_backlog) do not exist in a new namespace.
 		fmt.Fprintf(&script, "if [ -e %[1]s ]; then echo %[2]d > %[1]s && echo \"%[3]s=$(cat %[1]s)\"; fi\n", p, s.Value, s.Key)
@@ -262,7 +262,7 @@ func TestSysctlKeysExist(t *testing.T) {
 		t.Fatalf("applying the per-namespace settings in a new network namespace: %v\n%s", err, out)
 	}
 	applied := 0
-	for _, s := range Sysctls {
+	for _, s := range sysctls {
 		if bytes.Contains(out, []byte(fmt.Sprintf("%s=%d\n", s.Key, s.Value))) {
 			applied++
 		}

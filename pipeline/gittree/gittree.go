@@ -39,26 +39,26 @@ type entry struct {
 	sub  dir
 }
 
-// OfFile is OfTarball of the file at name.
+// OfFile is ofTarball of the file at name.
 func OfFile(name string) (string, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	id, err := OfTarball(f)
+	id, err := ofTarball(f)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	return id, nil
 }
 
-// OfTarball returns the tree ID (40 lower-case hex digits) of a tarball's contents below its
+// ofTarball returns the tree ID (40 lower-case hex digits) of a tarball's contents below its
 // one top-level directory (the layout of `git archive --prefix=NAME/` and of release
 // tarballs). The tarball may be gzip-compressed. Directories without files are not part of a
 // git tree and are ignored, as git ignores them; a hard link, device or FIFO is an error,
 // since git cannot hold one.
-func OfTarball(r io.Reader) (string, error) {
+func ofTarball(r io.Reader) (string, error) {
 	br := bufio.NewReader(r)
 	var in io.Reader = br
 	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {

@@ -2,6 +2,7 @@ package image
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
@@ -30,7 +31,7 @@ func builtComponents(l *lock.Lock, o options) []lock.Component {
 	}
 	modules := builtModules(l, o)
 	for _, m := range plan.Modules {
-		if contains(modules, m.Name) {
+		if slices.Contains(modules, m.Name) {
 			for _, c := range m.Components {
 				want[c] = true
 			}
@@ -98,15 +99,6 @@ func matchAnnotations(anns map[string]string, l *lock.Lock, built []lock.Compone
 	return nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // sbomLicenseExpression is the licence of what nginx is built from (the image annotation's
 // and the SBOM's image package): the required components', the built optional ones' and
 // libcrypt's, each term once.
@@ -122,7 +114,7 @@ func sbomLicenseExpression(l *lock.Lock, o options) string {
 		built = builtComponents(l, o)
 	}
 	for _, c := range built {
-		if !contains(lock.ComponentOrder, c.Name) {
+		if !slices.Contains(lock.ComponentOrder, c.Name) {
 			names = append(names, c.Name)
 		}
 	}

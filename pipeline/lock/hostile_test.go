@@ -32,7 +32,7 @@ func TestParseRefusesHostileText(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		old, new string
-		field    string // the *FieldError's Field ("" when the error is no FieldError)
+		field    string // the *fieldError's Field ("" when the error is no fieldError)
 		want     string
 	}{
 		{"duplicate component key", nginxSHA, nginxSHA + "\n" + other, "components[3].sha256", `"sha256" appears twice`},
@@ -67,9 +67,9 @@ func TestParseRefusesHostileText(t *testing.T) {
 				t.Fatal("Parse accepted it")
 			}
 			if tc.field != "" {
-				var fe *FieldError
+				var fe *fieldError
 				if !errors.As(err, &fe) || fe.Field != tc.field {
-					t.Errorf("error %v: want a *FieldError for %s", err, tc.field)
+					t.Errorf("error %v: want a *fieldError for %s", err, tc.field)
 				}
 			}
 			if !strings.Contains(err.Error(), tc.want) {

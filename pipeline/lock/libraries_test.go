@@ -86,9 +86,9 @@ func TestLibraryRoles(t *testing.T) {
 		l := variant()
 		tc.change(l)
 		err := l.Validate()
-		var fe *FieldError
+		var fe *fieldError
 		if !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err = %v, want a FieldError containing %q", tc.name, err, tc.want)
+			t.Errorf("%s: err = %v, want a fieldError containing %q", tc.name, err, tc.want)
 		}
 	}
 	if err := variant().Validate(); err != nil {
@@ -101,8 +101,8 @@ func TestCompareVersions(t *testing.T) {
 		a, b string
 		want int
 	}{{"1.29.2", "1.29.2", 0}, {"1.30.4", "1.29.2", 1}, {"1.26.2", "1.29.2", -1}, {"1.29", "1.29.0", 0}, {"1.100.0", "1.29.9", 1}} {
-		if got := CompareVersions(c.a, c.b); got != c.want {
-			t.Errorf("CompareVersions(%s, %s) = %d, want %d", c.a, c.b, got, c.want)
+		if got := compareVersions(c.a, c.b); got != c.want {
+			t.Errorf("compareVersions(%s, %s) = %d, want %d", c.a, c.b, got, c.want)
 		}
 	}
 }

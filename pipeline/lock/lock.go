@@ -16,8 +16,8 @@ import (
 	"strings"
 )
 
-// SchemaVersion is the only lock schema this code reads and writes.
-const SchemaVersion = 1
+// schemaVersion is the only lock schema this code reads and writes.
+const schemaVersion = 1
 
 // Component names, in build order. The plan relies on these names (stage names become
 // DEP_<NAME> variables, hence underscores).
@@ -76,7 +76,7 @@ func (l *Lock) oneOf(names []string) string {
 }
 
 // Optional components: third-party nginx modules and the libraries they need. A lock may
-// leave them out; a lock that has a module must have its library (OptionalRequires), and
+// leave them out; a lock that has a module must have its library (optionalRequires), and
 // the plan compiles a module into nginx only when the lock has it.
 const (
 	// Brotli is google/brotli, the library ngx_brotli compresses with.
@@ -90,16 +90,16 @@ const (
 	ZstdNginxModule = "zstd_nginx_module"
 )
 
-// OptionalOrder is the order optional components are built in and written in (after
+// optionalOrder is the order optional components are built in and written in (after
 // ComponentOrder).
-var OptionalOrder = []string{Brotli, NgxBrotli, Zstd, ZstdNginxModule}
+var optionalOrder = []string{Brotli, NgxBrotli, Zstd, ZstdNginxModule}
 
-// OptionalRequires maps an optional module component to the library component it needs.
-var OptionalRequires = map[string]string{NgxBrotli: Brotli, ZstdNginxModule: Zstd}
+// optionalRequires maps an optional module component to the library component it needs.
+var optionalRequires = map[string]string{NgxBrotli: Brotli, ZstdNginxModule: Zstd}
 
 // AllComponents is every component name a lock may hold, in build and write order.
 func AllComponents() []string {
-	return append(append([]string(nil), ComponentOrder...), OptionalOrder...)
+	return append(append([]string(nil), ComponentOrder...), optionalOrder...)
 }
 
 // Lock is the whole lock file.
@@ -307,16 +307,16 @@ func BuiltinAt(file string) (Builtin, bool) {
 	return Builtin{}, false
 }
 
-// MaxSize is the largest lock Load and Parse accept. The shipped lock is a few KB; a file
+// maxSize is the largest lock Load and Parse accept. The shipped lock is a few KB; a file
 // past this is not a lock (a tarball or a log given to --lock by mistake), and reading,
 // decoding and quoting it in an error would cost memory in proportion to its size.
-const MaxSize = 1 << 20
+const maxSize = 1 << 20
 
-// SizeError is a lock over MaxSize.
-type SizeError struct{ Size int64 }
+// sizeError is a lock over maxSize.
+type sizeError struct{ Size int64 }
 
-func (e *SizeError) Error() string {
-	return fmt.Sprintf("is over the %d-byte (1 MiB) limit for a lock (%d bytes or more; the shipped lock is a few KB): is it the right file?", MaxSize, e.Size)
+func (e *sizeError) Error() string {
+	return fmt.Sprintf("is over the %d-byte (1 MiB) limit for a lock (%d bytes or more; the shipped lock is a few KB): is it the right file?", maxSize, e.Size)
 }
 
 // Load reads and strictly parses a lock file.
@@ -334,16 +334,16 @@ func LoadBytes(file string) (*Lock, []byte, error) {
 	}
 	defer f.Close()
 	// One byte past the limit is enough to know it is too big.
-	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	b, err := io.ReadAll(io.LimitReader(f, maxSize+1))
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading lock file %q: %w", file, err)
 	}
-	if len(b) > MaxSize {
+	if len(b) > maxSize {
 		size := int64(len(b))
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 			size = fi.Size()
 		}
-		return nil, nil, fmt.Errorf("lock file %q %w", file, &SizeError{size})
+		return nil, nil, fmt.Errorf("lock file %q %w", file, &sizeError{size})
 	}
 	l, err := Parse(b)
 	if err != nil {
@@ -354,8 +354,8 @@ func LoadBytes(file string) (*Lock, []byte, error) {
 
 // Parse strictly decodes and validates a lock. Unknown fields and trailing data are errors.
 func Parse(b []byte) (*Lock, error) {
-	if len(b) > MaxSize {
-		return nil, fmt.Errorf("the lock %w", &SizeError{int64(len(b))})
+	if len(b) > maxSize {
+		return nil, fmt.Errorf("the lock %w", &sizeError{int64(len(b))})
 	}
 	if err := notAnObject(b); err != nil {
 		return nil, err
@@ -405,7 +405,7 @@ func notAnObject(b []byte) error {
 	default:
 		what = "not JSON"
 	}
-	return fmt.Errorf("the lock is %s: it must be a JSON object ({\"schema\": %d, \"components\": [...], ...}) like %s", what, SchemaVersion, DefaultPath)
+	return fmt.Errorf("the lock is %s: it must be a JSON object ({\"schema\": %d, \"components\": [...], ...}) like %s", what, schemaVersion, DefaultPath)
 }
 
 // emptyUnsigned reports an "unsigned" field that is present but empty: decoded, it is the
@@ -426,7 +426,7 @@ func emptyUnsigned(b []byte) error {
 		if err := json.Unmarshal(r, &reason); err == nil && reason == "" {
 			var name string
 			json.Unmarshal(c["name"], &name)
-			return &FieldError{fmt.Sprintf("components[%d] (%s).unsigned", i, name), unsignedEmpty}
+			return &fieldError{fmt.Sprintf("components[%d] (%s).unsigned", i, name), unsignedEmpty}
 		}
 	}
 	return nil

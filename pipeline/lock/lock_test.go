@@ -45,7 +45,7 @@ func TestParseRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		edit func(m map[string]any)
-		// field is the *FieldError's Field; "" when the error comes from the JSON decoder.
+		// field is the *fieldError's Field; "" when the error comes from the JSON decoder.
 		field string
 		// want must appear in the message (the field's JSON name for decoder errors).
 		want string
@@ -122,10 +122,10 @@ func TestParseRejects(t *testing.T) {
 			if err == nil {
 				t.Fatal("Parse accepted it")
 			}
-			var fe *FieldError
+			var fe *fieldError
 			if tc.field != "" {
 				if !errors.As(err, &fe) {
-					t.Fatalf("error is not a *FieldError: %v", err)
+					t.Fatalf("error is not a *fieldError: %v", err)
 				}
 				if fe.Field != tc.field {
 					t.Errorf("Field = %q, want %q (%v)", fe.Field, tc.field, err)
@@ -165,9 +165,9 @@ func TestLoadNamesTheFile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), "schema") {
 		t.Errorf("err = %v, want the file name and the field", err)
 	}
-	var fe *FieldError
+	var fe *fieldError
 	if !errors.As(err, &fe) {
-		t.Errorf("Load does not wrap the *FieldError: %v", err)
+		t.Errorf("Load does not wrap the *fieldError: %v", err)
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "missing.json")); err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: err = %v", err)
@@ -352,7 +352,7 @@ func TestUnsignedWithoutReason(t *testing.T) {
 }
 
 // Optional components: a library alone is allowed (the plan builds nothing from it until its
-// module is there), and they are written after the required ones, in OptionalOrder.
+// module is there), and they are written after the required ones, in optionalOrder.
 func TestOptionalComponents(t *testing.T) {
 	l, err := Load(testLockFile)
 	if err != nil {
@@ -413,10 +413,10 @@ func TestURLErrorsHidePasswords(t *testing.T) {
 	}
 }
 
-// A lock over MaxSize is refused with the limit named, before it is decoded; a huge field
+// A lock over maxSize is refused with the limit named, before it is decoded; a huge field
 // within the limit is not quoted whole.
 func TestSizeLimit(t *testing.T) {
-	big := mutate(t, func(m map[string]any) { comp(m, 3)["version"] = strings.Repeat("9", MaxSize) })
+	big := mutate(t, func(m map[string]any) { comp(m, 3)["version"] = strings.Repeat("9", maxSize) })
 	file := filepath.Join(t.TempDir(), "big.lock.json")
 	if err := os.WriteFile(file, big, 0o644); err != nil {
 		t.Fatal(err)
@@ -426,23 +426,23 @@ func TestSizeLimit(t *testing.T) {
 		"Parse": func() error { _, err := Parse(big); return err },
 	} {
 		err := parse()
-		var se *SizeError
+		var se *sizeError
 		if !errors.As(err, &se) || !strings.Contains(err.Error(), "1 MiB") || !strings.Contains(err.Error(), "1048576") {
-			t.Errorf("%s of a %d-byte lock: %v; want a *SizeError naming the 1 MiB limit", name, len(big), err)
+			t.Errorf("%s of a %d-byte lock: %v; want a *sizeError naming the 1 MiB limit", name, len(big), err)
 		}
 		if err != nil && len(err.Error()) > 400 {
 			t.Errorf("%s: the error is %d bytes long", name, len(err.Error()))
 		}
 	}
 	// Just under the limit: the field is refused, and quoted only in part.
-	under := mutate(t, func(m map[string]any) { comp(m, 3)["version"] = strings.Repeat("x", MaxSize/2) })
+	under := mutate(t, func(m map[string]any) { comp(m, 3)["version"] = strings.Repeat("x", maxSize/2) })
 	_, err := Parse(under)
-	var fe *FieldError
+	var fe *fieldError
 	if !errors.As(err, &fe) || fe.Field != "components[3] (nginx).version" {
 		t.Fatalf("err = %v, want the version field refused", err)
 	}
 	if n := len(err.Error()); n > 500 || !strings.Contains(err.Error(), "bytes in all") {
-		t.Errorf("the error quotes %d bytes of a %d-byte field: %.200s", n, MaxSize/2, err)
+		t.Errorf("the error quotes %d bytes of a %d-byte field: %.200s", n, maxSize/2, err)
 	}
 }
 

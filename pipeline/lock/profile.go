@@ -27,15 +27,15 @@ type Profile struct {
 	SHA256 string `json:"sha256"`
 }
 
-// ProfileSourcePrefix starts the name a recorded profile goes by among a plan's sources
+// profileSourcePrefix starts the name a recorded profile goes by among a plan's sources
 // (Stage.Source.Component) and fetched files: "pgo-profile-amd64".
-const ProfileSourcePrefix = "pgo-profile-"
+const profileSourcePrefix = "pgo-profile-"
 
 // profileUnsigned is the reason a recorded profile has no signature: the SBOM and the build
 // log print it like any unsigned component's.
 const profileUnsigned = "a PGO profile recorded by `ci pgo-profile` from this lock's own sources: counters that steer the compiler's optimization, no code; pinned by its SHA-256 in the lock"
 
-// Source returns the profile as a source: named ProfileSourcePrefix+arch, versioned by the
+// Source returns the profile as a source: named profileSourcePrefix+arch, versioned by the
 // start of its training key, fetched and verified by checksum like an unsigned component.
 func (p Profile) Source() Component {
 	_, arch, _ := strings.Cut(p.Platform, "/")
@@ -43,7 +43,7 @@ func (p Profile) Source() Component {
 	if len(v) > 12 {
 		v = v[:12]
 	}
-	return Component{Name: ProfileSourcePrefix + arch, Version: v, URL: p.URL, SHA256: p.SHA256, Unsigned: profileUnsigned}
+	return Component{Name: profileSourcePrefix + arch, Version: v, URL: p.URL, SHA256: p.SHA256, Unsigned: profileUnsigned}
 }
 
 // ProfilesDir is where a profile kept in the repository lives, relative to its lock file
@@ -130,24 +130,24 @@ func (l *Lock) validateProfiles() error {
 	for i, p := range l.Profiles {
 		f := fmt.Sprintf("profiles[%d]", i)
 		if !profilePlatformRE.MatchString(p.Platform) {
-			return &FieldError{f + ".platform", fmt.Sprintf("%q is not linux/amd64 or linux/arm64", p.Platform)}
+			return &fieldError{f + ".platform", fmt.Sprintf("%q is not linux/amd64 or linux/arm64", p.Platform)}
 		}
 		if seen[p.Platform] {
-			return &FieldError{f + ".platform", fmt.Sprintf("%s has a second profile: keep the one `ci pgo-profile` recorded last", p.Platform)}
+			return &fieldError{f + ".platform", fmt.Sprintf("%s has a second profile: keep the one `ci pgo-profile` recorded last", p.Platform)}
 		}
 		seen[p.Platform] = true
 		if !trainingKeyRE.MatchString(p.Training) {
-			return &FieldError{f + ".training", fmt.Sprintf("%q is not the 64 lower-case hex digits `ci pgo-profile` prints", p.Training)}
+			return &fieldError{f + ".training", fmt.Sprintf("%q is not the 64 lower-case hex digits `ci pgo-profile` prints", p.Training)}
 		}
 		if p.InRepo() {
 			if err := checkRepoPath(p.URL); err != nil {
-				return &FieldError{f + ".url", err.Error()}
+				return &fieldError{f + ".url", err.Error()}
 			}
 		} else if err := checkURL(p.URL); err != nil {
-			return &FieldError{f + ".url", err.Error()}
+			return &fieldError{f + ".url", err.Error()}
 		}
 		if !sha256RE.MatchString(p.SHA256) {
-			return &FieldError{f + ".sha256", fmt.Sprintf("%q is not 64 lower-case hex digits", p.SHA256)}
+			return &fieldError{f + ".sha256", fmt.Sprintf("%q is not 64 lower-case hex digits", p.SHA256)}
 		}
 	}
 	return nil

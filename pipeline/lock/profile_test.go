@@ -29,7 +29,7 @@ func TestProfilesParse(t *testing.T) {
 	if _, ok := l.Profile("linux/arm64", p.Training); ok {
 		t.Error("an amd64 profile was found for arm64")
 	}
-	src, ok := l.Input(ProfileSourcePrefix + "amd64")
+	src, ok := l.Input(profileSourcePrefix + "amd64")
 	if !ok || src.SHA256 != p.SHA256 || src.URL != p.URL || src.Unsigned == "" || src.Version != "0a0a0a0a0a0a" {
 		t.Errorf("Input of the profile: %+v, %v", src, ok)
 	}
@@ -57,13 +57,13 @@ func TestProfilesParse(t *testing.T) {
 			m["profiles"] = []any{p}
 		})
 		_, err := Parse(b)
-		var fe *FieldError
+		var fe *fieldError
 		if !errors.As(err, &fe) || fe.Field != tc.field {
 			t.Errorf("%s: got %v", tc.field, err)
 		}
 	}
 	b = mutate(t, func(m map[string]any) { m["profiles"] = []any{goodProfile(), goodProfile()} })
-	var fe *FieldError
+	var fe *fieldError
 	if _, err := Parse(b); !errors.As(err, &fe) || fe.Field != "profiles[1].platform" {
 		t.Errorf("two profiles for one platform: %v", err)
 	}

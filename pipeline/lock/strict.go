@@ -84,28 +84,28 @@ func checkURLText(raw string) error {
 // both given, they must agree.
 func checkImage(field string, im Image) error {
 	if im.Ref == "" {
-		return &FieldError{field + ".ref", "is empty"}
+		return &fieldError{field + ".ref", "is empty"}
 	}
 	if err := checkText(im.Ref); err != nil {
-		return &FieldError{field + ".ref", fmt.Sprintf("%q %v", im.Ref, err)}
+		return &fieldError{field + ".ref", fmt.Sprintf("%q %v", im.Ref, err)}
 	}
 	if strings.Contains(im.Ref, "://") {
-		return &FieldError{field + ".ref", fmt.Sprintf("%q is a URL: give an image reference like docker.io/library/ubuntu:24.04", im.Ref)}
+		return &fieldError{field + ".ref", fmt.Sprintf("%q is a URL: give an image reference like docker.io/library/ubuntu:24.04", im.Ref)}
 	}
 	if at := strings.Index(im.Ref, "@"); at >= 0 {
 		d := im.Ref[at+1:]
 		if !digestRE.MatchString(d) {
-			return &FieldError{field + ".ref", fmt.Sprintf("%q has an @ that is not followed by a sha256:<64 hex digits> digest (credentials, user:password@, never belong in a lock; registries take them from the keychain)", redactRef(im.Ref))}
+			return &fieldError{field + ".ref", fmt.Sprintf("%q has an @ that is not followed by a sha256:<64 hex digits> digest (credentials, user:password@, never belong in a lock; registries take them from the keychain)", redactRef(im.Ref))}
 		}
 		if im.Digest != "" && im.Digest != d {
-			return &FieldError{field + ".digest", fmt.Sprintf("%q differs from the digest in the ref (%s): keep one", im.Digest, d)}
+			return &fieldError{field + ".digest", fmt.Sprintf("%q differs from the digest in the ref (%s): keep one", im.Digest, d)}
 		}
 	}
 	if _, err := name.ParseReference(im.Ref); err != nil {
-		return &FieldError{field + ".ref", fmt.Sprintf("%q is not an image reference like docker.io/library/ubuntu:24.04", im.Ref)}
+		return &fieldError{field + ".ref", fmt.Sprintf("%q is not an image reference like docker.io/library/ubuntu:24.04", im.Ref)}
 	}
 	if im.Digest != "" && !digestRE.MatchString(im.Digest) {
-		return &FieldError{field + ".digest", fmt.Sprintf("%q is not sha256:<64 hex digits>", im.Digest)}
+		return &fieldError{field + ".digest", fmt.Sprintf("%q is not sha256:<64 hex digits>", im.Digest)}
 	}
 	return nil
 }
@@ -158,7 +158,7 @@ func strictJSON(b []byte) error {
 			k := tok.(string)
 			folded := strings.ToLower(k)
 			if first, dup := top.keys[folded]; dup {
-				return &FieldError{jsonPath(top.path, k), fmt.Sprintf("key %s appears twice in the same object (first as %s): a key is given once (JSON keys match fields regardless of case, and the last one would silently win)", quoteKey(k), quoteKey(first))}
+				return &fieldError{jsonPath(top.path, k), fmt.Sprintf("key %s appears twice in the same object (first as %s): a key is given once (JSON keys match fields regardless of case, and the last one would silently win)", quoteKey(k), quoteKey(first))}
 			}
 			top.keys[folded] = k
 			top.key, top.hasKey = k, true
@@ -182,7 +182,7 @@ func strictJSON(b []byte) error {
 
 var plainKeyRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
 
-// jsonPath names a key the way FieldError names fields (components[3].sha256); a key that is
+// jsonPath names a key the way fieldError names fields (components[3].sha256); a key that is
 // not a plain name is quoted and cut short.
 func jsonPath(parent, key string) string {
 	if plainKeyRE.MatchString(key) {

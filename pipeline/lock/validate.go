@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -15,15 +16,15 @@ var (
 	gitIDRE       = regexp.MustCompile(`^[0-9a-f]{40}$`)
 )
 
-// FieldError names the field that is wrong and why.
-type FieldError struct {
+// fieldError names the field that is wrong and why.
+type fieldError struct {
 	Field  string
 	Reason string
 }
 
 // Error quotes at most maxReason bytes of the reason: it holds the field's value, and a
 // value can be as large as the lock (MaxSize).
-func (e *FieldError) Error() string {
+func (e *fieldError) Error() string {
 	r := e.Reason
 	if len(r) > maxReason {
 		r = strings.ToValidUTF8(r[:maxReason], "") + fmt.Sprintf("... (%d bytes in all)", len(e.Reason))
@@ -33,13 +34,13 @@ func (e *FieldError) Error() string {
 
 const maxReason = 300
 
-// Validate checks every field. The first problem found is returned as a *FieldError.
+// Validate checks every field. The first problem found is returned as a *fieldError.
 func (l *Lock) Validate() error {
-	if l.Schema != SchemaVersion {
-		return &FieldError{"schema", fmt.Sprintf("is %d, this program reads schema %d", l.Schema, SchemaVersion)}
+	if l.Schema != schemaVersion {
+		return &fieldError{"schema", fmt.Sprintf("is %d, this program reads schema %d", l.Schema, schemaVersion)}
 	}
 	if l.SourceDateEpoch <= 0 {
-		return &FieldError{"source_date_epoch", "must be a positive Unix time (seconds)"}
+		return &fieldError{"source_date_epoch", "must be a positive Unix time (seconds)"}
 	}
 	seen := map[string]bool{}
 	for i, c := range l.Components {
@@ -47,15 +48,15 @@ func (l *Lock) Validate() error {
 		if c.Name != "" {
 			f = fmt.Sprintf("components[%d] (%s)", i, c.Name)
 		}
-		if !contains(AllComponents(), c.Name) {
-			return &FieldError{f + ".name", fmt.Sprintf("%q is not one of %s (optional: %s)", c.Name, strings.Join(ComponentOrder, ", "), strings.Join(OptionalOrder, ", "))}
+		if !slices.Contains(AllComponents(), c.Name) {
+			return &fieldError{f + ".name", fmt.Sprintf("%q is not one of %s (optional: %s)", c.Name, strings.Join(ComponentOrder, ", "), strings.Join(optionalOrder, ", "))}
 		}
 		if seen[c.Name] {
-			return &FieldError{f + ".name", "appears twice"}
+			return &fieldError{f + ".name", "appears twice"}
 		}
 		seen[c.Name] = true
 		if err := CheckVersion(c.Version); err != nil {
-			return &FieldError{f + ".version", err.Error()}
+			return &fieldError{f + ".version", err.Error()}
 		}
 		if c.Git != nil {
 			if err := checkGit(f, c); err != nil {
@@ -63,30 +64,30 @@ func (l *Lock) Validate() error {
 			}
 		} else {
 			if err := checkURL(c.URL); err != nil {
-				return &FieldError{f + ".url", err.Error()}
+				return &fieldError{f + ".url", err.Error()}
 			}
 			if !sha256RE.MatchString(c.SHA256) {
-				return &FieldError{f + ".sha256", fmt.Sprintf("%q is not 64 lower-case hex digits", c.SHA256)}
+				return &fieldError{f + ".sha256", fmt.Sprintf("%q is not 64 lower-case hex digits", c.SHA256)}
 			}
 		}
 		if c.Unsigned != "" {
 			if c.Signature != nil {
-				return &FieldError{f + ".unsigned", "is set together with a signature: a component is either signed (signature) or says why it is not (unsigned); drop one"}
+				return &fieldError{f + ".unsigned", "is set together with a signature: a component is either signed (signature) or says why it is not (unsigned); drop one"}
 			}
 			if strings.TrimSpace(c.Unsigned) == "" {
-				return &FieldError{f + ".unsigned", unsignedEmpty}
+				return &fieldError{f + ".unsigned", unsignedEmpty}
 			}
 		}
 		if s := c.Signature; s != nil {
 			if err := checkURL(s.URL); err != nil {
-				return &FieldError{f + ".signature.url", err.Error()}
+				return &fieldError{f + ".signature.url", err.Error()}
 			}
 			if len(s.Fingerprints) == 0 {
-				return &FieldError{f + ".signature.fingerprints", "is empty: name at least one signer, or drop the signature"}
+				return &fieldError{f + ".signature.fingerprints", "is empty: name at least one signer, or drop the signature"}
 			}
 			for j, fp := range s.Fingerprints {
 				if !fingerprintRE.MatchString(fp) {
-					return &FieldError{fmt.Sprintf("%s.signature.fingerprints[%d]", f, j), fmt.Sprintf("%q is not a 40-digit upper-case hex fingerprint", fp)}
+					return &fieldError{fmt.Sprintf("%s.signature.fingerprints[%d]", f, j), fmt.Sprintf("%q is not a 40-digit upper-case hex fingerprint", fp)}
 				}
 			}
 		}
@@ -94,9 +95,9 @@ func (l *Lock) Validate() error {
 	if err := l.checkRoles(seen); err != nil {
 		return err
 	}
-	for _, name := range OptionalOrder {
-		if lib, ok := OptionalRequires[name]; ok && seen[name] && !seen[lib] {
-			return &FieldError{"components", fmt.Sprintf("component %q needs component %q (the library it is linked with): add it, or drop %q", name, lib, name)}
+	for _, name := range optionalOrder {
+		if lib, ok := optionalRequires[name]; ok && seen[name] && !seen[lib] {
+			return &fieldError{"components", fmt.Sprintf("component %q needs component %q (the library it is linked with): add it, or drop %q", name, lib, name)}
 		}
 	}
 	for _, im := range []struct {
@@ -115,7 +116,7 @@ func (l *Lock) Validate() error {
 func (l *Lock) checkRoles(seen map[string]bool) error {
 	for _, name := range []string{Nginx, PCRE2} {
 		if !seen[name] {
-			return &FieldError{"components", fmt.Sprintf("component %q is missing", name)}
+			return &fieldError{"components", fmt.Sprintf("component %q is missing", name)}
 		}
 	}
 	for _, role := range []struct {
@@ -130,23 +131,23 @@ func (l *Lock) checkRoles(seen map[string]bool) error {
 		}
 		switch len(have) {
 		case 0:
-			return &FieldError{"components", fmt.Sprintf("no %s: add one of %s (the default is %q)", role.what, strings.Join(role.names, ", "), role.names[0])}
+			return &fieldError{"components", fmt.Sprintf("no %s: add one of %s (the default is %q)", role.what, strings.Join(role.names, ", "), role.names[0])}
 		case 1:
 		default:
-			return &FieldError{"components", fmt.Sprintf("%s: a lock builds with one %s; keep one (another choice is another lock)", strings.Join(have, " and "), role.what)}
+			return &fieldError{"components", fmt.Sprintf("%s: a lock builds with one %s; keep one (another choice is another lock)", strings.Join(have, " and "), role.what)}
 		}
 	}
 	if seen[AWSLC] {
-		if v := l.MustComponent(Nginx).Version; CompareVersions(v, MinNginxForAWSLC) < 0 {
-			return &FieldError{"components", fmt.Sprintf("nginx %s cannot be built with AWS-LC (aws_lc): nginx supports it from %s; pin nginx %s or later (the shipped pipeline/lock/aws-lc.lock.json does), or use openssl", v, MinNginxForAWSLC, MinNginxForAWSLC)}
+		if v := l.MustComponent(Nginx).Version; compareVersions(v, MinNginxForAWSLC) < 0 {
+			return &fieldError{"components", fmt.Sprintf("nginx %s cannot be built with AWS-LC (aws_lc): nginx supports it from %s; pin nginx %s or later (the shipped pipeline/lock/aws-lc.lock.json does), or use openssl", v, MinNginxForAWSLC, MinNginxForAWSLC)}
 		}
 	}
 	return nil
 }
 
-// CompareVersions orders two release versions by their numeric dot-separated parts (a
+// compareVersions orders two release versions by their numeric dot-separated parts (a
 // missing part counts as 0; a suffix such as "rc" is ignored): -1, 0 or +1.
-func CompareVersions(a, b string) int {
+func compareVersions(a, b string) int {
 	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
 	for i := 0; i < len(pa) || i < len(pb); i++ {
 		x, y := versionNumber(pa, i), versionNumber(pb, i)
@@ -179,25 +180,25 @@ func versionNumber(parts []string, i int) int {
 func checkGit(f string, c Component) error {
 	g := c.Git
 	if c.URL != "" || c.SHA256 != "" {
-		return &FieldError{f + ".git", "is set together with url/sha256: a component is a tarball (url, sha256) or a git commit (git); drop one"}
+		return &fieldError{f + ".git", "is set together with url/sha256: a component is a tarball (url, sha256) or a git commit (git); drop one"}
 	}
 	if err := checkURL(g.Repository); err != nil {
-		return &FieldError{f + ".git.repository", err.Error()}
+		return &fieldError{f + ".git.repository", err.Error()}
 	}
 	if !gitIDRE.MatchString(g.Commit) {
-		return &FieldError{f + ".git.commit", fmt.Sprintf("%q is not a full commit ID (40 lower-case hex digits)", g.Commit)}
+		return &fieldError{f + ".git.commit", fmt.Sprintf("%q is not a full commit ID (40 lower-case hex digits)", g.Commit)}
 	}
 	if !gitIDRE.MatchString(g.Tree) {
-		return &FieldError{f + ".git.tree", fmt.Sprintf("%q is not a tree ID (40 lower-case hex digits; git rev-parse COMMIT^{tree})", g.Tree)}
+		return &fieldError{f + ".git.tree", fmt.Sprintf("%q is not a tree ID (40 lower-case hex digits; git rev-parse COMMIT^{tree})", g.Tree)}
 	}
 	if strings.ContainsAny(g.Tag, " \t\n\x00") {
-		return &FieldError{f + ".git.tag", fmt.Sprintf("%q is not a tag name", g.Tag)}
+		return &fieldError{f + ".git.tag", fmt.Sprintf("%q is not a tag name", g.Tag)}
 	}
 	if c.Signature != nil {
-		return &FieldError{f + ".signature", "is set on a git source: a git source is verified by its commit and tree, not a detached signature; drop it"}
+		return &fieldError{f + ".signature", "is set on a git source: a git source is verified by its commit and tree, not a detached signature; drop it"}
 	}
 	if c.Unsigned == "" {
-		return &FieldError{f + ".unsigned", "is missing: a git source has no detached signature; say why (e.g. \"upstream publishes no release signatures\")"}
+		return &fieldError{f + ".unsigned", "is missing: a git source has no detached signature; say why (e.g. \"upstream publishes no release signatures\")"}
 	}
 	return nil
 }
@@ -227,13 +228,4 @@ func checkURL(raw string) error {
 		return fmt.Errorf("%q must name a file on a host", raw)
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -14,44 +14,47 @@ import (
 // directory over it, so nothing is written outside that directory whatever happens to the
 // path meanwhile. The file keeps its permission bits.
 
-// LinkError is an output path that is a symbolic link.
-type LinkError struct{ File string }
+// linkError is an output path that is a symbolic link.
+type linkError struct{ File string }
 
-func (e *LinkError) Error() string {
+func (e *linkError) Error() string {
 	return fmt.Sprintf("%s is a symbolic link: it is not written through (name the file itself)", e.File)
 }
 
 // CheckReplaceable is nil when file is absent or a regular file that is not a symbolic link.
 func CheckReplaceable(file string) error {
-	fi, err := os.Lstat(file)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	return checkOutput(file, func(fi fs.FileInfo) error {
+		if !fi.Mode().IsRegular() {
+			return &NotRegularError{file, fi.Mode()}
+		}
 		return nil
-	case err != nil:
-		return err
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return &LinkError{file}
-	case !fi.Mode().IsRegular():
-		return &NotRegularError{file, fi.Mode()}
-	}
-	return nil
+	})
 }
 
 // CheckOutputDir is nil when dir is absent or a directory that is not a symbolic link: the
 // keys directory a key is written into.
 func CheckOutputDir(dir string) error {
-	fi, err := os.Lstat(dir)
+	return checkOutput(dir, func(fi fs.FileInfo) error {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", dir)
+		}
+		return nil
+	})
+}
+
+// checkOutput is nil when p is absent, refuses a symbolic link (nothing is written through
+// one), and otherwise asks kind whether p is what is written there.
+func checkOutput(p string, kind func(fs.FileInfo) error) error {
+	fi, err := os.Lstat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
 		return err
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return &LinkError{dir}
-	case !fi.IsDir():
-		return fmt.Errorf("%s is not a directory", dir)
+		return &linkError{p}
 	}
-	return nil
+	return kind(fi)
 }
 
 // ReplaceFile writes data as file (CheckReplaceable): into a new file of file's directory,

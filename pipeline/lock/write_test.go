@@ -17,16 +17,16 @@ func TestReplaceFileNeverWritesThroughALink(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "x.asc"), dangling); err != nil {
 		t.Fatal(err)
 	}
-	var le *LinkError
+	var le *linkError
 	if _, err := WriteKeyFile(dir, fpr, []byte("key")); !errors.As(err, &le) {
-		t.Errorf("a dangling link as the key file: err = %v, want a *LinkError", err)
+		t.Errorf("a dangling link as the key file: err = %v, want a *linkError", err)
 	}
 	linkedDir := filepath.Join(t.TempDir(), "keys")
 	if err := os.Symlink(outside, linkedDir); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := WriteKeyFile(linkedDir, fpr, []byte("key")); !errors.As(err, &le) {
-		t.Errorf("a linked keys directory: err = %v, want a *LinkError", err)
+		t.Errorf("a linked keys directory: err = %v, want a *linkError", err)
 	}
 	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
 		t.Errorf("written outside: %v", ents)

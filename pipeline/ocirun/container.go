@@ -81,12 +81,12 @@ func (b *Bundle) launch(ctx context.Context, o runOptions, stdout, stderr *bytes
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("writing runtime config for container %s: %w", id, err)
 	}
-	if err := os.MkdirAll(b.runcRoot, 0o700); err != nil {
+	if err := os.MkdirAll(runcRoot, 0o700); err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("making runc root %s: %w", b.runcRoot, err)
+		return nil, fmt.Errorf("making runc root %s: %w", runcRoot, err)
 	}
 	c := &Container{b: b, id: id, dir: dir, opts: o, logs: newLogBuffer(1 << 20), done: make(chan struct{})}
-	cmd := exec.Command("runc", "--root", b.runcRoot, "run", "--bundle", dir, id)
+	cmd := exec.Command("runc", "--root", runcRoot, "run", "--bundle", dir, id)
 	if stdout != nil {
 		cmd.Stdout, cmd.Stderr = stdout, stderr
 	} else {
@@ -100,7 +100,7 @@ func (b *Bundle) launch(ctx context.Context, o runOptions, stdout, stderr *bytes
 		// deletes it: no container outlives us.
 		Pdeathsig: syscall.SIGTERM,
 	}
-	b.log("runc --root %s run --bundle %s %s", b.runcRoot, dir, id)
+	b.log("runc --root %s run --bundle %s %s", runcRoot, dir, id)
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting runc: %w", err)
@@ -157,7 +157,7 @@ func (c *Container) state(ctx context.Context) (runcState, error) {
 }
 
 func (c *Container) runc(ctx context.Context, args ...string) ([]byte, error) {
-	full := append([]string{"--root", c.b.runcRoot}, args...)
+	full := append([]string{"--root", runcRoot}, args...)
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, "runc", full...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -220,7 +220,7 @@ func (c *Container) Exec(ctx context.Context, argv ...string) (stdout, stderr []
 		return c.b.run(ctx, c.opts, argv)
 	}
 	var so, se bytes.Buffer
-	args := []string{"--root", c.b.runcRoot, "exec", "--user", fmt.Sprintf("%d:%d", c.b.uid, c.b.gid), c.id}
+	args := []string{"--root", runcRoot, "exec", "--user", fmt.Sprintf("%d:%d", c.b.uid, c.b.gid), c.id}
 	cmd := exec.CommandContext(ctx, "runc", append(args, argv...)...)
 	cmd.Stdout, cmd.Stderr = &so, &se
 	c.b.log("runc exec %s %s", c.id, strings.Join(argv, " "))
@@ -304,8 +304,8 @@ func (c *Container) stop(ctx context.Context) error {
 		}
 		select {
 		case <-c.done:
-		case <-time.After(c.opts.stopTimeout):
-			c.b.log("container %s still running %s after %s: SIGKILL", c.id, c.opts.stopTimeout, sig)
+		case <-time.After(stopTimeout):
+			c.b.log("container %s still running %s after %s: SIGKILL", c.id, stopTimeout, sig)
 			if _, err := c.runc(ctx, "kill", "--all", c.id, "KILL"); err != nil && !c.hasExited() {
 				errs = append(errs, err)
 			}

@@ -44,51 +44,30 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/registryauth"
 )
 
-// DefaultRuncRoot is runc's state directory for our containers (runc --root). It is not
-// runc's default (/run/runc), so our containers never mix with anybody else's, and a
-// leftover can be found with `runc --root /run/nginx-forge/runc list`.
-const DefaultRuncRoot = "/run/nginx-forge/runc"
+// runcRoot is runc's state directory for our containers (runc --root). It is not runc's
+// default (/run/runc), so our containers never mix with anybody else's, and a leftover can
+// be found with `runc --root /run/nginx-forge/runc list`.
+const runcRoot = "/run/nginx-forge/runc"
 
 // Option configures Pull and Prepare.
 type Option func(*options)
 
 type options struct {
-	dir      string
-	runcRoot string
-	logf     func(string, ...any)
-	insecure bool
-	keychain registryauth.Source
-	remote   []remote.Option
+	dir  string
+	logf func(string, ...any)
 }
 
 // WithDir sets the directory under which the bundle's directory is made (default os.TempDir()).
 func WithDir(dir string) Option { return func(o *options) { o.dir = dir } }
-
-// WithRuncRoot sets runc's state directory (default DefaultRuncRoot).
-func WithRuncRoot(dir string) Option { return func(o *options) { o.runcRoot = dir } }
 
 // WithLogger receives progress messages (the runc and umoci commands run); nil is quiet.
 func WithLogger(logf func(format string, args ...any)) Option {
 	return func(o *options) { o.logf = logf }
 }
 
-// WithInsecure lets Pull talk plain HTTP to the registry (loopback registries already are).
-func WithInsecure() Option { return func(o *options) { o.insecure = true } }
-
-// WithKeychain replaces Pull's credentials source (default registryauth.Keychain: the
-// Docker config, GITHUB_TOKEN for ghcr.io).
-func WithKeychain(k registryauth.Source) Option { return func(o *options) { o.keychain = k } }
-
-// WithRemoteOptions adds go-containerregistry options for Pull (transport, platform); the
-// credentials are WithKeychain's.
-func WithRemoteOptions(opts ...remote.Option) Option {
-	return func(o *options) { o.remote = append(o.remote, opts...) }
-}
-
 // Bundle is an unpacked image: a root filesystem and the runtime configuration for it.
 type Bundle struct {
 	dir      string
-	runcRoot string
 	logf     func(string, ...any)
 	spec     map[string]any // umoci's config.json, as generated
 	config   v1.Config      // the image's config
@@ -101,24 +80,16 @@ type Bundle struct {
 }
 
 // Pull fetches ref (tag or digest) from its registry, with the credentials of
-// registryauth.Keychain unless WithKeychain says otherwise, and prepares it like Prepare.
+// registryauth.Keychain (loopback registries are reached over plain HTTP, as
+// go-containerregistry does for them), and prepares it like Prepare.
 func Pull(ctx context.Context, ref string, opts ...Option) (*Bundle, error) {
 	o := newOptions(opts)
-	var nopts []name.Option
-	if o.insecure {
-		nopts = append(nopts, name.Insecure)
-	}
-	r, err := name.ParseReference(ref, nopts...)
+	r, err := name.ParseReference(ref)
 	if err != nil {
 		return nil, fmt.Errorf("parsing image reference %q: %w", ref, err)
 	}
-	keys := o.keychain
-	if keys == nil {
-		keys = registryauth.Keychain()
-	}
-	ropts := append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(keys)}, o.remote...)
 	o.log("pulling %s", r)
-	img, err := remote.Image(r, ropts...)
+	img, err := remote.Image(r, remote.WithContext(ctx), remote.WithAuthFromKeychain(registryauth.Keychain()))
 	if err != nil {
 		return nil, fmt.Errorf("pulling image %q: %w", ref, err)
 	}
@@ -194,7 +165,6 @@ func Prepare(ctx context.Context, img v1.Image, opts ...Option) (b *Bundle, err 
 	}
 	return &Bundle{
 		dir:        dir,
-		runcRoot:   o.runcRoot,
 		logf:       o.logf,
 		spec:       spec,
 		config:     cf.Config,
@@ -206,7 +176,7 @@ func Prepare(ctx context.Context, img v1.Image, opts ...Option) (b *Bundle, err 
 }
 
 func newOptions(opts []Option) options {
-	o := options{runcRoot: DefaultRuncRoot}
+	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}

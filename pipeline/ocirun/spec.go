@@ -15,66 +15,42 @@ import (
 type RunOption func(*runOptions)
 
 type runOptions struct {
-	mounts        []Mount
+	mounts        []mount
 	tmpfs         []string
 	hostNetwork   bool
-	args          []string
-	writableRoot  bool
-	stopTimeout   time.Duration
+	args          []string  // replaces the image's entrypoint and command (Run)
 	noFile        [2]uint64 // soft, hard
 	extraSpecEdit func(map[string]any)
 }
 
-// Mount is a host path bound into the container.
-type Mount struct {
-	Source      string // host path
-	Destination string // path in the container
-	ReadOnly    bool
+// stopTimeout is how long Stop waits after the image's stop signal before SIGKILL
+// (Docker's default).
+const stopTimeout = 10 * time.Second
+
+// mount is a host path bound into the container.
+type mount struct {
+	source      string // host path
+	destination string // path in the container
+	readOnly    bool
 }
 
 // WithMount binds a host file or directory into the container (read-only if ro), like
 // `docker run -v src:dst:ro`. The destination need not exist in the image.
 func WithMount(src, dst string, ro bool) RunOption {
 	return func(o *runOptions) {
-		o.mounts = append(o.mounts, Mount{Source: src, Destination: dst, ReadOnly: ro})
+		o.mounts = append(o.mounts, mount{source: src, destination: dst, readOnly: ro})
 	}
 }
 
-// WithTmpfs replaces the default tmpfs mounts (plan.Runtime.Tmpfs(): the runtime
-// contract's writable directories and /tmp): each path becomes a fresh tmpfs owned by the
-// image's user.
-func WithTmpfs(paths ...string) RunOption {
-	return func(o *runOptions) { o.tmpfs = append([]string{}, paths...) }
-}
-
-// WithHostNetwork shares the host's network namespace instead of a fresh one. The image's
+// withHostNetwork shares the host's network namespace instead of a fresh one. The image's
 // exposed ports must then be free on the host; Start checks.
-func WithHostNetwork() RunOption { return func(o *runOptions) { o.hostNetwork = true } }
+func withHostNetwork() RunOption { return func(o *runOptions) { o.hostNetwork = true } }
 
-// WithArgs replaces the image's entrypoint and command by argv (argv[0] is a path in the image).
-func WithArgs(argv ...string) RunOption {
-	return func(o *runOptions) { o.args = append([]string{}, argv...) }
-}
-
-// WithWritableRoot leaves the root filesystem writable (the default is read-only, which is
-// how the image is meant to run).
-func WithWritableRoot() RunOption { return func(o *runOptions) { o.writableRoot = true } }
-
-// WithStopTimeout is how long Stop waits after the image's stop signal before SIGKILL
-// (default 10s, Docker's).
-func WithStopTimeout(d time.Duration) RunOption {
-	return func(o *runOptions) { o.stopTimeout = d }
-}
-
-// WithNoFile sets RLIMIT_NOFILE. The default is soft 1024 and hard 524288, what Docker 25+
-// and containerd give a container (so a config that needs more than 1024 descriptors must
-// raise its own limit, as nginx's worker_rlimit_nofile does), with the hard limit lowered
-// to ours when ours is lower: runc sets limits after dropping capabilities, so it cannot
-// raise them above what it has.
-func WithNoFile(soft, hard uint64) RunOption {
-	return func(o *runOptions) { o.noFile = [2]uint64{soft, hard} }
-}
-
+// newRunOptions applies opts over the defaults. RLIMIT_NOFILE is soft 1024 and hard 524288,
+// what Docker 25+ and containerd give a container (so a config that needs more than 1024
+// descriptors must raise its own limit, as nginx's worker_rlimit_nofile does), with the
+// hard limit lowered to ours when ours is lower: runc sets limits after dropping
+// capabilities, so it cannot raise them above what it has.
 func newRunOptions(opts []RunOption) runOptions {
 	hard := uint64(524288)
 	var rl syscall.Rlimit
@@ -83,7 +59,7 @@ func newRunOptions(opts []RunOption) runOptions {
 	}
 	// The tmpfs mounts come from the runtime contract: nothing in an image's config says
 	// where it writes, and a read-only root needs them to start.
-	o := runOptions{tmpfs: plan.Runtime.Tmpfs(), stopTimeout: 10 * time.Second, noFile: [2]uint64{min(1024, hard), hard}}
+	o := runOptions{tmpfs: plan.Runtime.Tmpfs(), noFile: [2]uint64{min(1024, hard), hard}}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -106,6 +82,37 @@ func (b *Bundle) writeSpec(dir string, o runOptions) error {
 	if proc == nil {
 		return fmt.Errorf("umoci's runtime config has no process section")
 	}
+	hardenProcess(proc, o)
+	s["root"] = map[string]any{"path": b.RootFS(), "readonly": true}
+	s["hostname"] = "nginx-forge"
+	mounts, _ := s["mounts"].([]any)
+	mounts = append(mounts, b.tmpfsMounts(o.tmpfs)...)
+	binds, err := bindMounts(o.mounts)
+	if err != nil {
+		return err
+	}
+	s["mounts"] = append(mounts, binds...)
+
+	linux, _ := s["linux"].(map[string]any)
+	if linux == nil {
+		return fmt.Errorf("umoci's runtime config has no linux section")
+	}
+	if o.hostNetwork {
+		dropNetworkNamespace(linux)
+	}
+	if o.extraSpecEdit != nil {
+		o.extraSpecEdit(s)
+	}
+	out, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding runtime config: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, "config.json"), out, 0o600)
+}
+
+// hardenProcess sets the process section the way a hardened deployment runs the image: no
+// terminal, no capabilities, no new privileges, the descriptor limit of o.
+func hardenProcess(proc map[string]any, o runOptions) {
 	// No terminal: the container's stdout and stderr are pipes we read, as under Docker
 	// without -t or Kubernetes.
 	proc["terminal"] = false
@@ -130,64 +137,60 @@ func (b *Bundle) writeSpec(dir string, o runOptions) error {
 	}
 	proc["noNewPrivileges"] = true
 	proc["rlimits"] = []map[string]any{{"type": "RLIMIT_NOFILE", "soft": o.noFile[0], "hard": o.noFile[1]}}
+}
 
-	s["root"] = map[string]any{"path": b.RootFS(), "readonly": !o.writableRoot}
-	s["hostname"] = "nginx-forge"
-
-	mounts, _ := s["mounts"].([]any)
-	for _, p := range o.tmpfs {
+// tmpfsMounts makes each path a fresh tmpfs owned by the image's user.
+func (b *Bundle) tmpfsMounts(paths []string) []any {
+	var out []any
+	for _, p := range paths {
 		mode := "mode=0755"
 		if p == plan.ScratchDir { // sticky and world-writable, like /tmp anywhere
 			mode = "mode=1777"
 		}
-		mounts = append(mounts, map[string]any{
+		out = append(out, map[string]any{
 			"destination": p, "type": "tmpfs", "source": "tmpfs",
 			"options": []string{"nosuid", "nodev", "noexec", mode,
 				fmt.Sprintf("uid=%d", b.uid), fmt.Sprintf("gid=%d", b.gid), "size=64m"},
 		})
 	}
-	for _, m := range o.mounts {
-		src, err := filepath.Abs(m.Source)
+	return out
+}
+
+// bindMounts binds each host path into the container, refusing one that does not exist.
+func bindMounts(ms []mount) ([]any, error) {
+	var out []any
+	for _, m := range ms {
+		src, err := filepath.Abs(m.source)
 		if err != nil {
-			return fmt.Errorf("mount source %q: %w", m.Source, err)
+			return nil, fmt.Errorf("mount source %q: %w", m.source, err)
 		}
 		if _, err := os.Stat(src); err != nil {
-			return fmt.Errorf("mount source for %s: %w", m.Destination, err)
+			return nil, fmt.Errorf("mount source for %s: %w", m.destination, err)
 		}
 		rw := "rw"
-		if m.ReadOnly {
+		if m.readOnly {
 			rw = "ro"
 		}
-		mounts = append(mounts, map[string]any{
-			"destination": m.Destination, "type": "bind", "source": src,
+		out = append(out, map[string]any{
+			"destination": m.destination, "type": "bind", "source": src,
 			"options": []string{"rbind", rw, "nosuid", "nodev"},
 		})
 	}
-	s["mounts"] = mounts
+	return out, nil
+}
 
-	linux, _ := s["linux"].(map[string]any)
-	if linux == nil {
-		return fmt.Errorf("umoci's runtime config has no linux section")
-	}
-	if o.hostNetwork {
-		nss, _ := linux["namespaces"].([]any)
-		kept := nss[:0]
-		for _, ns := range nss {
-			if m, ok := ns.(map[string]any); ok && m["type"] == "network" {
-				continue
-			}
-			kept = append(kept, ns)
+// dropNetworkNamespace removes the network namespace from linux.namespaces, so the
+// container shares the host's.
+func dropNetworkNamespace(linux map[string]any) {
+	nss, _ := linux["namespaces"].([]any)
+	kept := nss[:0]
+	for _, ns := range nss {
+		if m, ok := ns.(map[string]any); ok && m["type"] == "network" {
+			continue
 		}
-		linux["namespaces"] = kept
+		kept = append(kept, ns)
 	}
-	if o.extraSpecEdit != nil {
-		o.extraSpecEdit(s)
-	}
-	out, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encoding runtime config: %w", err)
-	}
-	return os.WriteFile(filepath.Join(dir, "config.json"), out, 0o600)
+	linux["namespaces"] = kept
 }
 
 // specUser reads the numeric user umoci resolved from the image's config (a name such as

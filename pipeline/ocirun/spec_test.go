@@ -81,9 +81,10 @@ func TestDefaultTmpfsIsTheContract(t *testing.T) {
 	if len(got) != len(plan.Runtime.WritableDirs)+1 {
 		t.Errorf("tmpfs mounts %v, want the %d writable directories and /tmp", got, len(plan.Runtime.WritableDirs))
 	}
-	// WithTmpfs replaces them.
-	if got := tmpfsMounts(t, fakeBundle(t, 65532, 65532), WithTmpfs("/data")); len(got) != 1 || got["/data"] == nil {
-		t.Errorf("WithTmpfs(/data): tmpfs mounts %v", got)
+	// The tmpfs list, not a fixed set, makes the mounts.
+	only := func(o *runOptions) { o.tmpfs = []string{"/data"} }
+	if got := tmpfsMounts(t, fakeBundle(t, 65532, 65532), only); len(got) != 1 || got["/data"] == nil {
+		t.Errorf("tmpfs [/data]: tmpfs mounts %v", got)
 	}
 }
 

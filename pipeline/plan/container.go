@@ -44,10 +44,10 @@ func (p *Plan) ContainerSetupCommand() []string {
 func ContainerSrc(s Stage) string { return path.Join(ContainerSrcDir, s.Source.FileName) }
 
 // ContainerOut is the OUT of the named stage in a container.
-func ContainerOut(stage string) string { return path.Join(ContainerOutDir, stage) }
+func ContainerOut(stage string) string { return path.Join(containerOutDir, stage) }
 
 // ContainerDep is where a dependency's OUT is mounted for a later stage (DEP_<NAME>).
-func ContainerDep(stage string) string { return path.Join(ContainerDepDir, stage) }
+func ContainerDep(stage string) string { return path.Join(containerDepDir, stage) }
 
 // DepVar is the name of the variable that holds a dependency's OUT: DEP_OPENSSL.
 func DepVar(stage string) string {

@@ -14,12 +14,12 @@ type CPULevel struct {
 	Note string
 }
 
-// NativeCPU compiles for the build machine's own CPU. It is allowed only when asked for:
+// nativeCPU compiles for the build machine's own CPU. It is allowed only when asked for:
 // it bakes whatever the builder has (AVX-512 on our CI machines) into every instruction
 // choice, and the binary then dies with SIGILL on an older or different server.
-const NativeCPU = "native"
+const nativeCPU = "native"
 
-// CPULevels are the levels the plan accepts besides NativeCPU. They are the x86-64
+// CPULevels are the levels the plan accepts besides "native". They are the x86-64
 // micro-architecture levels of the psABI and the Arm architecture versions GCC names; both
 // are portable promises ("any CPU from about year N") rather than one vendor's model.
 var CPULevels = []CPULevel{
@@ -33,11 +33,11 @@ var CPULevels = []CPULevel{
 	{Name: "armv9-a", Arch: "arm64", Note: "SVE2 (Neoverse N2/V2, Graviton4+)"},
 }
 
-// DefaultCPU is the level used when none is asked for: the newest level that still runs on
+// defaultCPU is the level used when none is asked for: the newest level that still runs on
 // practically every server of the architecture that is still in service. x86-64-v3 gives
 // nginx's C code (and zlib, PCRE2) AVX2/BMI2 code generation; OpenSSL picks its assembly at
 // run time anyway, so going further (v4) buys little and loses machines.
-func DefaultCPU(arch string) string {
+func defaultCPU(arch string) string {
 	switch arch {
 	case "arm64":
 		return "armv8.2-a"
@@ -48,7 +48,7 @@ func DefaultCPU(arch string) string {
 
 // checkCPU validates a level for an architecture.
 func checkCPU(level, arch string) error {
-	if level == NativeCPU {
+	if level == nativeCPU {
 		return nil
 	}
 	var names []string
@@ -63,5 +63,5 @@ func checkCPU(level, arch string) error {
 	}
 	sort.Strings(names)
 	return fmt.Errorf("CPU level %q is not known for %s: use one of %s, or %q to target the build machine (not portable)",
-		level, arch, strings.Join(names, ", "), NativeCPU)
+		level, arch, strings.Join(names, ", "), nativeCPU)
 }

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -82,12 +83,12 @@ var DefaultModules = []string{
 	"pcre-jit",
 }
 
-// ApplyModules is the module set a --modules list gives against base (the default set):
+// applyModules is the module set a --modules list gives against base (the default set):
 // a plain list ("http_ssl,http_v2") replaces base; a list whose every entry starts with + or
 // - ("+mail,-http_v3") adds to and removes from it. Adding a module base has, or removing
 // one it lacks, changes nothing; the result is checked further by New (requirements,
 // components in the lock).
-func ApplyModules(base, list []string) ([]string, error) {
+func applyModules(base, list []string) ([]string, error) {
 	var plain, add, remove []string
 	for _, e := range list {
 		name, op := e, byte(0)
@@ -125,7 +126,7 @@ func ApplyModules(base, list []string) ([]string, error) {
 	var out []string
 	has := map[string]bool{}
 	for _, n := range base {
-		if !contains(remove, n) && !has[n] {
+		if !slices.Contains(remove, n) && !has[n] {
 			out = append(out, n)
 			has[n] = true
 		}
@@ -137,15 +138,6 @@ func ApplyModules(base, list []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func unknownModule(name string) error {

@@ -75,7 +75,7 @@ func WithOptimize(mode string) Option {
 
 // Stage names of the pgo mode.
 const (
-	StageOpenSSLInstrumented = "openssl-instrumented"
+	stageOpenSSLInstrumented = "openssl-instrumented"
 	StagePGOTrain            = "pgo-train"
 )
 
@@ -147,8 +147,8 @@ done
 ` + epilogue
 }
 
-// StagePGOProfile unpacks a recorded profile (lock: profiles).
-const StagePGOProfile = "pgo-profile"
+// stagePGOProfile unpacks a recorded profile (lock: profiles).
+const stagePGOProfile = "pgo-profile"
 
 // compilerLine prints what a profile's counters are tied to: GCC reads only the .gcda
 // format of its own version, and silently optimizes without a profile it cannot read.

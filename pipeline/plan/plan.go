@@ -16,15 +16,14 @@ package plan
 //
 // The Dagger executor uses the fixed paths below so that container builds are identical
 // wherever they run; the host executor uses directories of its own. Scripts must keep these
-// paths out of their outputs (ScratchPrefix is the stable name -ffile-prefix-map maps to).
+// paths out of their outputs (the scripts' -ffile-prefix-map maps $WORK to /build/<stage>).
 import "fmt"
 
 const (
 	ContainerSrcDir  = "/src"  // SRC = /src/<file name>
 	ContainerWorkDir = "/work" // WORK
-	ContainerOutDir  = "/out"  // OUT = /out/<stage name>
-	ContainerDepDir  = "/deps" // DEP_<NAME> = /deps/<stage name>
-	ScratchPrefix    = "/build"
+	containerOutDir  = "/out"  // OUT = /out/<stage name>
+	containerDepDir  = "/deps" // DEP_<NAME> = /deps/<stage name>
 )
 
 // Plan is a complete, engine-independent build description.

@@ -3,38 +3,26 @@ package smoke
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"io"
+	"net/http"
 	"strings"
 
-	"github.com/andybalholm/brotli"
-	"github.com/klauspost/compress/zstd"
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 )
 
 // Third-party compression modules (pipeline/plan: "brotli", "zstd"). Their configure flags
 // as the plan writes them and nginx -V prints them.
 const (
 	BrotliModuleFlag = "--add-module=../ngx_brotli"
-	ZstdModuleFlag   = "--add-module=../zstd_nginx_module"
+	zstdModuleFlag   = "--add-module=../zstd_nginx_module"
 )
 
-// encodings are the on-the-fly encodings beside gzip: which module serves each, and how to
-// decode it.
-var encodings = map[string]struct {
-	flag   string
-	decode func([]byte) ([]byte, error)
-}{
-	"br": {BrotliModuleFlag, func(b []byte) ([]byte, error) {
-		return io.ReadAll(brotli.NewReader(bytes.NewReader(b)))
-	}},
-	"zstd": {ZstdModuleFlag, func(b []byte) ([]byte, error) {
-		d, err := zstd.NewReader(nil)
-		if err != nil {
-			return nil, err
-		}
-		defer d.Close()
-		return d.DecodeAll(b, nil)
-	}},
+// encodingModules are the on-the-fly encodings beside gzip, each with the configure flag of
+// the module that serves it.
+var encodingModules = map[string]string{
+	"br":   BrotliModuleFlag,
+	"zstd": zstdModuleFlag,
 }
 
 // encodingCheck asks for GET / with only this encoding acceptable and requires that
@@ -42,36 +30,26 @@ var encodings = map[string]struct {
 // response carries one Vary: Accept-Encoding (caches must key on it). An image built
 // without the module passes when it does not answer with the encoding.
 func encodingCheck(encoding string) func(ctx context.Context, r *runner) (Status, string) {
-	enc := encodings[encoding]
+	flag := encodingModules[encoding]
 	return func(ctx context.Context, r *runner) (Status, string) {
-		if err := r.waitReady(ctx); err != nil {
-			return Fail, "not listening (see " + CheckHTTP + ")"
-		}
-		wanted := r.moduleWanted(ctx, enc.flag)
-		c := r.httpClient(nil)
-		defer c.CloseIdleConnections()
-		url := "http://" + r.t.Addr("tcp", r.o.HTTPPort) + "/"
-		_, plain, err := r.get(ctx, c, url, nil)
+		plain, resp, body, err := r.getEncoded(ctx, encoding)
 		if err != nil {
 			return Fail, err.Error()
 		}
-		resp, body, err := r.get(ctx, c, url, map[string]string{"Accept-Encoding": encoding})
-		if err != nil {
-			return Fail, err.Error()
-		}
+		wanted := r.moduleWanted(ctx, flag)
 		ce := resp.Header.Get("Content-Encoding")
 		if !wanted {
 			if ce == encoding {
-				return Fail, fmt.Sprintf("answered Content-Encoding %s, but the image is not expected to have %s", ce, enc.flag)
+				return Fail, fmt.Sprintf("answered Content-Encoding %s, but the image is not expected to have %s", ce, flag)
 			}
 			// Passed, not skipped: an image built without the module is checked too (it must
 			// not claim the encoding), and CI treats any skipped check as a failure.
-			return Pass, fmt.Sprintf("not built with %s (not expected): Accept-Encoding: %s answered Content-Encoding %q, not %s", enc.flag, encoding, ce, encoding)
+			return Pass, fmt.Sprintf("not built with %s (not expected): Accept-Encoding: %s answered Content-Encoding %q, not %s", flag, encoding, ce, encoding)
 		}
 		if ce != encoding {
 			return Fail, fmt.Sprintf("GET / with Accept-Encoding: %s (%d bytes of %s) answered Content-Encoding %q", encoding, len(plain), resp.Header.Get("Content-Type"), ce)
 		}
-		un, err := enc.decode(body)
+		un, err := toolbox.Decode(encoding, body)
 		if err != nil {
 			return Fail, fmt.Sprintf("the %s body (%d bytes) does not decode: %v", encoding, len(body), err)
 		}
@@ -83,4 +61,20 @@ func encodingCheck(encoding string) func(ctx context.Context, r *runner) (Status
 		}
 		return Pass, fmt.Sprintf("%d -> %d bytes, Vary: %s", len(plain), len(body), resp.Header.Get("Vary"))
 	}
+}
+
+// getEncoded waits for the server, then asks for GET / plainly and with only encoding
+// acceptable: the plain page, and the encoded response with its body.
+func (r *runner) getEncoded(ctx context.Context, encoding string) (plain []byte, resp *http.Response, body []byte, err error) {
+	if err := r.waitReady(ctx); err != nil {
+		return nil, nil, nil, errors.New("not listening (see " + CheckHTTP + ")")
+	}
+	c := r.httpClient(nil)
+	defer c.CloseIdleConnections()
+	url := "http://" + r.t.Addr("tcp", r.o.HTTPPort) + "/"
+	if _, plain, err = r.get(ctx, c, url, nil); err != nil {
+		return nil, nil, nil, err
+	}
+	resp, body, err = r.get(ctx, c, url, map[string]string{"Accept-Encoding": encoding})
+	return plain, resp, body, err
 }

@@ -95,9 +95,6 @@ func TrustTLS(certPEM []byte, serverName string) (*TLS, error) {
 // runtime contract's TLSDir): a client in a container with that mount trusts it.
 const TLSCertFile = "tls.crt"
 
-// DefaultServerName is the name NewTLS's certificate is for.
-const DefaultServerName = "localhost"
-
 // LoopbackHost is where a client reaches a server it started itself.
 const LoopbackHost = "127.0.0.1"
 

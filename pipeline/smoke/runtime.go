@@ -2,7 +2,6 @@ package smoke
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 )
 
 // checkConfig runs `nginx -t` with the configuration the container has (its mounts).
@@ -302,29 +303,18 @@ func checkHealthz(ctx context.Context, r *runner) (Status, string) {
 
 // checkGzip: text is compressed for clients that accept it.
 func checkGzip(ctx context.Context, r *runner) (Status, string) {
-	if err := r.waitReady(ctx); err != nil {
-		return Fail, "not listening (see " + CheckHTTP + ")"
-	}
-	c := r.httpClient(nil)
-	defer c.CloseIdleConnections()
-	url := "http://" + r.t.Addr("tcp", r.o.HTTPPort) + "/"
-	_, plain, err := r.get(ctx, c, url, nil)
-	if err != nil {
-		return Fail, err.Error()
-	}
-	resp, body, err := r.get(ctx, c, url, map[string]string{"Accept-Encoding": "gzip"})
+	plain, resp, body, err := r.getEncoded(ctx, "gzip")
 	if err != nil {
 		return Fail, err.Error()
 	}
 	if ce := resp.Header.Get("Content-Encoding"); ce != "gzip" {
 		return Fail, fmt.Sprintf("GET / with Accept-Encoding: gzip (%d bytes of %s) answered Content-Encoding %q", len(plain), resp.Header.Get("Content-Type"), ce)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(body))
+	un, err := toolbox.Decode("gzip", body)
 	if err != nil {
 		return Fail, "response is not gzip: " + err.Error()
 	}
-	un, err := io.ReadAll(zr)
-	if err != nil || !bytes.Equal(un, plain) {
+	if !bytes.Equal(un, plain) {
 		return Fail, "gzip body does not decompress to the plain page"
 	}
 	return Pass, fmt.Sprintf("%d -> %d bytes, Vary: %s", len(plain), len(body), resp.Header.Get("Vary"))

@@ -15,9 +15,9 @@ import (
 	"strings"
 )
 
-// Shells is what must not exist in the image (as file, link or dangling link): a shell
+// shells is what must not exist in the image (as file, link or dangling link): a shell
 // turns any code execution bug into an interactive foothold.
-var Shells = []string{
+var shells = []string{
 	"/bin/sh", "/bin/bash", "/bin/dash", "/bin/ash", "/bin/busybox",
 	"/usr/bin/sh", "/usr/bin/bash", "/usr/bin/dash", "/usr/bin/ash", "/usr/bin/busybox",
 	"/sbin/busybox", "/usr/sbin/busybox",
@@ -29,7 +29,7 @@ func checkNoShell(ctx context.Context, r *runner) (Status, string) {
 		return Skip, "the runtime gives no root filesystem to inspect"
 	}
 	var found []string
-	for _, s := range Shells {
+	for _, s := range shells {
 		// Any entry counts, even a link to nothing: the test is about the image's files.
 		// The parent directories are resolved inside the image (merged /usr links).
 		dir, err := resolveIn(root, path.Dir(s))
@@ -43,7 +43,7 @@ func checkNoShell(ctx context.Context, r *runner) (Status, string) {
 	if len(found) > 0 {
 		return Fail, "present: " + strings.Join(found, ", ")
 	}
-	return Pass, "none of " + strings.Join(Shells, " ")
+	return Pass, "none of " + strings.Join(shells, " ")
 }
 
 // elfCheck opens the nginx binary in the image and runs fn on it.
@@ -214,20 +214,14 @@ func checkDynamicNeeds(ctx context.Context, r *runner) (Status, string) {
 	}
 	defer bin.Close()
 
-	var problems, found []string
-	var interp string
-	for _, p := range bin.Progs {
-		if p.Type == elf.PT_INTERP {
-			b, err := io.ReadAll(p.Open())
-			if err != nil {
-				return Fail, "reading PT_INTERP: " + err.Error()
-			}
-			interp = string(bytes.TrimRight(b, "\x00"))
-		}
+	interp, err := interpreter(bin)
+	if err != nil {
+		return Fail, err.Error()
 	}
 	if interp == "" {
 		return Pass, "statically linked: no interpreter, no libraries"
 	}
+	var problems, found []string
 	if p, err := resolveIn(root, interp); err != nil {
 		problems = append(problems, fmt.Sprintf("interpreter %s: %v", interp, err))
 	} else if err := sameArch(bin, p); err != nil {
@@ -235,8 +229,7 @@ func checkDynamicNeeds(ctx context.Context, r *runner) (Status, string) {
 	} else {
 		found = append(found, interp)
 	}
-
-	objs := map[string]*elfObj{} // by needed name
+	objs, libs, missing := neededLibraries(root, bin)
 	defer func() {
 		for _, o := range objs {
 			if o.f != nil {
@@ -244,6 +237,41 @@ func checkDynamicNeeds(ctx context.Context, r *runner) (Status, string) {
 			}
 		}
 	}()
+	found, problems = append(found, libs...), append(problems, missing...)
+	maxGlibc, unmet := versionNeeds(bin, objs, path.Base(r.o.Binary))
+	problems = append(problems, unmet...)
+	sort.Strings(problems)
+	if len(problems) > 0 {
+		return Fail, strings.Join(problems, "\n")
+	}
+	detail := "all found: " + strings.Join(found, " ")
+	if maxGlibc != "" {
+		detail += "; newest symbol version needed " + maxGlibc
+	}
+	return Pass, detail
+}
+
+// interpreter is the binary's PT_INTERP ("" for a statically linked one).
+func interpreter(bin *elf.File) (string, error) {
+	var interp string
+	for _, p := range bin.Progs {
+		if p.Type == elf.PT_INTERP {
+			b, err := io.ReadAll(p.Open())
+			if err != nil {
+				return "", fmt.Errorf("reading PT_INTERP: %w", err)
+			}
+			interp = string(bytes.TrimRight(b, "\x00"))
+		}
+	}
+	return interp, nil
+}
+
+// neededLibraries follows DT_NEEDED from bin, recursively, through the loader's library
+// directories under root. It returns each needed library by name (open where found: the
+// caller closes them), the paths found, and the problems (a library not found, a
+// DT_NEEDED not readable).
+func neededLibraries(root string, bin *elf.File) (objs map[string]*elfObj, found, problems []string) {
+	objs = map[string]*elfObj{}
 	queue := []*elf.File{bin}
 	for len(queue) > 0 {
 		f := queue[0]
@@ -257,23 +285,8 @@ func checkDynamicNeeds(ctx context.Context, r *runner) (Status, string) {
 			if _, seen := objs[lib]; seen {
 				continue
 			}
-			o := &elfObj{name: lib}
+			o := openLibrary(root, bin, lib)
 			objs[lib] = o
-			for _, d := range libDirs(bin.Machine) {
-				p, err := resolveIn(root, path.Join(d, lib))
-				if err != nil {
-					continue
-				}
-				if err := sameArch(bin, p); err != nil {
-					continue // a library of another architecture: the loader skips it too
-				}
-				lf, err := elf.Open(p)
-				if err != nil {
-					continue
-				}
-				o.path, o.f = path.Join(d, lib), lf
-				break
-			}
 			if o.f == nil {
 				problems = append(problems, fmt.Sprintf("%s: not found in %s", lib, strings.Join(libDirs(bin.Machine), " ")))
 				continue
@@ -282,13 +295,38 @@ func checkDynamicNeeds(ctx context.Context, r *runner) (Status, string) {
 			queue = append(queue, o.f)
 		}
 	}
+	return objs, found, problems
+}
 
-	// Symbol versions the binary needs from each library.
+// openLibrary finds lib the way the loader does: the first of its directories under root
+// that holds an ELF object of bin's architecture. Its f is nil when none does.
+func openLibrary(root string, bin *elf.File, lib string) *elfObj {
+	o := &elfObj{name: lib}
+	for _, d := range libDirs(bin.Machine) {
+		p, err := resolveIn(root, path.Join(d, lib))
+		if err != nil {
+			continue
+		}
+		if err := sameArch(bin, p); err != nil {
+			continue // a library of another architecture: the loader skips it too
+		}
+		lf, err := elf.Open(p)
+		if err != nil {
+			continue
+		}
+		o.path, o.f = path.Join(d, lib), lf
+		break
+	}
+	return o
+}
+
+// versionNeeds checks the symbol versions bin (named binName) needs from each library
+// against the versions the library found defines, and returns the newest GLIBC_2.x needed.
+func versionNeeds(bin *elf.File, objs map[string]*elfObj, binName string) (maxGlibc string, problems []string) {
 	needs, err := bin.DynamicVersionNeeds()
 	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
 		problems = append(problems, "reading version needs: "+err.Error())
 	}
-	var maxGlibc string
 	for _, n := range needs {
 		o := objs[n.Name]
 		if o == nil || o.f == nil {
@@ -308,19 +346,11 @@ func checkDynamicNeeds(ctx context.Context, r *runner) (Status, string) {
 				maxGlibc = dep.Dep
 			}
 			if !have[dep.Dep] {
-				problems = append(problems, fmt.Sprintf("%s needs version %s, which %s in the image does not define", path.Base(r.o.Binary), dep.Dep, o.path))
+				problems = append(problems, fmt.Sprintf("%s needs version %s, which %s in the image does not define", binName, dep.Dep, o.path))
 			}
 		}
 	}
-	sort.Strings(problems)
-	if len(problems) > 0 {
-		return Fail, strings.Join(problems, "\n")
-	}
-	detail := "all found: " + strings.Join(found, " ")
-	if maxGlibc != "" {
-		detail += "; newest symbol version needed " + maxGlibc
-	}
-	return Pass, detail
+	return maxGlibc, problems
 }
 
 // sameArch checks that the file at p is an ELF object of bin's class and machine.

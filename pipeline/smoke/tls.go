@@ -29,6 +29,9 @@ type TLS struct {
 	ServerName string
 }
 
+// serverName is the name NewTLS's certificate is for.
+const serverName = "localhost"
+
 // NewTLS makes a fresh self-signed ECDSA P-256 certificate for localhost and 127.0.0.1,
 // valid for a day.
 func NewTLS() (*TLS, error) {
@@ -43,13 +46,13 @@ func NewTLS() (*TLS, error) {
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "localhost", Organization: []string{"nginx-forge smoke test"}},
+		Subject:               pkix.Name{CommonName: serverName, Organization: []string{"nginx-forge smoke test"}},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(24 * time.Hour),
 		KeyUsage:              x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
-		DNSNames:              []string{"localhost"},
+		DNSNames:              []string{serverName},
 		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
@@ -71,7 +74,7 @@ func NewTLS() (*TLS, error) {
 		KeyPEM:     pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
 		Cert:       cert,
 		Pool:       pool,
-		ServerName: "localhost",
+		ServerName: serverName,
 	}, nil
 }
 

@@ -189,7 +189,7 @@ func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit in
 	// arrived for the stall timeout, and let the retry loop try again.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var stalled error = &StallError{After: f.stall.String()}
+	var stalled error = &stallError{After: f.stall.String()}
 	timer := time.AfterFunc(f.stall, func() { cancel(stalled) })
 	defer timer.Stop()
 	// shown is src for messages: a mirror given with credentials (user:password@) must not

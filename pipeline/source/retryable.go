@@ -85,8 +85,8 @@ func (e *HTTPStatusError) Retryable() bool {
 	return e.Code >= 500 || e.Code == http.StatusTooManyRequests || e.Code == http.StatusRequestTimeout
 }
 
-// StallError is a body that stopped arriving: no byte for the stall timeout.
-type StallError struct{ After string }
+// stallError is a body that stopped arriving: no byte for the stall timeout.
+type stallError struct{ After string }
 
-func (e *StallError) Error() string   { return "no data received for " + e.After }
-func (e *StallError) Retryable() bool { return true }
+func (e *stallError) Error() string   { return "no data received for " + e.After }
+func (e *stallError) Retryable() bool { return true }

@@ -28,7 +28,7 @@ func TestRetryable(t *testing.T) {
 		{"a network timeout", timeout, true},
 		{"a connection reset", reset, true},
 		{"a body cut short", fmt.Errorf("reading body: %w", io.ErrUnexpectedEOF), true},
-		{"a stalled body", fmt.Errorf("GET x: %w", &StallError{After: "1m"}), true},
+		{"a stalled body", fmt.Errorf("GET x: %w", &stallError{After: "1m"}), true},
 		{"HTTP 503", &HTTPStatusError{What: "GET x", Code: 503}, true},
 		{"HTTP 429", &HTTPStatusError{What: "GET x", Code: 429}, true},
 		{"HTTP 401", fmt.Errorf("listing: %w", &HTTPStatusError{What: "GET x", Code: 401}), false},

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,7 +76,7 @@ func (c *Client) GitHubReleaseTags(ctx context.Context, component string) ([]Ver
 	add := func(tag string) {
 		if v, ok := VersionFromTag(component, tag); ok {
 			found[v.String()] = v
-			if !contains(names[v.String()], tag) {
+			if !slices.Contains(names[v.String()], tag) {
 				names[v.String()] = append(names[v.String()], tag)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -51,7 +52,7 @@ func pickTag(c lock.Component, v string, tags []string) (string, error) {
 		like, _ = substituteVersion(c.Git.Tag, c.Version, v)
 	}
 	switch {
-	case like != "" && (contains(tags, like) || len(tags) == 0):
+	case like != "" && (slices.Contains(tags, like) || len(tags) == 0):
 		if got, ok := VersionFromTag(c.Name, like); !ok || got.String() != v {
 			return "", fmt.Errorf("the tag %q (named like the locked %q) does not name release %s", like, c.Git.Tag, v)
 		}

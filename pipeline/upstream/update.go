@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -374,7 +375,7 @@ func (u *Updater) vetSignature(ctx context.Context, old lock.Component, next *lo
 		return errors.New("refused: the lock pins a signature but the fetcher did not verify one")
 	}
 	a.Signed, a.SignedBy, a.SignedAt, a.SignatureURL = true, ver.SignedBy, ver.SignedAt, next.Signature.URL
-	a.SignerVendored = ver.SignerVendored || contains(u.vendored(), ver.SignedBy)
+	a.SignerVendored = ver.SignerVendored || slices.Contains(u.vendored(), ver.SignedBy)
 	if !a.SignerVendored {
 		// The lock pins this fingerprint (the fetcher verifies only with pinned keys), so
 		// the key is the one a reviewer already accepted by its hash. Vendor it with this
@@ -419,15 +420,6 @@ func (u *Updater) vetSignature(ctx context.Context, old lock.Component, next *lo
 	// The lock rejects a component with both a signature and an unsigned reason.
 	next.Unsigned = ""
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // UpdateFile applies rep to the lock file and rewrites it in the stable form, with the keys

@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 )
 
-// CopyTree copies the directory src to dst (which must not exist yet, or be empty): regular
+// copyTree copies the directory src to dst (which must not exist yet, or be empty): regular
 // files, directories and symlinks with their permission bits and modification times, so an
 // exported install tree is the same bytes and metadata as the cached one.
-func CopyTree(dst, src string) error {
+func copyTree(dst, src string) error {
 	if entries, err := os.ReadDir(dst); err == nil && len(entries) > 0 {
 		return fmt.Errorf("copying %s to %s: the destination is not empty: choose a new directory or empty it", src, dst)
 	}

@@ -67,7 +67,7 @@ func (e *Engine) Build(ctx context.Context, p *plan.Plan, sources map[string]str
 	for _, s := range res.Stages {
 		stages = append(stages, engine.Stage{Name: s.Name, Cached: s.Cached, Wall: s.Built.Wall, User: s.Built.User, Sys: s.Built.Sys})
 	}
-	if err := CopyTree(dir, res.Tree); err != nil {
+	if err := copyTree(dir, res.Tree); err != nil {
 		return stages, err
 	}
 	return stages, nil

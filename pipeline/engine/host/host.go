@@ -46,10 +46,6 @@ type Option func(*Executor)
 // others wait and reuse its output.
 func WithCacheDir(dir string) Option { return func(e *Executor) { e.cacheDir = dir } }
 
-// WithWorkDir sets where stages build (default: <cache dir>/tmp). It must be on the cache
-// dir's file system, since finished outputs are renamed into the cache.
-func WithWorkDir(dir string) Option { return func(e *Executor) { e.workDir = dir } }
-
 // WithLogf sets the progress logger (default: quiet).
 func WithLogf(logf func(format string, args ...any)) Option {
 	return func(e *Executor) { e.logf = logf }
@@ -65,9 +61,9 @@ func New(opts ...Option) *Executor {
 	for _, o := range opts {
 		o(e)
 	}
-	if e.workDir == "" {
-		e.workDir = filepath.Join(e.cacheDir, "tmp")
-	}
+	// Stages build in <cache dir>/tmp: on the cache dir's file system, since finished
+	// outputs are renamed into the cache.
+	e.workDir = filepath.Join(e.cacheDir, "tmp")
 	if e.logf == nil {
 		e.logf = func(string, ...any) {}
 	}
@@ -77,7 +73,7 @@ func New(opts ...Option) *Executor {
 // Result is what a Run did.
 type Result struct {
 	// Tree is the install tree: the final stage's OUT, inside the cache. Treat it as
-	// read-only; copy it (CopyTree) to change it.
+	// read-only; copy it (copyTree, as the engine adapter does) to change it.
 	Tree   string
 	Stages []StageResult
 }
@@ -277,37 +273,14 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 		e.logf("stage %s: cached (key %s)", s.Name, key[:12])
 		return sr, nil
 	}
-
-	// Scratch directories are named after the key, and the key's lock is held: any other
-	// directory of this key is left over from a killed run, and can go.
-	prefix := key[:16] + "-" + s.Name + "-"
-	if stale, _ := filepath.Glob(filepath.Join(e.workDir, prefix+"*")); len(stale) > 0 {
-		for _, d := range stale {
-			os.RemoveAll(d)
-		}
-	}
-	tmp, err := os.MkdirTemp(e.workDir, prefix)
+	tmp, err := e.scratchDir(key, s.Name)
 	if err != nil {
 		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
 	}
 	defer os.RemoveAll(tmp)
 	work, out, logPath := filepath.Join(tmp, "work"), filepath.Join(tmp, "out"), filepath.Join(tmp, "build.log")
-	for _, d := range []string{work, out} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return sr, fmt.Errorf("stage %s: %w", s.Name, err)
-		}
-	}
-	for _, f := range s.Files {
-		p := filepath.Join(work, filepath.FromSlash(f.Path))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return sr, fmt.Errorf("stage %s: writing %s: %w", s.Name, f.Path, err)
-		}
-		if err := os.WriteFile(p, f.Data, os.FileMode(f.Mode)); err != nil {
-			return sr, fmt.Errorf("stage %s: writing %s: %w", s.Name, f.Path, err)
-		}
-	}
-	script := filepath.Join(tmp, "script.sh")
-	if err := os.WriteFile(script, []byte(s.Script), 0o644); err != nil {
+	script, err := writeStageInputs(tmp, work, out, s)
+	if err != nil {
 		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
 	}
 	logFile, err := os.Create(logPath)
@@ -315,7 +288,70 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
 	}
 	defer logFile.Close()
+	env := stageEnv(s, epoch, src, work, out, jobs, outs)
+	e.logf("stage %s: building (key %s, log %s)", s.Name, key[:12], logPath)
+	ps, runErr := runScript(ctx, script, work, env, logFile)
+	sr.Wall = time.Since(start)
+	if ps != nil {
+		// wait4's rusage of bash includes every descendant it waited for (make, cc, ...).
+		sr.User, sr.Sys = ps.UserTime(), ps.SystemTime()
+	}
+	sr.Built = Timing{Wall: sr.Wall, User: sr.User, Sys: sr.Sys}
+	if runErr != nil {
+		if ctx.Err() != nil {
+			// Interrupted, not failed: there is nothing in the log to keep.
+			return sr, fmt.Errorf("stage %s: interrupted after %s: %w", s.Name, sr.Wall.Round(time.Second), ctx.Err())
+		}
+		kept := e.keepFailedLog(s.Name, logPath)
+		tail := toolbox.FileTail(logPath, 40)
+		return sr, fmt.Errorf("stage %s failed after %s: %w (log: %s)\n--- last lines of the log ---\n%s",
+			s.Name, sr.Wall.Round(time.Second), runErr, kept, tail)
+	}
+	if err := commitStage(tmp, final, meta{Stage: s.Name, Key: key, Timing: sr.Built}); err != nil {
+		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
+	}
+	e.logf("stage %s: built in %s (user %s sys %s)", s.Name, sr.Wall.Round(time.Second),
+		sr.User.Round(time.Second), sr.Sys.Round(time.Second))
+	return sr, nil
+}
 
+// scratchDir makes a fresh directory for one build of the stage with key. Scratch
+// directories are named after the key, and the key's lock is held: any other directory of
+// this key is left over from a killed run, and goes.
+func (e *Executor) scratchDir(key, stage string) (string, error) {
+	prefix := key[:16] + "-" + stage + "-"
+	if stale, _ := filepath.Glob(filepath.Join(e.workDir, prefix+"*")); len(stale) > 0 {
+		for _, d := range stale {
+			os.RemoveAll(d)
+		}
+	}
+	return os.MkdirTemp(e.workDir, prefix)
+}
+
+// writeStageInputs makes WORK (with the stage's files) and OUT, and writes the script into
+// tmp; it returns the script's path.
+func writeStageInputs(tmp, work, out string, s plan.Stage) (string, error) {
+	for _, d := range []string{work, out} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return "", err
+		}
+	}
+	for _, f := range s.Files {
+		p := filepath.Join(work, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return "", fmt.Errorf("writing %s: %w", f.Path, err)
+		}
+		if err := os.WriteFile(p, f.Data, os.FileMode(f.Mode)); err != nil {
+			return "", fmt.Errorf("writing %s: %w", f.Path, err)
+		}
+	}
+	script := filepath.Join(tmp, "script.sh")
+	return script, os.WriteFile(script, []byte(s.Script), 0o644)
+}
+
+// stageEnv is the script's whole environment: a fixed base, the stage's variables, then the
+// contract's SRC, WORK, OUT, JOBS and DEP_<NAME>.
+func stageEnv(s plan.Stage, epoch int64, src, work, out string, jobs int, outs map[string]string) []string {
 	env := []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME=" + work,
@@ -330,8 +366,12 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 	for _, d := range s.Deps {
 		env = append(env, plan.DepVar(d)+"="+outs[d])
 	}
+	return env
+}
 
-	e.logf("stage %s: building (key %s, log %s)", s.Name, key[:12], logPath)
+// runScript runs the script with bash (-euo pipefail) in work, its output into logFile, and
+// returns the process state (nil when it never ran) with its error.
+func runScript(ctx context.Context, script, work string, env []string, logFile *os.File) (*os.ProcessState, error) {
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", script)
 	cmd.Dir = work
 	cmd.Env = env
@@ -342,48 +382,41 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
-	runErr := cmd.Run()
-	sr.Wall = time.Since(start)
-	if ps := cmd.ProcessState; ps != nil {
-		// wait4's rusage of bash includes every descendant it waited for (make, cc, ...).
-		sr.User, sr.Sys = ps.UserTime(), ps.SystemTime()
-	}
-	sr.Built = Timing{Wall: sr.Wall, User: sr.User, Sys: sr.Sys}
-	if runErr != nil {
-		if ctx.Err() != nil {
-			// Interrupted, not failed: there is nothing in the log to keep.
-			return sr, fmt.Errorf("stage %s: interrupted after %s: %w", s.Name, sr.Wall.Round(time.Second), ctx.Err())
-		}
-		// Kept under a name of its own (the failure's time), so the log of the failure before
-		// is not overwritten; only the newest KeepFailedLogs stay.
-		kept := filepath.Join(e.cacheDir, fmt.Sprintf("failed-%s-%s.log", s.Name, time.Now().UTC().Format("20060102T150405.000Z")))
-		_ = copyFile(logPath, kept, 0o644)
-		if err := pruneFailedLogs(e.cacheDir, KeepFailedLogs); err != nil {
-			e.logf("stage %s: %v", s.Name, err)
-		}
-		tail := toolbox.FileTail(logPath, 40)
-		return sr, fmt.Errorf("stage %s failed after %s: %w (log: %s)\n--- last lines of the log ---\n%s",
-			s.Name, sr.Wall.Round(time.Second), runErr, kept, tail)
-	}
-	b, _ := json.MarshalIndent(meta{Stage: s.Name, Key: key, Timing: sr.Built}, "", "  ")
-	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), b, 0o644); err != nil {
-		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
-	}
-	if err := os.RemoveAll(work); err != nil {
-		return sr, fmt.Errorf("stage %s: removing its scratch directory: %w", s.Name, err)
-	}
-	// The rename is the commit: a cache entry either has everything (meta.json last
-	// written, then the whole directory appears at once) or does not exist.
-	if err := os.Rename(tmp, final); err != nil {
-		return sr, fmt.Errorf("stage %s: storing its output in the cache: %w", s.Name, err)
-	}
-	e.logf("stage %s: built in %s (user %s sys %s)", s.Name, sr.Wall.Round(time.Second),
-		sr.User.Round(time.Second), sr.Sys.Round(time.Second))
-	return sr, nil
+	err := cmd.Run()
+	return cmd.ProcessState, err
 }
 
-// KeepFailedLogs is how many failed-*.log files the cache keeps, newest first.
-const KeepFailedLogs = 5
+// keepFailedLog copies a failed stage's log under a name of its own (the failure's time),
+// so the log of the failure before is not overwritten; only the newest keepFailedLogs stay.
+// It returns the kept log's path.
+func (e *Executor) keepFailedLog(stage, logPath string) string {
+	kept := filepath.Join(e.cacheDir, fmt.Sprintf("failed-%s-%s.log", stage, time.Now().UTC().Format("20060102T150405.000Z")))
+	_ = copyFile(logPath, kept, 0o644)
+	if err := pruneFailedLogs(e.cacheDir, keepFailedLogs); err != nil {
+		e.logf("stage %s: %v", stage, err)
+	}
+	return kept
+}
+
+// commitStage stores a built stage in the cache: meta.json written, the scratch WORK gone,
+// then tmp renamed to final. The rename is the commit: a cache entry either has everything
+// or does not exist.
+func commitStage(tmp, final string, m meta) error {
+	b, _ := json.MarshalIndent(m, "", "  ")
+	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), b, 0o644); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(tmp, "work")); err != nil {
+		return fmt.Errorf("removing its scratch directory: %w", err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return fmt.Errorf("storing its output in the cache: %w", err)
+	}
+	return nil
+}
+
+// keepFailedLogs is how many failed-*.log files the cache keeps, newest first.
+const keepFailedLogs = 5
 
 // pruneFailedLogs removes all but the newest keep failed-*.log files in dir.
 func pruneFailedLogs(dir string, keep int) error {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,7 +112,7 @@ func TestBuiltNginxNeedsOnlyLibc(t *testing.T) {
 			t.Errorf("nginx needs %s: only the libc family is allowed (libcrypt, libpcre2, libssl, libz must be static)", l)
 		}
 	}
-	if !contains(libs, "libc.so.6") {
+	if !slices.Contains(libs, "libc.so.6") {
 		t.Errorf("nginx does not link libc.so.6 dynamically: %v", libs)
 	}
 	syms, _ := f.ImportedSymbols()
@@ -156,15 +157,6 @@ func TestBuiltNginxNeedsOnlyLibc(t *testing.T) {
 	if syms, err := f.Symbols(); err == nil && len(syms) > 0 {
 		t.Errorf("nginx is not stripped (%d symbols)", len(syms))
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func dynValue(f *elf.File, tag elf.DynTag) (uint64, error) {

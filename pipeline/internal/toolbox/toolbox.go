@@ -1,20 +1,26 @@
 // Package toolbox holds the small helpers several packages of the pipeline need the same
 // way: the end of a log for an error message, a free loopback port, a process's /proc
-// files, and a file lock shared between processes. Each is a few lines; they live here so
+// files, a file lock shared between processes, and decoding a compressed HTTP body. Each is a few lines; they live here so
 // that every package truncates a log, finds a port or takes a lock alike.
 package toolbox
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/zstd"
 )
 
 // Tail is the end of s for an error message: s without surrounding white space, cut to its
@@ -152,4 +158,28 @@ func Lock(ctx context.Context, path string) (unlock func(), err error) {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// Decode undoes an HTTP Content-Encoding the pipeline's nginx serves: gzip, br (brotli) or
+// zstd. The smoke checks and the benchmark check a compressed body against the plain one
+// the same way.
+func Decode(encoding string, body []byte) ([]byte, error) {
+	switch encoding {
+	case "gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		return io.ReadAll(zr)
+	case "br":
+		return io.ReadAll(brotli.NewReader(bytes.NewReader(body)))
+	case "zstd":
+		d, err := zstd.NewReader(nil)
+		if err != nil {
+			return nil, err
+		}
+		defer d.Close()
+		return d.DecodeAll(body, nil)
+	}
+	return nil, fmt.Errorf("Content-Encoding %q is none of gzip, br and zstd", encoding)
 }

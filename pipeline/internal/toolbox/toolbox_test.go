@@ -1,6 +1,8 @@
 package toolbox
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"net"
@@ -152,4 +154,22 @@ func TestLock(t *testing.T) {
 		t.Fatalf("Lock after every release: %v", err)
 	}
 	u()
+}
+
+// TestDecode: a gzip body decodes to what was compressed; a body that is not gzip, and an
+// encoding Decode does not know, are errors (br and zstd are checked by smoke's encoding tests).
+func TestDecode(t *testing.T) {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte("hello, nginx"))
+	zw.Close()
+	if got, err := Decode("gzip", b.Bytes()); err != nil || string(got) != "hello, nginx" {
+		t.Errorf("Decode(gzip) = %q, %v", got, err)
+	}
+	if _, err := Decode("gzip", []byte("plain")); err == nil {
+		t.Error("Decode(gzip) of a plain body: no error")
+	}
+	if _, err := Decode("deflate", b.Bytes()); err == nil || !strings.Contains(err.Error(), `"deflate"`) {
+		t.Errorf("Decode(deflate) = %v, want an error naming it", err)
+	}
 }

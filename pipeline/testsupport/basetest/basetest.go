@@ -39,8 +39,8 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 )
 
-// DefaultCacheDir holds the private apt state and the unpacked root filesystems.
-const DefaultCacheDir = "/var/cache/nginx-forge/base"
+// defaultCacheDir holds the private apt state and the unpacked root filesystems.
+const defaultCacheDir = "/var/cache/nginx-forge/base"
 
 // Name is what the stand-in pretends to be (used as org.opencontainers.image.base.name
 // by callers that want it).
@@ -50,12 +50,12 @@ const Name = "gcr.io/distroless/base-nossl-debian13:nonroot"
 // by older code is not reused.
 const recipe = "basetest-4"
 
-// Packages are the Debian packages distroless base-nossl-debian13 is made of.
-var Packages = []string{"base-files", "ca-certificates", "libc6", "media-types", "netbase", "tzdata"}
+// packages are the Debian packages distroless base-nossl-debian13 is made of.
+var packages = []string{"base-files", "ca-certificates", "libc6", "media-types", "netbase", "tzdata"}
 
 // Options say where and how to build.
 type Options struct {
-	// CacheDir defaults to DefaultCacheDir.
+	// CacheDir defaults to defaultCacheDir.
 	CacheDir string
 	// Mirror is the Debian archive; default http://deb.debian.org/debian.
 	Mirror string
@@ -75,7 +75,7 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.CacheDir == "" {
-		o.CacheDir = DefaultCacheDir
+		o.CacheDir = defaultCacheDir
 	}
 	if o.Mirror == "" {
 		o.Mirror = "http://deb.debian.org/debian"
@@ -104,10 +104,10 @@ type Rootfs struct {
 	Key string
 }
 
-// Build returns the cached rootfs for the current package versions, making it first if
+// build returns the cached rootfs for the current package versions, making it first if
 // needed. Concurrent callers (test packages run in parallel) are serialised by a file
 // lock in the cache directory.
-func Build(ctx context.Context, o Options) (*Rootfs, error) {
+func build(ctx context.Context, o Options) (*Rootfs, error) {
 	o.defaults()
 	unlock, err := lockCache(o.CacheDir)
 	if err != nil {
@@ -119,7 +119,7 @@ func Build(ctx context.Context, o Options) (*Rootfs, error) {
 	if err := a.update(ctx); err != nil {
 		return nil, err
 	}
-	pkgs := append([]string(nil), Packages...)
+	pkgs := append([]string(nil), packages...)
 	if o.NoLibc {
 		pkgs = without(pkgs, "libc6")
 	}
@@ -248,41 +248,65 @@ func makeRootfs(ctx context.Context, debs, root string) error {
 	}
 	certs := filepath.Join(filepath.Dir(root), "ca-certificates")
 	for _, f := range files {
-		dest := root
-		// Only the bundle of ca-certificates goes in (distroless ships the bundle,
-		// not the update-ca-certificates machinery): unpack it aside.
-		if strings.HasPrefix(filepath.Base(f), "ca-certificates_") {
-			dest = certs
-		}
-		if out, err := exec.CommandContext(ctx, "dpkg-deb", "-x", f, dest).CombinedOutput(); err != nil {
-			return fmt.Errorf("dpkg-deb -x %s: %w: %s", f, err, out)
-		}
-		// distroless records each package's control stanza in var/lib/dpkg/status.d/NAME
-		// (scanners and the glibc check read it); so does the stand-in.
-		control, err := exec.CommandContext(ctx, "dpkg-deb", "-f", f).Output()
-		if err != nil {
-			return fmt.Errorf("dpkg-deb -f %s: %w", f, err)
-		}
-		pkg := strings.SplitN(filepath.Base(f), "_", 2)[0]
-		stanza := "Package: " + pkg + "\nStatus: install ok installed\n" + strings.TrimPrefix(string(control), "Package: "+pkg+"\n")
-		if err := writeFile(filepath.Join(root, "var/lib/dpkg/status.d", pkg), []byte(stanza), 0o644); err != nil {
+		if err := unpackDeb(ctx, f, root, certs); err != nil {
 			return err
 		}
 	}
-	if _, err := os.Stat(certs); err == nil {
-		if err := writeBundle(certs, filepath.Join(root, "etc/ssl/certs/ca-certificates.crt")); err != nil {
-			return err
-		}
-		// ca-certificates' copyright is the licence of the bundle; keep it like every
-		// other package's.
-		if b, err := os.ReadFile(filepath.Join(certs, "usr/share/doc/ca-certificates/copyright")); err == nil {
-			if err := writeFile(filepath.Join(root, "usr/share/doc/ca-certificates/copyright"), b, 0o644); err != nil {
-				return err
-			}
-		}
+	if err := installCertBundle(certs, root); err != nil {
+		return err
 	}
-	// Documentation other than copyright files, and the login/motd scripts of
-	// base-files (which need a shell the image does not have), are not in distroless.
+	if err := pruneDocs(root); err != nil {
+		return err
+	}
+	if err := writeUsers(root); err != nil {
+		return err
+	}
+	return checkNoShell(root)
+}
+
+// unpackDeb unpacks the package file f into root (ca-certificates into certs, aside) and
+// records its control stanza.
+func unpackDeb(ctx context.Context, f, root, certs string) error {
+	dest := root
+	// Only the bundle of ca-certificates goes in (distroless ships the bundle,
+	// not the update-ca-certificates machinery): unpack it aside.
+	if strings.HasPrefix(filepath.Base(f), "ca-certificates_") {
+		dest = certs
+	}
+	if out, err := exec.CommandContext(ctx, "dpkg-deb", "-x", f, dest).CombinedOutput(); err != nil {
+		return fmt.Errorf("dpkg-deb -x %s: %w: %s", f, err, out)
+	}
+	// distroless records each package's control stanza in var/lib/dpkg/status.d/NAME
+	// (scanners and the glibc check read it); so does the stand-in.
+	control, err := exec.CommandContext(ctx, "dpkg-deb", "-f", f).Output()
+	if err != nil {
+		return fmt.Errorf("dpkg-deb -f %s: %w", f, err)
+	}
+	pkg := strings.SplitN(filepath.Base(f), "_", 2)[0]
+	stanza := "Package: " + pkg + "\nStatus: install ok installed\n" + strings.TrimPrefix(string(control), "Package: "+pkg+"\n")
+	return writeFile(filepath.Join(root, "var/lib/dpkg/status.d", pkg), []byte(stanza), 0o644)
+}
+
+// installCertBundle writes the CA bundle of the ca-certificates unpacked in certs (if any)
+// into root, with its copyright.
+func installCertBundle(certs, root string) error {
+	if _, err := os.Stat(certs); err != nil {
+		return nil
+	}
+	if err := writeBundle(certs, filepath.Join(root, "etc/ssl/certs/ca-certificates.crt")); err != nil {
+		return err
+	}
+	// ca-certificates' copyright is the licence of the bundle; keep it like every
+	// other package's.
+	if b, err := os.ReadFile(filepath.Join(certs, "usr/share/doc/ca-certificates/copyright")); err == nil {
+		return writeFile(filepath.Join(root, "usr/share/doc/ca-certificates/copyright"), b, 0o644)
+	}
+	return nil
+}
+
+// pruneDocs removes documentation other than copyright files, and the login/motd scripts
+// of base-files (which need a shell the image does not have): distroless has neither.
+func pruneDocs(root string) error {
 	for _, p := range []string{"usr/share/man", "usr/share/info", "usr/share/lintian", "etc/update-motd.d", "etc/profile.d", "etc/profile", "etc/bash.bashrc", "etc/skel"} {
 		if err := os.RemoveAll(filepath.Join(root, p)); err != nil {
 			return err
@@ -300,6 +324,12 @@ func makeRootfs(ctx context.Context, debs, root string) error {
 			}
 		}
 	}
+	return nil
+}
+
+// writeUsers writes distroless's users, groups and name service switch, and the home and
+// scratch directories with their modes.
+func writeUsers(root string) error {
 	for p, content := range map[string]string{
 		"etc/passwd": "root:x:0:0:root:/root:/sbin/nologin\n" +
 			"nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n" +
@@ -324,7 +354,7 @@ func makeRootfs(ctx context.Context, debs, root string) error {
 			return err
 		}
 	}
-	return checkNoShell(root)
+	return nil
 }
 
 // checkNoShell fails if the rootfs has a shell: the stand-in must be as shell-less as

@@ -25,18 +25,18 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
-// RootEnv names buildkitd's state directory (its build cache). It persists between runs so a
+// rootEnv names buildkitd's state directory (its build cache). It persists between runs so a
 // second run on a machine builds from cache.
-const RootEnv = "NGINX_FORGE_BUILDKIT_ROOT"
+const rootEnv = "NGINX_FORGE_BUILDKIT_ROOT"
 
-// DefaultRoot is the state directory without RootEnv.
-const DefaultRoot = "/var/cache/nginx-forge/buildkit"
+// defaultRoot is the state directory without rootEnv.
+const defaultRoot = "/var/cache/nginx-forge/buildkit"
 
 const installHint = "run .ci/install-buildkit (builds buildkitd and buildctl from the Go module proxy)"
 
 // Options configure the daemon.
 type Options struct {
-	// Root is buildkitd's state directory; default $NGINX_FORGE_BUILDKIT_ROOT or DefaultRoot.
+	// Root is buildkitd's state directory; default $NGINX_FORGE_BUILDKIT_ROOT or defaultRoot.
 	// One daemon at a time may use a root (buildkitd locks it).
 	Root string
 	// PlainHTTP lists registries (host:port) that speak plain HTTP, like the tests' loopback
@@ -62,10 +62,10 @@ func Start(t testing.TB, o Options) *Daemon {
 	bin := testenv.Tool(t, "buildkitd", installHint)
 	ctl := testenv.Tool(t, "buildctl", installHint)
 	if o.Root == "" {
-		o.Root = os.Getenv(RootEnv)
+		o.Root = os.Getenv(rootEnv)
 	}
 	if o.Root == "" {
-		o.Root = DefaultRoot
+		o.Root = defaultRoot
 	}
 	if err := os.MkdirAll(o.Root, 0o700); err != nil {
 		t.Fatalf("creating the buildkitd root %s: %v", o.Root, err)

@@ -26,8 +26,8 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
-// Binary is where Debian's docker-registry package installs the registry.
-const Binary = "/usr/bin/docker-registry"
+// binary is where Debian's docker-registry package installs the registry.
+const binary = "/usr/bin/docker-registry"
 
 // Registry is a running (or stopped) docker-registry process. Its storage survives Stop and
 // Restart, so a test can take the registry away in the middle of a publish and bring the
@@ -65,7 +65,7 @@ func WithBasicAuth(user, password string) Option {
 // It skips (or fails under NGINX_FORGE_E2E=1) when the package is not installed.
 func Start(t testing.TB, opts ...Option) *Registry {
 	t.Helper()
-	bin := Binary
+	bin := binary
 	if _, err := os.Stat(bin); err != nil {
 		bin = testenv.Tool(t, "docker-registry", "docker-registry")
 	}

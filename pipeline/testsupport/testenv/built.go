@@ -13,13 +13,13 @@ import (
 	"testing"
 )
 
-// BuildCacheEnv names the directory the host executor caches stage outputs (and fetched
+// buildCacheEnv names the directory the host executor caches stage outputs (and fetched
 // sources, under sources/) in for tests. Every test package shares it.
-const BuildCacheEnv = "NGINX_FORGE_BUILD_CACHE"
+const buildCacheEnv = "NGINX_FORGE_BUILD_CACHE"
 
 // BuildCacheDir is the shared build cache of the tests.
 func BuildCacheDir() string {
-	if d := os.Getenv(BuildCacheEnv); d != "" {
+	if d := os.Getenv(buildCacheEnv); d != "" {
 		return d
 	}
 	return "/var/cache/nginx-forge/build"

@@ -15,8 +15,8 @@ import (
 	"testing"
 )
 
-// UpstreamDirEnv names the directory .ci/fetch-sources filled (it holds mirror/ and debian/).
-const UpstreamDirEnv = "NGINX_FORGE_UPSTREAM"
+// upstreamDirEnv names the directory .ci/fetch-sources filled (it holds mirror/ and debian/).
+const upstreamDirEnv = "NGINX_FORGE_UPSTREAM"
 
 // E2E reports whether missing real parts are failures rather than skips.
 func E2E() bool { return os.Getenv("NGINX_FORGE_E2E") == "1" }
@@ -45,13 +45,13 @@ func TestLockPath() string {
 // MirrorDir returns the directory of upstream files under their upstream names.
 func MirrorDir(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv(UpstreamDirEnv)
+	dir := os.Getenv(upstreamDirEnv)
 	if dir == "" {
 		dir = "/var/cache/nginx-forge/upstream"
 	}
 	m := filepath.Join(dir, "mirror")
 	if _, err := os.Stat(filepath.Join(m, "nginx-1.26.3.tar.gz")); err != nil {
-		Missing(t, "the upstream tarballs mirror "+m, "run `.ci/fetch-sources "+dir+"` as root (or set "+UpstreamDirEnv+")")
+		Missing(t, "the upstream tarballs mirror "+m, "run `.ci/fetch-sources "+dir+"` as root (or set "+upstreamDirEnv+")")
 	}
 	return m
 }
@@ -82,19 +82,19 @@ func Root(t testing.TB) {
 	}
 }
 
-// SharedUpstreamEnv names the directory of upstream archives that no Debian package carries
+// sharedUpstreamEnv names the directory of upstream archives that no Debian package carries
 // (default ../shared/upstream beside the checkout; its README says what each file is).
-const SharedUpstreamEnv = "NGINX_FORGE_SHARED_UPSTREAM"
+const sharedUpstreamEnv = "NGINX_FORGE_SHARED_UPSTREAM"
 
 // SharedUpstream returns that directory, or skips/fails when it is missing.
 func SharedUpstream(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv(SharedUpstreamEnv)
+	dir := os.Getenv(sharedUpstreamEnv)
 	if dir == "" {
 		dir = filepath.Join(RepoRoot(), "..", "shared", "upstream")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "aws-lc-5.5.0.tar.gz")); err != nil {
-		Missing(t, "the upstream archives "+dir, "set "+SharedUpstreamEnv+" to the directory holding aws-lc-5.5.0.tar.gz, zlib-ng-2.2.2.tar.gz and nginx-1.30.4-git.tar.gz")
+		Missing(t, "the upstream archives "+dir, "set "+sharedUpstreamEnv+" to the directory holding aws-lc-5.5.0.tar.gz, zlib-ng-2.2.2.tar.gz and nginx-1.30.4-git.tar.gz")
 	}
 	return dir
 }

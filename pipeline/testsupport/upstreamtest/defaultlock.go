@@ -23,7 +23,7 @@ import (
 // (pipeline/upstream/testdata/github): nginx's newest stable (even minor) release, OpenSSL's
 // newest release of an LTS branch (3.5.9 is marked pre-release there and 3.5.10 draft, so
 // neither counts), and PCRE2's latest. zlib's latest is the locked 1.3.1.
-var RecordedTargets = map[string]string{
+var recordedTargets = map[string]string{
 	lock.Nginx:   "1.28.0",
 	lock.OpenSSL: "3.5.4",
 	lock.PCRE2:   "10.46",
@@ -31,7 +31,7 @@ var RecordedTargets = map[string]string{
 
 // DefaultLockScenario is the shipped lock (pipeline/lock/stack.lock.json) against the
 // recorded upstream: GitHub and nginx.org answer with the recorded responses, and the mirror
-// serves, for every locked release and every RecordedTargets release, a stand-in tarball
+// serves, for every locked release and every recordedTargets release, a stand-in tarball
 // (<name>-<version>/ inside) signed by a test key per project, the new releases later than
 // the locked ones. The lock copy keeps the shipped versions, tracks and URLs; only its
 // checksums and signer fingerprints point at the stand-ins and their keys (upstream's real
@@ -72,26 +72,34 @@ func NewDefaultLockScenario(t testing.TB) *DefaultLockScenario {
 			c.Signature.Fingerprints = []string{k.Fingerprint}
 		}
 		l.SetComponent(c)
-		if v, ok := RecordedTargets[name]; ok {
+		if v, ok := recordedTargets[name]; ok {
 			s.standIn(t, c, v, NewSignedAt)
 		}
 	}
-	s.LockFile = filepath.Join(t.TempDir(), "stack.lock.json")
-	if err := l.Write(s.LockFile); err != nil {
-		t.Fatal(err)
-	}
-
-	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(reg.Close)
-	s.Registry = strings.TrimPrefix(reg.URL, "http://")
-	s.BuilderDigest = PushIndex(t, s.Registry, l.Images.Builder.Ref, "linux/amd64", "linux/arm64/v8")
-	s.RuntimeDigest = PushIndex(t, s.Registry, l.Images.Runtime.Ref, "linux/amd64", "linux/arm64/v8")
+	s.LockFile, s.Registry, s.BuilderDigest, s.RuntimeDigest = lockAndBases(t, l, "stack.lock.json")
 	return s
 }
 
-// ZstdSigner is the fingerprint of zstd's release signing key, vendored in
+// lockAndBases writes l to a fresh file named name and serves a stand-in registry holding
+// l's builder and runtime images (amd64 and arm64 indexes): what a scenario hands the code
+// under test. It returns the lock file, the registry's host:port and the two index digests.
+func lockAndBases(t testing.TB, l *lock.Lock, name string) (lockFile, registryHost, builderDigest, runtimeDigest string) {
+	t.Helper()
+	lockFile = filepath.Join(t.TempDir(), name)
+	if err := l.Write(lockFile); err != nil {
+		t.Fatal(err)
+	}
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(reg.Close)
+	registryHost = strings.TrimPrefix(reg.URL, "http://")
+	builderDigest = PushIndex(t, registryHost, l.Images.Builder.Ref, "linux/amd64", "linux/arm64/v8")
+	runtimeDigest = PushIndex(t, registryHost, l.Images.Runtime.Ref, "linux/amd64", "linux/arm64/v8")
+	return lockFile, registryHost, builderDigest, runtimeDigest
+}
+
+// zstdSigner is the fingerprint of zstd's release signing key, vendored in
 // pipeline/lock/keys: what a lock pins for zstd's signature.
-const ZstdSigner = "4EF4AC63455FC9F4545D9B7DEF8FE99528B52FFD"
+const zstdSigner = "4EF4AC63455FC9F4545D9B7DEF8FE99528B52FFD"
 
 // OptionalLocked are the versions of the optional components AddOptional pins: one release
 // behind the recorded upstream's newest (OptionalTargets), except ngx_brotli, whose only
@@ -114,7 +122,7 @@ var OptionalTargets = map[string]string{
 // OptionalComponents are lock entries for the optional components at OptionalLocked, from
 // the URLs a lock pins upstream: GitHub's archive of the release tag for brotli, ngx_brotli
 // and zstd-nginx-module, which publish no signatures (so each says so, without naming a
-// version), and zstd's release asset with its .sig by ZstdSigner. The checksums are
+// version), and zstd's release asset with its .sig by zstdSigner. The checksums are
 // placeholders: AddOptional sets the stand-ins'.
 func OptionalComponents() []lock.Component {
 	const none = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -128,7 +136,7 @@ func OptionalComponents() []lock.Component {
 		{Name: lock.Zstd, Version: OptionalLocked[lock.Zstd], Track: "latest", SHA256: none,
 			URL: "https://github.com/facebook/zstd/releases/download/v1.5.6/zstd-1.5.6.tar.gz",
 			Signature: &lock.Signature{URL: "https://github.com/facebook/zstd/releases/download/v1.5.6/zstd-1.5.6.tar.gz.sig",
-				Fingerprints: []string{ZstdSigner}}},
+				Fingerprints: []string{zstdSigner}}},
 		{Name: lock.ZstdNginxModule, Version: OptionalLocked[lock.ZstdNginxModule], Track: "latest", SHA256: none,
 			URL:      "https://github.com/tokers/zstd-nginx-module/archive/refs/tags/0.1.0.tar.gz",
 			Unsigned: "tokers/zstd-nginx-module publishes no signatures; the SHA-256 is that of GitHub's archive of the release tag"},
@@ -142,7 +150,7 @@ var optionalTopDirs = map[string]string{lock.ZstdNginxModule: "zstd-nginx-module
 
 // AddOptional adds OptionalComponents to the scenario's lock and serves stand-ins of their
 // locked and OptionalTargets releases; zstd's are signed by a test key (in Keys and Vendored)
-// that the lock pins in place of ZstdSigner.
+// that the lock pins in place of zstdSigner.
 func (s *DefaultLockScenario) AddOptional(t testing.TB) {
 	t.Helper()
 	l, err := lock.Load(s.LockFile)
@@ -194,10 +202,10 @@ func (s *DefaultLockScenario) standIn(t testing.TB, c lock.Component, v string, 
 	return SHA256(tb)
 }
 
-// RecordedRepos are the repositories whose GitHub API responses are recorded under
+// recordedRepos are the repositories whose GitHub API responses are recorded under
 // pipeline/upstream/testdata/github: the default choices', the other TLS library's and
 // zlib's (AWS-LC, zlib-ng) and the optional components'.
-var RecordedRepos = []string{"nginx/nginx", "openssl/openssl", "PCRE2Project/pcre2", "madler/zlib",
+var recordedRepos = []string{"nginx/nginx", "openssl/openssl", "PCRE2Project/pcre2", "madler/zlib",
 	"google/brotli", "google/ngx_brotli", "facebook/zstd", "tokers/zstd-nginx-module",
 	"aws/aws-lc", "zlib-ng/zlib-ng"}
 
@@ -211,7 +219,7 @@ var RecordedRepos = []string{"nginx/nginx", "openssl/openssl", "PCRE2Project/pcr
 func ServeRecorded(t testing.TB, s *Server, dir string) {
 	t.Helper()
 	serveRecordedGit(t, s, filepath.Join(dir, "github", "git"))
-	for _, repo := range RecordedRepos {
+	for _, repo := range recordedRepos {
 		stem := strings.ReplaceAll(repo, "/", "-")
 		rel, err := os.ReadFile(filepath.Join(dir, "github", stem+"-releases.json"))
 		if err == nil {

@@ -43,9 +43,9 @@ func GitRefJSON(repo, tag, typ, sha string) []byte {
 
 var unsignedVerification = map[string]any{"verified": false, "reason": "unsigned", "signature": nil, "payload": nil, "verified_at": nil}
 
-// GitTagJSON is GET /repos/<repo>/git/tags/<sha>: the annotated tag object sha, named tag,
+// gitTagJSON is GET /repos/<repo>/git/tags/<sha>: the annotated tag object sha, named tag,
 // pointing at commit.
-func GitTagJSON(repo, sha, tag, commit string) []byte {
+func gitTagJSON(repo, sha, tag, commit string) []byte {
 	api := "https://api.github.com/repos/" + repo
 	return render(map[string]any{
 		"node_id":      nodeID("TAG_kwDO", sha),

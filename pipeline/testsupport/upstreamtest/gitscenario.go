@@ -2,17 +2,12 @@ package upstreamtest
 
 import (
 	"fmt"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
@@ -37,13 +32,13 @@ type GitRepo struct {
 	TagObjects map[string]string
 }
 
-// GitTargets are the releases a GitScenario offers beyond the shipped AWS-LC lock's: a new
+// gitTargets are the releases a GitScenario offers beyond the shipped AWS-LC lock's: a new
 // zlib-ng, a new AWS-LC and nginx's next 1.30 stable release.
-var GitTargets = map[string]string{lock.ZlibNG: "2.2.4", lock.AWSLC: "5.6.0", lock.Nginx: "1.30.6"}
+var gitTargets = map[string]string{lock.ZlibNG: "2.2.4", lock.AWSLC: "5.6.0", lock.Nginx: "1.30.6"}
 
 // GitScenario is the shipped AWS-LC variant lock (pipeline/lock/aws-lc.lock.json) against a
 // loopback upstream: its git-pinned components (zlib-ng, AWS-LC, nginx) are real local git
-// repositories, each with the locked release and a newer one (GitTargets) tagged as upstream
+// repositories, each with the locked release and a newer one (gitTargets) tagged as upstream
 // tags them (nginx's tags annotated), and the lock copy pins their locked commits and trees
 // (repository URLs, tags, versions, tracks and "unsigned" reasons as shipped). The GitHub API
 // lists those tags beside ones that must be ignored (AWS-LC's FIPS line, zlib-ng betas and
@@ -71,7 +66,7 @@ func NewGitScenario(t testing.TB) *GitScenario {
 	root := t.TempDir()
 	for _, name := range []string{lock.ZlibNG, lock.AWSLC, lock.Nginx} {
 		c := l.MustComponent(name)
-		r := newGitRepo(t, root, c, GitTargets[name])
+		r := newGitRepo(t, root, c, gitTargets[name])
 		s.Repos[name] = r
 		c.Git.Commit, c.Git.Tree = r.Locked.Commit, r.Locked.Tree
 		l.SetComponent(c)
@@ -86,15 +81,7 @@ func NewGitScenario(t testing.TB) *GitScenario {
 	s.Upstream.SetGitHub("PCRE2Project/pcre2", "releases", ReleasesJSON("PCRE2Project/pcre2", "pcre2-10.44"))
 	s.Upstream.SetGitHub("PCRE2Project/pcre2", "tags", TagsJSON("PCRE2Project/pcre2", "pcre2-10.44"))
 
-	s.LockFile = filepath.Join(t.TempDir(), "aws-lc.lock.json")
-	if err := l.Write(s.LockFile); err != nil {
-		t.Fatal(err)
-	}
-	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(reg.Close)
-	s.Registry = strings.TrimPrefix(reg.URL, "http://")
-	s.BuilderDigest = PushIndex(t, s.Registry, l.Images.Builder.Ref, "linux/amd64", "linux/arm64/v8")
-	s.RuntimeDigest = PushIndex(t, s.Registry, l.Images.Runtime.Ref, "linux/amd64", "linux/arm64/v8")
+	s.LockFile, s.Registry, s.BuilderDigest, s.RuntimeDigest = lockAndBases(t, l, "aws-lc.lock.json")
 	return s
 }
 
@@ -156,7 +143,7 @@ func (s *GitScenario) serveGitHub(r *GitRepo) {
 		s.SetCommit(r, rev.Commit, rev.Tree)
 		if obj, ok := r.TagObjects[rev.Tag]; ok {
 			s.Upstream.SetGitHub(r.GitHub, "git/ref/tags/"+rev.Tag, GitRefJSON(r.GitHub, rev.Tag, "tag", obj))
-			s.Upstream.SetGitHub(r.GitHub, "git/tags/"+obj, GitTagJSON(r.GitHub, obj, rev.Tag, rev.Commit))
+			s.Upstream.SetGitHub(r.GitHub, "git/tags/"+obj, gitTagJSON(r.GitHub, obj, rev.Tag, rev.Commit))
 		} else {
 			s.Upstream.SetGitHub(r.GitHub, "git/ref/tags/"+rev.Tag, GitRefJSON(r.GitHub, rev.Tag, "commit", rev.Commit))
 		}
