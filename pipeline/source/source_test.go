@@ -806,7 +806,7 @@ func TestStalledDownload(t *testing.T) {
 
 // BenchmarkFetchAll measures fetching the test lock's four tarballs from a loopback mirror
 // into an empty cache ("cold") and verifying them from the cache ("cached": a second build).
-// Run: go test ./pipeline/source -run '^$' -bench FetchAll
+// Run: go test -tags integration ./pipeline/source -run '^$' -bench FetchAll
 func BenchmarkFetchAll(b *testing.B) {
 	l, err := lock.Load(testenv.TestLockPath())
 	if err != nil {
