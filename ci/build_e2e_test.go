@@ -1,8 +1,12 @@
+//go:build integration
+
 package main
 
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -163,5 +167,51 @@ func checkActionsGroups(t *testing.T, log string) {
 	}
 	if strings.Count(log, "::group::") != strings.Count(log, "::endgroup::") {
 		t.Errorf("unbalanced groups in the Actions log:\n%s", log)
+	}
+}
+
+func TestBuildTamperedTarballCreatesNothing(t *testing.T) {
+	mirror := testenv.MirrorDir(t)
+	tampered, err := os.ReadFile(filepath.Join(mirror, "nginx-1.26.3.tar.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tampered[len(tampered)/2] ^= 0x01
+	files := http.FileServer(http.Dir(mirror))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/nginx-1.26.3.tar.gz" {
+			w.Write(tampered)
+			return
+		}
+		files.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "xdg")) // the source cache
+	out, cache := filepath.Join(dir, "tree"), filepath.Join(dir, "cache")
+	var stderr bytes.Buffer
+	err = runBuild(context.Background(), buildFlags{engine: "host", tree: out, lockFile: testLockPath,
+		mirror: srv.URL, platform: "linux/amd64", cache: cache}, io.Discard, &stderr)
+	if err == nil {
+		t.Fatal("a tampered tarball was accepted")
+	}
+	for _, want := range []string{"nginx-1.26.3.tar.gz", "69ee2b237744036e61d24b836668aad3040dda461fe6f570f1787eab570c75aa", "nothing was built"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s was created: %v", out, err)
+	}
+	// --cache holds the verified sources too (DIR/sources): nothing else of the build may be
+	// there, and not the tampered file.
+	entries, _ := os.ReadDir(cache)
+	for _, e := range entries {
+		if e.Name() != "sources" {
+			t.Errorf("the build created %s in its cache", filepath.Join(cache, e.Name()))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cache, "sources", "sha256", "69ee2b237744036e61d24b836668aad3040dda461fe6f570f1787eab570c75aa")); err == nil {
+		t.Error("the tampered tarball's checksum has a cache entry")
 	}
 }

@@ -1,3 +1,5 @@
+//go:build integration
+
 package main
 
 import (
@@ -10,7 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/basetest"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/buildkittest"
@@ -91,4 +98,13 @@ func TestDockerfileBuildsAndPassesSmoke(t *testing.T) {
 	if second.Digest != first.Digest {
 		t.Logf("note: the second build gave %s, the first %s", second.Digest, first.Digest)
 	}
+}
+
+// pullImage pulls ref with the registry credentials every access uses.
+func pullImage(ctx context.Context, ref string) (v1.Image, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, err
+	}
+	return remote.Image(r, remote.WithContext(ctx), remote.WithAuthFromKeychain(image.Keychain()))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -106,4 +107,24 @@ func TestFirstSIGTERMEndsAWaitingCommand(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitExit waits for cmd and returns its exit status, failing after a bound: cleaning up
+// takes seconds, not a build's minutes.
+func waitExit(t *testing.T, cmd *exec.Cmd, within time.Duration) (int, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode(), time.Since(start)
+	case <-time.After(within):
+		t.Fatalf("still running %s after the signal", within)
+	}
+	return 0, 0
 }

@@ -1,8 +1,9 @@
+//go:build integration
+
 package main
 
 import (
 	"bufio"
-	"errors"
 	"io"
 	"io/fs"
 	"net/http"
@@ -55,26 +56,6 @@ func startBuild(t *testing.T, mirror, cache string, extra ...string) (*exec.Cmd,
 		close(lines)
 	}()
 	return cmd, lines, &all
-}
-
-// waitExit waits for cmd and returns its exit status, failing after a bound: cleaning up
-// takes seconds, not a build's minutes.
-func waitExit(t *testing.T, cmd *exec.Cmd, within time.Duration) (int, time.Duration) {
-	t.Helper()
-	start := time.Now()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatal(err)
-		}
-		return cmd.ProcessState.ExitCode(), time.Since(start)
-	case <-time.After(within):
-		t.Fatalf("still running %s after the signal", within)
-	}
-	return 0, 0
 }
 
 // leftovers are what an interrupted build must not leave: scratch and temporary download

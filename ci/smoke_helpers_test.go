@@ -1,14 +1,9 @@
 package main
 
 import (
-	"context"
-
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
-	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
 
@@ -21,13 +16,4 @@ func smokeExpect(lockFile, modules string) (smoke.Expect, error) {
 // imageExpect is what `ci smoke --image` compares img with under those flags.
 func imageExpect(img v1.Image, lockFile, modules string) (smoke.Expect, string, error) {
 	return forge.SmokeRequest{ExpectLock: lockFile, Modules: modules}.ImageExpectations(img)
-}
-
-// pullImage pulls ref with the registry credentials every access uses.
-func pullImage(ctx context.Context, ref string) (v1.Image, error) {
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		return nil, err
-	}
-	return remote.Image(r, remote.WithContext(ctx), remote.WithAuthFromKeychain(image.Keychain()))
 }

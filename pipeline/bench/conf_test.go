@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -94,61 +93,6 @@ func TestRenderGolden(t *testing.T) {
 	bad.GzipCompLevel = 10
 	if _, err := bad.Render(); err == nil || !strings.Contains(err.Error(), "gzip_comp_level") {
 		t.Errorf("Render with gzip_comp_level 10: %v", err)
-	}
-}
-
-// TestVariantsAreAcceptedByNginx renders every variant and has the real nginx check it.
-func TestVariantsAreAcceptedByNginx(t *testing.T) {
-	base := DefaultKnobs()
-	vs := Variants(base, 1)
-	if len(vs) < 7 {
-		t.Fatalf("only %d variants", len(vs))
-	}
-	names := map[string]bool{}
-	for _, v := range vs {
-		k := base
-		v.Apply(&k)
-		if k == base {
-			t.Errorf("variant %q changes nothing", v.Name)
-		}
-		if names[v.Name] {
-			t.Errorf("two variants named %q", v.Name)
-		}
-		names[v.Name] = true
-	}
-	// Turning each knob the other way gives variants too.
-	flipped := base
-	for _, v := range vs {
-		v.Apply(&flipped)
-	}
-	if back := Variants(flipped, 1); len(back) < 7 {
-		t.Errorf("from the tuned knobs, only %d variants", len(back))
-	}
-	nginx := testenvTool(t)
-	for _, v := range vs {
-		k := base
-		v.Apply(&k)
-		s := startTestServer(t, nginx, k)
-		if err := s.Stop(); err != nil {
-			t.Errorf("variant %q: %v", v.Name, err)
-		}
-	}
-}
-
-func TestProbe(t *testing.T) {
-	nginx := testenvTool(t)
-	info, err := probe(context.Background(), nginx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Version == "" || !strings.Contains(info.OpenSSL, "OpenSSL") || len(info.TempPaths()) < 2 {
-		t.Errorf("Probe(%s) = %+v", nginx, info)
-	}
-	if _, err := probe(context.Background(), "/bin/true"); err == nil || !strings.Contains(err.Error(), "does not print an nginx version") {
-		t.Errorf("Probe(/bin/true) = %v", err)
-	}
-	if _, err := probe(context.Background(), "/nonexistent/nginx"); err == nil || !strings.Contains(err.Error(), "/nonexistent/nginx") {
-		t.Errorf("Probe(missing) = %v", err)
 	}
 }
 

@@ -1,14 +1,10 @@
 package bench
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // testdata/strace-c.txt is strace 6.1's -c -f summary of a Debian nginx 1.22 worker (Debian's
@@ -66,58 +62,5 @@ func TestParseStraceSummaryRejects(t *testing.T) {
 	calls, total, errs, err := parseStraceSummary(strings.NewReader(head + row + sep + "100.00    0.000100           5        20         5 total\n"))
 	if err != nil || total != 20 || errs != 5 || len(calls) != 2 || calls[0].Name != "recvfrom" || calls[1].Errors != 0 {
 		t.Errorf("ParseStraceSummary = %+v, %d, %d, %v", calls, total, errs, err)
-	}
-}
-
-// TestTraceSyscallsDebianNginx counts, for real, the system calls of Debian's nginx worker
-// over a fixed number of keep-alive requests on loopback.
-func TestTraceSyscallsDebianNginx(t *testing.T) {
-	nginx := testenvTool(t)
-	strace := testenv.Tool(t, "strace", "strace")
-	k := DefaultKnobs()
-	k.WorkerProcesses = "1"
-	s := startTestServer(t, nginx, k)
-	pids, err := Workers(s.PID())
-	if err != nil || len(pids) != 1 {
-		t.Fatalf("workers of %d: %v, %v", s.PID(), pids, err)
-	}
-	sc, _ := SelectScenarios("http-keepalive")
-	const n = 300
-	load := newFixedLoad(sc[0], s.Config, n, 4)
-	defer load.Close()
-	c, err := traceSyscalls(context.Background(), strace, pids, time.Minute, load.Warm, load.Run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Requests != n || c.Total < 3*n || c.PerRequest != float64(c.Total)/n {
-		t.Errorf("count %+v", c)
-	}
-	got := map[string]float64{}
-	for _, s := range c.Calls {
-		got[s.Name] = s.PerRequest
-	}
-	// No open_file_cache in DefaultKnobs: open, stat, close of the file per request; sendfile
-	// for the body.
-	for _, name := range []string{"openat", "sendfile", "close"} {
-		if got[name] < 0.9 {
-			t.Errorf("%s: %.2f per request, want about 1 (calls: %s)", name, got[name], c.Top(10))
-		}
-	}
-	// Warmed keep-alive connections: no accept or connection close in the count.
-	if got["accept4"] != 0 {
-		t.Errorf("accept4 %.2f per request after the warm-up (calls: %s)", got["accept4"], c.Top(10))
-	}
-	if tracer, _ := tracerPID(pids[0]); tracer != 0 {
-		t.Errorf("worker still traced by %d after the pass", tracer)
-	}
-	// The server keeps serving after strace detached.
-	if err := sc[0].Check(s.Config); err != nil {
-		t.Error(err)
-	}
-	t.Logf("%.2f syscalls/request: %s", c.PerRequest, c.Top(8))
-
-	// A missing strace is an error that says what to do.
-	if _, err := traceSyscalls(context.Background(), "/nonexistent/strace", pids, time.Minute, nil, load.Run); err == nil || !strings.Contains(err.Error(), "strace") {
-		t.Errorf("missing strace: %v", err)
 	}
 }

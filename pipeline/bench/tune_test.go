@@ -1,13 +1,7 @@
 package bench
 
 import (
-	"bytes"
-	"context"
-	"strings"
 	"testing"
-	"time"
-
-	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 func TestVerdict(t *testing.T) {
@@ -38,65 +32,4 @@ func TestVerdict(t *testing.T) {
 	if got := verdict(one, quiet); got != "too few rounds" {
 		t.Errorf("verdict from one round = %s", got)
 	}
-}
-
-// TestTuneSweep runs a real, short sweep with Debian's nginx: every variant is measured
-// against the baseline and gets a verdict, and the best combination is consistent with them.
-func TestTuneSweep(t *testing.T) {
-	nginx := testenvTool(t)
-	sc, _ := SelectScenarios("http-keepalive")
-	base := DefaultKnobs()
-	testenv.Tool(t, "strace", "strace")
-	tr, err := Tune(context.Background(), nginx, base, Options{Scenarios: sc, Duration: time.Second, Rounds: minRounds, Warmup: -1, SyscallRequests: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := len(Variants(base, len(mustServerCPUs(t)))); len(tr.Knobs) != want || len(tr.Sweep.Targets) != want+2 {
-		t.Fatalf("%d knob results and %d targets for %d variants", len(tr.Knobs), len(tr.Sweep.Targets), want)
-	}
-	byName := map[string]KnobResult{}
-	for _, kr := range tr.Knobs {
-		byName[kr.Variant] = kr
-		if len(kr.Scenarios) != 1 || kr.Scenarios[0].Verdict == "" || kr.Score <= 0 || kr.Scenarios[0].Syscalls <= 0 || kr.Scenarios[0].BaselineSyscalls <= 0 {
-			t.Errorf("variant %s: %+v", kr.Variant, kr)
-		}
-	}
-	for _, name := range tr.Best {
-		if kr := byName[name]; kr.Better == 0 || kr.Worse > 0 {
-			t.Errorf("best combination includes %s, which was not better: %+v", name, kr)
-		}
-	}
-	if (len(tr.Best) == 0) != (tr.Confirm == nil) {
-		t.Errorf("best %v but confirmation run %v", tr.Best, tr.Confirm != nil)
-	}
-	if len(tr.Best) == 0 && tr.BestKnobs != base {
-		t.Errorf("no winners, yet the best knobs differ from the baseline: %+v", tr.BestKnobs)
-	}
-	var out bytes.Buffer
-	if err := tr.WriteTable(&out); err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.WriteMarkdown(&out); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "syscalls/request") {
-		t.Error("output lacks syscalls/request")
-	}
-	for _, kr := range tr.Knobs {
-		if !strings.Contains(out.String(), kr.Variant) {
-			t.Errorf("output lacks variant %s", kr.Variant)
-		}
-	}
-	t.Logf("\n%s", out.String())
-}
-
-func mustServerCPUs(t *testing.T) []int {
-	s, _, err := cpuSplit()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(s) == 0 {
-		return []int{0}
-	}
-	return s
 }

@@ -1,19 +1,11 @@
 package bench
 
 import (
-	"context"
-	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
-	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // Output of Debian's wrk 4.1.0 with --latency, with the units it prints at both ends.
@@ -128,110 +120,3 @@ func TestParseWrkUnits(t *testing.T) {
 }
 
 func approx(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }
-
-// exactScript makes wrk print, after its own report, the same figures unrounded from its
-// Lua API; the test checks the parsed text against them.
-const exactScript = `
-done = function(summary, latency, requests)
-  io.write(string.format("EXACT requests=%d duration_us=%d p50_us=%d p99_us=%d status=%d connect=%d read=%d\n",
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
-    summary.errors.status, summary.errors.connect, summary.errors.read))
-end
-`
-
-// TestWrkAgainstRealNginx runs Debian's wrk against Debian's nginx on loopback and checks
-// that what parseWrk reads from the text equals what wrk's Lua API reports exactly.
-func TestWrkAgainstRealNginx(t *testing.T) {
-	wrk := testenv.Tool(t, "wrk", "wrk")
-	nginx := testenv.Tool(t, "nginx", "nginx-light (or nginx)")
-	srv := startTestServer(t, nginx, DefaultKnobs())
-	script := filepath.Join(t.TempDir(), "exact.lua")
-	if err := os.WriteFile(script, []byte(exactScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name, url string
-		headers   []string
-		non2xx    bool
-	}{
-		{"http small", fmt.Sprintf("http://127.0.0.1:%d/%s", srv.Config.HTTPPort, SmallFile), nil, false},
-		{"tls large", fmt.Sprintf("https://127.0.0.1:%d/%s", srv.Config.HTTPSPort, LargeFile), nil, false},
-		{"tls handshake", fmt.Sprintf("https://127.0.0.1:%d/%s", srv.Config.HTTPSPort, SmallFile), []string{"Connection: close"}, false},
-		{"404", fmt.Sprintf("http://127.0.0.1:%d/missing", srv.Config.HTTPPort), nil, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			run := wrkCommand{Wrk: wrk, URL: tc.url, Duration: time.Second, Connections: 4, Threads: 1, Headers: tc.headers, Script: script}
-			res, out, err := run.Run(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := regexp.MustCompile(`EXACT requests=(\d+) duration_us=(\d+) p50_us=(\d+) p99_us=(\d+) status=(\d+) connect=(\d+) read=(\d+)`).FindStringSubmatch(string(out))
-			if m == nil {
-				t.Fatalf("no EXACT line from the Lua script in:\n%s", out)
-			}
-			n := func(i int) int64 { v, _ := strconv.ParseInt(m[i], 10, 64); return v }
-			if res.Requests != n(1) || res.Requests == 0 {
-				t.Errorf("requests: parsed %d, exact %d", res.Requests, n(1))
-			}
-			within := func(what string, parsed time.Duration, exactUS int64) {
-				exact := time.Duration(exactUS) * time.Microsecond
-				// wrk prints 2 decimals in the largest fitting unit: at most 0.5% off, or 5 µs.
-				if diff := (parsed - exact).Abs(); diff > exact/200+5*time.Microsecond {
-					t.Errorf("%s: parsed %v, exact %v\n%s", what, parsed, exact, out)
-				}
-			}
-			within("duration", res.Duration, n(2))
-			within("p50", res.P50, n(3))
-			within("p99", res.P99, n(4))
-			if got := float64(res.Requests) / res.Duration.Seconds(); math.Abs(got-res.RequestsSec) > 0.02*res.RequestsSec {
-				t.Errorf("Requests/sec %v disagrees with requests/duration %v", res.RequestsSec, got)
-			}
-			if res.Non2xx3xx != n(5) || (res.Non2xx3xx > 0) != tc.non2xx {
-				t.Errorf("non-2xx/3xx: parsed %d, exact %d (expected some: %v)", res.Non2xx3xx, n(5), tc.non2xx)
-			}
-			if res.ErrConnect != n(6) || res.ErrRead != n(7) {
-				t.Errorf("socket errors: parsed connect %d read %d, exact %s %s", res.ErrConnect, res.ErrRead, m[6], m[7])
-			}
-		})
-	}
-}
-
-// startTestServer runs bin with the benchmark's config and content for the test's lifetime.
-func startTestServer(t *testing.T, bin string, k Knobs) *server {
-	t.Helper()
-	dir := t.TempDir()
-	// t.TempDir's directories are 0700; workers running as nobody must reach the content.
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	content := filepath.Join(dir, "content")
-	if err := writeContent(content); err != nil {
-		t.Fatal(err)
-	}
-	info, err := probe(context.Background(), bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ports, err := toolbox.FreePorts(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	usr, grp, err := workerUser()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := Config{Knobs: k, Prefix: filepath.Join(dir, "server"), Content: content, HTTPPort: ports[0], HTTPSPort: ports[1], FullHandshakePort: ports[2],
-		User: usr, Group: grp, TempPaths: info.TempPaths()}
-	s, err := startServer(context.Background(), "test", info.Path, c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	return s
-}

@@ -188,8 +188,8 @@ func newWorld(t *testing.T) *world {
 	t.Cleanup(srv.Close)
 	w.mirror = srv.URL
 
-	reg := registrytest.Start(t)
-	proxy := registrytest.NewProxy(t, reg.Host)
+	reg := startRegistry(t)
+	proxy := registrytest.NewProxy(t, reg)
 	proxy.SetRule(func(r registrytest.Request) registrytest.Action {
 		if registrytest.IsManifestPut(r) {
 			w.j.add("put " + path.Base(r.Path))
@@ -211,7 +211,7 @@ func newWorld(t *testing.T) *world {
 	if base, err = mutate.ConfigFile(base, cf); err != nil {
 		t.Fatal(err)
 	}
-	ref, err := name.ParseReference(reg.Host + "/distroless/base:test")
+	ref, err := name.ParseReference(reg + "/distroless/base:test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	d, _ := base.Digest()
-	w.base = reg.Host + "/distroless/base@" + d.String()
+	w.base = reg + "/distroless/base@" + d.String()
 	w.lock = l
 	w.repo = w.reg + "/nginx-forge/nginx"
 	return w

@@ -23,8 +23,6 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
-
-	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/registrytest"
 )
 
 // newKey writes a fresh P-256 key as the PEM file --sign-key takes and returns its public key.
@@ -100,7 +98,7 @@ func verify(t *testing.T, ref name.Digest, pub crypto.PublicKey) error {
 	return last
 }
 
-// An index pushed to a real registry on loopback and signed with a key the test makes verifies
+// An index pushed to a registry on loopback and signed with a key the test makes verifies
 // under that key's public half, names exactly the signed digest and repository, and does not
 // verify under another key; a second key's signature is added beside the first (both verify),
 // and signing again with the same key adds nothing.
@@ -287,13 +285,13 @@ func TestCosignVerifies(t *testing.T) {
 // reference.
 func pushIndex(t *testing.T) name.Digest {
 	t.Helper()
-	reg := registrytest.Start(t)
+	reg := startRegistry(t)
 	idx, err := random.Index(256, 1, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	d, _ := idx.Digest()
-	ref, err := name.NewDigest(reg.Ref("forge/nginx@" + d.String()))
+	ref, err := name.NewDigest(reg + "/forge/nginx@" + d.String())
 	if err != nil {
 		t.Fatal(err)
 	}

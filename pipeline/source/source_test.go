@@ -1,3 +1,5 @@
+//go:build integration
+
 package source_test
 
 import (
@@ -8,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,81 +26,6 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
-
-// The OpenSSL release key that signed openssl-3.5.7.tar.gz.asc on 2026-06-09 and expired on
-// 2026-09-08 (Debian's debian/upstream/signing-key.asc).
-const opensslKey = "BA5473A2B0587B07FB27CF2D216094DFD0CB81EF"
-
-func testLock(t *testing.T) *lock.Lock {
-	t.Helper()
-	l, err := lock.Load(testenv.TestLockPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-// counter serves a directory and counts requests per path.
-type counter struct {
-	mu sync.Mutex
-	n  map[string]int
-	h  http.Handler
-}
-
-func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c.mu.Lock()
-	c.n[r.URL.Path]++
-	c.mu.Unlock()
-	c.h.ServeHTTP(w, r)
-}
-
-func (c *counter) total() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, v := range c.n {
-		n += v
-	}
-	return n
-}
-
-func (c *counter) count(path string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n[path]
-}
-
-func serve(t *testing.T, h http.Handler) (string, *counter) {
-	t.Helper()
-	c := &counter{n: map[string]int{}, h: h}
-	srv := httptest.NewServer(c)
-	t.Cleanup(srv.Close)
-	return srv.URL, c
-}
-
-// mirrorWith makes a mirror directory holding links to the real upstream files, overridden or
-// extended by files.
-func mirrorWith(t *testing.T, files map[string][]byte) string {
-	t.Helper()
-	real := testenv.MirrorDir(t)
-	dir := t.TempDir()
-	ents, err := os.ReadDir(real)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if err := os.Symlink(filepath.Join(real, e.Name()), filepath.Join(dir, e.Name())); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for name, b := range files {
-		os.Remove(filepath.Join(dir, name))
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
 
 func readMirror(t *testing.T, name string) []byte {
 	t.Helper()
@@ -125,15 +51,6 @@ func assertNothingCached(t *testing.T, cache, sum string) {
 	if ents, err := os.ReadDir(filepath.Join(cache, "tmp")); err == nil && len(ents) > 0 {
 		t.Errorf("temporary file %s left in the cache", ents[0].Name())
 	}
-}
-
-func fastFetcher(t *testing.T, cache, mirror string, opts ...source.Option) *source.Fetcher {
-	return source.New(append([]source.Option{
-		source.WithCacheDir(cache),
-		source.WithMirror(mirror),
-		source.WithLogf(t.Logf),
-		source.WithBackoff(time.Millisecond),
-	}, opts...)...)
 }
 
 func TestFetchAllRealSources(t *testing.T) {
@@ -783,19 +700,6 @@ func TestSizeCap(t *testing.T) {
 	}
 }
 
-func TestNotFoundIsNotRetried(t *testing.T) {
-	l := testLock(t)
-	url, c := serve(t, http.NotFoundHandler())
-	cache := t.TempDir()
-	_, err := fastFetcher(t, cache, url, source.WithRetries(3)).Fetch(context.Background(), l.MustComponent(lock.Zlib))
-	if err == nil || !strings.Contains(err.Error(), "404") {
-		t.Fatalf("err = %v, want a 404", err)
-	}
-	if n := c.total(); n != 1 {
-		t.Errorf("%d requests for a 404, want 1", n)
-	}
-}
-
 func TestServerErrorIsRetried(t *testing.T) {
 	l := testLock(t)
 	zlib := l.MustComponent(lock.Zlib)
@@ -818,16 +722,6 @@ func TestServerErrorIsRetried(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("%d requests, want 2", n)
-	}
-}
-
-func TestBadComponentRefused(t *testing.T) {
-	l := testLock(t)
-	c := l.MustComponent(lock.Nginx)
-	c.URL = "https://nginx.org/download/.."
-	_, err := source.New(source.WithCacheDir(t.TempDir())).Fetch(context.Background(), c)
-	if err == nil || !strings.Contains(err.Error(), "file name") {
-		t.Errorf("err = %v, want a refusal of the file name", err)
 	}
 }
 
@@ -912,7 +806,7 @@ func TestStalledDownload(t *testing.T) {
 
 // BenchmarkFetchAll measures fetching the test lock's four tarballs from a loopback mirror
 // into an empty cache ("cold") and verifying them from the cache ("cached": a second build).
-// Run: go test ./pipeline/source -run '^$' -bench FetchAll
+// Run: go test -tags integration ./pipeline/source -run '^$' -bench FetchAll
 func BenchmarkFetchAll(b *testing.B) {
 	l, err := lock.Load(testenv.TestLockPath())
 	if err != nil {
@@ -1022,4 +916,28 @@ func TestMirrorPasswordNeverPrinted(t *testing.T) {
 			t.Errorf("the %s shows the mirror's password:\n%s", what, s)
 		}
 	}
+}
+
+// mirrorWith makes a mirror directory holding links to the real upstream files, overridden or
+// extended by files.
+func mirrorWith(t *testing.T, files map[string][]byte) string {
+	t.Helper()
+	real := testenv.MirrorDir(t)
+	dir := t.TempDir()
+	ents, err := os.ReadDir(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if err := os.Symlink(filepath.Join(real, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, b := range files {
+		os.Remove(filepath.Join(dir, name))
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

@@ -1,3 +1,5 @@
+//go:build integration
+
 package source_test
 
 // Where signer keys come from (vendored, cache, key servers, keys without user IDs) and which

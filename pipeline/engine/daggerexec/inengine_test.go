@@ -6,9 +6,26 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
+
+// lockPlan is the plan of the test lock (and the lock): what the tests that need no
+// tarball map from.
+func lockPlan(t *testing.T) (*plan.Plan, *lock.Lock) {
+	t.Helper()
+	l, err := lock.Load(testenv.TestLockPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, l
+}
 
 // TestInEngineMapping: the in-engine smoke is two containers of the image, each with the
 // client mounted at the plan's path: one bound to the service under the plan's alias
@@ -16,7 +33,7 @@ import (
 // user on each of the plan's tmpfs paths, where the client starts the plan's entrypoint.
 // Every path, alias and argument comes from the plan and pipeline/smoke.
 func TestInEngineMapping(t *testing.T) {
-	p, _ := testPlan(t)
+	p, _ := lockPlan(t)
 	uid := plan.Runtime.UID()
 	modules := []string{"--with-http_ssl_module", "--with-http_v3_module"}
 	execs := inEngineExecs(p, uid, modules)

@@ -1,3 +1,5 @@
+//go:build integration
+
 package daggerexec
 
 import (
@@ -18,14 +20,7 @@ import (
 func testPlan(t *testing.T) (*plan.Plan, map[string]string) {
 	t.Helper()
 	mirror := testenv.MirrorDir(t)
-	l, err := lock.Load(testenv.TestLockPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.New(l)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, l := lockPlan(t)
 	sources := map[string]string{}
 	for _, c := range l.Components {
 		sources[c.Name] = filepath.Join(mirror, c.FileName())

@@ -131,7 +131,7 @@ func TestWaitHTTP(t *testing.T) {
 // TestSmokePreparesTLSFromTheImage: Smoke reads the tls.conf documented in the image's own
 // nginx.conf before it needs the engine; an image without one is refused with its path.
 func TestSmokePreparesTLSFromTheImage(t *testing.T) {
-	p, _ := testPlan(t)
+	p, _ := lockPlan(t)
 	noEngineEnv(t, t.TempDir())
 	final, _ := p.Stage(p.Final)
 	var conf []byte
