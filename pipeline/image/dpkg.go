@@ -28,6 +28,8 @@ type debPackage struct {
 	source, sourceVersion string
 	// file is where the stanza was read, for the SBOM's sourceInfo.
 	file string
+	// license is what the package's copyright file in the image says.
+	license debLicense
 }
 
 // osRelease is the ID and VERSION_ID of the image's os-release ("debian", "13").
@@ -80,7 +82,16 @@ func debElementID(d debPackage, used map[spdx.ElementID]bool) spdx.ElementID {
 func dpkgPackages(img v1.Image) ([]debPackage, osRelease, error) {
 	var pkgs []debPackage
 	var osr, etcOsr osRelease
+	copyrights := map[string][]byte{}
 	err := eachFile(img, func(p string, r io.Reader) error {
+		if pkg, ok := isCopyrightFile(p); ok {
+			b, err := readAll(p, r)
+			if err != nil {
+				return err
+			}
+			copyrights[pkg] = b
+			return nil
+		}
 		switch {
 		case isDpkgStatus(p):
 			b, err := readAll(p, r)
@@ -106,6 +117,9 @@ func dpkgPackages(img v1.Image) ([]debPackage, osRelease, error) {
 	}
 	if etcOsr.id != "" { // etc/os-release, when a regular file, overrides usr/lib's
 		osr = etcOsr
+	}
+	for i := range pkgs {
+		pkgs[i].license = copyrightLicense(pkgs[i].name, copyrights[pkgs[i].name])
 	}
 	sort.Slice(pkgs, func(i, j int) bool {
 		if pkgs[i].name != pkgs[j].name {

@@ -144,6 +144,17 @@ func syntheticDebianBase(t testing.TB, arch string) v1.Image {
 		"var/lib/dpkg/status.d/libstdc++6":     "Package: libstdc++6\nSource: gcc-14 (14.2.0-19)\nVersion: 14.2.0-19\nArchitecture: " + arch + "\n",
 		"var/lib/dpkg/status.d/tzdata":         "Package: tzdata\nVersion: 2025b-4+deb13u1\nArchitecture: all\n",
 		"var/lib/dpkg/status.d/tzdata.md5sums": "",
+		// Copyright files of the three kinds the SBOM reads: machine-readable (DEP-5) with
+		// SPDX-listed names, DEP-5 with a licence of its own (whose text the file gives),
+		// and free-form; tzdata has none.
+		"usr/share/doc/base-files/copyright": "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\n" +
+			"Files: *\nCopyright: Santiago Vila\nLicense: GPL-2+\n On Debian systems, see /usr/share/common-licenses/GPL-2.\n",
+		"usr/share/doc/libc6/copyright": "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\n" +
+			"Files: *\nCopyright: Free Software Foundation, Inc.\nLicense: LGPL-2.1+\n\n" +
+			"Files: inet/*\nCopyright: Carnegie Mellon University\nLicense: Carnegie and LGPL-2.1+\n\n" +
+			"Files: posix/tst-*\nLicense: BSD-2-clause or GPL-2\n\n" +
+			"License: Carnegie\n Permission to use, copy, modify and distribute this software.\n .\n CMU ALLOWS FREE USE.\n",
+		"usr/share/doc/libstdc++6/copyright": "This is the Debian GNU/Linux prepackaged version of the GNU compiler collection.\n",
 	}
 	for p, body := range files {
 		os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)

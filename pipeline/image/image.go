@@ -46,8 +46,8 @@ const (
 )
 
 // Libcrypt is the component name of the statically linked libcrypt (libxcrypt) in
-// annotations and in the SBOM.
-const Libcrypt = "libcrypt"
+// annotations and in the SBOM, and the directory of its licence under /usr/share/licenses.
+const Libcrypt = plan.LibcryptLicense
 
 type options struct {
 	epoch    *int64

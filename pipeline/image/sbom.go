@@ -15,6 +15,7 @@ import (
 	"github.com/spdx/tools-golang/spdxlib"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
 // SBOM returns the SPDX 2.3 JSON document describing img, an image made by Assemble from
@@ -43,8 +44,7 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 		return nil, fmt.Errorf("image %s has no %s annotation: SBOM only describes images made by Assemble", digest, AnnotationBaseDigest)
 	}
 	// What the image says about itself wins over options: the SBOM describes this image.
-	libcryptVersion := anns[AnnotationPrefix+Libcrypt+".version"]
-	o.libcrypt = libcryptVersion
+	o.libcrypt = anns[AnnotationPrefix+Libcrypt+".version"]
 	o.optimize = anns[AnnotationOptimize]
 	o.profile = anns[AnnotationProfile]
 	if v := anns[AnnotationVersion]; v != "" {
@@ -64,10 +64,32 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("SBOM of image %s: reading the base's Debian packages: %w", digest, err)
 	}
-	created := time.Unix(*o.epoch, 0).UTC()
+	doc := sbomDocument(digest, l, o)
+	doc.Relationships = []*spdx.Relationship{rel("DOCUMENT", common.TypeRelationshipDescribe, imageID)}
+	addComponents(doc, built, o)
+	if o.libcrypt != "" {
+		addLibcrypt(doc, l, o.libcrypt)
+	}
+	if err := addBase(doc, anns, debs, osRelease); err != nil {
+		return nil, err
+	}
+	if err := spdxlib.ValidateDocument(doc); err != nil {
+		return nil, fmt.Errorf("SBOM of image %s is not a valid SPDX document: %w", digest, err)
+	}
+	var buf bytes.Buffer
+	if err := spdxjson.Write(doc, &buf, spdxjson.Indent("  "), spdxjson.EscapeHTML(false)); err != nil {
+		return nil, fmt.Errorf("writing the SBOM of image %s: %w", digest, err)
+	}
+	return buf.Bytes(), nil
+}
 
-	const imageID = "Image"
-	doc := &spdx.Document{
+// imageID is the SPDX element of the image itself.
+const imageID = "Image"
+
+// sbomDocument is the document with its creation info and the image's own package.
+func sbomDocument(digest v1.Hash, l *lock.Lock, o options) *spdx.Document {
+	created := time.Unix(*o.epoch, 0).UTC()
+	return &spdx.Document{
 		SPDXVersion:       spdx.Version,
 		DataLicense:       spdx.DataLicense,
 		SPDXIdentifier:    "DOCUMENT",
@@ -78,37 +100,29 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 			Creators:       []spdx.Creator{{CreatorType: "Tool", Creator: "nginx-forge"}, {CreatorType: "Organization", Creator: "nginx-forge"}},
 			CreatorComment: "created is the build's SOURCE_DATE_EPOCH, so the same inputs give the same document",
 		},
+		Packages: []*spdx.Package{{
+			PackageSPDXIdentifier:   imageID,
+			PackageName:             "nginx-forge",
+			PackageVersion:          o.version,
+			PackageDownloadLocation: "NOASSERTION",
+			PackageChecksums:        []spdx.Checksum{{Algorithm: spdx.SHA256, Value: digest.Hex}},
+			PackageLicenseConcluded: "NOASSERTION",
+			PackageLicenseDeclared:  sbomLicenseExpression(l, o),
+			PackageCopyrightText:    "NOASSERTION",
+			PrimaryPackagePurpose:   "CONTAINER",
+			PackageComment:          "the image manifest; checksum is its digest",
+			PackageExternalReferences: []*spdx.PackageExternalReference{
+				purlRef(ociPurl("nginx-forge", digest.String(), "")),
+			},
+		}},
 	}
-	doc.Packages = append(doc.Packages, &spdx.Package{
-		PackageSPDXIdentifier:   imageID,
-		PackageName:             "nginx-forge",
-		PackageVersion:          o.version,
-		PackageDownloadLocation: "NOASSERTION",
-		PackageChecksums:        []spdx.Checksum{{Algorithm: spdx.SHA256, Value: digest.Hex}},
-		PackageLicenseConcluded: "NOASSERTION",
-		PackageLicenseDeclared:  sbomLicenseExpression(l, o),
-		PackageCopyrightText:    "NOASSERTION",
-		PrimaryPackagePurpose:   "CONTAINER",
-		PackageComment:          "the image manifest; checksum is its digest",
-		PackageExternalReferences: []*spdx.PackageExternalReference{
-			purlRef(ociPurl("nginx-forge", digest.String(), "")),
-		},
-	})
-	rels := []*spdx.Relationship{rel("DOCUMENT", common.TypeRelationshipDescribe, imageID)}
+}
 
+// addComponents adds the lock's components nginx is built from: nginx CONTAINED in the
+// image, the others STATIC_LINKed into nginx.
+func addComponents(doc *spdx.Document, built []lock.Component, o options) {
 	for _, c := range built {
 		id := componentID(c.Name)
-		comment := componentComment(c)
-		if c.Name == lock.Nginx && o.optimize != "" {
-			comment += "; built with optimization mode " + o.optimize + " (nginx-forge --optimize: none, lto = link-time optimization with the static libraries, pgo = lto plus profile-guided OpenSSL and nginx)"
-		}
-		switch {
-		case c.Name != lock.Nginx || o.profile == "":
-		case o.profile == ProfileTrained:
-			comment += "; its PGO profile was trained during this build (not reproducible)"
-		default:
-			comment += "; PGO profile " + o.profile + " (recorded in the lock by ci pgo-profile)"
-		}
 		refs := []*spdx.PackageExternalReference{}
 		for _, vp := range cpeProducts[c.Name] {
 			refs = append(refs, cpeRef(vp[0], vp[1], c.Version))
@@ -127,45 +141,77 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 			PackageChecksums:          sums,
 			PackageLicenseConcluded:   licenseOr(c.Name),
 			PackageLicenseDeclared:    licenseOr(c.Name),
+			PackageLicenseComments:    licenseTextComment(c.Name),
 			PackageCopyrightText:      "NOASSERTION",
 			PrimaryPackagePurpose:     purpose(c.Name),
-			PackageComment:            comment,
+			PackageComment:            builtComment(c, o),
 			PackageExternalReferences: refs,
 		})
 		if c.Name == lock.Nginx {
-			rels = append(rels, rel(imageID, common.TypeRelationshipContains, id))
+			doc.Relationships = append(doc.Relationships, rel(imageID, common.TypeRelationshipContains, id))
 		} else {
-			rels = append(rels, rel(componentID(lock.Nginx), common.TypeRelationshipStaticLink, id))
+			doc.Relationships = append(doc.Relationships, rel(componentID(lock.Nginx), common.TypeRelationshipStaticLink, id))
 		}
 	}
-	if libcryptVersion != "" {
-		id := componentID(Libcrypt)
-		// libcrypt.a comes from the builder's libcrypt-dev, so its version is a distribution
-		// package version ("1:4.4.33-2"); the purl names libxcrypt at the upstream part, the
-		// version its advisories are about. No CPE: this program does not know NVD's name
-		// for libxcrypt, and a guessed one would match nothing or the wrong thing.
-		up := debianUpstreamVersion(libcryptVersion)
-		doc.Packages = append(doc.Packages, &spdx.Package{
-			PackageSPDXIdentifier:   id,
-			PackageName:             Libcrypt,
-			PackageVersion:          libcryptVersion,
-			PackageDownloadLocation: "NOASSERTION",
-			PackageLicenseConcluded: licenses[Libcrypt],
-			PackageLicenseDeclared:  licenses[Libcrypt],
-			PackageCopyrightText:    "NOASSERTION",
-			PrimaryPackagePurpose:   "LIBRARY",
-			PackageComment:          "libxcrypt's libcrypt.a from the builder image's libcrypt-dev package (" + l.Images.Builder.Pinned() + "), linked statically into nginx",
-			PackageExternalReferences: []*spdx.PackageExternalReference{
-				purlRef(packageurl.NewPackageURL(packageurl.TypeGeneric, "", "libxcrypt", up, nil, "").ToString()),
-			},
-		})
-		rels = append(rels, rel(componentID(lock.Nginx), common.TypeRelationshipStaticLink, id))
+}
+
+// builtComment is a component's comment: what vouches for its source, and for nginx how it
+// was optimized.
+func builtComment(c lock.Component, o options) string {
+	comment := componentComment(c)
+	if c.Name == lock.Nginx && o.optimize != "" {
+		comment += "; built with optimization mode " + o.optimize + " (nginx-forge --optimize: none, lto = link-time optimization with the static libraries, pgo = lto plus profile-guided OpenSSL and nginx)"
 	}
+	switch {
+	case c.Name != lock.Nginx || o.profile == "":
+	case o.profile == ProfileTrained:
+		comment += "; its PGO profile was trained during this build (not reproducible)"
+	default:
+		comment += "; PGO profile " + o.profile + " (recorded in the lock by ci pgo-profile)"
+	}
+	return comment
+}
+
+// licenseTextComment says where in the image a compiled-in component's licence text is.
+func licenseTextComment(name string) string {
+	return "the licence text is in the image under /" + plan.LicenseDir + "/" + name + "/"
+}
+
+// addLibcrypt adds the static libcrypt, STATIC_LINKed into nginx.
+func addLibcrypt(doc *spdx.Document, l *lock.Lock, version string) {
+	id := componentID(Libcrypt)
+	// libcrypt.a comes from the builder's libcrypt-dev, so its version is a distribution
+	// package version ("1:4.4.33-2"); the purl names libxcrypt at the upstream part, the
+	// version its advisories are about. No CPE: NVD lists no product for libxcrypt that
+	// this program could confirm (README, Verifying it), and a guessed one would match
+	// nothing or the wrong thing.
+	up := debianUpstreamVersion(version)
+	doc.Packages = append(doc.Packages, &spdx.Package{
+		PackageSPDXIdentifier:   id,
+		PackageName:             Libcrypt,
+		PackageVersion:          version,
+		PackageDownloadLocation: "NOASSERTION",
+		PackageLicenseConcluded: licenses[Libcrypt],
+		PackageLicenseDeclared:  licenses[Libcrypt],
+		PackageLicenseComments:  licenseTextComment(Libcrypt) + " (the builder's " + plan.LibcryptPackage + " copyright file, and the LGPL 2.1 text it points to); the files of the static library are under the licences that file names: LGPL 2.1 or later overall, with BSD-3-Clause, BSD-2-Clause, 0BSD and public-domain parts",
+		PackageCopyrightText:    "NOASSERTION",
+		PrimaryPackagePurpose:   "LIBRARY",
+		PackageComment:          "libxcrypt's libcrypt.a from the builder image's " + plan.LibcryptPackage + " package (" + l.Images.Builder.Pinned() + "), linked statically into nginx",
+		PackageExternalReferences: []*spdx.PackageExternalReference{
+			purlRef(packageurl.NewPackageURL(packageurl.TypeGeneric, "", "libxcrypt", up, nil, "").ToString()),
+		},
+	})
+	doc.Relationships = append(doc.Relationships, rel(componentID(lock.Nginx), common.TypeRelationshipStaticLink, id))
+}
+
+// addBase adds the base image (the image DESCENDANT_OF it) and the Debian packages it
+// CONTAINS, with the licences their copyright files declare.
+func addBase(doc *spdx.Document, anns map[string]string, debs []debPackage, osr osRelease) error {
 	baseName := anns[AnnotationBaseName]
 	baseDigest := anns[AnnotationBaseDigest]
 	bd, err := v1.NewHash(baseDigest)
 	if err != nil {
-		return nil, fmt.Errorf("image annotation %s=%q: %w", AnnotationBaseDigest, baseDigest, err)
+		return fmt.Errorf("image annotation %s=%q: %w", AnnotationBaseDigest, baseDigest, err)
 	}
 	baseComment := "the base image; its Debian packages, read from its dpkg database, are the packages it CONTAINS"
 	if len(debs) == 0 {
@@ -186,36 +232,35 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 			purlRef(ociPurl(repoBase(baseName), baseDigest, repoPath(baseName))),
 		},
 	})
-	rels = append(rels, rel(imageID, common.TypeRelationshipDescendantOf, "Base"))
+	doc.Relationships = append(doc.Relationships, rel(imageID, common.TypeRelationshipDescendantOf, "Base"))
 	used := map[spdx.ElementID]bool{}
+	defined := map[string]bool{}
 	for _, d := range debs {
 		id := debElementID(d, used)
+		for _, ref := range d.license.refs {
+			if !defined[ref.LicenseIdentifier] { // the same package for two architectures
+				defined[ref.LicenseIdentifier] = true
+				doc.OtherLicenses = append(doc.OtherLicenses, ref)
+			}
+		}
 		doc.Packages = append(doc.Packages, &spdx.Package{
 			PackageSPDXIdentifier:   id,
 			PackageName:             d.name,
 			PackageVersion:          d.version,
 			PackageDownloadLocation: "NOASSERTION",
 			PackageLicenseConcluded: "NOASSERTION",
-			PackageLicenseDeclared:  "NOASSERTION",
+			PackageLicenseDeclared:  d.license.expr,
+			PackageLicenseComments:  d.license.comment,
 			PackageCopyrightText:    "NOASSERTION",
 			PrimaryPackagePurpose:   "OPERATING-SYSTEM",
 			PackageSourceInfo:       "from the base image's dpkg database, " + d.file,
 			PackageExternalReferences: []*spdx.PackageExternalReference{
-				purlRef(d.purl(osRelease)),
+				purlRef(d.purl(osr)),
 			},
 		})
-		rels = append(rels, rel("Base", common.TypeRelationshipContains, id))
+		doc.Relationships = append(doc.Relationships, rel("Base", common.TypeRelationshipContains, id))
 	}
-	doc.Relationships = rels
-	if err := spdxlib.ValidateDocument(doc); err != nil {
-		return nil, fmt.Errorf("SBOM of image %s is not a valid SPDX document: %w", digest, err)
-	}
-
-	var buf bytes.Buffer
-	if err := spdxjson.Write(doc, &buf, spdxjson.Indent("  "), spdxjson.EscapeHTML(false)); err != nil {
-		return nil, fmt.Errorf("writing the SBOM of image %s: %w", digest, err)
-	}
-	return buf.Bytes(), nil
+	return nil
 }
 
 // cpeProducts are the NVD vendor:product pairs of the components, the names NVD's CVE

@@ -28,10 +28,15 @@ var licenses = map[string]string{
 	// code (Apache-2.0 OR ISC OR MIT), and MIT, MIT-0 and BSD-3-Clause third-party parts, each
 	// named in that file by its SPDX identifier. Together, conservatively: all of them.
 	lock.AWSLC: "Apache-2.0 AND ISC AND MIT AND BSD-3-Clause",
-	// libxcrypt's libcrypt.a from the builder's libcrypt-dev: its Debian copyright file gives
-	// the overall licence as LGPL 2.1 or later (some files are BSD or public domain, which
-	// that licence's terms cover for the library as a whole).
-	Libcrypt: "LGPL-2.1-or-later",
+	// libxcrypt's libcrypt.a from the builder's libcrypt-dev, whose copyright file the image
+	// ships (plan.LibcryptLicense) with the LGPL 2.1 text: "The overall license for
+	// libxcrypt is the GNU Lesser General Public License, version 2.1 (or, at your option,
+	// any later version)", and the files of every hashing method the static library holds
+	// (Debian and Ubuntu build them all) are also under 3-clause BSD (DES, PBKDF1-SHA1),
+	// 2-clause BSD (SHA-2, yescrypt, GOST, NTHASH, SunMD5, HMAC-SHA1) and 0-clause BSD
+	// (yescrypt, scrypt, GOST-yescrypt), or public domain (bcrypt, MD5, SHA-1, sha256crypt),
+	// which asks nothing and has no SPDX identifier.
+	Libcrypt: "LGPL-2.1-or-later AND BSD-3-Clause AND BSD-2-Clause AND 0BSD",
 	// google/brotli's LICENSE: the MIT licence.
 	lock.Brotli: "MIT",
 	// google/ngx_brotli's LICENSE: nginx's two-clause BSD text, with Google added.

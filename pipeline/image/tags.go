@@ -38,6 +38,10 @@ var releaseRefRE = regexp.MustCompile(`^refs/tags/(v[0-9]+\.[0-9]+\.[0-9]+)$`)
 //
 // Any other ref (a pull request, another branch) moves only the sha- tag, or nothing.
 //
+// There is no major-version tag ("1"): nginx's second number is its release branch, and a
+// new stable branch (1.26 to 1.28) may drop directives a configuration uses, so "1" would
+// move a consumer across what is a major release in all but name (README, Tags).
+//
 // A lock that builds with another TLS library or zlib than the default (OpenSSL, zlib) is
 // a variant: every tag above gets the variant's suffix (VariantSuffix: "-aws-lc-zlib-ng"),
 // and the exact stack tag names its libraries (1.30.4-aws-lc5.5.0-pcre2-10.46-zlib-ng2.2.2),

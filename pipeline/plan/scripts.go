@@ -192,6 +192,7 @@ make install DESTDIR="$OUT"
 strip --strip-all "$OUT/usr/sbin/nginx"
 `)
 	b.WriteString(licenseScript(lock.Nginx))
+	b.WriteString(libcryptLicenseScript)
 	b.WriteString(`
 
 # Lay OUT out as the image's root (see the runtime contract).
@@ -214,6 +215,25 @@ mkdir -p etc/nginx/conf.d etc/nginx/tls etc/nginx/compression.d var/cache/nginx 
 	b.WriteString(epilogue)
 	return b.String()
 }
+
+// LibcryptLicense is the directory under LicenseDir that holds the licence of the libcrypt.a
+// nginx links statically (-l:libcrypt.a, see nginxLDOpt), named as the image's SBOM names
+// that component.
+const LibcryptLicense = "libcrypt"
+
+// libcryptLicenseScript installs libcrypt.a's licence: it comes from the builder's
+// libcrypt-dev (libxcrypt), not from a source this program verifies, so its texts are the
+// package's own: Debian's copyright file (the holders, and which files are under which
+// licence) and the LGPL 2.1 text that file points to in common-licenses. A builder without
+// them fails the stage, naming the file, rather than shipping a binary without its licence.
+var libcryptLicenseScript = `# libxcrypt's licence (libcrypt.a from the builder's ` + LibcryptPackage + `), for /` + LicenseDir + `/` + LibcryptLicense + ` in the image.
+mkdir -p "$OUT/` + LicenseDir + `/` + LibcryptLicense + `"
+for f in /usr/share/doc/` + LibcryptPackage + `/copyright /usr/share/common-licenses/LGPL-2.1; do
+  if [ ! -f "$f" ]; then echo "libcrypt: the builder has no $f (the licence of the libcrypt.a linked into nginx)" >&2; exit 1; fi
+done
+install -m 0644 /usr/share/doc/` + LibcryptPackage + `/copyright "$OUT/` + LicenseDir + `/` + LibcryptLicense + `/copyright"
+install -m 0644 /usr/share/common-licenses/LGPL-2.1 "$OUT/` + LicenseDir + `/` + LibcryptLicense + `/LGPL-2.1"
+`
 
 // linkedComponents are the lock components compiled into nginx besides nginx itself, in
 // build order: the libraries, and each third-party module's source and library.

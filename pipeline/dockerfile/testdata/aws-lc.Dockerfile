@@ -486,6 +486,13 @@ for f in LICENSE; do
   if [ -f "$f" ]; then install -m 0644 "$f" "$OUT/usr/share/licenses/nginx"/; break; fi
   if [ "$f" = LICENSE ]; then echo "nginx: no license file (LICENSE) in the source" >&2; exit 1; fi
 done
+# libxcrypt's licence (libcrypt.a from the builder's libcrypt-dev), for /usr/share/licenses/libcrypt in the image.
+mkdir -p "$OUT/usr/share/licenses/libcrypt"
+for f in /usr/share/doc/libcrypt-dev/copyright /usr/share/common-licenses/LGPL-2.1; do
+  if [ ! -f "$f" ]; then echo "libcrypt: the builder has no $f (the licence of the libcrypt.a linked into nginx)" >&2; exit 1; fi
+done
+install -m 0644 /usr/share/doc/libcrypt-dev/copyright "$OUT/usr/share/licenses/libcrypt/copyright"
+install -m 0644 /usr/share/common-licenses/LGPL-2.1 "$OUT/usr/share/licenses/libcrypt/LGPL-2.1"
 
 
 # Lay OUT out as the image's root (see the runtime contract).

@@ -510,7 +510,7 @@ func compareTrees(t *testing.T, a, b string) {
 
 // checkLicenses: the tree carries, under usr/share/licenses/<component>/, the license files
 // of every component the plan compiles, byte for byte as in that component's source tarball
-// (the mirror's), and nothing else there.
+// (the mirror's), libcrypt's copyright file, and nothing else there.
 func checkLicenses(t *testing.T, tree string, l *lock.Lock, p *plan.Plan) {
 	t.Helper()
 	mirror := testenv.MirrorDir(t)
@@ -562,6 +562,15 @@ func checkLicenses(t *testing.T, tree string, l *lock.Lock, p *plan.Plan) {
 		if !want[must] {
 			t.Errorf("the plan compiles no %s stage with a license", must)
 		}
+	}
+	// libcrypt.a, linked statically from this machine's libcrypt-dev: its copyright file.
+	want[plan.LibcryptLicense] = true
+	host, err := os.ReadFile("/usr/share/doc/" + plan.LibcryptPackage + "/copyright")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(tree, plan.LicenseDir, plan.LibcryptLicense, "copyright")); err != nil || !bytes.Equal(got, host) {
+		t.Errorf("the tree's %s/%s/copyright is not this machine's %s copyright file: %v", plan.LicenseDir, plan.LibcryptLicense, plan.LibcryptPackage, err)
 	}
 	entries, _ := os.ReadDir(filepath.Join(tree, plan.LicenseDir))
 	for _, e := range entries {
