@@ -31,10 +31,7 @@ const (
 // it as the splits merge.
 var longFuncsPending = map[string]bool{
 	"pipeline/engine/daggerexec.Executor.Serve": true,
-	"pipeline/image.Assemble":                   true,
-	"pipeline/image.WriteTree":                  true,
 	"pipeline/image.publish":                    true,
-	"pipeline/image.SBOM":                       true,
 	"pipeline/source.identitylessEntity":        true,
 	"pipeline/source.Fetcher.verifySignature":   true,
 	"pipeline/source.Fetcher.fetchNew":          true,
