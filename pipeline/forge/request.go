@@ -36,7 +36,7 @@ type Request struct {
 	Modules   []string // nil is the default module set
 	Mirror    string   // fetch every file as Mirror/<file name>
 	// Keyservers replace the servers that signer keys which are not vendored are fetched
-	// from (pipeline/source.DefaultKeyservers); nil keeps them.
+	// from (pipeline/source's defaults); nil keeps them.
 	Keyservers []string
 	// CacheDir holds, under sources/, the verified sources; "" is pipeline/source's default
 	// (the user's cache directory). The host engine keeps its stages beside them (the

@@ -32,9 +32,6 @@ const (
 var longFuncsPending = map[string]bool{
 	"pipeline/engine/daggerexec.Executor.Serve": true,
 	"pipeline/image.publish":                    true,
-	"pipeline/source.identitylessEntity":        true,
-	"pipeline/source.Fetcher.verifySignature":   true,
-	"pipeline/source.Fetcher.fetchNew":          true,
 	"pipeline/upstream.Updater.Apply":           true,
 }
 
