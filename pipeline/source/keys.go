@@ -240,18 +240,9 @@ func userIDs(e *openpgp.Entity) []string {
 // has the fingerprint fpr. noIDs reports a key without user IDs, accepted through its
 // direct-key self-signature (see identitylessEntity).
 func pickKey(b []byte, fpr string) (e *openpgp.Entity, noIDs bool, err error) {
-	body := b
-	if bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("-----BEGIN PGP")) {
-		block, err := armor.Decode(bytes.NewReader(b))
-		if err != nil {
-			return nil, false, fmt.Errorf("parsing OpenPGP key: decoding armor: %w", err)
-		}
-		if block.Type != openpgp.PublicKeyType {
-			return nil, false, fmt.Errorf("parsing OpenPGP key: armored block is a %q, not a %q", block.Type, openpgp.PublicKeyType)
-		}
-		if body, err = io.ReadAll(block.Body); err != nil {
-			return nil, false, fmt.Errorf("parsing OpenPGP key: %w", err)
-		}
+	body, err := dearmor(b, openpgp.PublicKeyType)
+	if err != nil {
+		return nil, false, fmt.Errorf("parsing OpenPGP key: %w", err)
 	}
 	el, readErr := openpgp.ReadKeyRing(bytes.NewReader(body))
 	var found []string

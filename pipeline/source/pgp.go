@@ -271,17 +271,21 @@ func fingerprints(el openpgp.EntityList) []string {
 }
 
 // signatureBody returns the binary packets of an armored (.asc) or binary (.sig) signature.
-func signatureBody(sig []byte) ([]byte, error) {
-	trimmed := bytes.TrimLeft(sig, " \t\r\n")
+func signatureBody(sig []byte) ([]byte, error) { return dearmor(sig, openpgp.SignatureType) }
+
+// dearmor returns the binary packets of b: b itself when it is binary, else the body of its
+// armored block, which must be of blockType (a key, a signature).
+func dearmor(b []byte, blockType string) ([]byte, error) {
+	trimmed := bytes.TrimLeft(b, " \t\r\n")
 	if !bytes.HasPrefix(trimmed, []byte("-----BEGIN PGP")) {
-		return sig, nil
+		return b, nil
 	}
 	block, err := armor.Decode(bytes.NewReader(trimmed))
 	if err != nil {
 		return nil, fmt.Errorf("decoding armor: %w", err)
 	}
-	if block.Type != openpgp.SignatureType {
-		return nil, fmt.Errorf("armored block is a %q, not a %q", block.Type, openpgp.SignatureType)
+	if block.Type != blockType {
+		return nil, fmt.Errorf("armored block is a %q, not a %q", block.Type, blockType)
 	}
 	return io.ReadAll(block.Body)
 }
