@@ -32,7 +32,6 @@ const (
 var longFuncsPending = map[string]bool{
 	"pipeline/engine/daggerexec.Executor.Serve": true,
 	"pipeline/image.publish":                    true,
-	"pipeline/upstream.Updater.Apply":           true,
 }
 
 // longFunc is a function over the limit: its name as longFuncsPending spells it, and the
