@@ -39,8 +39,8 @@ func (r *Reporter) redact(s string) string { return lock.Redact(s, r.secrets...)
 // Option configures a Reporter.
 type Option func(*Reporter)
 
-// WithGetenv sets the environment lookup (default os.Getenv). Tests pass a map's lookup.
-func WithGetenv(getenv func(string) string) Option { return func(r *Reporter) { r.getenv = getenv } }
+// withGetenv sets the environment lookup (default os.Getenv). Tests pass a map's lookup.
+func withGetenv(getenv func(string) string) Option { return func(r *Reporter) { r.getenv = getenv } }
 
 // WithWriter sets where plain text and workflow commands go (default os.Stdout: the runner
 // reads workflow commands from the step's standard output).
