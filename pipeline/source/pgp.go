@@ -343,12 +343,7 @@ func (f *Fetcher) cachedSignature(ctx context.Context, c lock.Component, tarball
 
 // fetchSignature fetches the component's signature, verifies it, and caches it at sigPath.
 func (f *Fetcher) fetchSignature(ctx context.Context, c lock.Component, tarball, sigPath, sigName string) (*sigResult, error) {
-	sigURL := f.fileURL(c.Signature.URL)
-	sig, err := f.get(ctx, sigURL, maxSmallFile)
-	if err != nil {
-		return nil, fmt.Errorf("fetching signature %s: %w", sigName, err)
-	}
-	res, err := f.verifySignature(ctx, tarball, sig, sigName, sigURL, c.Signature.Fingerprints)
+	sig, res, err := f.fetchVerified(ctx, c, tarball, sigName)
 	if err != nil {
 		return nil, err
 	}
@@ -356,4 +351,19 @@ func (f *Fetcher) fetchSignature(ctx context.Context, c lock.Component, tarball,
 		return nil, fmt.Errorf("caching signature: %w", err)
 	}
 	return &res, nil
+}
+
+// fetchVerified fetches the signature the lock pins for c, named sigName, and verifies the
+// tarball with it: the signature and who made it.
+func (f *Fetcher) fetchVerified(ctx context.Context, c lock.Component, tarball, sigName string) ([]byte, sigResult, error) {
+	sigURL := f.fileURL(c.Signature.URL)
+	sig, err := f.get(ctx, sigURL, maxSmallFile)
+	if err != nil {
+		return nil, sigResult{}, fmt.Errorf("fetching signature %s: %w", sigName, err)
+	}
+	res, err := f.verifySignature(ctx, tarball, sig, sigName, sigURL, c.Signature.Fingerprints)
+	if err != nil {
+		return nil, sigResult{}, err
+	}
+	return sig, res, nil
 }

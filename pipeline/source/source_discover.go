@@ -104,12 +104,7 @@ func (f *Fetcher) verifyNew(ctx context.Context, c lock.Component, path, sigName
 	if c.Signature == nil {
 		return nil, nil
 	}
-	sigURL := f.fileURL(c.Signature.URL)
-	sig, err := f.get(ctx, sigURL, maxSmallFile)
-	if err != nil {
-		return nil, fmt.Errorf("fetching signature %s: %w", sigName, err)
-	}
-	res, err := f.verifySignature(ctx, path, sig, sigName, sigURL, c.Signature.Fingerprints)
+	sig, res, err := f.fetchVerified(ctx, c, path, sigName)
 	if err != nil {
 		return nil, err
 	}
