@@ -80,35 +80,38 @@ func (c *client) ResolveTag(ctx context.Context, component, tag string) (resolve
 		if level == maxTagChain {
 			return fail(fmt.Errorf("more than %d annotated tags in a chain", maxTagChain))
 		}
-		if !gitIDRE.MatchString(obj.SHA) {
-			return fail(fmt.Errorf("tag object ID %q is not 40 lower-case hex digits", obj.SHA))
-		}
 		var tg ghTagObject
-		if err := c.ghObject(ctx, base+"tags/"+obj.SHA, &tg); err != nil {
+		if err := c.gitObject(ctx, base+"tags/", "tag object", obj.SHA, &tg, func() string { return tg.SHA }); err != nil {
 			return fail(err)
-		}
-		if tg.SHA != obj.SHA {
-			return fail(fmt.Errorf("asked for tag object %s, GitHub answered with %q", obj.SHA, tg.SHA))
 		}
 		obj = tg.Object
 	}
 	if obj.Type != "commit" {
 		return fail(fmt.Errorf("the tag points at a %q, not a commit", obj.Type))
 	}
-	if !gitIDRE.MatchString(obj.SHA) {
-		return fail(fmt.Errorf("commit ID %q is not 40 lower-case hex digits", obj.SHA))
-	}
 	var cm ghCommit
-	if err := c.ghObject(ctx, base+"commits/"+obj.SHA, &cm); err != nil {
+	if err := c.gitObject(ctx, base+"commits/", "commit", obj.SHA, &cm, func() string { return cm.SHA }); err != nil {
 		return fail(err)
-	}
-	if cm.SHA != obj.SHA {
-		return fail(fmt.Errorf("asked for commit %s, GitHub answered with %q", obj.SHA, cm.SHA))
 	}
 	if !gitIDRE.MatchString(cm.Tree.SHA) {
 		return fail(fmt.Errorf("commit %s: tree ID %q is not 40 lower-case hex digits", obj.SHA, cm.Tree.SHA))
 	}
 	return resolvedTag{Tag: tag, Commit: obj.SHA, Tree: cm.Tree.SHA}, nil
+}
+
+// gitObject GETs the git object of kind ("tag object", "commit") whose ID is sha, from
+// dir+sha, into into, and checks that the answer is about it (answered is the ID into holds).
+func (c *client) gitObject(ctx context.Context, dir, kind, sha string, into any, answered func() string) error {
+	if !gitIDRE.MatchString(sha) {
+		return fmt.Errorf("%s ID %q is not 40 lower-case hex digits", kind, sha)
+	}
+	if err := c.ghObject(ctx, dir+sha, into); err != nil {
+		return err
+	}
+	if got := answered(); got != sha {
+		return fmt.Errorf("asked for %s %s, GitHub answered with %q", kind, sha, got)
+	}
+	return nil
 }
 
 // ghObject GETs one API object (not a list) into into.
