@@ -34,7 +34,6 @@ var longFuncsPending = map[string]bool{
 	"pipeline/image.Assemble":                   true,
 	"pipeline/image.WriteTree":                  true,
 	"pipeline/image.publish":                    true,
-	"pipeline/image.SBOM":                       true,
 	"pipeline/source.identitylessEntity":        true,
 	"pipeline/source.Fetcher.verifySignature":   true,
 	"pipeline/source.Fetcher.fetchNew":          true,
