@@ -170,10 +170,13 @@ func TestLoadKeyRefusals(t *testing.T) {
 		return p
 	}
 	secret := "c2VjcmV0LWtleS1ieXRlcw"
+	t.Setenv(PasswordEnv, "")
+	os.Unsetenv(PasswordEnv)
 	for _, tc := range []struct{ name, path, want string }{
 		{"missing", filepath.Join(dir, "nope.pem"), "no such file"},
-		{"cosign encrypted", write("cosign.key", "-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\n"+secret+"\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n"), "cosign's encrypted key format"},
-		{"not a key", write("junk.pem", "-----BEGIN PRIVATE KEY-----\n"+secret+"\n-----END PRIVATE KEY-----\n"), "is not an unencrypted PEM private key"},
+		{"cosign encrypted without password", write("cosign.key", "-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\n"+secret+"\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n"), "cosign's encrypted key format, or encrypted PKCS#8) and COSIGN_PASSWORD is not set"},
+		{"PKCS#8 encrypted without password", write("enc.pem", "-----BEGIN ENCRYPTED PRIVATE KEY-----\n"+secret+"\n-----END ENCRYPTED PRIVATE KEY-----\n"), "COSIGN_PASSWORD is not set"},
+		{"not a key", write("junk.pem", "-----BEGIN PRIVATE KEY-----\n"+secret+"\n-----END PRIVATE KEY-----\n"), "is not a PEM private key"},
 		{"too big", write("big.pem", strings.Repeat("x", maxKeyFile+1)), "limit 65536"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -235,10 +238,7 @@ func TestREADMEKeyCommands(t *testing.T) {
 // (no Rekor entry: --insecure-ignore-tlog), and refuses it under another key: the layout and
 // payload are cosign's, not merely self-consistent.
 func TestCosignVerifies(t *testing.T) {
-	cosign, err := exec.LookPath("cosign")
-	if err != nil {
-		t.Skip("cosign is not installed (go install github.com/sigstore/cosign/v3/cmd/cosign@v3.0.6): sigstore's libraries verify the signature in TestSignVerifiesWithSigstore")
-	}
+	cosign := cosignTool(t)
 	ref := pushIndex(t)
 	keyFile, pub := newKey(t)
 	_, otherPub := newKey(t)
@@ -261,13 +261,7 @@ func TestCosignVerifies(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, cosign, "verify", "--key", pubFile, "--insecure-ignore-tlog=true", "--allow-insecure-registry", ref.String())
-		// Anything cosign would fetch from the internet (a TUF root, Rekor) goes to a closed
-		// loopback port instead: only the registry on 127.0.0.1 is reached.
-		cmd.Env = append(os.Environ(), "HOME="+dir, "TUF_ROOT="+filepath.Join(dir, "tuf"),
-			"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
+		return runCosign(ctx, t, cosign, dir, "verify", "--key", pubFile, "--insecure-ignore-tlog=true", "--allow-insecure-registry", ref.String())
 	}
 	out, err := run(pub)
 	if err != nil {
