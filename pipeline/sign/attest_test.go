@@ -257,3 +257,35 @@ func checkProvenanceStatement(t *testing.T, st statement, b Build) {
 		t.Errorf("base image dependency %+v, want %s at %s", last, b.Platforms[0].BaseRef, b.Platforms[0].BaseDigest)
 	}
 }
+
+// An index of two platforms is attested with each platform's SBOM (as the workflow's keyless
+// attest job does) and one provenance naming both builds and both runtime images.
+func TestAttestIndexOfTwoPlatforms(t *testing.T) {
+	ref := pushIndex(t)
+	key, pub := newKey(t)
+	s, err := LoadKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := testBuild(t)
+	arm := b.Platforms[0]
+	arm.Platform, arm.CPU, arm.BaseDigest = "linux/arm64", "armv8.2-a", "sha256:"+strings.Repeat("cd", 32)
+	b.Platforms = append(b.Platforms, arm)
+	armSBOM := strings.Replace(testSBOM, `"name":"nginx-forge test"`, `"name":"nginx-forge test arm64"`, 1)
+	if _, err := SignAndAttest(context.Background(), ref, s, [][]byte{[]byte(testSBOM), []byte(armSBOM)}, b); err != nil {
+		t.Fatal(err)
+	}
+	good, bad := attestations(t, ref, pub)
+	if len(good) != 3 || bad != 0 {
+		t.Fatalf("%d attestations verify (%d do not), want two SBOMs and the provenance", len(good), bad)
+	}
+	if !strings.Contains(string(good[1].Predicate), "nginx-forge test arm64") {
+		t.Errorf("second SBOM statement is not the arm64 SBOM: %.200s", good[1].Predicate)
+	}
+	p := string(good[2].Predicate)
+	for _, want := range []string{`"linux/arm64"`, `"armv8.2-a"`, strings.Repeat("cd", 32), strings.Repeat("ab", 32)} {
+		if !strings.Contains(p, want) {
+			t.Errorf("the index's provenance lacks %s", want)
+		}
+	}
+}

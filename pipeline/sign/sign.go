@@ -5,7 +5,9 @@
 // its signature in the layer's dev.cosignproject.cosign/signature annotation. `cosign verify
 // --key`, Sigstore policy-controller and Kyverno read that layout. The payload and the
 // signing come from sigstore's own Go libraries (pkg/signature/payload, pkg/signature), so the
-// bytes are the ones cosign signs.
+// bytes are the ones cosign signs. Beside it, Attest (attest.go) attaches signed in-toto
+// attestations the way `cosign attest --key` does (sha256-<hex>.att): the SBOM and the
+// build's SLSA provenance (provenance.go).
 //
 // There is no transparency-log entry (no Rekor upload: a local key signs offline), so
 // verifiers must be told not to require one (`cosign verify --insecure-ignore-tlog`).
