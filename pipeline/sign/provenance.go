@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	ita1 "github.com/in-toto/attestation/go/v1"
 	prov1 "github.com/in-toto/attestation/go/predicates/provenance/v1"
+	ita1 "github.com/in-toto/attestation/go/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
