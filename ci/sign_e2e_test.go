@@ -62,7 +62,7 @@ func signedPushOnTheCommandLine(ctx context.Context, t *testing.T, args []string
 	checks := [][]string{{"verify"}, {"verify-attestation", "--type", "spdxjson"}, {"verify-attestation", "--type", "slsaprovenance1"}}
 	for _, c := range checks {
 		for _, pub := range []string{"cosign.pub", "other.pub"} {
-			cmd := append(append([]string{}, c...), "--key", pub, "--insecure-ignore-tlog=true", "--allow-insecure-registry", d.String())
+			cmd := append(append([]string{}, c...), "--key", pub, "--insecure-ignore-tlog=true", d.String())
 			out, err := cosignRun(cmd...)
 			switch {
 			case pub == "cosign.pub" && err != nil:

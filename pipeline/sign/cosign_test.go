@@ -78,7 +78,7 @@ func TestCosignVerifiesAttestations(t *testing.T) {
 		t.Fatal(err)
 	}
 	verify := func(pub string, args ...string) (string, error) {
-		full := append(append([]string{}, args...), "--key", pub, "--insecure-ignore-tlog=true", "--allow-insecure-registry", ref.String())
+		full := append(append([]string{}, args...), "--key", pub, "--insecure-ignore-tlog=true", ref.String())
 		return runCosign(ctx, t, cosign, dir, full...)
 	}
 	checks := [][]string{{"verify"}, {"verify-attestation", "--type", "spdxjson"}, {"verify-attestation", "--type", "slsaprovenance1"}}
