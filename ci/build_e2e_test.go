@@ -109,7 +109,8 @@ func TestBuildPushEndToEnd(t *testing.T) {
 
 	// Again through the command line with a signing key: signed and attested (issue 31).
 	signedPushOnTheCommandLine(ctx, t, []string{"build", "--engine", "host", "--lock", testLockPath, "--mirror", srv.URL,
-		"--platform", "linux/amd64", "--cache", testenv.BuildCacheDir(), "--image", repo, "--push", "--runtime-image", base.String()},
+		"--platform", "linux/amd64", "--cache", testenv.BuildCacheDir(), "--image", repo, "--push", "--runtime-image", base.String(),
+		"--revision", "0123456789abcdef0123456789abcdef01234567"},
 		d, filepath.Join(dir, "nginx.tar.spdx.json"))
 
 	// Again, as a GitHub Actions step: the same digest, nothing uploaded, outputs set.

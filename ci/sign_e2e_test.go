@@ -64,6 +64,7 @@ func signedPushOnTheCommandLine(ctx context.Context, t *testing.T, args []string
 		for _, pub := range []string{"cosign.pub", "other.pub"} {
 			cmd := append(append([]string{}, c...), "--key", pub, "--insecure-ignore-tlog=true", d.String())
 			out, err := cosignRun(cmd...)
+			t.Logf("cosign %s: exit %v: %s", strings.Join(cmd, " "), exitCode(err), lastLine(out))
 			switch {
 			case pub == "cosign.pub" && err != nil:
 				t.Errorf("cosign %s refuses the signed push: %v\n%s", strings.Join(cmd, " "), err, out)
@@ -111,4 +112,25 @@ func checkAttestedSBOM(t *testing.T, out, sbomFile string) {
 		return
 	}
 	t.Errorf("cosign verify-attestation printed no envelope:\n%s", out)
+}
+
+// exitCode is err's exit status (0 for nil), for the log.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// lastLine is the last non-empty line of cosign's output (its verdict, or the envelope it
+// verified), cut to 160 bytes for the log.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if l := lines[len(lines)-1]; len(l) > 160 {
+		return l[:160] + "..."
+	}
+	return lines[len(lines)-1]
 }
