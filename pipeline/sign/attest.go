@@ -32,28 +32,28 @@ import (
 // as cosign leaves it (the signature is inside the envelope). Registries without the
 // referrers API hold it like any tag.
 const (
-	// DSSEMediaType is an attestation layer's media type (cosign's types.DssePayloadType).
-	DSSEMediaType types.MediaType = "application/vnd.dsse.envelope.v1+json"
-	// InTotoPayloadType is the DSSE payload type of an in-toto statement.
-	InTotoPayloadType = "application/vnd.in-toto+json"
-	// PredicateTypeAnnotation names the statement's predicate type on its layer.
-	PredicateTypeAnnotation = "predicateType"
-	// PredicateSPDX is an SPDX document's predicate type (cosign verify-attestation --type
+	// dsseMediaType is an attestation layer's media type (cosign's types.DssePayloadType).
+	dsseMediaType types.MediaType = "application/vnd.dsse.envelope.v1+json"
+	// inTotoPayloadType is the DSSE payload type of an in-toto statement.
+	inTotoPayloadType = "application/vnd.in-toto+json"
+	// predicateTypeAnnotation names the statement's predicate type on its layer.
+	predicateTypeAnnotation = "predicateType"
+	// predicateSPDX is an SPDX document's predicate type (cosign verify-attestation --type
 	// spdxjson).
-	PredicateSPDX = "https://spdx.dev/Document"
-	// PredicateSLSAProvenance1 is SLSA provenance v1's (--type slsaprovenance1).
-	PredicateSLSAProvenance1 = "https://slsa.dev/provenance/v1"
+	predicateSPDX = "https://spdx.dev/Document"
+	// predicateSLSAProvenance1 is SLSA provenance v1's (--type slsaprovenance1).
+	predicateSLSAProvenance1 = "https://slsa.dev/provenance/v1"
 )
 
-// Attestation is one statement to attach: its predicate type and the predicate, a JSON
+// attestation is one statement to attach: its predicate type and the predicate, a JSON
 // object (an SPDX document, a provenance predicate).
-type Attestation struct {
+type attestation struct {
 	PredicateType string
 	Predicate     []byte
 }
 
-// AttestationTag is where cosign looks for the attestations of ref: REPO:sha256-<hex>.att.
-func AttestationTag(ref name.Digest) (name.Tag, error) {
+// attestationTag is where cosign looks for the attestations of ref: REPO:sha256-<hex>.att.
+func attestationTag(ref name.Digest) (name.Tag, error) {
 	h, err := v1.NewHash(ref.DigestStr())
 	if err != nil {
 		return name.Tag{}, fmt.Errorf("attestation tag of %s: %w", ref, err)
@@ -61,10 +61,10 @@ func AttestationTag(ref name.Digest) (name.Tag, error) {
 	return ref.Repository.Tag(h.Algorithm + "-" + h.Hex + ".att"), nil
 }
 
-// Statement is the in-toto v1 statement of a about ref: ref's repository and digest its only
+// inTotoStatement is the in-toto v1 statement of a about ref: ref's repository and digest its only
 // subject (the subject cosign verify-attestation matches against the image), checked by the
 // in-toto library's Validate, as compact JSON.
-func Statement(ref name.Digest, a Attestation) ([]byte, error) {
+func inTotoStatement(ref name.Digest, a attestation) ([]byte, error) {
 	h, err := v1.NewHash(ref.DigestStr())
 	if err != nil {
 		return nil, fmt.Errorf("statement about %s: %w", ref, err)
@@ -94,21 +94,21 @@ func Statement(ref name.Digest, a Attestation) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// Attest signs a statement of each attestation about ref with s and pushes them to ref's
-// repository under AttestationTag(ref). What s attested there before with the same predicate
+// attest signs a statement of each attestation about ref with s and pushes them to ref's
+// repository under attestationTag(ref). What s attested there before with the same predicate
 // types is replaced (a rebuild of the same digest restates, it does not pile up); a statement
 // s already signed with the same bytes keeps its layer, so a rerun pushes nothing; layers by
 // other keys or of other types stay. It returns the attestation manifest's digest reference.
-func Attest(ctx context.Context, ref name.Digest, s signature.SignerVerifier, atts []Attestation, opts ...remote.Option) (name.Digest, error) {
+func attest(ctx context.Context, ref name.Digest, s signature.SignerVerifier, atts []attestation, opts ...remote.Option) (name.Digest, error) {
 	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
-	tag, err := AttestationTag(ref)
+	tag, err := attestationTag(ref)
 	if err != nil {
 		return name.Digest{}, err
 	}
 	statements := make([][]byte, len(atts))
 	replace := map[string]bool{}
 	for i, a := range atts {
-		if statements[i], err = Statement(ref, a); err != nil {
+		if statements[i], err = inTotoStatement(ref, a); err != nil {
 			return name.Digest{}, err
 		}
 		replace[a.PredicateType] = true
@@ -141,7 +141,7 @@ func Attest(ctx context.Context, ref name.Digest, s signature.SignerVerifier, at
 // attestationManifest is existing (nil: none yet) with s's earlier layers of the predicate
 // types in replace replaced by statements, each signed by s unless a layer of s's already holds exactly
 // it. changed is false when the result is existing itself.
-func attestationManifest(existing v1.Image, statements [][]byte, atts []Attestation, replace map[string]bool, s signature.SignerVerifier) (v1.Image, bool, error) {
+func attestationManifest(existing v1.Image, statements [][]byte, atts []attestation, replace map[string]bool, s signature.SignerVerifier) (v1.Image, bool, error) {
 	base := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
 	var kept []mutate.Addendum
@@ -174,14 +174,14 @@ func attestationManifest(existing v1.Image, statements [][]byte, atts []Attestat
 			adds = append(adds, add)
 			continue
 		}
-		env, err := dsse.WrapSigner(s, InTotoPayloadType).SignMessage(bytes.NewReader(st))
+		env, err := dsse.WrapSigner(s, inTotoPayloadType).SignMessage(bytes.NewReader(st))
 		if err != nil {
 			return nil, false, fmt.Errorf("signing the %s statement: %w", atts[i].PredicateType, err)
 		}
 		adds = append(adds, mutate.Addendum{
-			Layer:       static.NewLayer(env, DSSEMediaType),
-			Annotations: map[string]string{PredicateTypeAnnotation: atts[i].PredicateType, SignatureAnnotation: ""},
-			MediaType:   DSSEMediaType,
+			Layer:       static.NewLayer(env, dsseMediaType),
+			Annotations: map[string]string{predicateTypeAnnotation: atts[i].PredicateType, SignatureAnnotation: ""},
+			MediaType:   dsseMediaType,
 		})
 	}
 	var after []v1.Hash
@@ -206,7 +206,7 @@ const maxEnvelope = 64 << 20
 // attestedBy returns the statement in attestation layer l (descriptor d) when it is a DSSE
 // envelope of one of predicateTypes whose signature verifies under v's key.
 func attestedBy(l v1.Layer, d v1.Descriptor, predicateTypes map[string]bool, v signature.Verifier) ([]byte, bool) {
-	if d.MediaType != DSSEMediaType || !predicateTypes[d.Annotations[PredicateTypeAnnotation]] || d.Size > maxEnvelope {
+	if d.MediaType != dsseMediaType || !predicateTypes[d.Annotations[predicateTypeAnnotation]] || d.Size > maxEnvelope {
 		return nil, false
 	}
 	rc, err := l.Compressed()
@@ -219,7 +219,7 @@ func attestedBy(l v1.Layer, d v1.Descriptor, predicateTypes map[string]bool, v s
 		return nil, false
 	}
 	var payload []byte
-	wv := dsse.WrapVerifier(v, dsse.WithExpectedPayloadType(InTotoPayloadType), dsse.WithDecodedPayload(&payload))
+	wv := dsse.WrapVerifier(v, dsse.WithExpectedPayloadType(inTotoPayloadType), dsse.WithDecodedPayload(&payload))
 	if wv.VerifySignature(bytes.NewReader(env), nil) != nil {
 		return nil, false
 	}
@@ -232,25 +232,25 @@ type Signed struct {
 }
 
 // SignAndAttest is what a push with a key does to each image and index it pushes: sign ref
-// (Sign) and attest it (Attest) with each SPDX document in sboms (an image's own SBOM; for an
+// (signDigest) and attest it (attest) with each SPDX document in sboms (an image's own SBOM; for an
 // index, each platform's, as the workflow's keyless attest job does) and with b's SLSA
 // provenance, so that cosign verify --key and cosign verify-attestation --key --type spdxjson
 // and --type slsaprovenance1 accept it on any registry.
 func SignAndAttest(ctx context.Context, ref name.Digest, s signature.SignerVerifier, sboms [][]byte, b Build, opts ...remote.Option) (Signed, error) {
-	atts := make([]Attestation, 0, len(sboms)+1)
+	atts := make([]attestation, 0, len(sboms)+1)
 	for _, doc := range sboms {
-		atts = append(atts, Attestation{PredicateType: PredicateSPDX, Predicate: doc})
+		atts = append(atts, attestation{PredicateType: predicateSPDX, Predicate: doc})
 	}
-	p, err := Provenance(b)
+	p, err := provenancePredicate(b)
 	if err != nil {
 		return Signed{}, fmt.Errorf("attesting %s: %w", ref, err)
 	}
 	atts = append(atts, p)
 	var out Signed
-	if out.Signature, err = Sign(ctx, ref, s, opts...); err != nil {
+	if out.Signature, err = signDigest(ctx, ref, s, opts...); err != nil {
 		return Signed{}, err
 	}
-	if out.Attestations, err = Attest(ctx, ref, s, atts, opts...); err != nil {
+	if out.Attestations, err = attest(ctx, ref, s, atts, opts...); err != nil {
 		return Signed{}, err
 	}
 	return out, nil

@@ -212,7 +212,7 @@ func checkProvenanceStatement(t *testing.T, st statement, b Build) {
 	if err := json.Unmarshal(st.Predicate, &p); err != nil {
 		t.Fatal(err)
 	}
-	if p.RunDetails.Builder.ID != BuilderID || p.BuildDefinition.BuildType != BuildType {
+	if p.RunDetails.Builder.ID != builderID || p.BuildDefinition.BuildType != buildType {
 		t.Errorf("builder %q, build type %q", p.RunDetails.Builder.ID, p.BuildDefinition.BuildType)
 	}
 	ext, _ := json.Marshal(p.BuildDefinition.ExternalParameters)

@@ -57,7 +57,7 @@ func TestLoadKeyFormats(t *testing.T) {
 		}
 		key := write("cosign.key", privPEM)
 		pub, _ := cryptoutils.UnmarshalPEMToPublicKey(pubPEM)
-		t.Setenv(PasswordEnv, password)
+		t.Setenv(passwordEnv, password)
 		s, err := LoadKey(key)
 		if err != nil {
 			t.Fatalf("cosign key with password %q: %v", password, err)
@@ -65,7 +65,7 @@ func TestLoadKeyFormats(t *testing.T) {
 		if err := signsFor(t, s, pub); err != nil {
 			t.Errorf("cosign key with password %q does not sign for cosign.pub: %v", password, err)
 		}
-		t.Setenv(PasswordEnv, "wrong-password-xyzzy")
+		t.Setenv(passwordEnv, "wrong-password-xyzzy")
 		_, err = LoadKey(key)
 		if err == nil || !strings.Contains(err.Error(), "--sign-key "+key+": cannot decrypt it with the password in COSIGN_PASSWORD") || strings.Contains(err.Error(), "xyzzy") {
 			t.Errorf("wrong password: err = %v, want it refused naming the file and COSIGN_PASSWORD, not the password", err)
@@ -98,7 +98,7 @@ func TestLoadKeyFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(PasswordEnv, "pkcs8 secret")
+	t.Setenv(passwordEnv, "pkcs8 secret")
 	if s, err = LoadKey(filepath.Join(dir, "enc.pem")); err != nil {
 		t.Fatalf("encrypted PKCS#8 key: %v", err)
 	}

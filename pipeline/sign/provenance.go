@@ -15,18 +15,18 @@ import (
 )
 
 const (
-	// BuilderID names who ran a key-signed build: `ci build --push --sign-key` of this
+	// builderID names who ran a key-signed build: `ci build --push --sign-key` of this
 	// repository, on whatever machine holds the key (the key is the identity a verifier
 	// trusts; builder.version says which program it was). Builds in GitHub Actions carry
 	// GitHub's own provenance (actions/attest-build-provenance) instead.
-	BuilderID = "https://github.com/nginx-forge/nginx-forge/ci"
-	// BuildType says how to read the predicate: externalParameters are the lock (its
+	builderID = "https://github.com/nginx-forge/nginx-forge/ci"
+	// buildType says how to read the predicate: externalParameters are the lock (its
 	// components and their versions, source_date_epoch, images) and each platform's build
 	// flags (platform, cpu, optimize, modules) that together fix the image; the
 	// resolvedDependencies are each source a stage compiled (tarball by SHA-256, git source
 	// by commit, recorded PGO profile by SHA-256) and each platform's runtime base image by
 	// the manifest digest pulled.
-	BuildType = "https://github.com/nginx-forge/nginx-forge/ci-build@v1"
+	buildType = "https://github.com/nginx-forge/nginx-forge/ci-build@v1"
 )
 
 // Build is what a key-signed push states about how its subject was built.
@@ -51,29 +51,29 @@ type PlatformBuild struct {
 	BaseRef, BaseDigest string
 }
 
-// Provenance is b as an SLSA v1 provenance predicate (PredicateSLSAProvenance1), built with
+// provenancePredicate is b as an SLSA v1 provenance predicate (predicateSLSAProvenance1), built with
 // the in-toto attestation library's types and checked by its Validate.
-func Provenance(b Build) (Attestation, error) {
+func provenancePredicate(b Build) (attestation, error) {
 	ext, err := structpb.NewStruct(externalParameters(b))
 	if err != nil {
-		return Attestation{}, fmt.Errorf("provenance: %w", err)
+		return attestation{}, fmt.Errorf("provenance: %w", err)
 	}
 	deps, err := resolvedDependencies(b)
 	if err != nil {
-		return Attestation{}, err
+		return attestation{}, err
 	}
 	p := &prov1.Provenance{
-		BuildDefinition: &prov1.BuildDefinition{BuildType: BuildType, ExternalParameters: ext, ResolvedDependencies: deps},
-		RunDetails:      &prov1.RunDetails{Builder: &prov1.Builder{Id: BuilderID, Version: builderVersion()}},
+		BuildDefinition: &prov1.BuildDefinition{BuildType: buildType, ExternalParameters: ext, ResolvedDependencies: deps},
+		RunDetails:      &prov1.RunDetails{Builder: &prov1.Builder{Id: builderID, Version: builderVersion()}},
 	}
 	if err := p.Validate(); err != nil {
-		return Attestation{}, fmt.Errorf("provenance: %w", err)
+		return attestation{}, fmt.Errorf("provenance: %w", err)
 	}
 	raw, err := protojson.Marshal(p)
 	if err != nil {
-		return Attestation{}, fmt.Errorf("provenance: %w", err)
+		return attestation{}, fmt.Errorf("provenance: %w", err)
 	}
-	return Attestation{PredicateType: PredicateSLSAProvenance1, Predicate: raw}, nil
+	return attestation{PredicateType: predicateSLSAProvenance1, Predicate: raw}, nil
 }
 
 // externalParameters are the inputs a person chose: the lock and each platform's flags.
