@@ -15,6 +15,8 @@ require (
 	golang.org/x/sys v0.47.0
 )
 
+require github.com/in-toto/attestation v1.1.2 // indirect
+
 require (
 	github.com/99designs/gqlgen v0.17.89 // indirect
 	github.com/Khan/genqlient v0.8.1 // indirect

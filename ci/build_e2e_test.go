@@ -35,8 +35,9 @@ func needHostSmoke(t *testing.T) {
 // TestBuildPushEndToEnd is `ci build --engine host --push --output` against the real
 // registry: the stack from the real tarballs (through a loopback mirror), the image on the
 // stand-in distroless base, the smoke tests in runc on the pushed digest, the default tags,
-// the SBOM, the tarball, and, run again, the same digest with nothing pushed and the
-// GitHub Actions outputs set.
+// the SBOM, the tarball; run again through the command line with --sign-key, the same digest
+// signed and attested (signedPushOnTheCommandLine); and, run again, the same digest with
+// nothing pushed and the GitHub Actions outputs set.
 func TestBuildPushEndToEnd(t *testing.T) {
 	mirror := testenv.MirrorDir(t)
 	needHostSmoke(t)
@@ -105,6 +106,12 @@ func TestBuildPushEndToEnd(t *testing.T) {
 			t.Errorf("the build log lacks the progress line %q", want)
 		}
 	}
+
+	// Again through the command line with a signing key: signed and attested (issue 31).
+	signedPushOnTheCommandLine(ctx, t, []string{"build", "--engine", "host", "--lock", testLockPath, "--mirror", srv.URL,
+		"--platform", "linux/amd64", "--cache", testenv.BuildCacheDir(), "--image", repo, "--push", "--runtime-image", base.String(),
+		"--revision", "0123456789abcdef0123456789abcdef01234567"},
+		d, filepath.Join(dir, "nginx.tar.spdx.json"))
 
 	// Again, as a GitHub Actions step: the same digest, nothing uploaded, outputs set.
 	outFile := filepath.Join(dir, "github_output")

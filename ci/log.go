@@ -67,7 +67,7 @@ func (s *lineSink) Send(e progress.Event) {
 	case progress.IndexPushed:
 		fmt.Fprintf(s.w, "push: index %s of %s\n", e.Digest, strings.Join(e.Platforms, ", "))
 	case progress.Signed:
-		fmt.Fprintf(s.w, "push: signed %s (signature %s)\n", e.Digest, e.Signature)
+		fmt.Fprintf(s.w, "push: signed %s (signature %s; SBOM and provenance attestations %s)\n", e.Digest, e.Signature, e.Attestations)
 	case progress.Tagged:
 		tags := "none"
 		if len(e.Tags) > 0 {

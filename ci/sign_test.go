@@ -23,15 +23,16 @@ func TestBadSignKeyFailsBeforeTheBuild(t *testing.T) {
 	key := encryptedKeyWithoutEngine(t)
 	err := runBuild(context.Background(), buildFlags{engine: "dagger", lockFile: testLockPath, platform: "linux/amd64",
 		mirror: "http://127.0.0.1:9/never-contacted", image: "127.0.0.1:5000/nginx-forge/nginx:test", push: true, signKey: key}, io.Discard, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "--sign-key "+key+" is cosign's encrypted key format") {
+	if err == nil || !strings.Contains(err.Error(), "--sign-key "+key+" is an encrypted key (cosign's encrypted key format, or encrypted PKCS#8) and COSIGN_PASSWORD is not set") {
 		t.Fatalf("err = %v, want the key refused before the engine is looked for", err)
 	}
 }
 
-// encryptedKeyWithoutEngine writes a cosign-encrypted key, which the signer refuses, and
-// leaves no Dagger engine to find: a key checked after the engine would fail on the engine.
+// encryptedKeyWithoutEngine writes a cosign-encrypted key, which the signer refuses without
+// COSIGN_PASSWORD (unset here), and leaves no Dagger engine to find: a key checked after the
+// engine would fail on the engine.
 func encryptedKeyWithoutEngine(t *testing.T) string {
-	for _, v := range []string{"DAGGER_SESSION_PORT", "_EXPERIMENTAL_DAGGER_RUNNER_HOST", "_EXPERIMENTAL_DAGGER_CLI_BIN", "DAGGER_SESSION_TOKEN"} {
+	for _, v := range []string{"COSIGN_PASSWORD", "DAGGER_SESSION_PORT", "_EXPERIMENTAL_DAGGER_RUNNER_HOST", "_EXPERIMENTAL_DAGGER_CLI_BIN", "DAGGER_SESSION_TOKEN"} {
 		t.Setenv(v, "")
 		os.Unsetenv(v)
 	}
@@ -54,7 +55,7 @@ func TestSignKeyOnTheCommandLine(t *testing.T) {
 	}{
 		{[]string{"build", "--sign-key", "key.pem"}, "--sign-key key.pem signs what --push publishes: add --push"},
 		{[]string{"build", "--engine", "dagger", "--lock", testLockPath, "--mirror", "http://127.0.0.1:9/never-contacted",
-			"--push", "--image", "127.0.0.1:5000/nginx-forge/nginx:test", "--sign-key", key}, "--sign-key " + key + " is cosign's encrypted key format"},
+			"--push", "--image", "127.0.0.1:5000/nginx-forge/nginx:test", "--sign-key", key}, "--sign-key " + key + " is an encrypted key (cosign's encrypted key format, or encrypted PKCS#8) and COSIGN_PASSWORD is not set"},
 	} {
 		var stderr strings.Builder
 		code := run(context.Background(), tc.args, io.Discard, &stderr)

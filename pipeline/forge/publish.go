@@ -116,7 +116,7 @@ func (r *registry) publish(ctx context.Context, targets []*target) error {
 	}
 	if len(targets) > 1 {
 		var err error
-		if pub, err = image.Index(ctx, b.req.Repo, digestRefs, tags, append(b.regOpts, r.signOptions()...)...); err != nil {
+		if pub, err = image.Index(ctx, b.req.Repo, digestRefs, tags, append(b.regOpts, r.signOptions(targets...)...)...); err != nil {
 			return err
 		}
 		b.sink.Send(progress.IndexPushed{Digest: pub.Digest.String(), Platforms: b.req.platforms()})
@@ -136,7 +136,7 @@ func (r *registry) pushImage(ctx context.Context, t *target, tags []string) (*im
 	b := r.b
 	created := time.Unix(b.l.SourceDateEpoch, 0).UTC()
 	opts := append(append([]image.PublishOption{}, b.regOpts...), image.WithVerify(r.verifier(t)), image.WithSBOM(t.sbom, created))
-	opts = append(opts, r.signOptions()...)
+	opts = append(opts, r.signOptions(t)...)
 	step := fmt.Sprintf("push (%s)", t.plan.Platform)
 	b.stepStarted(step)
 	start := time.Now()
@@ -154,21 +154,50 @@ func (r *registry) pushImage(ctx context.Context, t *target, tags []string) (*im
 }
 
 // signOptions sign each pushed image and the index of several (so a verifier that resolves
-// a tag to either finds a signature) with --sign-key's key, through the one sign hook
-// (image.WithSign); without a key it does nothing.
-func (r *registry) signOptions() []image.PublishOption {
+// a tag to either finds a signature) with --sign-key's key, and attach as signed attestations
+// the SBOM of each of ts (the image's own; each platform's for the index) and the provenance
+// of their builds, through the one sign hook (image.WithSign); without a key they do nothing.
+func (r *registry) signOptions(ts ...*target) []image.PublishOption {
 	b := r.b
 	if b.signer == nil {
 		return nil
 	}
 	return []image.PublishOption{image.WithSign(func(ctx context.Context, ref name.Digest, ropts []remote.Option) error {
-		sig, err := sign.Sign(ctx, ref, b.signer, ropts...)
+		sboms, build, err := b.attestations(ts)
 		if err != nil {
 			return err
 		}
-		b.sink.Send(progress.Signed{Digest: ref.DigestStr(), Signature: sig.DigestStr()})
+		signed, err := sign.SignAndAttest(ctx, ref, b.signer, sboms, build, ropts...)
+		if err != nil {
+			return err
+		}
+		b.sink.Send(progress.Signed{Digest: ref.DigestStr(), Signature: signed.Signature.DigestStr(), Attestations: signed.Attestations.DigestStr()})
 		return nil
 	})}
+}
+
+// attestations are what signOptions attests for ts: their SBOMs and how each was built.
+func (b *build) attestations(ts []*target) ([][]byte, sign.Build, error) {
+	var sboms [][]byte
+	build := sign.Build{Lock: b.l}
+	for _, t := range ts {
+		base, err := t.base.Digest()
+		if err != nil {
+			return nil, sign.Build{}, fmt.Errorf("digest of the runtime image for %s: %w", t.plan.Platform, err)
+		}
+		var sources []string
+		for _, s := range t.plan.Stages {
+			if s.Source.Component != "" {
+				sources = append(sources, s.Source.Component)
+			}
+		}
+		sboms = append(sboms, t.sbom)
+		build.Platforms = append(build.Platforms, sign.PlatformBuild{
+			Platform: t.plan.Platform.String(), CPU: t.plan.CPU, Optimize: t.plan.Optimize, Modules: t.plan.Modules,
+			Sources: sources, BaseRef: b.runtimeRef(), BaseDigest: base.String(),
+		})
+	}
+	return sboms, build, nil
 }
 
 // verifier is the smoke test Publish runs on the pushed digest: the image pulled back from

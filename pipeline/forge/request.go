@@ -61,8 +61,9 @@ type Request struct {
 	Ref        string   // the git ref built (GITHUB_REF), for the default tags (image.Tags)
 	NoSmoke    bool     // skip the smoke tests (never with Push)
 	Insecure   bool     // allow plain HTTP to registries not on loopback
-	// SignKey: with Push, sign each pushed image and index with this unencrypted PEM private
-	// key, cosign's way (pipeline/sign), before any tag moves.
+	// SignKey: with Push, sign each pushed image and index with this PEM private key
+	// (cosign's encrypted key with COSIGN_PASSWORD, or an unencrypted one) and attach its SBOM
+	// and provenance as signed attestations, cosign's way (pipeline/sign), before any tag moves.
 	SignKey  string
 	Revision string // source revision recorded in the image's annotations
 }

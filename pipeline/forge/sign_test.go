@@ -7,15 +7,19 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
+	"github.com/sigstore/sigstore/pkg/signature/dsse"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
@@ -83,4 +87,78 @@ func TestPushSignsWhatTheTagsName(t *testing.T) {
 	if !strings.Contains(log.String(), "push: signed "+ref.DigestStr()) {
 		t.Errorf("log does not say what was signed:\n%s", log.String())
 	}
+	checkAttestations(t, ref, res.Published.SBOM, v)
+}
+
+// checkAttestations: beside the signature, REPO:sha256-<hex>.att holds two DSSE envelopes
+// that verify under the key (v), statements about exactly ref: the SBOM the build attached
+// (sbom, its referrer artifact) as an SPDX predicate, and SLSA v1 provenance naming the
+// lock's sources and the runtime image's digest.
+func checkAttestations(t *testing.T, ref name.Digest, sbom *name.Digest, v signature.Verifier) {
+	t.Helper()
+	h := strings.TrimPrefix(ref.DigestStr(), "sha256:")
+	att, err := remote.Image(ref.Repository.Tag("sha256-" + h + ".att"))
+	if err != nil {
+		t.Fatalf("no attestations for %s: %v", ref, err)
+	}
+	m, _ := att.Manifest()
+	var types []string
+	for _, l := range m.Layers {
+		layer, _ := att.LayerByDigest(l.Digest)
+		rc, _ := layer.Compressed()
+		env, _ := io.ReadAll(rc)
+		rc.Close()
+		var payload []byte
+		if err := dsse.WrapVerifier(v, dsse.WithDecodedPayload(&payload)).VerifySignature(bytes.NewReader(env), nil); err != nil {
+			t.Fatalf("attestation %s does not verify under the key: %v", l.Annotations["predicateType"], err)
+		}
+		var st struct {
+			PredicateType string            `json:"predicateType"`
+			Subject       []json.RawMessage `json:"subject"`
+			Predicate     json.RawMessage   `json:"predicate"`
+		}
+		if err := json.Unmarshal(payload, &st); err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Subject) != 1 || !strings.Contains(string(st.Subject[0]), h) {
+			t.Errorf("%s statement is about %s, want only %s", st.PredicateType, st.Subject, ref)
+		}
+		types = append(types, st.PredicateType)
+		switch st.PredicateType {
+		case "https://spdx.dev/Document":
+			want := sbomDocument(t, sbom)
+			var got, w any
+			json.Unmarshal(st.Predicate, &got)
+			json.Unmarshal(want, &w)
+			if !reflect.DeepEqual(got, w) {
+				t.Errorf("the SPDX attestation's predicate is not the SBOM the build attached")
+			}
+		case "https://slsa.dev/provenance/v1":
+			for _, want := range []string{`"resolvedDependencies"`, `"sha256":"`, `"runtime image linux/amd64"`, `"externalParameters"`} {
+				if !strings.Contains(string(st.Predicate), want) {
+					t.Errorf("provenance lacks %s: %s", want, st.Predicate)
+				}
+			}
+		}
+	}
+	if strings.Join(types, " ") != "https://spdx.dev/Document https://slsa.dev/provenance/v1" {
+		t.Errorf("attestations of %q, want the SBOM and the provenance", types)
+	}
+}
+
+// sbomDocument is the SPDX document in the SBOM referrer artifact at ref.
+func sbomDocument(t *testing.T, ref *name.Digest) []byte {
+	t.Helper()
+	if ref == nil {
+		t.Fatal("the push attached no SBOM")
+	}
+	art, err := remote.Image(*ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, _ := art.Layers()
+	rc, _ := layers[0].Compressed()
+	defer rc.Close()
+	doc, _ := io.ReadAll(rc)
+	return doc
 }

@@ -72,8 +72,9 @@ type IndexPushed struct {
 	Platforms []string
 }
 
-// Signed: Digest was signed; Signature is the signature's own digest.
-type Signed struct{ Digest, Signature string }
+// Signed: Digest was signed and attested; Signature and Attestations are the digests of the
+// signature and attestation manifests.
+type Signed struct{ Digest, Signature, Attestations string }
 
 // Tagged: Tags (full references; none with --digest-only) now point at Digest (sha256:...).
 type Tagged struct {

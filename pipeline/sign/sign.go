@@ -5,7 +5,9 @@
 // its signature in the layer's dev.cosignproject.cosign/signature annotation. `cosign verify
 // --key`, Sigstore policy-controller and Kyverno read that layout. The payload and the
 // signing come from sigstore's own Go libraries (pkg/signature/payload, pkg/signature), so the
-// bytes are the ones cosign signs.
+// bytes are the ones cosign signs. Beside it, attest (attest.go) attaches signed in-toto
+// attestations the way `cosign attest --key` does (sha256-<hex>.att): the SBOM and the
+// build's SLSA provenance (provenance.go).
 //
 // There is no transparency-log entry (no Rekor upload: a local key signs offline), so
 // verifiers must be told not to require one (`cosign verify --insecure-ignore-tlog`).
@@ -19,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -47,11 +50,51 @@ const (
 // maxKeyFile bounds what LoadKey reads: a PEM private key is a few hundred bytes.
 const maxKeyFile = 64 << 10
 
-// LoadKey reads an unencrypted PEM private key (PKCS#8, EC or RSA; ECDSA P-256 is what
-// cosign makes) and returns a signer for it. cosign's own encrypted key format ("ENCRYPTED
-// SIGSTORE PRIVATE KEY") is refused with how to get a plain one: decrypting it needs a
-// password prompt this non-interactive build does not have.
+// passwordEnv is the environment variable cosign reads the password of its encrypted keys
+// from (cosign sign --key cosign.key): LoadKey reads it the same way, so the key and password
+// a person already signs with work here unchanged.
+const passwordEnv = "COSIGN_PASSWORD"
+
+// LoadKey reads a PEM private key and returns a signer for it: unencrypted PKCS#8, EC or RSA
+// (ECDSA P-256 is what cosign and the README's openssl command make), or one encrypted with
+// the password in COSIGN_PASSWORD: cosign's own format ("ENCRYPTED SIGSTORE PRIVATE KEY",
+// from cosign generate-key-pair) or an encrypted PKCS#8 key ("ENCRYPTED PRIVATE KEY"). The
+// build runs unattended, so it never prompts: an encrypted key without COSIGN_PASSWORD is
+// refused, saying so. Neither the key's bytes nor the password appear in any error.
 func LoadKey(path string) (signature.SignerVerifier, error) {
+	raw, err := readKeyFile(path)
+	if err != nil {
+		return nil, err
+	}
+	password, hasPassword := os.LookupEnv(passwordEnv)
+	encrypted := bytes.Contains(raw, []byte("ENCRYPTED SIGSTORE PRIVATE KEY")) || bytes.Contains(raw, []byte("ENCRYPTED COSIGN PRIVATE KEY")) ||
+		bytes.Contains(raw, []byte("ENCRYPTED PRIVATE KEY")) || bytes.Contains(raw, []byte("Proc-Type: 4,ENCRYPTED"))
+	if encrypted && !hasPassword {
+		return nil, fmt.Errorf("--sign-key %s is an encrypted key (cosign's encrypted key format, or encrypted PKCS#8) and %s is not set: set %s to its password, as for cosign sign --key", path, passwordEnv, passwordEnv)
+	}
+	pf := cryptoutils.SkipPassword
+	if encrypted {
+		// A non-nil slice even for an empty password: cosign generate-key-pair encrypts with
+		// an empty one when COSIGN_PASSWORD is set but empty.
+		pf = cryptoutils.StaticPasswordFunc(append([]byte{}, password...))
+	}
+	priv, err := cryptoutils.UnmarshalPEMToPrivateKey(raw, pf)
+	switch {
+	case err != nil && encrypted:
+		// The library's error may quote the file's bytes: name the file, never its contents.
+		return nil, fmt.Errorf("--sign-key %s: cannot decrypt it with the password in %s (a wrong password, or not an encrypted private key)", path, passwordEnv)
+	case err != nil:
+		return nil, fmt.Errorf("--sign-key %s is not a PEM private key (PKCS#8, EC or RSA, or cosign's encrypted key with %s); make one with openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out key.pem, or cosign generate-key-pair", path, passwordEnv)
+	}
+	sv, err := signature.LoadSignerVerifier(priv, crypto.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("--sign-key %s: %w", path, err)
+	}
+	return sv, nil
+}
+
+// readKeyFile reads the key file at path: a regular file of at most maxKeyFile bytes.
+func readKeyFile(path string) ([]byte, error) {
 	f, err := lock.OpenInput(path)
 	if err != nil {
 		return nil, fmt.Errorf("--sign-key %s: %w", path, err)
@@ -68,19 +111,7 @@ func LoadKey(path string) (signature.SignerVerifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--sign-key %s: %w", path, err)
 	}
-	if bytes.Contains(raw, []byte("ENCRYPTED SIGSTORE PRIVATE KEY")) || bytes.Contains(raw, []byte("ENCRYPTED COSIGN PRIVATE KEY")) {
-		return nil, fmt.Errorf("--sign-key %s is cosign's encrypted key format, which this build cannot decrypt without a password prompt: pass an unencrypted PEM key (openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out key.pem; openssl pkey -in key.pem -pubout -out key.pub gives the public key for cosign verify --key)", path)
-	}
-	priv, err := cryptoutils.UnmarshalPEMToPrivateKey(raw, cryptoutils.SkipPassword)
-	if err != nil {
-		// The error may quote the file's bytes: name the file, never its contents.
-		return nil, fmt.Errorf("--sign-key %s is not an unencrypted PEM private key (PKCS#8, EC or RSA); make one with openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out key.pem", path)
-	}
-	sv, err := signature.LoadSignerVerifier(priv, crypto.SHA256)
-	if err != nil {
-		return nil, fmt.Errorf("--sign-key %s: %w", path, err)
-	}
-	return sv, nil
+	return raw, nil
 }
 
 // SignatureTag is where cosign looks for the signatures of ref: REPO:sha256-<hex>.sig.
@@ -92,14 +123,14 @@ func SignatureTag(ref name.Digest) (name.Tag, error) {
 	return ref.Repository.Tag(h.Algorithm + "-" + h.Hex + ".sig"), nil
 }
 
-// Sign signs ref (an image or index already in its registry) with s and pushes the
+// signDigest signs ref (an image or index already in its registry) with s and pushes the
 // signature to ref's repository under SignatureTag(ref). A signature manifest already there
 // (an earlier signing of the same digest, by this key or another) keeps its layers: the new
 // signature is added beside them, as cosign does, unless a signature of the same payload by
 // the same key is already there (ECDSA signatures differ at each signing, so a rerun of the
 // same build would otherwise pile up layers). It returns the signature manifest's digest
 // reference.
-func Sign(ctx context.Context, ref name.Digest, s signature.SignerVerifier, opts ...remote.Option) (name.Digest, error) {
+func signDigest(ctx context.Context, ref name.Digest, s signature.SignerVerifier, opts ...remote.Option) (name.Digest, error) {
 	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
 	body, err := payload.Cosign{Image: ref}.MarshalJSON()
 	if err != nil {

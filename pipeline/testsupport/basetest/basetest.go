@@ -50,8 +50,8 @@ const Name = "gcr.io/distroless/base-nossl-debian13:nonroot"
 // by older code is not reused.
 const recipe = "basetest-4"
 
-// packages are the Debian packages distroless base-nossl-debian13 is made of.
-var packages = []string{"base-files", "ca-certificates", "libc6", "media-types", "netbase", "tzdata"}
+// Packages are the Debian packages distroless base-nossl-debian13 is made of.
+var Packages = []string{"base-files", "ca-certificates", "libc6", "media-types", "netbase", "tzdata"}
 
 // Options say where and how to build.
 type Options struct {
@@ -119,7 +119,7 @@ func build(ctx context.Context, o Options) (*Rootfs, error) {
 	if err := a.update(ctx); err != nil {
 		return nil, err
 	}
-	pkgs := append([]string(nil), packages...)
+	pkgs := append([]string(nil), Packages...)
 	if o.NoLibc {
 		pkgs = without(pkgs, "libc6")
 	}
