@@ -39,18 +39,13 @@ func init() {
 			mode := fs.String("mode", "both", "like-for-like, out-of-box, or both")
 			oobConfig := fs.String("oob-config", "", "A's own nginx.conf out of the box (default: the shipped one, from --tree or the checkout)")
 			oobBaseline := fs.String("oob-baseline-config", "", "B's own nginx.conf out of the box (default: Debian 12's default nginx.conf, embedded)")
-			o := benchFlags(fs, "all", 10*time.Second)
-			jsonOut := fs.String("json", "", "write the full report as JSON to `file`")
-			mdOut := fs.String("markdown", "", "write the Markdown table to `file`")
+			o := benchFlags(fs, "all", 10*time.Second, "report")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-				if len(args) > 0 {
-					return usageErrorf("bench takes no arguments, got %q", args)
-				}
-				if err := o.checkTimeout(); err != nil {
+				if err := o.checkUsage("bench", args); err != nil {
 					return err
 				}
 				return runBench(ctx, benchArgs{tree: *tree, variant: *variant, nginx: *nginx, baseline: *baseline, config: *config, mode: *mode,
-					oobConfig: *oobConfig, oobBaseline: *oobBaseline, o: o, jsonOut: *jsonOut, mdOut: *mdOut}, stdout, stderr)
+					oobConfig: *oobConfig, oobBaseline: *oobBaseline, o: o}, stdout, stderr)
 			}
 		},
 	})
@@ -139,10 +134,15 @@ type benchOpts struct {
 	timeout          *time.Duration
 	syscallRequests  *int
 	strace           *string
+	jsonOut, mdOut   *string // --json, --markdown
 }
 
-func benchFlags(fs *flag.FlagSet, scenarios string, duration time.Duration) *benchOpts {
+// benchFlags declares the flags bench and tune share: scenarios and duration are the
+// defaults of --scenarios and --duration, report names what --json and --markdown write.
+func benchFlags(fs *flag.FlagSet, scenarios string, duration time.Duration, report string) *benchOpts {
 	return &benchOpts{
+		jsonOut:         fs.String("json", "", "write the full "+report+" as JSON to `file`"),
+		mdOut:           fs.String("markdown", "", "write the "+report+" as Markdown to `file`"),
 		scenarios:       fs.String("scenarios", scenarios, "comma-separated `list` of scenarios, or all ("+strings.Join(bench.ScenarioNames(), ", ")+")"),
 		duration:        fs.Duration("duration", duration, "length of each wrk run (whole seconds)"),
 		warmup:          fs.Duration("warmup", time.Second, "unrecorded warm-up run per scenario and server before round 1 (0 for none)"),
@@ -158,9 +158,12 @@ func benchFlags(fs *flag.FlagSet, scenarios string, duration time.Duration) *ben
 	}
 }
 
-// checkTimeout refuses a negative --timeout before anything is built or started (0 is the
-// estimate-based default).
-func (o *benchOpts) checkTimeout() error {
+// checkUsage refuses arguments to cmd (bench, tune) and a negative --timeout before anything
+// is built or started (0 is the estimate-based default).
+func (o *benchOpts) checkUsage(cmd string, args []string) error {
+	if err := noArgs(cmd, args); err != nil {
+		return err
+	}
 	if *o.timeout < 0 {
 		return usageErrorf("--timeout %s must not be negative (0: twice the estimated run time plus 2 minutes)", *o.timeout)
 	}
@@ -214,7 +217,8 @@ func runBounded[T any](ctx context.Context, opts bench.Options, timeout time.Dur
 
 // emit prints the table, writes the JSON and Markdown files, and in GitHub Actions adds the
 // Markdown to the step summary.
-func emit(stdout io.Writer, table, markdown, jsonw func(io.Writer) error, jsonOut, mdOut string) error {
+func (o *benchOpts) emit(stdout io.Writer, table, markdown, jsonw func(io.Writer) error) error {
+	jsonOut, mdOut := *o.jsonOut, *o.mdOut
 	if err := table(stdout); err != nil {
 		return err
 	}
@@ -250,7 +254,6 @@ type benchArgs struct {
 	variant                             string // --variant-tree
 	oobConfig, oobBaseline              string
 	o                                   *benchOpts
-	jsonOut, mdOut                      string
 }
 
 func runBench(ctx context.Context, a benchArgs, stdout, stderr io.Writer) error {
@@ -330,7 +333,7 @@ func runBench(ctx context.Context, a benchArgs, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	return emit(stdout, rep.WriteTable, rep.WriteMarkdown, rep.WriteJSON, a.jsonOut, a.mdOut)
+	return a.o.emit(stdout, rep.WriteTable, rep.WriteMarkdown, rep.WriteJSON)
 }
 
 var benchHelp = `

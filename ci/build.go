@@ -113,16 +113,10 @@ func init() {
 		long:    buildHelp,
 		flags: func(fs *flag.FlagSet) runFunc {
 			f := declareBuildFlags(fs)
-			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-				if len(args) > 0 {
-					return usageErrorf("unexpected arguments: %s", strings.Join(args, " "))
-				}
-				if checkingUsageOnly(ctx) {
-					_, err := f.resolve()
-					return err
-				}
+			check := func() error { _, err := f.resolve(); return err }
+			return usageChecked("build", check, func(ctx context.Context, stdout, stderr io.Writer) error {
 				return runBuild(ctx, *f, stdout, stderr)
-			}
+			})
 		},
 		checksUsage: true,
 	})

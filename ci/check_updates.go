@@ -84,8 +84,8 @@ func init() {
 			timeout := fs.Duration("timeout", defaultCheckTimeout, "one `deadline` for the whole run (lookups, downloads, key fetches): an upstream that never answers fails the run after this long")
 			verbose := fs.Bool("v", false, "print each request and decision")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-				if len(args) > 0 {
-					return usageErrorf("check-updates takes no arguments, got %q", args)
+				if err := noArgs("check-updates", args); err != nil {
+					return err
 				}
 				for _, f := range []struct{ name, val string }{{"--github-api", *ghAPI}, {"--nginx-org", *nginxOrg}, {"--mirror", *mirror}} {
 					if f.val == "" && f.name == "--mirror" {

@@ -34,8 +34,8 @@ test fails when it drifts; regenerate it with:
 			mirror := fs.String("mirror", "", "fetch every source from `URL`/<file name> instead of upstream (same checksums), as build --mirror does")
 			out := fs.String("o", "", "write to `FILE` instead of standard output")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-				if len(args) > 0 {
-					return usageErrorf("unexpected arguments: %s", strings.Join(args, " "))
+				if err := noArgs("dockerfile", args); err != nil {
+					return err
 				}
 				l := lock.Default()
 				if *lockFile != "" {

@@ -211,6 +211,29 @@ func checkingUsageOnly(ctx context.Context) bool {
 	return only
 }
 
+// noArgs refuses arguments to the command cmd, which takes none.
+func noArgs(cmd string, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("%s takes no arguments, got %q", cmd, args)
+	}
+	return nil
+}
+
+// usageChecked is the run function of a command cmd that takes no arguments and checks its
+// usage (command.checksUsage): check is that check, run the work, which a context from
+// usageCheckOnly stops short of.
+func usageChecked(cmd string, check func() error, run func(ctx context.Context, stdout, stderr io.Writer) error) runFunc {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if err := noArgs(cmd, args); err != nil {
+			return err
+		}
+		if checkingUsageOnly(ctx) {
+			return check()
+		}
+		return run(ctx, stdout, stderr)
+	}
+}
+
 func printCommands(w io.Writer) {
 	fmt.Fprintln(w, "nginx-forge builds, tests, benchmarks and publishes a hardened nginx image.")
 	fmt.Fprintln(w, "\nUsage: go run ./ci COMMAND [flags]\n\nCommands:")

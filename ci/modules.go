@@ -34,8 +34,8 @@ func init() {
 		flags: func(fs *flag.FlagSet) runFunc {
 			lockFile := fs.String("lock", lock.DefaultPath, "lock `file` whose default module set is shown (when the default is absent, the lock built into this program)")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-				if len(args) > 0 {
-					return usageErrorf("unexpected arguments: %s", strings.Join(args, " "))
+				if err := noArgs("modules", args); err != nil {
+					return err
 				}
 				l, _, err := forge.LoadLock(*lockFile)
 				if err != nil {

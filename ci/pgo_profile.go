@@ -60,16 +60,10 @@ func init() {
 			fs.BoolVar(&f.write, "write", false, "with --url or --in-repo: record the profiles in the --lock file")
 			f.build.stackFlags(fs)
 			fs.BoolVar(&f.build.verbose, "v", false, "verbose")
-			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-				if len(args) > 0 {
-					return usageErrorf("unexpected arguments: %s", strings.Join(args, " "))
-				}
-				if checkingUsageOnly(ctx) {
-					_, err := f.validRequest()
-					return err
-				}
+			check := func() error { _, err := f.validRequest(); return err }
+			return usageChecked("pgo-profile", check, func(ctx context.Context, stdout, stderr io.Writer) error {
 				return runPGOProfile(ctx, f, stdout, stderr)
-			}
+			})
 		},
 		checksUsage: true,
 	})

@@ -10,11 +10,12 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
+	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
 
 func init() {
 	register(&command{
-		name:    "smoke",
+		name:    smoke.ClientCommand,
 		summary: "Run an image from a registry in runc and check it (table of named checks)",
 		usage:   "--image REF [flags] | --address HOST [flags] [--start -- COMMAND...]",
 		long:    smokeHelp,
@@ -27,16 +28,16 @@ func init() {
 			noTLS := fs.Bool("no-tls", false, "do not mount a certificate (the TLS checks are skipped)")
 			timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 			verbose := fs.Bool("v", false, "print each step and check as it runs")
-			addr := fs.String("address", "", "run against the server at `HOST` over the network instead of an image")
-			tlsCA := fs.String("tls-ca", "", "with --address: the server's certificate `file` (PEM) to trust; without it the TLS checks are skipped")
-			serverName := fs.String("tls-server-name", "localhost", "with --address: the TLS server `name` to ask for and verify")
-			uid := fs.Int("uid", 0, "with --start: the `uid` every server process must run as (default 65532)")
-			httpPort := fs.Int("http-port", 0, "with --address: the HTTP `port` (default 8080)")
-			httpsPort := fs.Int("https-port", 0, "with --address: the HTTPS and QUIC `port` (default 8443)")
-			start := fs.Bool("start", false, "with --address: start the command after -- (the image's entrypoint) and observe it too")
-			watchRoot := fs.String("watch-root", "/", "with --start: the `directory` whose filesystem must not change while the server runs")
-			asJSON := fs.Bool("json", false, "print the report as JSON")
-			expectModules := fs.String("expect-modules", "", "with --address: the configure `flags` the server was built with, comma-separated (what build expects; instead of --modules)")
+			addr := fs.String(smoke.FlagAddress, "", "run against the server at `HOST` over the network instead of an image")
+			tlsCA := fs.String(smoke.FlagTLSCA, "", "with --address: the server's certificate `file` (PEM) to trust; without it the TLS checks are skipped")
+			serverName := fs.String(smoke.FlagServerName, "localhost", "with --address: the TLS server `name` to ask for and verify")
+			uid := fs.Int(smoke.FlagUID, 0, "with --start: the `uid` every server process must run as (default 65532)")
+			httpPort := fs.Int(smoke.FlagHTTPPort, 0, "with --address: the HTTP `port` (default 8080)")
+			httpsPort := fs.Int(smoke.FlagHTTPSPort, 0, "with --address: the HTTPS and QUIC `port` (default 8443)")
+			start := fs.Bool(smoke.FlagStart, false, "with --address: start the command after -- (the image's entrypoint) and observe it too")
+			watchRoot := fs.String(smoke.FlagWatchRoot, "/", "with --start: the `directory` whose filesystem must not change while the server runs")
+			asJSON := fs.Bool(smoke.FlagJSON, false, "print the report as JSON")
+			expectModules := fs.String(smoke.FlagExpectModules, "", "with --address: the configure `flags` the server was built with, comma-separated (what build expects; instead of --modules)")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				req := forge.SmokeRequest{Image: *ref, Insecure: *insecure, Address: *addr, WatchRoot: *watchRoot,
 					TLSCAFile: *tlsCA, ServerName: *serverName, UID: *uid, HTTPPort: *httpPort, HTTPSPort: *httpsPort,

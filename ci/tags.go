@@ -28,8 +28,8 @@ table describes. build.yml's merge job uses it to name the index's tags.`,
 			latest := fs.Bool("latest", false, "a person's build with --latest")
 			tls, zlib := newLibraryFlags(fs)
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-				if len(args) > 0 {
-					return usageErrorf("tags takes no arguments, got %q", args)
+				if err := noArgs("tags", args); err != nil {
+					return err
 				}
 				if err := image.CheckRevision(*revision); err != nil {
 					return usageErrorf("--revision %v", err)

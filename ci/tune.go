@@ -47,14 +47,9 @@ Scenarios (--scenarios):
 			tree := fs.String("tree", "", "built install `dir`; tunes DIR/usr/sbin/nginx")
 			nginx := fs.String("nginx", "", "nginx `binary` to tune (instead of --tree)")
 			config := fs.String("config", "", "nginx.conf whose knobs are the baseline (default: see above)")
-			o := benchFlags(fs, "tls-resume,tls-keepalive,http-keepalive", 5*time.Second)
-			jsonOut := fs.String("json", "", "write the full sweep as JSON to `file`")
-			mdOut := fs.String("markdown", "", "write the Markdown tables to `file`")
+			o := benchFlags(fs, "tls-resume,tls-keepalive,http-keepalive", 5*time.Second, "sweep")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-				if len(args) > 0 {
-					return usageErrorf("tune takes no arguments, got %q", args)
-				}
-				if err := o.checkTimeout(); err != nil {
+				if err := o.checkUsage("tune", args); err != nil {
 					return err
 				}
 				bin, err := builtBinary(*tree, *nginx)
@@ -76,7 +71,7 @@ Scenarios (--scenarios):
 				if err != nil {
 					return err
 				}
-				return emit(stdout, tr.WriteTable, tr.WriteMarkdown, tr.WriteJSON, *jsonOut, *mdOut)
+				return o.emit(stdout, tr.WriteTable, tr.WriteMarkdown, tr.WriteJSON)
 			}
 		},
 	})

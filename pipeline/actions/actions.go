@@ -39,8 +39,8 @@ func (r *Reporter) redact(s string) string { return lock.Redact(s, r.secrets...)
 // Option configures a Reporter.
 type Option func(*Reporter)
 
-// WithGetenv sets the environment lookup (default os.Getenv). Tests pass a map's lookup.
-func WithGetenv(getenv func(string) string) Option { return func(r *Reporter) { r.getenv = getenv } }
+// withGetenv sets the environment lookup (default os.Getenv). Tests pass a map's lookup.
+func withGetenv(getenv func(string) string) Option { return func(r *Reporter) { r.getenv = getenv } }
 
 // WithWriter sets where plain text and workflow commands go (default os.Stdout: the runner
 // reads workflow commands from the step's standard output).
@@ -130,22 +130,23 @@ func (r *Reporter) AddSummary(markdown, text string) error {
 
 // Warningf emits a warning annotation in Actions, a "warning: " line elsewhere.
 func (r *Reporter) Warningf(format string, args ...any) {
-	msg := r.redact(fmt.Sprintf(format, args...))
-	if r.gha == nil {
-		fmt.Fprintf(r.out, "warning: %s\n", msg)
-		return
-	}
-	_ = call("warning", func() { r.gha.Warningf("%s", msg) })
+	r.annotate("warning", func(a *githubactions.Action, msg string) { a.Warningf("%s", msg) }, format, args)
 }
 
 // Errorf emits an error annotation in Actions, an "error: " line elsewhere.
 func (r *Reporter) Errorf(format string, args ...any) {
+	r.annotate("error", func(a *githubactions.Action, msg string) { a.Errorf("%s", msg) }, format, args)
+}
+
+// annotate emits the redacted message as an annotation of level ("warning", "error") through
+// emit in Actions, as a "level: " line elsewhere.
+func (r *Reporter) annotate(level string, emit func(a *githubactions.Action, msg string), format string, args []any) {
 	msg := r.redact(fmt.Sprintf(format, args...))
 	if r.gha == nil {
-		fmt.Fprintf(r.out, "error: %s\n", msg)
+		fmt.Fprintf(r.out, "%s: %s\n", level, msg)
 		return
 	}
-	_ = call("error", func() { r.gha.Errorf("%s", msg) })
+	_ = call(level, func() { emit(r.gha, msg) })
 }
 
 // Group runs f with its log lines folded under title in Actions (a heading elsewhere). The

@@ -61,7 +61,7 @@ func TestOutsideActionsPlainText(t *testing.T) {
 	e, outFile, sumFile := actionsEnv(t)
 	delete(e, "GITHUB_ACTIONS") // the files exist, but this is not a runner
 	var buf bytes.Buffer
-	r := New(WithGetenv(env(e)), WithWriter(&buf))
+	r := New(withGetenv(env(e)), WithWriter(&buf))
 	if r.InActions() {
 		t.Fatal("InActions() = true without GITHUB_ACTIONS=true")
 	}
@@ -102,7 +102,7 @@ func TestOutsideActionsPlainText(t *testing.T) {
 func TestInActionsOutputsSummaryAnnotations(t *testing.T) {
 	e, outFile, sumFile := actionsEnv(t)
 	var buf bytes.Buffer
-	r := New(WithGetenv(env(e)), WithWriter(&buf))
+	r := New(withGetenv(env(e)), WithWriter(&buf))
 	if !r.InActions() {
 		t.Fatal("InActions() = false with GITHUB_ACTIONS=true")
 	}
@@ -185,14 +185,14 @@ func TestInActionsBrokenEnvironmentIsAnError(t *testing.T) {
 		{"GITHUB_OUTPUT is a directory", map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": dir}, "GitHub Actions setting output changed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := New(WithGetenv(env(tc.env)), WithWriter(&bytes.Buffer{}))
+			r := New(withGetenv(env(tc.env)), WithWriter(&bytes.Buffer{}))
 			err := r.SetOutputs(map[string]string{"changed": "true"})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want %q", err, tc.want)
 			}
 		})
 	}
-	r := New(WithGetenv(env(map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": filepath.Join(dir, "missing", "x")})), WithWriter(&bytes.Buffer{}))
+	r := New(withGetenv(env(map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": filepath.Join(dir, "missing", "x")})), WithWriter(&bytes.Buffer{}))
 	if err := r.UpdateSummary("t", rows); err == nil {
 		t.Error("writing a summary into a missing directory did not fail")
 	}
@@ -201,7 +201,7 @@ func TestInActionsBrokenEnvironmentIsAnError(t *testing.T) {
 // A value carrying the file-command delimiter would end the value early and forge outputs.
 func TestOutputInjectionRefused(t *testing.T) {
 	e, outFile, _ := actionsEnv(t)
-	r := New(WithGetenv(env(e)), WithWriter(&bytes.Buffer{}))
+	r := New(withGetenv(env(e)), WithWriter(&bytes.Buffer{}))
 	evil := "x\n" + fileDelimiter + "\nchanged<<" + fileDelimiter + "\nfalse"
 	if err := r.SetOutputs(map[string]string{"title": evil}); err == nil {
 		t.Fatal("a value holding the delimiter was accepted")

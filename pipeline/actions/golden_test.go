@@ -22,7 +22,7 @@ func TestSummaryGolden(t *testing.T) {
 	}
 	for file, got := range map[string]string{
 		"summary.md.golden":  UpdateTableMarkdown("Upstream updates", golden),
-		"summary.txt.golden": UpdateTableText("Upstream updates", golden),
+		"summary.txt.golden": updateTableText("Upstream updates", golden),
 	} {
 		path := filepath.Join("testdata", file)
 		if *update {

@@ -20,7 +20,7 @@ func TestReporterRedactsEverything(t *testing.T) {
 			e = map[string]string{}
 		}
 		var buf bytes.Buffer
-		r := New(WithGetenv(env(e)), WithWriter(&buf))
+		r := New(withGetenv(env(e)), WithWriter(&buf))
 		r.Mask(token)
 		_ = r.Group("group "+leaky, func() error {
 			r.Logf("log %s", leaky)

@@ -17,19 +17,26 @@ type Row struct {
 // Changed reports whether the row's newest version differs from the locked one.
 func (r Row) Changed() bool { return r.New != "" && r.New != r.Old }
 
+// newText is what the tables say in the new column: the newest version, or why there is
+// none to show.
+func (r Row) newText() string {
+	switch {
+	case r.New == "":
+		return "(lookup failed)"
+	case !r.Changed():
+		return "(unchanged)"
+	}
+	return r.New
+}
+
 // UpdateTableMarkdown renders rows as a GitHub-flavoured markdown table under a heading.
 func UpdateTableMarkdown(title string, rows []Row) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### %s\n\n", mdEscape(title))
 	b.WriteString("| component | old | new | EOL |\n|---|---|---|---|\n")
 	for _, r := range rows {
-		nw := r.New
-		switch {
-		case nw == "":
-			nw = "(lookup failed)"
-		case !r.Changed():
-			nw = "(unchanged)"
-		default:
+		nw := r.newText()
+		if r.Changed() {
 			nw = "**" + nw + "**"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mdEscape(r.Component), mdCode(r.Old), mdCell(nw), mdCell(orDash(r.EOL)))
@@ -38,21 +45,14 @@ func UpdateTableMarkdown(title string, rows []Row) string {
 	return b.String()
 }
 
-// UpdateTableText renders rows as an aligned plain-text table.
-func UpdateTableText(title string, rows []Row) string {
+// updateTableText renders rows as an aligned plain-text table.
+func updateTableText(title string, rows []Row) string {
 	var b strings.Builder
 	b.WriteString(title + "\n")
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "COMPONENT\tOLD\tNEW\tEOL")
 	for _, r := range rows {
-		nw := r.New
-		switch {
-		case nw == "":
-			nw = "(lookup failed)"
-		case !r.Changed():
-			nw = "(unchanged)"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Component, short(orDash(r.Old)), short(nw), orDash(r.EOL))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Component, short(orDash(r.Old)), short(r.newText()), orDash(r.EOL))
 	}
 	tw.Flush()
 	return b.String()
@@ -60,7 +60,7 @@ func UpdateTableText(title string, rows []Row) string {
 
 // UpdateSummary writes the table to the step summary in Actions, as text elsewhere.
 func (r *Reporter) UpdateSummary(title string, rows []Row) error {
-	return r.AddSummary(UpdateTableMarkdown(title, rows), UpdateTableText(title, rows))
+	return r.AddSummary(UpdateTableMarkdown(title, rows), updateTableText(title, rows))
 }
 
 // ImageResult is what a build publishes: the image's digest and the tags moved to it.

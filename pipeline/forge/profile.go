@@ -31,7 +31,7 @@ func (b *build) recordProfile(t *target, tree string) error {
 	}
 	rec := RecordedProfile{Profile: lock.Profile{Platform: t.plan.Platform.String(), Training: t.plan.TrainingKey}}
 	rec.File = filepath.Join(b.req.ProfileDir, ProfileFileName(rec.Profile))
-	sum, err := WriteProfile(rec.File, tree, time.Unix(t.plan.SourceDateEpoch, 0))
+	sum, err := writeProfile(rec.File, tree, time.Unix(t.plan.SourceDateEpoch, 0))
 	if err != nil {
 		return fmt.Errorf("writing the profile for %s: %w", t.plan.Platform, err)
 	}
@@ -41,11 +41,11 @@ func (b *build) recordProfile(t *target, tree string) error {
 	return nil
 }
 
-// WriteProfile writes the pgo/ directory of tree to file as a gzipped tarball that depends on
+// writeProfile writes the pgo/ directory of tree to file as a gzipped tarball that depends on
 // the files' contents only (sorted names, root-owned, fixed modes and mtime, no time or name
 // in the gzip header), and returns its SHA-256. The counters are mostly zeros: gzip makes
 // the file about a sixth of the tar. It refuses a tree without pgo/compiler (not a training's output).
-func WriteProfile(file, tree string, mtime time.Time) (string, error) {
+func writeProfile(file, tree string, mtime time.Time) (string, error) {
 	if _, err := os.Stat(filepath.Join(tree, "pgo", "compiler")); err != nil {
 		return "", fmt.Errorf("%s is not a training's output (no pgo/compiler): %w", tree, err)
 	}

@@ -36,7 +36,7 @@ type Request struct {
 	Modules   []string // nil is the default module set
 	Mirror    string   // fetch every file as Mirror/<file name>
 	// Keyservers replace the servers that signer keys which are not vendored are fetched
-	// from (pipeline/source.DefaultKeyservers); nil keeps them.
+	// from (pipeline/source's defaults); nil keeps them.
 	Keyservers []string
 	// CacheDir holds, under sources/, the verified sources; "" is pipeline/source's default
 	// (the user's cache directory). The host engine keeps its stages beside them (the
@@ -137,10 +137,10 @@ func LoadLock(file string) (l *lock.Lock, builtin bool, err error) {
 	return nil, false, &RequestError{Err: fmt.Errorf("loading lock %s (nothing was built): %w", file, err)}
 }
 
-// CheckNewDir is nil when dir is empty, or absent in a writable directory: the only
+// checkNewDir is nil when dir is empty, or absent in a writable directory: the only
 // directories a build writes an install tree into. It runs before anything is fetched, so a
 // typo in the path costs a second, not a build.
-func CheckNewDir(dir string) error {
+func checkNewDir(dir string) error {
 	abs, err := engine.EmptyDir(dir)
 	if err != nil {
 		return err
@@ -151,9 +151,9 @@ func CheckNewDir(dir string) error {
 	return parentWritable(abs)
 }
 
-// CheckOutputPath is nil when path does not exist and its directory does and is writable:
+// checkOutputPath is nil when path does not exist and its directory does and is writable:
 // where a build writes --output (a tarball or an OCI layout directory, and PATH.spdx.json).
-func CheckOutputPath(path string) error {
+func checkOutputPath(path string) error {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return fmt.Errorf("%q: %w", path, err)

@@ -85,9 +85,9 @@ func firstLine(s string) string {
 	return l
 }
 
-// Expect is what the smoke tests compare an image with: the lock's versions and the
+// expectFor is what the smoke tests compare an image with: the lock's versions and the
 // configure flags of the modules (nil: the default set), validated as the plan validates them.
-func Expect(l *lock.Lock, modules []string) (smoke.Expect, error) {
+func expectFor(l *lock.Lock, modules []string) (smoke.Expect, error) {
 	opts := []plan.Option{}
 	if modules != nil {
 		opts = append(opts, plan.WithModules(modules...))
@@ -100,7 +100,7 @@ func Expect(l *lock.Lock, modules []string) (smoke.Expect, error) {
 	return expectOf(l, p)
 }
 
-// expectOf is Expect for a plan already made: the lock's versions and p's modules.
+// expectOf is expectFor for a plan already made: the lock's versions and p's modules.
 func expectOf(l *lock.Lock, p *plan.Plan) (smoke.Expect, error) {
 	var e smoke.Expect
 	for _, c := range []struct {
@@ -131,10 +131,10 @@ func configureFlags(names []string) ([]string, error) {
 	return out, nil
 }
 
-// ExpectRecorded is what the smoke tests compare an image with when only the image is
+// expectRecorded is what the smoke tests compare an image with when only the image is
 // given: the nginx, OpenSSL and PCRE2 versions and the modules it records (image.ReadRecord);
 // Modules stays nil (reported, not compared) when the image does not record them.
-func ExpectRecorded(rec image.Record) (smoke.Expect, error) {
+func expectRecorded(rec image.Record) (smoke.Expect, error) {
 	e := smoke.Expect{Nginx: rec.Versions[lock.Nginx], OpenSSL: rec.Versions[lock.OpenSSL], AWSLC: rec.Versions[lock.AWSLC], PCRE2: rec.Versions[lock.PCRE2]}
 	if rec.Modules == nil {
 		return e, nil

@@ -74,7 +74,7 @@ func (r SmokeRequest) Expectations() (smoke.Expect, error) {
 			}
 		}
 	}
-	e, err := Expect(l, mods)
+	e, err := expectFor(l, mods)
 	if err != nil {
 		return smoke.Expect{}, fmt.Errorf("--modules: %w", err)
 	}
@@ -172,7 +172,7 @@ func (r SmokeRequest) ImageExpectations(img v1.Image) (smoke.Expect, string, err
 		}
 		return flagExpect, from, nil
 	}
-	e, err := ExpectRecorded(rec)
+	e, err := expectRecorded(rec)
 	if err != nil {
 		return smoke.Expect{}, "", fmt.Errorf("--image: %w", err)
 	}

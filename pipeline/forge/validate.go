@@ -113,12 +113,12 @@ func (r Request) checkOptions() error {
 		return fmt.Errorf("%d platforms: --output and --tree take one platform; build them one platform at a time", n)
 	}
 	if r.Tree != "" {
-		if err := CheckNewDir(r.Tree); err != nil {
+		if err := checkNewDir(r.Tree); err != nil {
 			return fmt.Errorf("install tree (--tree): %w", err)
 		}
 	}
 	if r.Output != "" {
-		if err := CheckOutputPath(r.Output); err != nil {
+		if err := checkOutputPath(r.Output); err != nil {
 			return fmt.Errorf("image output (--output): %w", err)
 		}
 	}

@@ -90,14 +90,14 @@ func TestDockerBaseRealRegistry(t *testing.T) {
 			t.Errorf("layer %d is %s, want the base's blob %s", i, m.Layers[i].Digest, bl.Digest)
 		}
 	}
-	if m.Annotations[AnnotationBaseDigest] != desc.Digest.String() {
-		t.Errorf("%s = %q, want the base as pulled, %s", AnnotationBaseDigest, m.Annotations[AnnotationBaseDigest], desc.Digest)
+	if m.Annotations[annotationBaseDigest] != desc.Digest.String() {
+		t.Errorf("%s = %q, want the base as pulled, %s", annotationBaseDigest, m.Annotations[annotationBaseDigest], desc.Digest)
 	}
 	refs, err := remote.Referrers(res.Digest, remote.WithContext(ctx))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rm, _ := refs.IndexManifest(); len(rm.Manifests) != 1 || rm.Manifests[0].ArtifactType != SBOMArtifactType {
+	if rm, _ := refs.IndexManifest(); len(rm.Manifests) != 1 || rm.Manifests[0].ArtifactType != sbomArtifactType {
 		t.Errorf("referrers of %s: %+v, want the SBOM", res.Digest, rm.Manifests)
 	}
 }

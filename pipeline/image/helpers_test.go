@@ -283,7 +283,7 @@ func (c *countingRegistry) reset() {
 func quick(extra ...PublishOption) []PublishOption {
 	return append([]PublishOption{
 		WithKeychain(authn.NewMultiKeychain()),
-		WithRetryBackoff(remote.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: 3}),
+		withRetryBackoff(remote.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: 3}),
 	}, extra...)
 }
 

@@ -26,8 +26,8 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
-// DefaultSource is the org.opencontainers.image.source of images built from this repository.
-const DefaultSource = "https://github.com/nginx-forge/nginx-forge"
+// defaultSource is the org.opencontainers.image.source of images built from this repository.
+const defaultSource = "https://github.com/nginx-forge/nginx-forge"
 
 // AnnotationPrefix prefixes the per-component annotations and labels
 // (dev.nginx-forge.openssl.version, dev.nginx-forge.openssl.sha256, ...).
@@ -35,14 +35,14 @@ const AnnotationPrefix = "dev.nginx-forge."
 
 // Standard OCI annotation keys written by Assemble.
 const (
-	AnnotationVersion    = "org.opencontainers.image.version"
-	AnnotationSource     = "org.opencontainers.image.source"
-	AnnotationRevision   = "org.opencontainers.image.revision"
-	AnnotationBaseName   = "org.opencontainers.image.base.name"
-	AnnotationBaseDigest = "org.opencontainers.image.base.digest"
-	AnnotationCreated    = "org.opencontainers.image.created"
-	AnnotationTitle      = "org.opencontainers.image.title"
-	AnnotationLicenses   = "org.opencontainers.image.licenses"
+	annotationVersion    = "org.opencontainers.image.version"
+	annotationSource     = "org.opencontainers.image.source"
+	annotationRevision   = "org.opencontainers.image.revision"
+	annotationBaseName   = "org.opencontainers.image.base.name"
+	annotationBaseDigest = "org.opencontainers.image.base.digest"
+	annotationCreated    = "org.opencontainers.image.created"
+	annotationTitle      = "org.opencontainers.image.title"
+	annotationLicenses   = "org.opencontainers.image.licenses"
 )
 
 // Libcrypt is the component name of the statically linked libcrypt (libxcrypt) in
@@ -84,8 +84,8 @@ func WithLibcrypt(version string) Option { return func(o *options) { o.libcrypt 
 // (the default) records nothing.
 func WithOptimize(mode string) Option { return func(o *options) { o.optimize = mode } }
 
-// AnnotationOptimize is the annotation WithOptimize sets.
-const AnnotationOptimize = AnnotationPrefix + "optimize"
+// annotationOptimize is the annotation WithOptimize sets.
+const annotationOptimize = AnnotationPrefix + "optimize"
 
 // WithProfile records the PGO profile a pgo build used (annotation dev.nginx-forge.pgo-profile
 // and the SBOM's nginx package): "sha256:<hex>" for the lock's recorded profile, or
@@ -93,8 +93,8 @@ const AnnotationOptimize = AnnotationPrefix + "optimize"
 // default) records nothing.
 func WithProfile(profile string) Option { return func(o *options) { o.profile = profile } }
 
-// AnnotationProfile is the annotation WithProfile sets.
-const AnnotationProfile = AnnotationPrefix + "pgo-profile"
+// annotationProfile is the annotation WithProfile sets.
+const annotationProfile = AnnotationPrefix + "pgo-profile"
 
 // AnnotationModules lists the nginx modules compiled in, comma-separated, by the names
 // `ci build --modules` takes (WithModules, or the plan's default set): with the component
@@ -105,7 +105,7 @@ const AnnotationModules = AnnotationPrefix + "modules"
 const ProfileTrained = "trained-in-build"
 
 func resolve(l *lock.Lock, opts []Option) options {
-	o := options{source: DefaultSource}
+	o := options{source: defaultSource}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -144,6 +144,21 @@ func Assemble(base v1.Image, installTree string, l *lock.Lock, opts ...Option) (
 	if err != nil {
 		return nil, err
 	}
+	img, err := appendInstallTree(base, installTree, created, l, o)
+	if err != nil {
+		return nil, err
+	}
+	anns := annotations(l, o, baseName, baseDigest, created)
+	img, err = withRuntimeConfig(img, anns, created)
+	if err != nil {
+		return nil, err
+	}
+	return mutate.Annotations(img, anns).(v1.Image), nil
+}
+
+// appendInstallTree retypes base to OCI and appends installTree as one layer dated created,
+// owned as the runtime contract says.
+func appendInstallTree(base v1.Image, installTree string, created time.Time, l *lock.Lock, o options) (v1.Image, error) {
 	// The runtime contract (plan.Runtime, read here and not copied, so the Dockerfile, the
 	// smoke checks and this image cannot disagree) decides who owns what the image writes
 	// at run time; the rest of the tree is root's, so nginx cannot rewrite its own config.
@@ -163,8 +178,8 @@ func Assemble(base v1.Image, installTree string, l *lock.Lock, opts ...Option) (
 	// of --output are OCI features. So a Docker-typed base's manifest, config and layer
 	// descriptors are retyped to their OCI equivalents, pointing at the same blobs (base
 	// layer digests unchanged). distroless is OCI already and passes through untouched,
-	// which keeps its digests where they were. Before this, a Docker-typed base gave an
-	// OCI manifest listing Docker-typed layers, which umoci refuses (issue 13).
+	// which keeps its digests where they were. An OCI manifest listing Docker-typed layers
+	// is what umoci refuses (issue 13).
 	img, err := ToOCI(base)
 	if err != nil {
 		return nil, fmt.Errorf("base image %s: %w", o.baseRef, err)
@@ -182,8 +197,13 @@ func Assemble(base v1.Image, installTree string, l *lock.Lock, opts ...Option) (
 	if err != nil {
 		return nil, fmt.Errorf("adding the install tree layer: %w", err)
 	}
+	return img, nil
+}
 
-	anns := annotations(l, o, baseName, baseDigest, created)
+// withRuntimeConfig writes the runtime contract (user, entrypoint, ports, ...) and anns as
+// labels into img's config, dated created.
+func withRuntimeConfig(img v1.Image, anns map[string]string, created time.Time) (v1.Image, error) {
+	rt := plan.Runtime
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, fmt.Errorf("reading base image config: %w", err)
@@ -210,7 +230,7 @@ func Assemble(base v1.Image, installTree string, l *lock.Lock, opts ...Option) (
 	if err != nil {
 		return nil, fmt.Errorf("writing image config: %w", err)
 	}
-	return mutate.Annotations(img, anns).(v1.Image), nil
+	return img, nil
 }
 
 // checkTree refuses an install tree that breaks the runtime contract before anything is
@@ -263,16 +283,16 @@ func baseIdentity(base v1.Image, ref string) (string, string, error) {
 
 func annotations(l *lock.Lock, o options, baseName, baseDigest string, created time.Time) map[string]string {
 	a := map[string]string{
-		AnnotationVersion:    o.version,
-		AnnotationSource:     o.source,
-		AnnotationBaseName:   baseName,
-		AnnotationBaseDigest: baseDigest,
-		AnnotationCreated:    created.Format(time.RFC3339),
-		AnnotationTitle:      "nginx-forge",
-		AnnotationLicenses:   sbomLicenseExpression(l, o),
+		annotationVersion:    o.version,
+		annotationSource:     o.source,
+		annotationBaseName:   baseName,
+		annotationBaseDigest: baseDigest,
+		annotationCreated:    created.Format(time.RFC3339),
+		annotationTitle:      "nginx-forge",
+		annotationLicenses:   sbomLicenseExpression(l, o),
 	}
 	if o.revision != "" {
-		a[AnnotationRevision] = o.revision
+		a[annotationRevision] = o.revision
 	}
 	// Only what nginx is built from: a library pinned without its module is not in the image.
 	for _, c := range builtComponents(l, o) {
@@ -289,10 +309,10 @@ func annotations(l *lock.Lock, o options, baseName, baseDigest string, created t
 	}
 	a[AnnotationModules] = strings.Join(builtModules(l, o), ",")
 	if o.optimize != "" {
-		a[AnnotationOptimize] = o.optimize
+		a[annotationOptimize] = o.optimize
 	}
 	if o.profile != "" {
-		a[AnnotationProfile] = o.profile
+		a[annotationProfile] = o.profile
 	}
 	return a
 }

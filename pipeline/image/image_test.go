@@ -213,12 +213,12 @@ func TestWriteLayout(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "out")
 	created := time.Unix(l.SourceDateEpoch, 0)
-	if err := WriteLayout(dir, img, "1.26.3", doc, created); err != nil {
+	if err := writeLayout(dir, img, "1.26.3", doc, created); err != nil {
 		t.Fatal(err)
 	}
 	// Writing again over the earlier layout is allowed and gives the same index.json.
 	first, _ := os.ReadFile(filepath.Join(dir, "index.json"))
-	if err := WriteLayout(dir, img, "1.26.3", doc, created); err != nil {
+	if err := writeLayout(dir, img, "1.26.3", doc, created); err != nil {
 		t.Fatal(err)
 	}
 	second, _ := os.ReadFile(filepath.Join(dir, "index.json"))
@@ -246,10 +246,10 @@ func TestWriteLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	am, _ := art.Manifest()
-	if am.Subject == nil || am.Subject.Digest != want || am.ArtifactType != SBOMArtifactType {
+	if am.Subject == nil || am.Subject.Digest != want || am.ArtifactType != sbomArtifactType {
 		t.Errorf("SBOM artifact manifest %+v", am)
 	}
-	got, err := ReadSBOM(art)
+	got, err := readSBOM(art)
 	if err != nil || string(got) != string(doc) {
 		t.Errorf("SBOM in layout differs (%v)", err)
 	}
@@ -268,7 +268,7 @@ func TestWriteLayout(t *testing.T) {
 	// A directory with other content is refused.
 	other := t.TempDir()
 	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("x"), 0o644)
-	if err := WriteLayout(other, img, "", nil, created); err == nil || !strings.Contains(err.Error(), "neither empty nor an OCI layout") {
+	if err := writeLayout(other, img, "", nil, created); err == nil || !strings.Contains(err.Error(), "neither empty nor an OCI layout") {
 		t.Errorf("non-layout dir: %v", err)
 	}
 }

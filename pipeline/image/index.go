@@ -76,10 +76,10 @@ func BuildIndex(ctx context.Context, digestRefs []string, opts ...PublishOption)
 	return idx, nil
 }
 
-// PublishIndex publishes an index like Publish publishes an image: by digest first (the
+// publishIndex publishes an index like Publish publishes an image: by digest first (the
 // per-platform images must already be in repo, or are copied there), then the verify
 // function, then the tags.
-func PublishIndex(ctx context.Context, idx v1.ImageIndex, repo string, tags []string, opts ...PublishOption) (*Published, error) {
+func publishIndex(ctx context.Context, idx v1.ImageIndex, repo string, tags []string, opts ...PublishOption) (*Published, error) {
 	o := newPublishOptions(opts)
 	if o.sbom != nil {
 		return nil, fmt.Errorf("publishing index: SBOMs are attached to the per-platform images, not the index")
@@ -95,5 +95,5 @@ func Index(ctx context.Context, repo string, digestRefs []string, tags []string,
 	if err != nil {
 		return nil, &PublishError{Step: StepPrepare, Err: err}
 	}
-	return PublishIndex(ctx, idx, repo, tags, opts...)
+	return publishIndex(ctx, idx, repo, tags, opts...)
 }

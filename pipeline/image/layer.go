@@ -58,7 +58,7 @@ type TreeOptions struct {
 // was copied.
 func TreeLayer(dir string, o TreeOptions) (v1.Layer, error) {
 	var buf bytes.Buffer
-	if err := WriteTree(&buf, dir, o); err != nil {
+	if err := writeTree(&buf, dir, o); err != nil {
 		return nil, err
 	}
 	raw := buf.Bytes()
@@ -71,14 +71,43 @@ func TreeLayer(dir string, o TreeOptions) (v1.Layer, error) {
 	return l, nil
 }
 
-// WriteTree writes dir to w as a deterministic tar stream (see TreeLayer).
-func WriteTree(w io.Writer, dir string, o TreeOptions) error {
+// writeTree writes dir to w as a deterministic tar stream (see TreeLayer).
+func writeTree(w io.Writer, dir string, o TreeOptions) error {
+	paths, err := treePaths(dir)
+	if err != nil {
+		return err
+	}
+	mtime := o.ModTime.UTC()
+	tw := tar.NewWriter(w)
+	for _, rel := range paths {
+		full := filepath.Join(dir, filepath.FromSlash(rel))
+		hdr, err := treeHeader(dir, rel, mtime, o)
+		if err != nil {
+			return err
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("writing tar header for %s: %w", rel, err)
+		}
+		if hdr.Typeflag == tar.TypeReg {
+			if err := copyInto(tw, full, hdr.Size); err != nil {
+				return err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("finishing tar of %q: %w", dir, err)
+	}
+	return nil
+}
+
+// treePaths lists what is below dir, slash-separated and relative to it, in tar order.
+func treePaths(dir string) ([]string, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("reading tree %q: %w", dir, err)
+		return nil, fmt.Errorf("reading tree %q: %w", dir, err)
 	}
 	if !info.IsDir() {
-		return fmt.Errorf("reading tree %q: not a directory", dir)
+		return nil, fmt.Errorf("reading tree %q: not a directory", dir)
 	}
 	var paths []string
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -96,78 +125,76 @@ func WriteTree(w io.Writer, dir string, o TreeOptions) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("walking tree %q: %w", dir, err)
+		return nil, fmt.Errorf("walking tree %q: %w", dir, err)
 	}
 	// WalkDir already visits in lexical order per directory; sorting the full paths
 	// makes the order independent of that detail (and of the OS's separators).
 	sort.Slice(paths, func(i, j int) bool { return tarLess(paths[i], paths[j]) })
+	return paths, nil
+}
 
-	mtime := o.ModTime.UTC()
-	tw := tar.NewWriter(w)
-	for _, rel := range paths {
-		full := filepath.Join(dir, filepath.FromSlash(rel))
-		fi, err := os.Lstat(full)
-		if err != nil {
-			return fmt.Errorf("reading %q: %w", full, err)
+// treeHeader is the tar header of rel (below dir): its type, the owner and mode o gives
+// it, dated mtime.
+func treeHeader(dir, rel string, mtime time.Time, o TreeOptions) (*tar.Header, error) {
+	full := filepath.Join(dir, filepath.FromSlash(rel))
+	fi, err := os.Lstat(full)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q: %w", full, err)
+	}
+	own := ownerOf(rel, o.Owners)
+	hdr := &tar.Header{
+		Name:    rel,
+		ModTime: mtime,
+		Uid:     own.UID,
+		Gid:     own.GID,
+		Format:  tar.FormatPAX,
+	}
+	perm := fi.Mode().Perm() | fi.Mode()&(fs.ModeSticky|fs.ModeSetgid|fs.ModeSetuid)
+	switch {
+	case fi.Mode().IsDir():
+		hdr.Typeflag = tar.TypeDir
+		hdr.Name += "/"
+		if o.NormalizeModes {
+			perm = 0o755
 		}
-		own := ownerOf(rel, o.Owners)
-		hdr := &tar.Header{
-			Name:    rel,
-			ModTime: mtime,
-			Uid:     own.UID,
-			Gid:     own.GID,
-			Format:  tar.FormatPAX,
-		}
-		perm := fi.Mode().Perm() | fi.Mode()&(fs.ModeSticky|fs.ModeSetgid|fs.ModeSetuid)
-		switch {
-		case fi.Mode().IsDir():
-			hdr.Typeflag = tar.TypeDir
-			hdr.Name += "/"
-			if o.NormalizeModes {
+	case fi.Mode().IsRegular():
+		hdr.Typeflag = tar.TypeReg
+		hdr.Size = fi.Size()
+		if o.NormalizeModes {
+			perm = 0o644
+			if fi.Mode()&0o111 != 0 {
 				perm = 0o755
 			}
-		case fi.Mode().IsRegular():
-			hdr.Typeflag = tar.TypeReg
-			hdr.Size = fi.Size()
-			if o.NormalizeModes {
-				perm = 0o644
-				if fi.Mode()&0o111 != 0 {
-					perm = 0o755
-				}
-			}
-		case fi.Mode()&fs.ModeSymlink != 0:
-			hdr.Typeflag = tar.TypeSymlink
-			if hdr.Linkname, err = os.Readlink(full); err != nil {
-				return fmt.Errorf("reading link %q: %w", full, err)
-			}
-			perm = 0o777
-		default:
-			return fmt.Errorf("tree %q: %s is a %s; only files, directories and symlinks can go into the image", dir, rel, fi.Mode().Type())
 		}
-		if m, ok := o.Modes[rel]; ok {
-			perm = m
+	case fi.Mode()&fs.ModeSymlink != 0:
+		hdr.Typeflag = tar.TypeSymlink
+		if hdr.Linkname, err = os.Readlink(full); err != nil {
+			return nil, fmt.Errorf("reading link %q: %w", full, err)
 		}
-		hdr.Mode = tarMode(perm)
-		if err := tw.WriteHeader(hdr); err != nil {
-			return fmt.Errorf("writing tar header for %s: %w", rel, err)
-		}
-		if hdr.Typeflag == tar.TypeReg {
-			f, err := os.Open(full)
-			if err != nil {
-				return fmt.Errorf("reading %q: %w", full, err)
-			}
-			n, err := io.Copy(tw, f)
-			f.Close()
-			if err != nil {
-				return fmt.Errorf("copying %q into the layer: %w", full, err)
-			}
-			if n != hdr.Size {
-				return fmt.Errorf("copying %q into the layer: it changed size while being read", full)
-			}
-		}
+		perm = 0o777
+	default:
+		return nil, fmt.Errorf("tree %q: %s is a %s; only files, directories and symlinks can go into the image", dir, rel, fi.Mode().Type())
 	}
-	if err := tw.Close(); err != nil {
-		return fmt.Errorf("finishing tar of %q: %w", dir, err)
+	if m, ok := o.Modes[rel]; ok {
+		perm = m
+	}
+	hdr.Mode = tarMode(perm)
+	return hdr, nil
+}
+
+// copyInto copies the regular file full, of size bytes when its header was written, into tw.
+func copyInto(tw *tar.Writer, full string, size int64) error {
+	f, err := os.Open(full)
+	if err != nil {
+		return fmt.Errorf("reading %q: %w", full, err)
+	}
+	defer f.Close()
+	n, err := io.Copy(tw, f)
+	if err != nil {
+		return fmt.Errorf("copying %q into the layer: %w", full, err)
+	}
+	if n != size {
+		return fmt.Errorf("copying %q into the layer: it changed size while being read", full)
 	}
 	return nil
 }

@@ -21,14 +21,14 @@ import (
 // WriteOutput writes img for --output: a path ending in ".tar" gets a tarball that
 // `docker load` and `podman load` read (named refName, a full reference such as
 // "ghcr.io/nginx-forge/nginx:1.26.3"); any other path gets an OCI layout directory (see
-// WriteLayout). Either way the SBOM, when given, is also written as PATH.spdx.json.
+// writeLayout). Either way the SBOM, when given, is also written as PATH.spdx.json.
 func WriteOutput(path string, img v1.Image, refName string, sbom []byte, created time.Time) error {
 	if !strings.HasSuffix(path, ".tar") {
 		tag := refName
 		if r, err := name.NewTag(refName); err == nil {
 			tag = r.TagStr()
 		}
-		return WriteLayout(path, img, tag, sbom, created)
+		return writeLayout(path, img, tag, sbom, created)
 	}
 	if refName == "" {
 		refName = "nginx-forge:latest"
@@ -48,7 +48,7 @@ func WriteOutput(path string, img v1.Image, refName string, sbom []byte, created
 	return nil
 }
 
-// WriteLayout writes img as an OCI image layout directory (for --output), readable by
+// writeLayout writes img as an OCI image layout directory (for --output), readable by
 // umoci, skopeo (oci:DIR:TAG), crane and go-containerregistry's layout package.
 // index.json lists the image, annotated with org.opencontainers.image.ref.name = refName
 // when refName is not empty, and, when sbom is not nil, the SBOM referrer artifact. The
@@ -57,7 +57,7 @@ func WriteOutput(path string, img v1.Image, refName string, sbom []byte, created
 // dir must be absent, empty, or an earlier OCI layout (whose index.json is replaced; blobs
 // it no longer lists are left, as they are content-addressed and harmless). Anything else
 // is refused rather than mixed with.
-func WriteLayout(dir string, img v1.Image, refName string, sbom []byte, created time.Time) error {
+func writeLayout(dir string, img v1.Image, refName string, sbom []byte, created time.Time) error {
 	if err := checkLayoutDir(dir); err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func WriteLayout(dir string, img v1.Image, refName string, sbom []byte, created 
 	if sbom == nil {
 		return nil
 	}
-	art, err := SBOMArtifact(img, sbom, created)
+	art, err := sbomArtifact(img, sbom, created)
 	if err != nil {
 		return fmt.Errorf("making SBOM artifact: %w", err)
 	}

@@ -189,7 +189,7 @@ func TestToOCIMixed(t *testing.T) {
 		t.Fatal(err)
 	}
 	mixed := mutate.MediaType(mutate.ConfigMediaType(docker, types.OCIConfigJSON), types.OCIManifestSchema1)
-	mixed = mutate.Annotations(mixed, map[string]string{AnnotationTitle: "nginx-forge"}).(v1.Image)
+	mixed = mutate.Annotations(mixed, map[string]string{annotationTitle: "nginx-forge"}).(v1.Image)
 	if m, _ := mixed.Manifest(); m.Layers[0].MediaType != types.DockerLayer {
 		t.Fatalf("setup: layer 0 is %s, want a Docker-typed layer in an OCI manifest", m.Layers[0].MediaType)
 	}
@@ -197,7 +197,7 @@ func TestToOCIMixed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := checkAllOCI(t, oci); m.Annotations[AnnotationTitle] != "nginx-forge" {
+	if m := checkAllOCI(t, oci); m.Annotations[annotationTitle] != "nginx-forge" {
 		t.Errorf("annotations lost: %v", m.Annotations)
 	}
 }
@@ -286,7 +286,7 @@ func TestAssembleDockerBaseDigest(t *testing.T) {
 	}
 	m, _ := img.Manifest()
 	want, _ := dockerBase.Digest()
-	if got := m.Annotations[AnnotationBaseDigest]; got != want.String() {
-		t.Errorf("%s = %s, want the Docker base's own digest %s", AnnotationBaseDigest, got, want)
+	if got := m.Annotations[annotationBaseDigest]; got != want.String() {
+		t.Errorf("%s = %s, want the Docker base's own digest %s", annotationBaseDigest, got, want)
 	}
 }

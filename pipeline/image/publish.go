@@ -26,13 +26,12 @@ type publishOptions struct {
 	sbom        []byte
 	sbomCreated time.Time
 	keychain    registryauth.Source
-	remote      []remote.Option
 	logf        func(string, ...any)
 	backoff     *remote.Backoff
 	insecure    bool
 }
 
-// PublishOption configures Publish and PublishIndex.
+// PublishOption configures Publish and Index.
 type PublishOption func(*publishOptions)
 
 // WithVerify runs f on the pushed digest before tags move (see VerifyFunc).
@@ -49,20 +48,15 @@ func WithKeychain(k registryauth.Source) PublishOption {
 	return func(o *publishOptions) { o.keychain = k }
 }
 
-// WithRemoteOptions adds go-containerregistry remote options (a transport, for example).
-func WithRemoteOptions(opts ...remote.Option) PublishOption {
-	return func(o *publishOptions) { o.remote = append(o.remote, opts...) }
-}
-
 // WithLogf receives one line per step. Lines name references and digests, never
 // credentials.
 func WithLogf(f func(format string, args ...any)) PublishOption {
 	return func(o *publishOptions) { o.logf = f }
 }
 
-// WithRetryBackoff sets how transient registry errors (5xx, 429, resets, EOF) are
+// withRetryBackoff sets how transient registry errors (5xx, 429, resets, EOF) are
 // retried; the default is go-containerregistry's (1s, x3, 3 tries).
-func WithRetryBackoff(b remote.Backoff) PublishOption {
+func withRetryBackoff(b remote.Backoff) PublishOption {
 	return func(o *publishOptions) { o.backoff = &b }
 }
 
@@ -79,7 +73,7 @@ func (o *publishOptions) remoteOptions(ctx context.Context) []remote.Option {
 	if o.backoff != nil {
 		opts = append(opts, remote.WithRetryBackoff(*o.backoff))
 	}
-	return append(opts, o.remote...)
+	return opts
 }
 
 func newPublishOptions(opts []PublishOption) *publishOptions {
@@ -269,7 +263,7 @@ func publish(ctx context.Context, t target, repoStr string, tagNames []string, o
 		if !ok {
 			return fail(StepSBOM, errors.New("an SBOM can only be attached to an image"))
 		}
-		art, err := SBOMArtifact(img, o.sbom, o.sbomCreated)
+		art, err := sbomArtifact(img, o.sbom, o.sbomCreated)
 		if err != nil {
 			return fail(StepSBOM, err)
 		}

@@ -107,14 +107,14 @@ func TestPublishRoundTripInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	rm, _ := refs.IndexManifest()
-	if len(rm.Manifests) != 1 || rm.Manifests[0].ArtifactType != SBOMArtifactType {
+	if len(rm.Manifests) != 1 || rm.Manifests[0].ArtifactType != sbomArtifactType {
 		t.Fatalf("referrers of %s: %+v", res.Digest, rm.Manifests)
 	}
 	art, err := remote.Image(res.Digest.Context().Digest(rm.Manifests[0].Digest.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := ReadSBOM(art); err != nil || string(got) != string(sbom) {
+	if got, err := readSBOM(art); err != nil || string(got) != string(sbom) {
 		t.Errorf("SBOM read back differs: %v", err)
 	}
 	// Pulled back, it is the same image.

@@ -46,7 +46,7 @@ func TestPublishRealRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	rm, _ := refs.IndexManifest()
-	if len(rm.Manifests) != 1 || rm.Manifests[0].ArtifactType != SBOMArtifactType {
+	if len(rm.Manifests) != 1 || rm.Manifests[0].ArtifactType != sbomArtifactType {
 		t.Fatalf("referrers of %s: %+v", res.Digest, rm.Manifests)
 	}
 	// The fallback tag is digest-named ("sha256-<hex>"), so no human tag is involved.

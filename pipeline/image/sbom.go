@@ -40,17 +40,17 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 		return nil, fmt.Errorf("reading image manifest for the SBOM: %w", err)
 	}
 	anns := m.Annotations
-	if anns[AnnotationBaseDigest] == "" {
-		return nil, fmt.Errorf("image %s has no %s annotation: SBOM only describes images made by Assemble", digest, AnnotationBaseDigest)
+	if anns[annotationBaseDigest] == "" {
+		return nil, fmt.Errorf("image %s has no %s annotation: SBOM only describes images made by Assemble", digest, annotationBaseDigest)
 	}
 	// What the image says about itself wins over options: the SBOM describes this image.
 	o.libcrypt = anns[AnnotationPrefix+Libcrypt+".version"]
-	o.optimize = anns[AnnotationOptimize]
-	o.profile = anns[AnnotationProfile]
-	if v := anns[AnnotationVersion]; v != "" {
+	o.optimize = anns[annotationOptimize]
+	o.profile = anns[annotationProfile]
+	if v := anns[annotationVersion]; v != "" {
 		o.version = v
 	}
-	if s := anns[AnnotationSource]; s != "" {
+	if s := anns[annotationSource]; s != "" {
 		o.source = s
 	}
 	if err := checkModules(l, o); err != nil {
@@ -207,11 +207,11 @@ func addLibcrypt(doc *spdx.Document, l *lock.Lock, version string) {
 // addBase adds the base image (the image DESCENDANT_OF it) and the Debian packages it
 // CONTAINS, with the licences their copyright files declare.
 func addBase(doc *spdx.Document, anns map[string]string, debs []debPackage, osr osRelease) error {
-	baseName := anns[AnnotationBaseName]
-	baseDigest := anns[AnnotationBaseDigest]
+	baseName := anns[annotationBaseName]
+	baseDigest := anns[annotationBaseDigest]
 	bd, err := v1.NewHash(baseDigest)
 	if err != nil {
-		return fmt.Errorf("image annotation %s=%q: %w", AnnotationBaseDigest, baseDigest, err)
+		return fmt.Errorf("image annotation %s=%q: %w", annotationBaseDigest, baseDigest, err)
 	}
 	baseComment := "the base image; its Debian packages, read from its dpkg database, are the packages it CONTAINS"
 	if len(debs) == 0 {

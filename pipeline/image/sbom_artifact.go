@@ -27,20 +27,20 @@ import (
 // In an OCI layout (--output) the artifact is stored as a second manifest in index.json,
 // and the document is also written beside the layout as DIR.spdx.json for people.
 const (
-	SBOMArtifactType = "application/spdx+json"
-	// SBOMMediaType is the layer media type of the SPDX JSON document.
-	SBOMMediaType types.MediaType = "application/spdx+json"
+	sbomArtifactType = "application/spdx+json"
+	// sbomMediaType is the layer media type of the SPDX JSON document.
+	sbomMediaType types.MediaType = "application/spdx+json"
 	// emptyConfigMediaType and emptyConfig are OCI 1.1's empty descriptor for artifacts.
 	emptyConfigMediaType types.MediaType = "application/vnd.oci.empty.v1+json"
 )
 
 var emptyConfig = []byte("{}")
 
-// SBOMArtifact returns the referrer manifest carrying sbom for subject (see the SBOM
+// sbomArtifact returns the referrer manifest carrying sbom for subject (see the SBOM
 // storage note above). It is a v1.Image so that remote.Write and layout.AppendImage
 // handle it like any image; go-containerregistry updates the referrers fallback tag when
 // the registry lacks the referrers API.
-func SBOMArtifact(subject v1.Image, sbom []byte, created time.Time) (v1.Image, error) {
+func sbomArtifact(subject v1.Image, sbom []byte, created time.Time) (v1.Image, error) {
 	d, err := subject.Digest()
 	if err != nil {
 		return nil, err
@@ -53,13 +53,13 @@ func SBOMArtifact(subject v1.Image, sbom []byte, created time.Time) (v1.Image, e
 	if err != nil {
 		return nil, err
 	}
-	layer := static.NewLayer(sbom, SBOMMediaType)
+	layer := static.NewLayer(sbom, sbomMediaType)
 	ld, _ := layer.Digest()
 	cd, cs, _ := v1.SHA256(bytes.NewReader(emptyConfig))
 	m := v1.Manifest{
 		SchemaVersion: 2,
 		MediaType:     types.OCIManifestSchema1,
-		ArtifactType:  SBOMArtifactType,
+		ArtifactType:  sbomArtifactType,
 		Config: v1.Descriptor{
 			MediaType: emptyConfigMediaType,
 			Digest:    cd,
@@ -67,14 +67,14 @@ func SBOMArtifact(subject v1.Image, sbom []byte, created time.Time) (v1.Image, e
 			Data:      emptyConfig,
 		},
 		Layers: []v1.Descriptor{{
-			MediaType:   SBOMMediaType,
+			MediaType:   sbomMediaType,
 			Digest:      ld,
 			Size:        int64(len(sbom)),
 			Annotations: map[string]string{"org.opencontainers.image.title": "sbom.spdx.json"},
 		}},
 		Subject: &v1.Descriptor{MediaType: mt, Digest: d, Size: size},
 		Annotations: map[string]string{
-			AnnotationCreated: created.UTC().Format(time.RFC3339),
+			annotationCreated: created.UTC().Format(time.RFC3339),
 		},
 	}
 	raw, err := json.Marshal(m)
@@ -108,13 +108,13 @@ func (a *artifact) LayerByDigest(h v1.Hash) (partial.CompressedLayer, error) {
 	return nil, fmt.Errorf("SBOM artifact has no blob %s", h)
 }
 
-// ReadSBOM returns the SPDX document inside an artifact made by SBOMArtifact.
-func ReadSBOM(art v1.Image) ([]byte, error) {
+// readSBOM returns the SPDX document inside an artifact made by sbomArtifact.
+func readSBOM(art v1.Image) ([]byte, error) {
 	m, err := art.Manifest()
 	if err != nil {
 		return nil, err
 	}
-	if m.ArtifactType != SBOMArtifactType || len(m.Layers) != 1 {
+	if m.ArtifactType != sbomArtifactType || len(m.Layers) != 1 {
 		return nil, fmt.Errorf("manifest is not an SPDX SBOM artifact (artifactType %q, %d layers)", m.ArtifactType, len(m.Layers))
 	}
 	l, err := art.LayerByDigest(m.Layers[0].Digest)

@@ -131,7 +131,7 @@ func TestSBOMFollowsModules(t *testing.T) {
 						name, inSBOM, related[string(componentID(name))], annotated, inHistory, tc.listed, strings.Join(tc.modules, ","))
 				}
 			}
-			for _, lic := range []string{pkgs["nginx-forge"].PackageLicenseDeclared, m.Annotations[AnnotationLicenses]} {
+			for _, lic := range []string{pkgs["nginx-forge"].PackageLicenseDeclared, m.Annotations[annotationLicenses]} {
 				if strings.Contains(lic, "MIT") != tc.listed {
 					t.Errorf("licence %q: brotli's MIT present = %v, want %v", lic, !tc.listed, tc.listed)
 				}
@@ -189,8 +189,8 @@ func TestProfileRecorded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := m.Annotations[AnnotationProfile]; got != tc.profile {
-			t.Errorf("annotation %s = %q, want %q", AnnotationProfile, got, tc.profile)
+		if got := m.Annotations[annotationProfile]; got != tc.profile {
+			t.Errorf("annotation %s = %q, want %q", annotationProfile, got, tc.profile)
 		}
 		parsed := sbomOf(t, img, l, opts...)
 		for _, p := range parsed.Packages {

@@ -13,5 +13,5 @@ import (
 // with every tag where it was.
 type SignFunc func(ctx context.Context, ref name.Digest, ropts []remote.Option) error
 
-// WithSign makes Publish and PublishIndex sign what they push (see SignFunc).
+// WithSign makes Publish and Index sign what they push (see SignFunc).
 func WithSign(f SignFunc) PublishOption { return func(o *publishOptions) { o.sign = f } }

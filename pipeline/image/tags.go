@@ -18,9 +18,9 @@ type TagEvent struct {
 	Latest   bool   // a person's --latest: move the channel and latest as main would
 }
 
-// MainRef is the branch whose builds are the released image: update pull requests merge
+// mainRef is the branch whose builds are the released image: update pull requests merge
 // into it, so the moving tags follow it.
-const MainRef = "refs/heads/main"
+const mainRef = "refs/heads/main"
 
 var releaseRefRE = regexp.MustCompile(`^refs/tags/(v[0-9]+\.[0-9]+\.[0-9]+)$`)
 
@@ -43,12 +43,12 @@ var releaseRefRE = regexp.MustCompile(`^refs/tags/(v[0-9]+\.[0-9]+\.[0-9]+)$`)
 // move a consumer across what is a major release in all but name (README, Tags).
 //
 // A lock that builds with another TLS library or zlib than the default (OpenSSL, zlib) is
-// a variant: every tag above gets the variant's suffix (VariantSuffix: "-aws-lc-zlib-ng"),
+// a variant: every tag above gets the variant's suffix (variantSuffix: "-aws-lc-zlib-ng"),
 // and the exact stack tag names its libraries (1.30.4-aws-lc5.5.0-pcre2-10.46-zlib-ng2.2.2),
 // so the default image and a variant published from the same commit never share a tag.
 func Tags(l *lock.Lock, ev TagEvent) []string {
 	tags := defaultTags(l, ev)
-	suffix := VariantSuffix(l)
+	suffix := variantSuffix(l)
 	if suffix == "" {
 		return tags
 	}
@@ -61,9 +61,9 @@ func Tags(l *lock.Lock, ev TagEvent) []string {
 	return tags
 }
 
-// VariantSuffix is "" for a lock with the default libraries, else "-" and each non-default
+// variantSuffix is "" for a lock with the default libraries, else "-" and each non-default
 // library's name as a person types it (--tls aws-lc, --zlib zlib-ng): "-aws-lc-zlib-ng".
-func VariantSuffix(l *lock.Lock) string {
+func variantSuffix(l *lock.Lock) string {
 	var s string
 	if t := l.TLS().Name; t != lock.TLSLibraries[0] {
 		s += "-" + lock.FlagName(t)
@@ -88,7 +88,7 @@ func defaultTags(l *lock.Lock, ev TagEvent) []string {
 		return c.Version
 	}
 	release := releaseRefRE.FindStringSubmatch(ev.Ref)
-	moving := ev.Ref == MainRef || release != nil || (ev.Ref == "" && ev.Latest)
+	moving := ev.Ref == mainRef || release != nil || (ev.Ref == "" && ev.Latest)
 	var tags []string
 	if ev.Ref == "" || moving {
 		nginx := v(lock.Nginx)

@@ -21,7 +21,7 @@ func TestTags(t *testing.T) {
 		{"a person's build", TagEvent{}, []string{"1.26.2", full, "1.26"}},
 		{"a person's build with --latest", TagEvent{Latest: true}, []string{"1.26.2", full, "1.26", "stable", "latest"}},
 		{"a person's build with --revision", TagEvent{Revision: sha}, []string{"1.26.2", full, "1.26", "sha-0123456789ab"}},
-		{"main", TagEvent{Ref: MainRef, Revision: sha}, []string{"1.26.2", full, "1.26", "stable", "sha-0123456789ab", "latest"}},
+		{"main", TagEvent{Ref: mainRef, Revision: sha}, []string{"1.26.2", full, "1.26", "stable", "sha-0123456789ab", "latest"}},
 		{"a release tag", TagEvent{Ref: "refs/tags/v1.4.0", Revision: sha}, []string{"1.26.2", full, "1.26", "stable", "sha-0123456789ab", "latest", "v1.4.0"}},
 		{"another branch", TagEvent{Ref: "refs/heads/feature", Revision: sha}, []string{"sha-0123456789ab"}},
 		{"a pull request", TagEvent{Ref: "refs/pull/7/merge", Revision: sha}, []string{"sha-0123456789ab"}},
@@ -35,7 +35,7 @@ func TestTags(t *testing.T) {
 	c := l.MustComponent(lock.Nginx)
 	c.Version = "1.27.3"
 	l.SetComponent(c)
-	if got := strings.Join(Tags(l, TagEvent{Ref: MainRef}), " "); got != "1.27.3 1.27.3-openssl3.3.1-pcre2-10.44-zlib1.3.1 1.27 mainline latest" {
+	if got := strings.Join(Tags(l, TagEvent{Ref: mainRef}), " "); got != "1.27.3 1.27.3-openssl3.3.1-pcre2-10.44-zlib1.3.1 1.27 mainline latest" {
 		t.Errorf("mainline: Tags = %s", got)
 	}
 }
@@ -50,7 +50,7 @@ func TestVariantTags(t *testing.T) {
 	if got != want {
 		t.Errorf("variant tags\n got %s\nwant %s", got, want)
 	}
-	def := strings.Join(Tags(lock.Default(), TagEvent{Ref: MainRef}), " ")
+	def := strings.Join(Tags(lock.Default(), TagEvent{Ref: mainRef}), " ")
 	if def != "1.26.2 1.26.2-openssl3.3.1-pcre2-10.44-zlib1.3.1 1.26 stable latest" {
 		t.Errorf("default tags changed: %s", def)
 	}

@@ -240,18 +240,9 @@ func userIDs(e *openpgp.Entity) []string {
 // has the fingerprint fpr. noIDs reports a key without user IDs, accepted through its
 // direct-key self-signature (see identitylessEntity).
 func pickKey(b []byte, fpr string) (e *openpgp.Entity, noIDs bool, err error) {
-	body := b
-	if bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("-----BEGIN PGP")) {
-		block, err := armor.Decode(bytes.NewReader(b))
-		if err != nil {
-			return nil, false, fmt.Errorf("parsing OpenPGP key: decoding armor: %w", err)
-		}
-		if block.Type != openpgp.PublicKeyType {
-			return nil, false, fmt.Errorf("parsing OpenPGP key: armored block is a %q, not a %q", block.Type, openpgp.PublicKeyType)
-		}
-		if body, err = io.ReadAll(block.Body); err != nil {
-			return nil, false, fmt.Errorf("parsing OpenPGP key: %w", err)
-		}
+	body, err := dearmor(b, openpgp.PublicKeyType)
+	if err != nil {
+		return nil, false, fmt.Errorf("parsing OpenPGP key: %w", err)
 	}
 	el, readErr := openpgp.ReadKeyRing(bytes.NewReader(body))
 	var found []string
@@ -287,6 +278,36 @@ func pickKey(b []byte, fpr string) (e *openpgp.Entity, noIDs bool, err error) {
 // them. A key with no valid direct-key self-signature is refused: nothing would then say
 // whether or when it expires.
 func identitylessEntity(body []byte, fpr string) (*openpgp.Entity, bool, error) {
+	primary, pkts, err := keyPackets(body, fpr)
+	if err != nil || primary == nil {
+		return nil, false, err
+	}
+	for _, p := range pkts {
+		if _, ok := p.(*packet.UserId); ok {
+			return nil, false, nil
+		}
+	}
+	if primary.Version >= 6 {
+		// go-crypto reads v6 keys without user IDs itself; a refusal stands.
+		return nil, false, nil
+	}
+	e := selfSignedEntity(primary, pkts)
+	if e.SelfSignature == nil {
+		return nil, false, fmt.Errorf("key %s has no user IDs (key servers such as keys.openpgp.org strip the ones their owner has not confirmed) "+
+			"and no valid direct-key self-signature, so nothing says how it may be used or when it expires: "+
+			"fetch it from a key server that keeps user IDs (--keyserver https://keyserver.ubuntu.com), or vendor it in %s", fpr, lock.KeysDir)
+	}
+	// go-crypto takes a v4 key's flags and expiry from its primary identity's self-signature.
+	// This identity has no user ID: it only carries the verified direct-key self-signature
+	// there, so go-crypto's own checks (signing flag, expiry, revocation) read it.
+	e.Identities[""] = &openpgp.Identity{SelfSignature: e.SelfSignature, Signatures: []*packet.Signature{e.SelfSignature}}
+	return e, true, nil
+}
+
+// keyPackets finds the primary key fpr in body and returns it with the packets that follow
+// it up to the next primary key (nil, nil when body does not hold fpr). Packets go-crypto
+// does not support are passed over.
+func keyPackets(body []byte, fpr string) (*packet.PublicKey, []packet.Packet, error) {
 	var (
 		primary  *packet.PublicKey
 		pkts     []packet.Packet
@@ -303,7 +324,7 @@ func identitylessEntity(body []byte, fpr string) (*openpgp.Entity, bool, error) 
 			continue
 		}
 		if err != nil {
-			return nil, false, fmt.Errorf("parsing OpenPGP key: %w", err)
+			return nil, nil, fmt.Errorf("parsing OpenPGP key: %w", err)
 		}
 		if pk, ok := p.(*packet.PublicKey); ok && !pk.IsSubkey {
 			if inTarget {
@@ -318,19 +339,14 @@ func identitylessEntity(body []byte, fpr string) (*openpgp.Entity, bool, error) 
 			pkts = append(pkts, p)
 		}
 	}
-	if primary == nil {
-		return nil, false, nil
-	}
-	for _, p := range pkts {
-		if _, ok := p.(*packet.UserId); ok {
-			return nil, false, nil
-		}
-	}
-	if primary.Version >= 6 {
-		// go-crypto reads v6 keys without user IDs itself; a refusal stands.
-		return nil, false, nil
-	}
+	return primary, pkts, nil
+}
 
+// selfSignedEntity builds the entity of primary from its packets, keeping only the
+// signatures the key itself made that verify (see identitylessEntity): the newest
+// direct-key self-signature as its SelfSignature (nil when there is none), subkeys with a
+// valid binding, and its own revocations.
+func selfSignedEntity(primary *packet.PublicKey, pkts []packet.Packet) *openpgp.Entity {
 	e := &openpgp.Entity{PrimaryKey: primary, Identities: map[string]*openpgp.Identity{}}
 	var sub *openpgp.Subkey
 	addSub := func() {
@@ -371,16 +387,7 @@ func identitylessEntity(body []byte, fpr string) (*openpgp.Entity, bool, error) 
 		}
 	}
 	addSub()
-	if e.SelfSignature == nil {
-		return nil, false, fmt.Errorf("key %s has no user IDs (key servers such as keys.openpgp.org strip the ones their owner has not confirmed) "+
-			"and no valid direct-key self-signature, so nothing says how it may be used or when it expires: "+
-			"fetch it from a key server that keeps user IDs (--keyserver https://keyserver.ubuntu.com), or vendor it in %s", fpr, lock.KeysDir)
-	}
-	// go-crypto takes a v4 key's flags and expiry from its primary identity's self-signature.
-	// This identity has no user ID: it only carries the verified direct-key self-signature
-	// there, so go-crypto's own checks (signing flag, expiry, revocation) read it.
-	e.Identities[""] = &openpgp.Identity{SelfSignature: e.SelfSignature, Signatures: []*packet.Signature{e.SelfSignature}}
-	return e, true, nil
+	return e
 }
 
 // hardRevocation returns an error wrapping ErrKeyRevoked when the key that made s (the

@@ -61,60 +61,13 @@ func (f *Fetcher) verifySignature(ctx context.Context, path string, sig []byte, 
 	if err != nil {
 		return sigResult{}, fmt.Errorf("reading signature %s from %s: %w", sigName, sigURL, err)
 	}
-
-	// Fetch the keys the signature names first (by issuer fingerprint or by the key ID at the
-	// end of a fingerprint). Only when none matches, which is also what a signature by a
-	// subkey looks like, fetch every pinned key and look among their subkeys.
-	var direct []string
-	for _, fp := range pinned {
-		for _, s := range sigs {
-			if issuerMatches(s, fp) {
-				direct = append(direct, fp)
-				break
-			}
-		}
+	keys, err := f.signatureKeys(ctx, sigs, sigName, pinned)
+	if err != nil {
+		return sigResult{}, err
 	}
-	candidates := direct
-	if len(candidates) == 0 {
-		candidates = pinned
-	}
-	var keyring openpgp.EntityList
-	var keyErrs []error
-	vendored := map[*openpgp.Entity]bool{}
-	for _, fp := range candidates {
-		e, v, err := f.key(ctx, fp)
-		if err != nil {
-			keyErrs = append(keyErrs, err)
-			continue
-		}
-		keyring = append(keyring, e)
-		vendored[e] = v
-	}
-	if len(direct) > 0 && len(keyring) == 0 {
-		return sigResult{}, fmt.Errorf("verifying signature %s: %w", sigName, errors.Join(keyErrs...))
-	}
-
-	// The first signature packet whose issuer is in the keyring is the one go-crypto checks
-	// (see verifyDetachedSignature); find it the same way to learn when it was made.
-	var chosen *packet.Signature
-	for _, s := range sigs {
-		if len(keyring.KeysByIdUsage(*s.IssuerKeyId, packet.KeyFlagSign)) > 0 {
-			chosen = s
-			break
-		}
-	}
-	if chosen == nil {
-		s := sigs[0]
-		se := &SignerError{File: sigName, KeyID: fmt.Sprintf("%016X", *s.IssuerKeyId), Pinned: pinned, Unchecked: errors.Join(keyErrs...)}
-		if len(s.IssuerFingerprint) > 0 {
-			se.Issuer = fmt.Sprintf("%X", s.IssuerFingerprint)
-		}
-		if len(direct) > 0 {
-			// The issuer is pinned but its key carries no signing-capable key with that ID.
-			return sigResult{}, fmt.Errorf("signature %s names pinned key %s, but that key has no signing key with ID %s",
-				sigName, strings.Join(direct, ", "), se.KeyID)
-		}
-		return sigResult{}, se
+	chosen, err := keys.choose(sigs, sigName, pinned)
+	if err != nil {
+		return sigResult{}, err
 	}
 
 	// go-crypto judges revocation and expiry at config.Now(), so verify at the moment the
@@ -127,23 +80,109 @@ func (f *Fetcher) verifySignature(ctx context.Context, path string, sig []byte, 
 	// unknown reason) counts whenever it was issued (hardRevocation), a key that had expired when it signed is refused
 	// (expiredAt), and so are signatures dated before their key existed or in the future.
 	at := chosen.CreationTime
-	if now := f.now(); at.After(now.Add(24 * time.Hour)) {
-		return sigResult{}, fmt.Errorf("signature %s claims to be made on %s, in the future (is this machine's clock right?)",
-			sigName, at.UTC().Format(time.RFC3339))
-	}
-	for _, k := range keyring.KeysById(*chosen.IssuerKeyId) {
-		if at.Before(k.PublicKey.CreationTime) {
-			return sigResult{}, fmt.Errorf("signature %s claims to be made on %s, before its key %X was created on %s",
-				sigName, at.UTC().Format(time.RFC3339), k.PublicKey.Fingerprint, k.PublicKey.CreationTime.UTC().Format(time.RFC3339))
-		}
+	if err := checkSignedAt(keys.ring, chosen, sigName, f.now()); err != nil {
+		return sigResult{}, err
 	}
 	fh, err := os.Open(path)
 	if err != nil {
 		return sigResult{}, err
 	}
 	defer fh.Close()
+	s, signer, err := verifyAt(keys.ring, fh, body, at)
+	if err := signatureError(err, keys, signer, path, sigName, sigURL, at); err != nil {
+		return sigResult{}, err
+	}
+	if ps, _ := signer.PrimarySelfSignature(); ps != nil && signer.PrimaryKey.KeyExpired(ps, f.now()) {
+		f.logf("note: key %X has expired since it signed %s on %s; the signature stays valid",
+			signer.PrimaryKey.Fingerprint, sigName, at.UTC().Format("2006-01-02"))
+	}
+	return sigResult{fingerprint: fmt.Sprintf("%X", signer.PrimaryKey.Fingerprint), created: s.CreationTime, vendored: keys.vendored[signer]}, nil
+}
+
+// sigKeys are the pinned keys fetched to check a signature.
+type sigKeys struct {
+	ring     openpgp.EntityList
+	vendored map[*openpgp.Entity]bool
+	direct   []string // the pinned fingerprints the signature names as its issuer
+	errs     []error  // the pinned keys that could not be had
+}
+
+// signatureKeys fetches the keys the signature names first (by issuer fingerprint or by the
+// key ID at the end of a fingerprint). Only when none matches, which is also what a
+// signature by a subkey looks like, it fetches every pinned key, to look among their subkeys.
+func (f *Fetcher) signatureKeys(ctx context.Context, sigs []*packet.Signature, sigName string, pinned []string) (*sigKeys, error) {
+	k := &sigKeys{vendored: map[*openpgp.Entity]bool{}}
+	for _, fp := range pinned {
+		for _, s := range sigs {
+			if issuerMatches(s, fp) {
+				k.direct = append(k.direct, fp)
+				break
+			}
+		}
+	}
+	candidates := k.direct
+	if len(candidates) == 0 {
+		candidates = pinned
+	}
+	for _, fp := range candidates {
+		e, v, err := f.key(ctx, fp)
+		if err != nil {
+			k.errs = append(k.errs, err)
+			continue
+		}
+		k.ring = append(k.ring, e)
+		k.vendored[e] = v
+	}
+	if len(k.direct) > 0 && len(k.ring) == 0 {
+		return nil, fmt.Errorf("verifying signature %s: %w", sigName, errors.Join(k.errs...))
+	}
+	return k, nil
+}
+
+// choose returns the first signature packet whose issuer is in the keyring, the one
+// go-crypto checks (see verifyDetachedSignature), to learn when it was made; or the error
+// naming the signer that is not pinned.
+func (k *sigKeys) choose(sigs []*packet.Signature, sigName string, pinned []string) (*packet.Signature, error) {
+	for _, s := range sigs {
+		if len(k.ring.KeysByIdUsage(*s.IssuerKeyId, packet.KeyFlagSign)) > 0 {
+			return s, nil
+		}
+	}
+	s := sigs[0]
+	se := &SignerError{File: sigName, KeyID: fmt.Sprintf("%016X", *s.IssuerKeyId), Pinned: pinned, Unchecked: errors.Join(k.errs...)}
+	if len(s.IssuerFingerprint) > 0 {
+		se.Issuer = fmt.Sprintf("%X", s.IssuerFingerprint)
+	}
+	if len(k.direct) > 0 {
+		// The issuer is pinned but its key carries no signing-capable key with that ID.
+		return nil, fmt.Errorf("signature %s names pinned key %s, but that key has no signing key with ID %s",
+			sigName, strings.Join(k.direct, ", "), se.KeyID)
+	}
+	return nil, se
+}
+
+// checkSignedAt refuses a signature dated in the future (past now) or before its key was
+// created.
+func checkSignedAt(keyring openpgp.EntityList, chosen *packet.Signature, sigName string, now time.Time) error {
+	at := chosen.CreationTime
+	if at.After(now.Add(24 * time.Hour)) {
+		return fmt.Errorf("signature %s claims to be made on %s, in the future (is this machine's clock right?)",
+			sigName, at.UTC().Format(time.RFC3339))
+	}
+	for _, k := range keyring.KeysById(*chosen.IssuerKeyId) {
+		if at.Before(k.PublicKey.CreationTime) {
+			return fmt.Errorf("signature %s claims to be made on %s, before its key %X was created on %s",
+				sigName, at.UTC().Format(time.RFC3339), k.PublicKey.Fingerprint, k.PublicKey.CreationTime.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
+// verifyAt checks the signature body of signed against keyring as of at, judging expiry by
+// the key's current bindings and revocation by hardRevocation.
+func verifyAt(keyring openpgp.EntityList, signed io.Reader, body []byte, at time.Time) (*packet.Signature, *openpgp.Entity, error) {
 	cfg := &packet.Config{Time: func() time.Time { return at }}
-	s, signer, err := openpgp.VerifyDetachedSignature(keyring, fh, bytes.NewReader(body), cfg)
+	s, signer, err := openpgp.VerifyDetachedSignature(keyring, signed, bytes.NewReader(body), cfg)
 	if (errors.Is(err, pgperrors.ErrSignatureExpired) || errors.Is(err, pgperrors.ErrKeyExpired)) && s != nil && signer != nil {
 		// The cryptographic check passed and so did the revocation and critical-notation
 		// checks (go-crypto runs them before the expiry checks). But go-crypto calls a binding
@@ -156,29 +195,31 @@ func (f *Fetcher) verifySignature(ctx context.Context, path string, sig []byte, 
 	if err == nil && s != nil && signer != nil {
 		err = hardRevocation(keyring, s, signer)
 	}
-	keys := strings.Join(fingerprints(keyring), ", ")
+	return s, signer, err
+}
+
+// signatureError is the error to report for verifyAt's err (nil when it passed with a
+// signer), naming the file, the signature and the key.
+func signatureError(err error, keys *sigKeys, signer *openpgp.Entity, path, sigName, sigURL string, at time.Time) error {
+	fprs := strings.Join(fingerprints(keys.ring), ", ")
 	if signer != nil {
-		keys = fmt.Sprintf("%X", signer.PrimaryKey.Fingerprint)
+		fprs = fmt.Sprintf("%X", signer.PrimaryKey.Fingerprint)
 	}
 	switch {
 	case errors.Is(err, pgperrors.ErrKeyExpired), errors.Is(err, pgperrors.ErrSignatureExpired):
-		return sigResult{}, &ExpiredSignerError{File: sigName, URL: sigURL, Fingerprint: keys, SignedAt: at,
-			Vendored: signer != nil && vendored[signer], Err: err}
+		return &ExpiredSignerError{File: sigName, URL: sigURL, Fingerprint: fprs, SignedAt: at,
+			Vendored: signer != nil && keys.vendored[signer], Err: err}
 	case errors.Is(err, pgperrors.ErrKeyRevoked):
-		return sigResult{}, fmt.Errorf("signature %s from %s was made by pinned key %s, which is revoked: %w "+
-			"(do not use this file; find out from upstream why the key was revoked)", sigName, sigURL, keys, err)
+		return fmt.Errorf("signature %s from %s was made by pinned key %s, which is revoked: %w "+
+			"(do not use this file; find out from upstream why the key was revoked)", sigName, sigURL, fprs, err)
 	case err != nil:
-		return sigResult{}, fmt.Errorf("signature %s from %s does not verify %s with the pinned key %s: %w "+
+		return fmt.Errorf("signature %s from %s does not verify %s with the pinned key %s: %w "+
 			"(the file or the signature was altered, or the signature belongs to another file)",
-			sigName, sigURL, filepath.Base(path), keys, err)
+			sigName, sigURL, filepath.Base(path), fprs, err)
 	case signer == nil:
-		return sigResult{}, fmt.Errorf("signature %s: no signer", sigName)
+		return fmt.Errorf("signature %s: no signer", sigName)
 	}
-	if ps, _ := signer.PrimarySelfSignature(); ps != nil && signer.PrimaryKey.KeyExpired(ps, f.now()) {
-		f.logf("note: key %X has expired since it signed %s on %s; the signature stays valid",
-			signer.PrimaryKey.Fingerprint, sigName, at.UTC().Format("2006-01-02"))
-	}
-	return sigResult{fingerprint: fmt.Sprintf("%X", signer.PrimaryKey.Fingerprint), created: s.CreationTime, vendored: vendored[signer]}, nil
+	return nil
 }
 
 // expiredAt reports whether the key that made s (primary key or signing subkey of signer) or
@@ -230,17 +271,21 @@ func fingerprints(el openpgp.EntityList) []string {
 }
 
 // signatureBody returns the binary packets of an armored (.asc) or binary (.sig) signature.
-func signatureBody(sig []byte) ([]byte, error) {
-	trimmed := bytes.TrimLeft(sig, " \t\r\n")
+func signatureBody(sig []byte) ([]byte, error) { return dearmor(sig, openpgp.SignatureType) }
+
+// dearmor returns the binary packets of b: b itself when it is binary, else the body of its
+// armored block, which must be of blockType (a key, a signature).
+func dearmor(b []byte, blockType string) ([]byte, error) {
+	trimmed := bytes.TrimLeft(b, " \t\r\n")
 	if !bytes.HasPrefix(trimmed, []byte("-----BEGIN PGP")) {
-		return sig, nil
+		return b, nil
 	}
 	block, err := armor.Decode(bytes.NewReader(trimmed))
 	if err != nil {
 		return nil, fmt.Errorf("decoding armor: %w", err)
 	}
-	if block.Type != openpgp.SignatureType {
-		return nil, fmt.Errorf("armored block is a %q, not a %q", block.Type, openpgp.SignatureType)
+	if block.Type != blockType {
+		return nil, fmt.Errorf("armored block is a %q, not a %q", block.Type, blockType)
 	}
 	return io.ReadAll(block.Body)
 }
@@ -298,12 +343,7 @@ func (f *Fetcher) cachedSignature(ctx context.Context, c lock.Component, tarball
 
 // fetchSignature fetches the component's signature, verifies it, and caches it at sigPath.
 func (f *Fetcher) fetchSignature(ctx context.Context, c lock.Component, tarball, sigPath, sigName string) (*sigResult, error) {
-	sigURL := f.fileURL(c.Signature.URL)
-	sig, err := f.get(ctx, sigURL, maxSmallFile)
-	if err != nil {
-		return nil, fmt.Errorf("fetching signature %s: %w", sigName, err)
-	}
-	res, err := f.verifySignature(ctx, tarball, sig, sigName, sigURL, c.Signature.Fingerprints)
+	sig, res, err := f.fetchVerified(ctx, c, tarball, sigName)
 	if err != nil {
 		return nil, err
 	}
@@ -311,4 +351,19 @@ func (f *Fetcher) fetchSignature(ctx context.Context, c lock.Component, tarball,
 		return nil, fmt.Errorf("caching signature: %w", err)
 	}
 	return &res, nil
+}
+
+// fetchVerified fetches the signature the lock pins for c, named sigName, and verifies the
+// tarball with it: the signature and who made it.
+func (f *Fetcher) fetchVerified(ctx context.Context, c lock.Component, tarball, sigName string) ([]byte, sigResult, error) {
+	sigURL := f.fileURL(c.Signature.URL)
+	sig, err := f.get(ctx, sigURL, maxSmallFile)
+	if err != nil {
+		return nil, sigResult{}, fmt.Errorf("fetching signature %s: %w", sigName, err)
+	}
+	res, err := f.verifySignature(ctx, tarball, sig, sigName, sigURL, c.Signature.Fingerprints)
+	if err != nil {
+		return nil, sigResult{}, err
+	}
+	return sig, res, nil
 }

@@ -27,12 +27,12 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
-// DefaultKeyservers are where a signer key that is not vendored (pipeline/lock/keys) is
+// defaultKeyservers are where a signer key that is not vendored (pipeline/lock/keys) is
 // fetched from, in order, with the fingerprint in place of %s. keyserver.ubuntu.com comes
 // first because it keeps user IDs; keys.openpgp.org serves a key without the user IDs its
 // owner has not confirmed, which the fetcher still accepts through the key's direct-key
 // self-signature (see pickKey).
-var DefaultKeyservers = []string{
+var defaultKeyservers = []string{
 	"https://keyserver.ubuntu.com/pks/lookup?op=get&options=mr&search=0x%s",
 	"https://keys.openpgp.org/vks/v1/by-fingerprint/%s",
 }
@@ -41,8 +41,8 @@ var DefaultKeyservers = []string{
 // is there so a wrong URL or a hostile server cannot fill the disk.
 const DefaultMaxSize = 256 << 20
 
-// DefaultRetries is how many times a failed download is tried again.
-const DefaultRetries = 3
+// defaultRetries is how many times a failed download is tried again.
+const defaultRetries = 3
 
 // Small files (signatures, keys) have their own, much smaller cap.
 const maxSmallFile = 1 << 20
@@ -85,7 +85,7 @@ func WithMirror(baseURL string) Option {
 	return func(f *Fetcher) { f.mirror = strings.TrimSuffix(baseURL, "/") }
 }
 
-// WithKeyserver replaces the key servers (DefaultKeyservers, or the mirror's keys) that keys
+// WithKeyserver replaces the key servers (defaultKeyservers, or the mirror's keys) that keys
 // which are not vendored are fetched from; they are tried in order. Each URL is one of:
 //   - a URL containing %s, which is replaced by the fingerprint
 //     ("https://keyserver.ubuntu.com/pks/lookup?op=get&options=mr&search=0x%s");
@@ -112,10 +112,6 @@ func WithKeyserver(urls ...string) Option {
 // lock, so that the lock builds without a key server before the program is rebuilt.
 func WithKeysDir(dir string) Option { return func(f *Fetcher) { f.keysDir = dir } }
 
-// WithHTTPClient sets the HTTP client (default: a client with a 30s connect/header timeout and
-// no overall timeout, since a 50 MB tarball on a slow link legitimately takes minutes).
-func WithHTTPClient(c *http.Client) Option { return func(f *Fetcher) { f.client = c } }
-
 // WithLogf receives progress lines. The default is quiet. FetchAll fetches components
 // concurrently, so logf may be called from several goroutines at once.
 func WithLogf(logf func(format string, args ...any)) Option {
@@ -129,31 +125,31 @@ func WithLogf(logf func(format string, args ...any)) Option {
 // WithMaxSize caps the size of a downloaded tarball in bytes (default DefaultMaxSize).
 func WithMaxSize(n int64) Option { return func(f *Fetcher) { f.maxSize = n } }
 
-// WithRetries sets how many times a failed download is retried (default DefaultRetries; 0
+// WithRetries sets how many times a failed download is retried (default defaultRetries; 0
 // tries once). Only transient failures are retried: network errors, cut-off bodies, 5xx and
 // 429. A 404, an oversized file or a wrong checksum is not going to get better.
 func WithRetries(n int) Option { return func(f *Fetcher) { f.retries = n } }
 
-// WithBackoff sets the wait before the first retry (default 1s); each further retry waits
+// withBackoff sets the wait before the first retry (default 1s); each further retry waits
 // twice as long, up to 30s.
-func WithBackoff(d time.Duration) Option { return func(f *Fetcher) { f.backoff = d } }
+func withBackoff(d time.Duration) Option { return func(f *Fetcher) { f.backoff = d } }
 
-// WithStallTimeout sets how long a download may receive nothing before it is abandoned and
+// withStallTimeout sets how long a download may receive nothing before it is abandoned and
 // retried (default one minute).
-func WithStallTimeout(d time.Duration) Option { return func(f *Fetcher) { f.stall = d } }
+func withStallTimeout(d time.Duration) Option { return func(f *Fetcher) { f.stall = d } }
 
-// WithNow sets the clock used to judge whether keys and signatures are currently revoked or
+// withNow sets the clock used to judge whether keys and signatures are currently revoked or
 // expired (default time.Now).
-func WithNow(now func() time.Time) Option { return func(f *Fetcher) { f.now = now } }
+func withNow(now func() time.Time) Option { return func(f *Fetcher) { f.now = now } }
 
 // New returns a Fetcher. Problems with the options (no usable cache directory, a bad mirror
 // URL) are reported by the first Fetch, so New can be used in expressions.
 func New(opts ...Option) *Fetcher {
 	f := &Fetcher{
-		keyservers: DefaultKeyservers,
+		keyservers: defaultKeyservers,
 		logf:       func(string, ...any) {},
 		maxSize:    DefaultMaxSize,
-		retries:    DefaultRetries,
+		retries:    defaultRetries,
 		backoff:    time.Second,
 		stall:      time.Minute,
 		now:        time.Now,
@@ -161,11 +157,11 @@ func New(opts ...Option) *Fetcher {
 	for _, o := range opts {
 		o(f)
 	}
-	if f.client == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.ResponseHeaderTimeout = 30 * time.Second
-		f.client = &http.Client{Transport: tr}
-	}
+	// A 30s connect/header timeout and no overall one: a 50 MB tarball on a slow link
+	// legitimately takes minutes (the stall timeout catches a download that stops).
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ResponseHeaderTimeout = 30 * time.Second
+	f.client = &http.Client{Transport: tr}
 	if f.cacheDir == "" {
 		base, err := os.UserCacheDir()
 		if err != nil {

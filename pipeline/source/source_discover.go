@@ -56,9 +56,27 @@ func (f *Fetcher) fetchNew(ctx context.Context, c lock.Component) (Verified, err
 	tmpName := filepath.Join(tmpSub, name)
 
 	src := f.fileURL(c.URL)
+	sum, err := f.downloadHashed(ctx, src, tmpName)
+	if err != nil {
+		return Verified{}, err
+	}
+	v := Verified{Name: c.Name, Version: c.Version, SHA256: sum, URL: src, Unsigned: c.Unsigned}
+	sig, err := f.verifyNew(ctx, c, tmpName, sigName, &v)
+	if err != nil {
+		return Verified{}, err
+	}
+	if err := f.cacheNew(&v, tmpName, name, sig, sigName); err != nil {
+		return Verified{}, err
+	}
+	f.logf("%s", v.String())
+	return v, nil
+}
+
+// downloadHashed downloads src to the file dst, with retries, and returns its SHA-256.
+func (f *Fetcher) downloadHashed(ctx context.Context, src, dst string) (string, error) {
 	var sum string
-	err = f.retry(ctx, src, func() error {
-		fh, err := os.Create(tmpName)
+	err := f.retry(ctx, src, func() error {
+		fh, err := os.Create(dst)
 		if err != nil {
 			return permanent(fmt.Errorf("creating temporary file: %w", err))
 		}
@@ -77,40 +95,41 @@ func (f *Fetcher) fetchNew(ctx context.Context, c lock.Component) (Verified, err
 	if errors.As(err, &pe) {
 		err = pe.err
 	}
+	return sum, err
+}
+
+// verifyNew fetches the signature the lock pins for c (none: nil) and verifies the tarball
+// at path with it, recording the signer in v.
+func (f *Fetcher) verifyNew(ctx context.Context, c lock.Component, path, sigName string, v *Verified) ([]byte, error) {
+	if c.Signature == nil {
+		return nil, nil
+	}
+	sig, res, err := f.fetchVerified(ctx, c, path, sigName)
 	if err != nil {
-		return Verified{}, err
+		return nil, err
 	}
-	v := Verified{Name: c.Name, Version: c.Version, SHA256: sum, URL: src, Unsigned: c.Unsigned}
+	v.Signed, v.SignedBy, v.SignedAt, v.SignerVendored = true, res.fingerprint, res.created, res.vendored
+	return sig, nil
+}
 
-	var sig []byte
-	if c.Signature != nil {
-		sigURL := f.fileURL(c.Signature.URL)
-		if sig, err = f.get(ctx, sigURL, maxSmallFile); err != nil {
-			return Verified{}, fmt.Errorf("fetching signature %s: %w", sigName, err)
-		}
-		res, err := f.verifySignature(ctx, tmpName, sig, sigName, sigURL, c.Signature.Fingerprints)
-		if err != nil {
-			return Verified{}, err
-		}
-		v.Signed, v.SignedBy, v.SignedAt, v.SignerVendored = true, res.fingerprint, res.created, res.vendored
-	}
-
-	dir := filepath.Join(f.cacheDir, "sha256", sum)
+// cacheNew moves the verified tarball tmpName into the cache as name, with its signature sig
+// (when there is one) as sigName, and sets v.Path.
+func (f *Fetcher) cacheNew(v *Verified, tmpName, name string, sig []byte, sigName string) error {
+	dir := filepath.Join(f.cacheDir, "sha256", v.SHA256)
 	v.Path = filepath.Join(dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Verified{}, fmt.Errorf("creating cache directory: %w", err)
+		return fmt.Errorf("creating cache directory: %w", err)
 	}
 	if err := os.Chmod(tmpName, 0o444); err != nil {
-		return Verified{}, err
+		return err
 	}
 	if err := os.Rename(tmpName, v.Path); err != nil {
-		return Verified{}, fmt.Errorf("moving %s into the cache: %w", name, err)
+		return fmt.Errorf("moving %s into the cache: %w", name, err)
 	}
 	if sig != nil {
 		if err := writeFileAtomic(dir, filepath.Join(dir, sigName), sig); err != nil {
-			return Verified{}, fmt.Errorf("caching signature: %w", err)
+			return fmt.Errorf("caching signature: %w", err)
 		}
 	}
-	f.logf("%s", v.String())
-	return v, nil
+	return nil
 }

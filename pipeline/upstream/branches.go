@@ -7,13 +7,13 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
-// NginxStableReleases are the dates nginx released each stable branch's first version
+// nginxStableReleases are the dates nginx released each stable branch's first version
 // (nginx.org/en/CHANGES-X.Y). nginx maintains one stable branch at a time: a stable branch
 // X.Y is superseded the day X.(Y+2).0 comes out, and the mainline branch X.(Y-1) that became
 // it the same day. BranchWarnings reads this table because it has no release list; a branch
 // newer than the last entry is taken as current. Add a row when nginx releases a new stable
 // branch (check-updates already warns from the live release list before that).
-var NginxStableReleases = map[string]time.Time{
+var nginxStableReleases = map[string]time.Time{
 	"1.20": day("2021-04-20"),
 	"1.22": day("2022-05-24"),
 	"1.24": day("2023-04-11"),
@@ -30,7 +30,7 @@ func BranchWarnings(l *lock.Lock, now time.Time) []string {
 	var out []string
 	const update = "`go run ./ci check-updates --write`"
 	if c, ok := l.Component(lock.Nginx); ok {
-		if v, err := ParseVersion(c.Version); err == nil && len(v) >= 2 {
+		if v, err := parseVersion(c.Version); err == nil && len(v) >= 2 {
 			branch := v.Branch()
 			// The stable branch that replaces this one: the next even minor for a stable
 			// branch, the one right after for a mainline (odd) branch.
@@ -39,10 +39,10 @@ func BranchWarnings(l *lock.Lock, now time.Time) []string {
 				next = v[1] + 1
 			}
 			succ := fmt.Sprintf("%d.%d", v[0], next)
-			if on, known := NginxStableReleases[succ]; known && !now.Before(on) {
+			if on, known := nginxStableReleases[succ]; known && !now.Before(on) {
 				fix := "run " + update + " (the lock's nginx track, " + quoteTrack(c.Track) + ", moves it)"
 				if !leavesBranch(c.Track, branch) {
-					fix = fmt.Sprintf("set nginx's \"track\" in the lock to %q (or %q), then run %s", TrackStable, succ, update)
+					fix = fmt.Sprintf("set nginx's \"track\" in the lock to %q (or %q), then run %s", trackStable, succ, update)
 				}
 				out = append(out, fmt.Sprintf("nginx %s is on the %s branch, superseded by %s on %s and no longer maintained (no security fixes): %s",
 					c.Version, branch, succ, on.Format(time.DateOnly), fix))
@@ -50,12 +50,12 @@ func BranchWarnings(l *lock.Lock, now time.Time) []string {
 		}
 	}
 	if c, ok := l.Component(lock.OpenSSL); ok {
-		if v, err := ParseVersion(c.Version); err == nil && len(v) >= 2 {
+		if v, err := parseVersion(c.Version); err == nil && len(v) >= 2 {
 			branch := v.Branch()
-			if sup, known := OpenSSLSupport[branch]; known && !now.Before(sup.End) {
+			if sup, known := openSSLSupport[branch]; known && !now.Before(sup.End) {
 				fix := "run " + update + " (the lock's openssl track, " + quoteTrack(c.Track) + ", moves it)"
 				if !leavesBranch(c.Track, branch) {
-					fix = fmt.Sprintf("set openssl's \"track\" in the lock to %q, then run %s", TrackLTS, update)
+					fix = fmt.Sprintf("set openssl's \"track\" in the lock to %q, then run %s", trackLTS, update)
 				}
 				out = append(out, fmt.Sprintf("OpenSSL %s is on the %s branch, which reached end of life on %s (no security fixes): %s",
 					c.Version, branch, sup.End.Format(time.DateOnly), fix))
@@ -67,7 +67,7 @@ func BranchWarnings(l *lock.Lock, now time.Time) []string {
 
 // leavesBranch reports whether a check-updates run on track can move a component off branch:
 // a moving track (stable, lts, latest) or another pinned branch can; the branch itself or an
-// empty track (which stays on the current branch, see DefaultTrack) cannot.
+// empty track (which stays on the current branch, see defaultTrack) cannot.
 func leavesBranch(track, branch string) bool {
 	return track != "" && track != branch
 }

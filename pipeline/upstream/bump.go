@@ -65,10 +65,10 @@ func TopDir(ctx context.Context, file string) (string, error) {
 	return top, nil
 }
 
-// Bump returns c at version v: the version, the tarball URL and the signature URL with the
+// bump returns c at version v: the version, the tarball URL and the signature URL with the
 // old version replaced by v, and no checksum (the caller must fill it from a verified
 // download). A URL that does not contain the old version cannot be derived and is an error.
-func Bump(c lock.Component, v string) (lock.Component, error) {
+func bump(c lock.Component, v string) (lock.Component, error) {
 	next := c
 	next.Version = v
 	next.SHA256 = ""

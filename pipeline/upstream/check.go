@@ -61,9 +61,9 @@ func (r *Report) Changed() bool {
 	return false
 }
 
-// Checker looks up the releases and image digests of a lock.
-type Checker struct {
-	Releases *Client
+// checker looks up the releases and image digests of a lock.
+type checker struct {
+	Releases *client
 	Images   *ImageResolver
 	// Now is the clock for end-of-life decisions (default time.Now).
 	Now func() time.Time
@@ -77,7 +77,7 @@ type Checker struct {
 // reports every problem: each failure is in the report's Failed (and so refused by an
 // update) and the returned error joins them; the report holds what could be found (failed
 // entries have an empty Latest).
-func (ch *Checker) Check(ctx context.Context, l *lock.Lock) (*Report, error) {
+func (ch *checker) Check(ctx context.Context, l *lock.Lock) (*Report, error) {
 	now := time.Now
 	if ch.Now != nil {
 		now = ch.Now
@@ -158,9 +158,9 @@ type compResult struct {
 
 // component looks up c's releases and picks its track's newest; for a component pinned by
 // git commit with an update, it resolves the new release's tag to its commit and tree.
-func (ch *Checker) component(ctx context.Context, c lock.Component, now time.Time, logf func(string, ...any)) compResult {
+func (ch *checker) component(ctx context.Context, c lock.Component, now time.Time, logf func(string, ...any)) compResult {
 	r := compResult{cr: ComponentReport{Name: c.Name, Current: c.Version, Track: c.Track}}
-	cur, err := ParseVersion(c.Version)
+	cur, err := parseVersion(c.Version)
 	if err != nil {
 		r.err = fmt.Errorf("lock component %s: %w", c.Name, err)
 		return r
@@ -171,7 +171,7 @@ func (ch *Checker) component(ctx context.Context, c lock.Component, now time.Tim
 		r.err = err
 		return r
 	}
-	sel, err := Select(c.Name, c.Track, cur, rl.versions, now)
+	sel, err := selectRelease(c.Name, c.Track, cur, rl.versions, now)
 	r.cr.Track = sel.Track
 	if err != nil {
 		r.err = err
@@ -211,30 +211,30 @@ func deadlineHint(ctx context.Context, err error) error {
 
 type deadlineKey struct{}
 
-// WithDeadline returns ctx limited to d, for the whole of a check and its downloads, and
+// withDeadline returns ctx limited to d, for the whole of a check and its downloads, and
 // remembers d so that errors can name it.
-func WithDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+func withDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	return context.WithValue(ctx, deadlineKey{}, d), cancel
 }
 
 // releaseList is what releases found: the versions, the tags naming each (by
-// Version.String; none from nginx.org) and where they came from ("github", "nginx.org").
+// version.String; none from nginx.org) and where they came from ("github", "nginx.org").
 type releaseList struct {
-	versions []Version
+	versions []version
 	tags     map[string][]string
 	source   string
 }
 
 // releases lists a component's releases: GitHub first; for nginx, nginx.org when GitHub
 // fails (rate limit, outage), with a warning so the fallback is visible.
-func (ch *Checker) releases(ctx context.Context, name string, logf func(string, ...any)) (releaseList, []string, error) {
+func (ch *checker) releases(ctx context.Context, name string, logf func(string, ...any)) (releaseList, []string, error) {
 	vs, tags, err := ch.Releases.GitHubReleaseTags(ctx, name)
 	if err == nil && len(vs) > 0 {
 		return releaseList{vs, tags, "github"}, nil, nil
 	}
 	if err == nil {
-		err = fmt.Errorf("GitHub lists no release tags for %s", Repos[name].GitHub)
+		err = fmt.Errorf("GitHub lists no release tags for %s", repos[name].GitHub)
 	}
 	err = deadlineHint(ctx, err)
 	if name != lock.Nginx || ctx.Err() != nil {

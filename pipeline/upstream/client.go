@@ -20,8 +20,8 @@ const userAgent = "nginx-forge-check-updates"
 // legacy releases.
 const DefaultNginxOrg = "https://nginx.org"
 
-// Client reads release lists. Its zero value is not usable: call NewClient.
-type Client struct {
+// client reads release lists. Its zero value is not usable: call newClient.
+type client struct {
 	http      *http.Client
 	githubAPI string
 	nginxOrg  string
@@ -31,36 +31,36 @@ type Client struct {
 	backoff   time.Duration
 }
 
-// ClientOption configures a Client.
-type ClientOption func(*Client)
+// clientOption configures a client.
+type clientOption func(*client)
 
-// WithGitHubAPI points the client at another GitHub API root (tests use a loopback server).
-func WithGitHubAPI(u string) ClientOption { return func(c *Client) { c.githubAPI = u } }
+// withGitHubAPI points the client at another GitHub API root (tests use a loopback server).
+func withGitHubAPI(u string) clientOption { return func(c *client) { c.githubAPI = u } }
 
-// WithNginxOrg points the nginx.org fallback at another root.
-func WithNginxOrg(u string) ClientOption { return func(c *Client) { c.nginxOrg = u } }
+// withNginxOrg points the nginx.org fallback at another root.
+func withNginxOrg(u string) clientOption { return func(c *client) { c.nginxOrg = u } }
 
-// WithToken sends a GitHub token (for the higher rate limit). It is sent only to the GitHub
+// withToken sends a GitHub token (for the higher rate limit). It is sent only to the GitHub
 // API host and never logged.
-func WithToken(tok string) ClientOption { return func(c *Client) { c.token = tok } }
+func withToken(tok string) clientOption { return func(c *client) { c.token = tok } }
 
-// WithHTTPClient replaces the HTTP client (default: 60 s timeout per request).
-func WithHTTPClient(h *http.Client) ClientOption { return func(c *Client) { c.http = h } }
+// withHTTPClient replaces the HTTP client (default: 60 s timeout per request).
+func withHTTPClient(h *http.Client) clientOption { return func(c *client) { c.http = h } }
 
-// WithRetries sets how often a GitHub API request that failed on the network or with a 5xx
+// withRetries sets how often a GitHub API request that failed on the network or with a 5xx
 // status is tried again (default 2), and the first wait (doubling after each try; default 2s).
-func WithRetries(n int, backoff time.Duration) ClientOption {
-	return func(c *Client) { c.retries, c.backoff = max(n, 0), backoff }
+func withRetries(n int, backoff time.Duration) clientOption {
+	return func(c *client) { c.retries, c.backoff = max(n, 0), backoff }
 }
 
-// WithLogf reports each request (URLs only; no headers, so no token).
-func WithLogf(logf func(format string, args ...any)) ClientOption {
-	return func(c *Client) { c.logf = logf }
+// withLogf reports each request (URLs only; no headers, so no token).
+func withLogf(logf func(format string, args ...any)) clientOption {
+	return func(c *client) { c.logf = logf }
 }
 
-// NewClient returns a client for the public upstream endpoints unless options say otherwise.
-func NewClient(opts ...ClientOption) *Client {
-	c := &Client{
+// newClient returns a client for the public upstream endpoints unless options say otherwise.
+func newClient(opts ...clientOption) *client {
+	c := &client{
 		http:      &http.Client{Timeout: 60 * time.Second},
 		githubAPI: DefaultGitHubAPI,
 		nginxOrg:  DefaultNginxOrg,
@@ -80,7 +80,7 @@ var nginxDownloadRE = regexp.MustCompile(`/download/nginx-([0-9]+\.[0-9]+\.[0-9]
 // NginxOrgReleases lists the nginx versions linked from nginx.org's download page. The page
 // lists only the current mainline, stable and a few legacy releases, which is enough to find
 // the newest patch of a supported branch.
-func (c *Client) NginxOrgReleases(ctx context.Context) ([]Version, error) {
+func (c *client) NginxOrgReleases(ctx context.Context) ([]version, error) {
 	u := strings.TrimSuffix(c.nginxOrg, "/") + "/en/download.html"
 	c.logf("GET %s", u)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -99,16 +99,16 @@ func (c *Client) NginxOrgReleases(ctx context.Context) ([]Version, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, &source.HTTPStatusError{What: "reading nginx.org download page " + strconv.Quote(u), Code: resp.StatusCode}
 	}
-	seen := map[string]Version{}
+	seen := map[string]version{}
 	for _, m := range nginxDownloadRE.FindAllSubmatch(body, -1) {
-		if v, err := ParseVersion(string(m[1])); err == nil {
+		if v, err := parseVersion(string(m[1])); err == nil {
 			seen[v.String()] = v
 		}
 	}
 	if len(seen) == 0 {
 		return nil, fmt.Errorf("nginx.org download page %q lists no nginx-X.Y.Z.tar.gz (has the page changed?)", u)
 	}
-	out := make([]Version, 0, len(seen))
+	out := make([]version, 0, len(seen))
 	for _, v := range seen {
 		out = append(out, v)
 	}
@@ -131,6 +131,6 @@ func readBody(resp *http.Response, shown string, limit int64) ([]byte, error) {
 	return body, nil
 }
 
-func sortVersions(vs []Version) {
+func sortVersions(vs []version) {
 	sort.Slice(vs, func(i, j int) bool { return vs[i].Compare(vs[j]) < 0 })
 }

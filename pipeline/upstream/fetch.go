@@ -7,7 +7,8 @@ import "github.com/nginx-forge/nginx-forge/pipeline/source"
 type FetchConfig struct {
 	Mirror   string // every file as Mirror/<file name> instead of upstream (same checks)
 	CacheDir string // "" is pipeline/source's default
-	// Keyservers replace source.DefaultKeyservers for signer keys that are not vendored.
+	// Keyservers replace pipeline/source's default key servers for signer keys that are
+	// not vendored.
 	Keyservers []string
 	// KeysDir holds reviewed keys trusted like the vendored ones (source.WithKeysDir).
 	KeysDir string

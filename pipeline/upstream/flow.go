@@ -29,9 +29,9 @@ type Run struct {
 	// at all.
 	Registry   string
 	SkipImages bool
-	// Timeout bounds the whole run (WithDeadline); 0 is no bound beyond ctx's.
+	// Timeout bounds the whole run (withDeadline); 0 is no bound beyond ctx's.
 	Timeout time.Duration
-	// Vendored, when not nil, replaces the keys vendored in pipeline/lock/keys (Updater).
+	// Vendored, when not nil, replaces the keys vendored in pipeline/lock/keys (updater).
 	Vendored []string
 	// Logf receives each request and decision (nil: quiet).
 	Logf func(format string, args ...any)
@@ -107,7 +107,7 @@ func (r *Run) Do(ctx context.Context) (*Outcome, error) {
 	// answers costs this much, once, whatever the number of components.
 	if r.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = WithDeadline(ctx, r.Timeout)
+		ctx, cancel = withDeadline(ctx, r.Timeout)
 		defer cancel()
 	}
 	checker := r.checker(logf)
@@ -122,7 +122,7 @@ func (r *Run) Do(ctx context.Context) (*Outcome, error) {
 		return o, nil
 	}
 	o.WriteErr = step("Downloading and verifying new releases", func() error {
-		u := &Updater{
+		u := &updater{
 			Fetcher: NewFetcher(FetchConfig{Mirror: r.Mirror, CacheDir: r.CacheDir, Logf: logf,
 				Keyservers: r.Keyservers, KeysDir: keysDir}),
 			Images:   checker.Images,
@@ -135,7 +135,7 @@ func (r *Run) Do(ctx context.Context) (*Outcome, error) {
 		o.Applied, err = u.updateLoaded(ctx, r.LockFile, l, before, o.Report)
 		return err
 	})
-	var re *RefusedError
+	var re *refusedError
 	if errors.As(o.WriteErr, &re) {
 		o.Refused, o.WriteErr = re.Refused, nil
 	}
@@ -153,22 +153,22 @@ func (r *Run) ResolvedKeysDir() string {
 	return lock.KeysDirBeside(r.LockFile)
 }
 
-func (r *Run) checker(logf func(string, ...any)) *Checker {
-	clientOpts := []ClientOption{WithLogf(logf)}
+func (r *Run) checker(logf func(string, ...any)) *checker {
+	clientOpts := []clientOption{withLogf(logf)}
 	if r.GitHubAPI != "" {
-		clientOpts = append(clientOpts, WithGitHubAPI(r.GitHubAPI))
+		clientOpts = append(clientOpts, withGitHubAPI(r.GitHubAPI))
 	}
 	if r.NginxOrg != "" {
-		clientOpts = append(clientOpts, WithNginxOrg(r.NginxOrg))
+		clientOpts = append(clientOpts, withNginxOrg(r.NginxOrg))
 	}
 	if r.Token != "" {
-		clientOpts = append(clientOpts, WithToken(r.Token))
+		clientOpts = append(clientOpts, withToken(r.Token))
 	}
-	checker := &Checker{Releases: NewClient(clientOpts...), Logf: logf}
+	checker := &checker{Releases: newClient(clientOpts...), Logf: logf}
 	if !r.SkipImages {
 		var imgOpts []ImageOption
 		if r.Registry != "" {
-			imgOpts = append(imgOpts, WithRegistry(r.Registry))
+			imgOpts = append(imgOpts, withRegistry(r.Registry))
 		}
 		checker.Images = NewImageResolver(imgOpts...)
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
-// FuzzVersionOrder: ParseVersion accepts exactly what the lock accepts (lock.CheckVersion),
+// FuzzVersionOrder: parseVersion accepts exactly what the lock accepts (lock.CheckVersion),
 // a parsed version prints back as itself, and Compare is an order: antisymmetric, and equal
 // versions compare equal to every third version alike. Seeds: testdata/fuzz/FuzzVersionOrder.
 func FuzzVersionOrder(f *testing.F) {
@@ -19,9 +19,9 @@ func FuzzVersionOrder(f *testing.F) {
 		f.Add(s[0], s[1], s[2])
 	}
 	f.Fuzz(func(t *testing.T, a, b, c string) {
-		var vs []Version
+		var vs []version
 		for _, s := range []string{a, b, c} {
-			v, err := ParseVersion(s)
+			v, err := parseVersion(s)
 			if (err == nil) != (lock.CheckVersion(s) == nil) {
 				t.Fatalf("%q: ParseVersion says %v, lock.CheckVersion says %v: two verdicts", s, err, lock.CheckVersion(s))
 			}

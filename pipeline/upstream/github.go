@@ -46,17 +46,17 @@ type ghTag struct {
 // pre-release and draft flags, while the tags also cover releases that have no GitHub
 // release object (older nginx stable patch releases are tags only). A tag whose release is
 // marked draft or pre-release is left out even if its name looks final. For a repository
-// whose releases are its tags (Repo.TagsOnly) only the tags are read.
-func (c *Client) GitHubReleases(ctx context.Context, component string) ([]Version, error) {
+// whose releases are its tags (repo.TagsOnly) only the tags are read.
+func (c *client) GitHubReleases(ctx context.Context, component string) ([]version, error) {
 	vs, _, err := c.GitHubReleaseTags(ctx, component)
 	return vs, err
 }
 
-// GitHubReleaseTags is GitHubReleases with, for each version (Version.String), the names of
+// GitHubReleaseTags is GitHubReleases with, for each version (version.String), the names of
 // the tags that name it, as listed (a component pinned by git commit is moved to the commit
 // of its new release's tag).
-func (c *Client) GitHubReleaseTags(ctx context.Context, component string) ([]Version, map[string][]string, error) {
-	repo, ok := Repos[component]
+func (c *client) GitHubReleaseTags(ctx context.Context, component string) ([]version, map[string][]string, error) {
+	repo, ok := repos[component]
 	if !ok {
 		return nil, nil, fmt.Errorf("component %q has no known upstream repository", component)
 	}
@@ -71,10 +71,10 @@ func (c *Client) GitHubReleaseTags(ctx context.Context, component string) ([]Ver
 		return nil, nil, err
 	}
 	excluded := map[string]bool{}
-	found := map[string]Version{}
+	found := map[string]version{}
 	names := map[string][]string{}
 	add := func(tag string) {
-		if v, ok := VersionFromTag(component, tag); ok {
+		if v, ok := versionFromTag(component, tag); ok {
 			found[v.String()] = v
 			if !slices.Contains(names[v.String()], tag) {
 				names[v.String()] = append(names[v.String()], tag)
@@ -93,7 +93,7 @@ func (c *Client) GitHubReleaseTags(ctx context.Context, component string) ([]Ver
 			add(t.Name)
 		}
 	}
-	out := make([]Version, 0, len(found))
+	out := make([]version, 0, len(found))
 	for _, v := range found {
 		out = append(out, v)
 	}
@@ -102,7 +102,7 @@ func (c *Client) GitHubReleaseTags(ctx context.Context, component string) ([]Ver
 }
 
 // ghList GETs every page of a GitHub list endpoint and appends the items to *into.
-func (c *Client) ghList(ctx context.Context, path string, into any) error {
+func (c *client) ghList(ctx context.Context, path string, into any) error {
 	base, err := url.Parse(c.githubAPI)
 	if err != nil {
 		return fmt.Errorf("GitHub API URL %q: %w", c.githubAPI, err)
@@ -149,7 +149,7 @@ func (c *Client) ghList(ctx context.Context, path string, into any) error {
 
 // ghGet does one GET of an API page, retrying network errors and 5xx answers (GitHub has
 // brief outages; a daily job should not fail on one). Other statuses are returned as they are.
-func (c *Client) ghGet(ctx context.Context, u *url.URL) (*http.Response, []byte, error) {
+func (c *client) ghGet(ctx context.Context, u *url.URL) (*http.Response, []byte, error) {
 	wait := c.backoff
 	for attempt := 0; ; attempt++ {
 		c.logf("GET %s", u.Redacted())
@@ -194,8 +194,8 @@ func (c *Client) ghGet(ctx context.Context, u *url.URL) (*http.Response, []byte,
 	}
 }
 
-// ErrRateLimited is returned (wrapped) when GitHub refuses for the API rate limit.
-var ErrRateLimited = errors.New("GitHub API rate limit exhausted")
+// errRateLimited is returned (wrapped) when GitHub refuses for the API rate limit.
+var errRateLimited = errors.New("GitHub API rate limit exhausted")
 
 // ghError describes a refused API request; what is the request ("listing /repos/...").
 func ghError(what string, resp *http.Response, body []byte, authed bool) error {
@@ -216,7 +216,7 @@ func ghError(what string, resp *http.Response, body []byte, authed bool) error {
 		if authed {
 			fix = "wait until " + resp.Header.Get("X-RateLimit-Reset") + " (Unix time) or use another token"
 		}
-		return fmt.Errorf("%s: %w (%s): %s", what, ErrRateLimited, detail, fix)
+		return fmt.Errorf("%s: %w (%s): %s", what, errRateLimited, detail, fix)
 	}
 	return &source.HTTPStatusError{What: what, Code: resp.StatusCode, Detail: detail}
 }

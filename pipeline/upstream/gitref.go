@@ -12,11 +12,11 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
-// GitRelease is a release tag resolved through GitHub's git database API: the commit the tag
+// resolvedTag is a release tag resolved through GitHub's git database API: the commit the tag
 // points at (through any annotated tag objects) and that commit's tree. A component pinned by
 // git commit moves to these; the update then fetches the commit and checks its tree before
-// anything is written (see Updater).
-type GitRelease struct {
+// anything is written (see updater).
+type resolvedTag struct {
 	Tag    string
 	Commit string
 	Tree   string
@@ -59,14 +59,14 @@ const maxTagChain = 4
 // GitHub's git database API: /repos/O/R/git/ref/tags/TAG, then for an annotated tag
 // /git/tags/SHA (as many levels as it has, up to maxTagChain), then /git/commits/SHA for the
 // tree. Each answer must be about the object asked for.
-func (c *Client) ResolveTag(ctx context.Context, component, tag string) (GitRelease, error) {
-	repo, ok := Repos[component]
+func (c *client) ResolveTag(ctx context.Context, component, tag string) (resolvedTag, error) {
+	repo, ok := repos[component]
 	if !ok {
-		return GitRelease{}, fmt.Errorf("component %q has no known upstream repository", component)
+		return resolvedTag{}, fmt.Errorf("component %q has no known upstream repository", component)
 	}
 	base := "/repos/" + repo.GitHub + "/git/"
-	fail := func(err error) (GitRelease, error) {
-		return GitRelease{}, fmt.Errorf("resolving tag %s of %s: %w", tag, repo.GitHub, err)
+	fail := func(err error) (resolvedTag, error) {
+		return resolvedTag{}, fmt.Errorf("resolving tag %s of %s: %w", tag, repo.GitHub, err)
 	}
 	var ref ghRef
 	if err := c.ghObject(ctx, base+"ref/tags/"+escapeSegments(tag), &ref); err != nil {
@@ -80,39 +80,42 @@ func (c *Client) ResolveTag(ctx context.Context, component, tag string) (GitRele
 		if level == maxTagChain {
 			return fail(fmt.Errorf("more than %d annotated tags in a chain", maxTagChain))
 		}
-		if !gitIDRE.MatchString(obj.SHA) {
-			return fail(fmt.Errorf("tag object ID %q is not 40 lower-case hex digits", obj.SHA))
-		}
 		var tg ghTagObject
-		if err := c.ghObject(ctx, base+"tags/"+obj.SHA, &tg); err != nil {
+		if err := c.gitObject(ctx, base+"tags/", "tag object", obj.SHA, &tg, func() string { return tg.SHA }); err != nil {
 			return fail(err)
-		}
-		if tg.SHA != obj.SHA {
-			return fail(fmt.Errorf("asked for tag object %s, GitHub answered with %q", obj.SHA, tg.SHA))
 		}
 		obj = tg.Object
 	}
 	if obj.Type != "commit" {
 		return fail(fmt.Errorf("the tag points at a %q, not a commit", obj.Type))
 	}
-	if !gitIDRE.MatchString(obj.SHA) {
-		return fail(fmt.Errorf("commit ID %q is not 40 lower-case hex digits", obj.SHA))
-	}
 	var cm ghCommit
-	if err := c.ghObject(ctx, base+"commits/"+obj.SHA, &cm); err != nil {
+	if err := c.gitObject(ctx, base+"commits/", "commit", obj.SHA, &cm, func() string { return cm.SHA }); err != nil {
 		return fail(err)
-	}
-	if cm.SHA != obj.SHA {
-		return fail(fmt.Errorf("asked for commit %s, GitHub answered with %q", obj.SHA, cm.SHA))
 	}
 	if !gitIDRE.MatchString(cm.Tree.SHA) {
 		return fail(fmt.Errorf("commit %s: tree ID %q is not 40 lower-case hex digits", obj.SHA, cm.Tree.SHA))
 	}
-	return GitRelease{Tag: tag, Commit: obj.SHA, Tree: cm.Tree.SHA}, nil
+	return resolvedTag{Tag: tag, Commit: obj.SHA, Tree: cm.Tree.SHA}, nil
+}
+
+// gitObject GETs the git object of kind ("tag object", "commit") whose ID is sha, from
+// dir+sha, into into, and checks that the answer is about it (answered is the ID into holds).
+func (c *client) gitObject(ctx context.Context, dir, kind, sha string, into any, answered func() string) error {
+	if !gitIDRE.MatchString(sha) {
+		return fmt.Errorf("%s ID %q is not 40 lower-case hex digits", kind, sha)
+	}
+	if err := c.ghObject(ctx, dir+sha, into); err != nil {
+		return err
+	}
+	if got := answered(); got != sha {
+		return fmt.Errorf("asked for %s %s, GitHub answered with %q", kind, sha, got)
+	}
+	return nil
 }
 
 // ghObject GETs one API object (not a list) into into.
-func (c *Client) ghObject(ctx context.Context, path string, into any) error {
+func (c *client) ghObject(ctx context.Context, path string, into any) error {
 	u, err := url.Parse(strings.TrimSuffix(c.githubAPI, "/") + path)
 	if err != nil {
 		return fmt.Errorf("GitHub API URL %q: %w", c.githubAPI, err)

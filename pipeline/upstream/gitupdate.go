@@ -21,21 +21,21 @@ var (
 // gitRelease resolves the tag of c's release v (a component pinned by git commit) to its
 // commit and tree. tags are the tags GitHub lists for v; with none (nginx.org's list), the
 // tag is the locked one's name with the version replaced.
-func (ch *Checker) gitRelease(ctx context.Context, c lock.Component, v string, tags []string) (GitRelease, error) {
+func (ch *checker) gitRelease(ctx context.Context, c lock.Component, v string, tags []string) (resolvedTag, error) {
 	if err := upstreamRepository(c); err != nil {
-		return GitRelease{}, err
+		return resolvedTag{}, err
 	}
 	tag, err := pickTag(c, v, tags)
 	if err != nil {
-		return GitRelease{}, err
+		return resolvedTag{}, err
 	}
 	return ch.Releases.ResolveTag(ctx, c.Name, tag)
 }
 
 // upstreamRepository checks that c's repository is the one its releases are looked up in
-// (Repos): a commit found there is then a commit of the repository the build fetches from.
+// (repos): a commit found there is then a commit of the repository the build fetches from.
 func upstreamRepository(c lock.Component) error {
-	want := "https://github.com/" + Repos[c.Name].GitHub
+	want := "https://github.com/" + repos[c.Name].GitHub
 	got := strings.TrimSuffix(strings.TrimSuffix(c.Git.Repository, "/"), ".git")
 	if !strings.EqualFold(got, want) {
 		return fmt.Errorf("the lock pins %s's commits from %s, but its releases are looked up in %s: an update cannot vouch for a commit of another repository; move it by hand (%w)",
@@ -53,7 +53,7 @@ func pickTag(c lock.Component, v string, tags []string) (string, error) {
 	}
 	switch {
 	case like != "" && (slices.Contains(tags, like) || len(tags) == 0):
-		if got, ok := VersionFromTag(c.Name, like); !ok || got.String() != v {
+		if got, ok := versionFromTag(c.Name, like); !ok || got.String() != v {
 			return "", fmt.Errorf("the tag %q (named like the locked %q) does not name release %s", like, c.Git.Tag, v)
 		}
 		return like, nil
@@ -72,7 +72,7 @@ func pickTag(c lock.Component, v string, tags []string) (string, error) {
 // is compared; from a mirror: the archive's files are hashed as a git tree). A different tree
 // is refused, naming both. Nothing is signed: the lock's "unsigned" reason is kept, with the
 // locked tag and version in it replaced by the new ones (it describes the pin, which moves).
-func (u *Updater) gitComponent(ctx context.Context, old lock.Component, cr ComponentReport) (lock.Component, Applied, error) {
+func (u *updater) gitComponent(ctx context.Context, old lock.Component, cr ComponentReport) (lock.Component, Applied, error) {
 	if !gitIDRE.MatchString(cr.Commit) || !gitIDRE.MatchString(cr.Tree) {
 		return lock.Component{}, Applied{}, fmt.Errorf("the check resolved no commit and tree for %s's release %s (tag %q, commit %q, tree %q); run the check again", old.Name, cr.Latest, cr.Tag, cr.Commit, cr.Tree)
 	}

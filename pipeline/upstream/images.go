@@ -23,22 +23,10 @@ type ImageResolver struct {
 // ImageOption configures an ImageResolver.
 type ImageOption func(*ImageResolver)
 
-// WithRegistry sends every lookup to this registry host (e.g. "127.0.0.1:5000") instead of
+// withRegistry sends every lookup to this registry host (e.g. "127.0.0.1:5000") instead of
 // the one in the reference, keeping the repository path and tag: tests serve the base images
 // from a loopback registry. Plain HTTP is allowed for it.
-func WithRegistry(host string) ImageOption { return func(r *ImageResolver) { r.registry = host } }
-
-// WithTransport replaces the HTTP transport of registry requests.
-func WithTransport(t http.RoundTripper) ImageOption {
-	return func(r *ImageResolver) { r.transport = t }
-}
-
-// WithKeychain sets the credentials source (default: registryauth.Keychain, the one every
-// registry access uses: the Docker config, GITHUB_TOKEN for ghcr.io; the public base images
-// need none, a private mirror of them does).
-func WithKeychain(k registryauth.Source) ImageOption {
-	return func(r *ImageResolver) { r.keychain = k }
-}
+func withRegistry(host string) ImageOption { return func(r *ImageResolver) { r.registry = host } }
 
 // NewImageResolver returns a resolver.
 func NewImageResolver(opts ...ImageOption) *ImageResolver {

@@ -9,11 +9,11 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
-// Track values understood by Select (besides a pinned "X.Y" branch).
+// Track values understood by selectRelease (besides a pinned "X.Y" branch).
 const (
-	TrackLatest = "latest" // the newest release of any branch
-	TrackStable = "stable" // nginx: the newest stable (even minor) branch
-	TrackLTS    = "lts"    // OpenSSL: the newest long-term-support branch
+	trackLatest = "latest" // the newest release of any branch
+	trackStable = "stable" // nginx: the newest stable (even minor) branch
+	trackLTS    = "lts"    // OpenSSL: the newest long-term-support branch
 )
 
 // Branch support of OpenSSL, from openssl.org/policies/releasestrat and the release notes.
@@ -31,9 +31,9 @@ func day(s string) time.Time {
 	return t
 }
 
-// OpenSSLSupport is the end-of-life table of OpenSSL branches. A branch missing here (a new
+// openSSLSupport is the end-of-life table of OpenSSL branches. A branch missing here (a new
 // one) has an unknown end and raises no warning.
-var OpenSSLSupport = map[string]branchSupport{
+var openSSLSupport = map[string]branchSupport{
 	"1.1.1": {End: day("2023-09-11"), LTS: true},
 	"1.1":   {End: day("2023-09-11"), LTS: true},
 	"3.0":   {End: day("2026-09-07"), LTS: true},
@@ -48,13 +48,13 @@ var OpenSSLSupport = map[string]branchSupport{
 // soonWarning is how far ahead of an end of life a warning starts.
 const soonWarning = 90 * 24 * time.Hour
 
-// Selection is what a track policy picks from the known releases.
-type Selection struct {
+// selection is what a track policy picks from the known releases.
+type selection struct {
 	// Track is the effective track (the lock's, or the default for an empty one).
 	Track string
 	// Target is the newest release the track allows; it may be older than or equal to the
 	// current version, in which case there is nothing to update.
-	Target Version
+	Target version
 	// EOL describes the support of Target's branch for people: "2030-04-08",
 	// "ended 2026-04-09", "superseded by 1.28", or "" when nothing is known.
 	EOL string
@@ -68,28 +68,28 @@ var errTrack = errors.New("the lock's track picks no release")
 
 var branchTrackRE = regexp.MustCompile(`^[0-9]+\.[0-9]+$`)
 
-// DefaultTrack is the track of a component whose lock entry has none: nginx and OpenSSL
+// defaultTrack is the track of a component whose lock entry has none: nginx and OpenSSL
 // stay on the current branch (a branch change is a deliberate edit), the others follow
 // their latest release.
-func DefaultTrack(component string, current Version) string {
+func defaultTrack(component string, current version) string {
 	switch component {
 	case lock.Nginx, lock.OpenSSL:
 		return current.Branch()
 	}
-	return TrackLatest
+	return trackLatest
 }
 
-// Select applies component's track to releases (any order) and reports the target and the
+// selectRelease applies component's track to releases (any order) and reports the target and the
 // branch's support status at now.
-func Select(component, track string, current Version, releases []Version, now time.Time) (Selection, error) {
+func selectRelease(component, track string, current version, releases []version, now time.Time) (selection, error) {
 	if track == "" {
-		track = DefaultTrack(component, current)
+		track = defaultTrack(component, current)
 	}
-	s := Selection{Track: track}
+	s := selection{Track: track}
 	if len(releases) == 0 {
 		return s, fmt.Errorf("%s: upstream lists no releases", component)
 	}
-	newest := func(keep func(Version) bool) Version { return newestOf(releases, keep) }
+	newest := func(keep func(version) bool) version { return newestOf(releases, keep) }
 	target, err := trackTarget(component, track, current, newest)
 	if err != nil {
 		return s, err
@@ -99,7 +99,7 @@ func Select(component, track string, current Version, releases []Version, now ti
 	branch := s.Target.Branch()
 	switch component {
 	case lock.OpenSSL:
-		sup, known := OpenSSLSupport[branch]
+		sup, known := openSSLSupport[branch]
 		if !known {
 			break
 		}
@@ -108,8 +108,8 @@ func Select(component, track string, current Version, releases []Version, now ti
 		case !now.Before(sup.End):
 			s.EOL = "ended " + date
 			fix := "set the lock's openssl track to \"lts\" or a supported branch"
-			if lts := newest(func(v Version) bool { sp, ok := OpenSSLSupport[v.Branch()]; return ok && sp.LTS && now.Before(sp.End) }); lts != nil {
-				fix = fmt.Sprintf("set the lock's openssl track to %q (LTS until %s) or \"lts\"", lts.Branch(), OpenSSLSupport[lts.Branch()].End.Format(time.DateOnly))
+			if lts := newest(func(v version) bool { sp, ok := openSSLSupport[v.Branch()]; return ok && sp.LTS && now.Before(sp.End) }); lts != nil {
+				fix = fmt.Sprintf("set the lock's openssl track to %q (LTS until %s) or \"lts\"", lts.Branch(), openSSLSupport[lts.Branch()].End.Format(time.DateOnly))
 			}
 			s.Warnings = append(s.Warnings, fmt.Sprintf("OpenSSL %s reached end of life on %s and gets no more security fixes: %s", branch, date, fix))
 		case sup.End.Sub(now) < soonWarning:
@@ -125,17 +125,17 @@ func Select(component, track string, current Version, releases []Version, now ti
 		// nginx supports one stable branch at a time: a stable branch is over once a newer
 		// stable one is released (likewise mainline, which the next mainline replaces).
 		parity := s.Target[1] % 2
-		if succ := newest(func(v Version) bool { return v[1]%2 == parity && v.Compare(s.Target) > 0 && v.Branch() != branch }); succ != nil {
+		if succ := newest(func(v version) bool { return v[1]%2 == parity && v.Compare(s.Target) > 0 && v.Branch() != branch }); succ != nil {
 			s.EOL = "superseded by " + succ.Branch()
-			s.Warnings = append(s.Warnings, fmt.Sprintf("nginx %s is no longer maintained: %s superseded it; set the lock's nginx track to %q or %q", branch, succ.Branch(), succ.Branch(), TrackStable))
+			s.Warnings = append(s.Warnings, fmt.Sprintf("nginx %s is no longer maintained: %s superseded it; set the lock's nginx track to %q or %q", branch, succ.Branch(), succ.Branch(), trackStable))
 		}
 	}
 	return s, nil
 }
 
 // newestOf is the newest of releases that keep accepts, or nil.
-func newestOf(releases []Version, keep func(Version) bool) Version {
-	var best Version
+func newestOf(releases []version, keep func(version) bool) version {
+	var best version
 	for _, v := range releases {
 		if keep(v) && (best == nil || v.Compare(best) > 0) {
 			best = v
@@ -144,35 +144,35 @@ func newestOf(releases []Version, keep func(Version) bool) Version {
 	return best
 }
 
-// trackTarget is the release track picks (Select), newest choosing among the releases.
-func trackTarget(component, track string, current Version, newest func(func(Version) bool) Version) (Version, error) {
+// trackTarget is the release track picks (selectRelease), newest choosing among the releases.
+func trackTarget(component, track string, current version, newest func(func(version) bool) version) (version, error) {
 	switch {
-	case track == TrackLatest:
-		return newest(func(Version) bool { return true }), nil
-	case track == TrackStable:
+	case track == trackLatest:
+		return newest(func(version) bool { return true }), nil
+	case track == trackStable:
 		if component != lock.Nginx {
-			return nil, fmt.Errorf("%s: track %q is only for nginx (use %q or a branch like %q): %w", component, track, TrackLatest, current.Branch(), errTrack)
+			return nil, fmt.Errorf("%s: track %q is only for nginx (use %q or a branch like %q): %w", component, track, trackLatest, current.Branch(), errTrack)
 		}
 		// nginx's stable branches have an even minor number; mainline has an odd one.
-		branch := newest(func(v Version) bool { return len(v) >= 2 && v[1]%2 == 0 })
+		branch := newest(func(v version) bool { return len(v) >= 2 && v[1]%2 == 0 })
 		if branch == nil {
 			return nil, fmt.Errorf("nginx: upstream lists no stable (even minor) release")
 		}
 		b := branch.Branch()
-		return newest(func(v Version) bool { return v.Branch() == b }), nil
-	case track == TrackLTS:
+		return newest(func(v version) bool { return v.Branch() == b }), nil
+	case track == trackLTS:
 		if component != lock.OpenSSL {
-			return nil, fmt.Errorf("%s: track %q is only for OpenSSL (use %q or a branch like %q): %w", component, track, TrackLatest, current.Branch(), errTrack)
+			return nil, fmt.Errorf("%s: track %q is only for OpenSSL (use %q or a branch like %q): %w", component, track, trackLatest, current.Branch(), errTrack)
 		}
-		if t := newest(func(v Version) bool { return OpenSSLSupport[v.Branch()].LTS }); t != nil {
+		if t := newest(func(v version) bool { return openSSLSupport[v.Branch()].LTS }); t != nil {
 			return t, nil
 		}
 		return nil, fmt.Errorf("openssl: upstream lists no release of an LTS branch")
 	case branchTrackRE.MatchString(track):
-		if t := newest(func(v Version) bool { return v.Branch() == track }); t != nil {
+		if t := newest(func(v version) bool { return v.Branch() == track }); t != nil {
 			return t, nil
 		}
 		return nil, fmt.Errorf("%s: track %q matches no upstream release (is the branch right? set the lock's track to an existing branch): %w", component, track, errTrack)
 	}
-	return nil, fmt.Errorf("%s: track %q is not %q, %q, %q or a branch like \"1.26\": %w", component, track, TrackLatest, TrackStable, TrackLTS, errTrack)
+	return nil, fmt.Errorf("%s: track %q is not %q, %q, %q or a branch like \"1.26\": %w", component, track, trackLatest, trackStable, trackLTS, errTrack)
 }

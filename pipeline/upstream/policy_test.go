@@ -8,11 +8,11 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
-func vlist(t *testing.T, s string) []Version {
+func vlist(t *testing.T, s string) []version {
 	t.Helper()
-	var out []Version
+	var out []version
 	for _, f := range strings.Fields(s) {
-		v, err := ParseVersion(f)
+		v, err := parseVersion(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,11 +103,11 @@ func TestSelect(t *testing.T) {
 			if !tc.now.IsZero() {
 				now = tc.now
 			}
-			cur, err := ParseVersion(tc.current)
+			cur, err := parseVersion(tc.current)
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := Select(tc.component, tc.track, cur, vlist(t, tc.releases), now)
+			s, err := selectRelease(tc.component, tc.track, cur, vlist(t, tc.releases), now)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -134,11 +134,11 @@ func TestSelect(t *testing.T) {
 // The table's dates are the ones the project relies on; a typo here would silence a warning.
 func TestOpenSSLSupportTable(t *testing.T) {
 	for branch, want := range map[string]string{"3.0": "2026-09-07", "3.3": "2026-04-09", "3.5": "2030-04-08"} {
-		if got := OpenSSLSupport[branch].End.Format(time.DateOnly); got != want {
+		if got := openSSLSupport[branch].End.Format(time.DateOnly); got != want {
 			t.Errorf("OpenSSL %s ends %s, want %s", branch, got, want)
 		}
 	}
-	for branch, s := range OpenSSLSupport {
+	for branch, s := range openSSLSupport {
 		if s.LTS != (branch == "3.0" || branch == "3.5" || strings.HasPrefix(branch, "1.1")) {
 			t.Errorf("OpenSSL %s: LTS = %v", branch, s.LTS)
 		}

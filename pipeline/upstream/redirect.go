@@ -11,7 +11,7 @@ import (
 // keeps the Authorization header only to exactly u's origin, the same scheme, host and port.
 // net/http is laxer: it keeps the header for the same host on another port, and for a
 // subdomain; a token given for the API must not reach another service on that machine.
-func (c *Client) tokenSafe(u *url.URL) *http.Client {
+func (c *client) tokenSafe(u *url.URL) *http.Client {
 	if c.token == "" {
 		return c.http
 	}

@@ -83,20 +83,20 @@ func retryFix(err error) string {
 			return fmt.Sprintf("not transient: the server has no such resource (HTTP %d): check --github-api, --mirror and the component's repository, then run %s again", se.Code, again)
 		}
 	}
-	if errors.Is(err, ErrRateLimited) {
+	if errors.Is(err, errRateLimited) {
 		return "not transient until the rate limit resets: give a GitHub token (GITHUB_TOKEN or --github-token-env), or run again after the reset time above"
 	}
 	return "not transient: running again gives the same answer until what the error names is fixed (a flag, the cache directory, HOME or XDG_CACHE_HOME, the lock, a file upstream published); fix it, then run " + again + " again"
 }
 
-// RefusedError is UpdateFile's error when something was refused: every refusal, and whether
+// refusedError is UpdateFile's error when something was refused: every refusal, and whether
 // the other updates were written.
-type RefusedError struct {
+type refusedError struct {
 	Refused []Refusal
 	Wrote   bool // the lock (and any vendored key) was written with the updates that passed
 }
 
-func (e *RefusedError) Error() string {
+func (e *refusedError) Error() string {
 	var b strings.Builder
 	for i, r := range e.Refused {
 		if i > 0 {
@@ -113,7 +113,7 @@ func (e *RefusedError) Error() string {
 }
 
 // Unwrap gives errors.Is and errors.As each refusal's cause.
-func (e *RefusedError) Unwrap() []error {
+func (e *refusedError) Unwrap() []error {
 	out := make([]error, len(e.Refused))
 	for i, r := range e.Refused {
 		out[i] = r.Err

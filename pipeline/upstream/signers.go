@@ -18,7 +18,7 @@ import (
 // the key had expired before it signed, a current copy of the key is fetched (upstream
 // extends its keys' lives by re-signing them) and the release verified again with it; that
 // copy is returned, for the update to write over the vendored one and the reviewer to see.
-func (u *Updater) fetchNew(ctx context.Context, next lock.Component) (source.Verified, *source.SignerKey, error) {
+func (u *updater) fetchNew(ctx context.Context, next lock.Component) (source.Verified, *source.SignerKey, error) {
 	ver, err := u.Fetcher.FetchNew(ctx, next)
 	var expired *source.ExpiredSignerError
 	if err == nil || !errors.As(err, &expired) || !expired.Vendored {
@@ -43,7 +43,7 @@ func (u *Updater) fetchNew(ctx context.Context, next lock.Component) (source.Ver
 
 // published reports whether upstream (or the mirror) has the file at raw: 200 yes, 404 or
 // 410 no, anything else is an error (a server we cannot read must not turn into "unsigned").
-func (u *Updater) published(ctx context.Context, raw string) (bool, error) {
+func (u *updater) published(ctx context.Context, raw string) (bool, error) {
 	src := raw
 	if u.Mirror != "" {
 		src = strings.TrimSuffix(u.Mirror, "/") + "/" + path.Base(mustURLPath(raw))

@@ -72,7 +72,7 @@ type Applied struct {
 	Unsigned string
 	// NoSignatureAt is where a signature of the still unsigned new release was looked for
 	// and not found; "" when upstream publishes no signatures for the component (no
-	// SignatureSuffix), so none was looked for.
+	// signatureSuffix), so none was looked for.
 	NoSignatureAt string
 	TopDir        string // the tarball's single top-level directory, e.g. "nginx-1.28.0"
 
@@ -109,12 +109,12 @@ var (
 
 var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// SignatureSuffix is the name upstream gives a release's detached signature, appended to the
+// signatureSuffix is the name upstream gives a release's detached signature, appended to the
 // tarball's URL (nginx.org, OpenSSL's and zlib's GitHub releases publish .asc, PCRE2's and
 // zstd's .sig). It is how a component the lock marks "unsigned" gains a signature when
 // upstream has one. brotli, ngx_brotli and zstd-nginx-module publish no signatures, so
 // there is nothing to look for: their new releases stay unsigned.
-var SignatureSuffix = map[string]string{
+var signatureSuffix = map[string]string{
 	lock.Nginx:   ".asc",
 	lock.OpenSSL: ".asc",
 	lock.PCRE2:   ".sig",
@@ -122,13 +122,13 @@ var SignatureSuffix = map[string]string{
 	lock.Zstd:    ".sig",
 }
 
-// ImagePlatforms are the platforms every build targets (build.yml builds linux/amd64 and
+// imagePlatforms are the platforms every build targets (build.yml builds linux/amd64 and
 // linux/arm64 and joins them into one index): a pinned base image digest must be an index
 // that covers each of them, or one architecture's build would have no base.
-var ImagePlatforms = []string{"linux/amd64", "linux/arm64"}
+var imagePlatforms = []string{"linux/amd64", "linux/arm64"}
 
-// Updater turns a Report into a new lock, refusing any release it cannot vouch for.
-type Updater struct {
+// updater turns a Report into a new lock, refusing any release it cannot vouch for.
+type updater struct {
 	// Fetcher downloads and verifies tarballs and signatures (required).
 	Fetcher Fetcher
 	// Images reads the index a moved base image tag points at (required when the report
@@ -139,7 +139,7 @@ type Updater struct {
 	// production uses; tests set their generated keys here because the embedded keys'
 	// private halves are upstream's.
 	Vendored []string
-	// Platforms a base image index must cover (nil: ImagePlatforms).
+	// Platforms a base image index must cover (nil: imagePlatforms).
 	Platforms []string
 	// Mirror, when set, is where the signature of an unsigned component's new release is
 	// looked for (Mirror/<file name>), as the fetcher does (FetchConfig.Mirror).
@@ -154,7 +154,7 @@ type Updater struct {
 }
 
 // vendored returns the fingerprints a new release may be signed by.
-func (u *Updater) vendored() []string {
+func (u *updater) vendored() []string {
 	if u.Vendored != nil {
 		return u.Vendored
 	}
@@ -167,7 +167,7 @@ func (u *Updater) vendored() []string {
 	return out
 }
 
-func (u *Updater) logf(format string, args ...any) {
+func (u *updater) logf(format string, args ...any) {
 	if u.Logf != nil {
 		u.Logf(format, args...)
 	}
@@ -182,7 +182,7 @@ func (u *Updater) logf(format string, args ...any) {
 //     a signature by a key whose fingerprint the lock does not pin,
 //   - its signer's key is pinned but cannot be obtained with a valid self-signature,
 //   - its signature is older than the locked release's,
-//   - its tarball's top-level directory is not <name>-<new version> (TopDirName),
+//   - its tarball's top-level directory is not <name>-<new version> (topDirName),
 //   - it stays unsigned and the lock's "unsigned" reason names the locked version (the reason
 //     was written about that release and would not be known to hold for the new one);
 //
@@ -194,7 +194,7 @@ func (u *Updater) logf(format string, args ...any) {
 // fetched. A release signed by a pinned key that is not vendored moves, and its Applied
 // carries the key (NewKey) for the caller to vendor with the lock (UpdateFile does). A component whose lookup failed (an
 // entry of rep.Failed) is refused as well. The error is for what no single entry explains.
-func (u *Updater) Apply(ctx context.Context, l *lock.Lock, rep *Report) (*lock.Lock, []Applied, []Refusal, error) {
+func (u *updater) Apply(ctx context.Context, l *lock.Lock, rep *Report) (*lock.Lock, []Applied, []Refusal, error) {
 	if u.Fetcher == nil {
 		return nil, nil, nil, errors.New("upstream.Updater: no Fetcher")
 	}
@@ -206,84 +206,26 @@ func (u *Updater) Apply(ctx context.Context, l *lock.Lock, rep *Report) (*lock.L
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("copying the lock: %w", err)
 	}
-	var done []Applied
-	refused := append([]Refusal(nil), rep.Failed...)
-	failed := map[string]bool{}
-	for _, r := range rep.Failed {
-		failed[r.Name] = true
+	done, refused := u.applyComponents(ctx, out, rep)
+	images, imgRefused, err := u.applyImages(ctx, out, rep)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	for _, cr := range rep.Components {
-		// A lookup that failed after finding the release (a git tag that did not resolve)
-		// is refused once, as the check reported it.
-		if !cr.Update || failed[cr.Name] {
-			continue
-		}
-		old := out.MustComponent(cr.Name)
-		var next lock.Component
-		var a Applied
-		err := allowed(out, cr.Name, cr.Latest)
-		switch {
-		case err != nil:
-		case old.Git != nil:
-			next, a, err = u.gitComponent(ctx, old, cr)
-		default:
-			next, a, err = u.component(ctx, old, cr.Latest)
-		}
-		if err != nil {
-			u.logf("%s %s: refused: %v", cr.Name, cr.Latest, err)
-			refused = append(refused, Refusal{Name: cr.Name, Target: cr.Latest, Err: err, Fix: fixFor(cr.Name, err)})
-			continue
-		}
-		out.SetComponent(next)
-		done = append(done, a)
-	}
-	for _, ir := range rep.Images {
-		if !ir.Update || ir.Latest == "" {
-			continue
-		}
-		img := &out.Images.Builder
-		if ir.Role == "runtime" {
-			img = &out.Images.Runtime
-		}
-		if img.Ref != ir.Ref {
-			return nil, nil, nil, fmt.Errorf("%s image: the report is for %q but the lock has %q", ir.Role, ir.Ref, img.Ref)
-		}
-		a, err := u.image(ctx, ir)
-		if err != nil {
-			refused = append(refused, Refusal{Name: ir.Role + " image", Target: ir.Latest, Err: err, Fix: fixFor(ir.Role+" image", err)})
-			continue
-		}
-		a.Old = img.Digest
-		done = append(done, a)
-		img.Digest = ir.Latest
-	}
-	// A recorded PGO profile fits the sources and the compiler it was trained with: a new
-	// release changes the first, a new builder image may change the second (and a profile
-	// the compiler cannot read stops the build). Drop them; the body says to record again.
-	stale := false
-	for _, a := range done {
-		stale = stale || !a.IsImage() || a.Name == "builder image"
-	}
-	if stale {
-		for _, p := range out.Profiles {
-			done = append(done, Applied{Name: "PGO profile " + p.Platform, Old: p.Training, New: "dropped", DroppedProfile: p.Platform})
-		}
-		out.Profiles = nil
-	}
+	done = dropStaleProfiles(out, append(done, images...))
 	if err := out.Validate(); err != nil {
 		return nil, nil, nil, fmt.Errorf("the updated lock is invalid: %w", err)
 	}
-	return out, done, refused, nil
+	return out, done, append(refused, imgRefused...), nil
 }
 
 // image checks that the index a base image tag now points at covers every platform.
-func (u *Updater) image(ctx context.Context, ir ImageReport) (Applied, error) {
+func (u *updater) image(ctx context.Context, ir ImageReport) (Applied, error) {
 	if u.Images == nil {
 		return Applied{}, fmt.Errorf("no image resolver to check the platforms of %s", ir.Latest)
 	}
 	want := u.Platforms
 	if want == nil {
-		want = ImagePlatforms
+		want = imagePlatforms
 	}
 	plats, err := u.Images.IndexPlatforms(ctx, ir.Ref, ir.Latest, want)
 	if err != nil {
@@ -294,8 +236,8 @@ func (u *Updater) image(ctx context.Context, ir ImageReport) (Applied, error) {
 }
 
 // component fetches and vets old's new release v and returns the lock entry for it.
-func (u *Updater) component(ctx context.Context, old lock.Component, v string) (lock.Component, Applied, error) {
-	next, err := Bump(old, v)
+func (u *updater) component(ctx context.Context, old lock.Component, v string) (lock.Component, Applied, error) {
+	next, err := bump(old, v)
 	if err != nil {
 		return lock.Component{}, Applied{}, err
 	}
@@ -304,7 +246,7 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 
 	// A component the lock marks unsigned gains a signature when upstream publishes one for
 	// the new release: it is then verified like any other (by a vendored key) and pinned.
-	if suffix, ok := SignatureSuffix[old.Name]; old.Signature == nil && ok {
+	if suffix, ok := signatureSuffix[old.Name]; old.Signature == nil && ok {
 		sigURL := next.URL + suffix
 		found, err := u.published(ctx, sigURL)
 		if err != nil {
@@ -357,7 +299,7 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 	case err != nil:
 		return lock.Component{}, Applied{}, fmt.Errorf("refused: %w (%w)", err, errWrongTopDir)
 	}
-	if want := TopDirName(old.Name, v); top != want {
+	if want := topDirName(old.Name, v); top != want {
 		return lock.Component{}, Applied{}, fmt.Errorf("refused: its tarball %s unpacks into %s/, not %s/: the file is not the release it is named after "+
 			"(the build strips the top directory, so it would build whatever is inside) (%w)",
 			next.FileName(), top, want, errWrongTopDir)
@@ -370,7 +312,7 @@ func (u *Updater) component(ctx context.Context, old lock.Component, v string) (
 // vetSignature checks what the verified signature of next (a release of old) says and
 // records it in a: the signer's key is vendored (or vendored by this change), and the
 // signature is not older than the locked release's (a replay).
-func (u *Updater) vetSignature(ctx context.Context, old lock.Component, next *lock.Component, a *Applied, ver source.Verified, refreshed *source.SignerKey) error {
+func (u *updater) vetSignature(ctx context.Context, old lock.Component, next *lock.Component, a *Applied, ver source.Verified, refreshed *source.SignerKey) error {
 	if !ver.Signed {
 		return errors.New("refused: the lock pins a signature but the fetcher did not verify one")
 	}
@@ -424,9 +366,9 @@ func (u *Updater) vetSignature(ctx context.Context, old lock.Component, next *lo
 
 // UpdateFile applies rep to the lock file and rewrites it in the stable form, with the keys
 // of newly vendored signers written to keysDir (lock.KeysDirBeside(file) when ""), before
-// the lock. What was refused is returned as a *RefusedError, after the rest was written; when
+// the lock. What was refused is returned as a *refusedError, after the rest was written; when
 // nothing could be applied, the file is not touched (byte for byte).
-func (u *Updater) UpdateFile(ctx context.Context, file string, rep *Report) ([]Applied, error) {
+func (u *updater) UpdateFile(ctx context.Context, file string, rep *Report) ([]Applied, error) {
 	l, before, err := lock.LoadBytes(file)
 	if err != nil {
 		return nil, err
@@ -435,7 +377,7 @@ func (u *Updater) UpdateFile(ctx context.Context, file string, rep *Report) ([]A
 }
 
 // updateLoaded is UpdateFile for l, read from file as before (Run.Do reads the lock once).
-func (u *Updater) updateLoaded(ctx context.Context, file string, l *lock.Lock, before []byte, rep *Report) ([]Applied, error) {
+func (u *updater) updateLoaded(ctx context.Context, file string, l *lock.Lock, before []byte, rep *Report) ([]Applied, error) {
 	out, done, refused, err := u.Apply(ctx, l, rep)
 	if err != nil {
 		return nil, err
@@ -444,7 +386,7 @@ func (u *Updater) updateLoaded(ctx context.Context, file string, l *lock.Lock, b
 		if len(refused) == 0 {
 			return nil
 		}
-		return &RefusedError{Refused: refused, Wrote: wrote}
+		return &refusedError{Refused: refused, Wrote: wrote}
 	}
 	if len(done) == 0 {
 		return nil, refusedErr(false)

@@ -22,19 +22,19 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
-// Version is a dotted release number, compared numerically part by part.
-type Version []int
+// version is a dotted release number, compared numerically part by part.
+type version []int
 
 // rcPart marks a release candidate: "1.0.0rc2" is {1, 0, 0, rcPart + 2}. It is negative, so
 // a candidate sorts before its release (1.0.0 is {1, 0, 0}, and a missing part counts as
 // zero) and after everything older, and candidates sort by number.
 const rcPart = math.MinInt32
 
-// ParseVersion parses "1.26.3", "10.46", "3.5.7" or a release candidate such as "1.0.0rc"
+// parseVersion parses "1.26.3", "10.46", "3.5.7" or a release candidate such as "1.0.0rc"
 // or "1.0.0rc2" (the form the lock allows, because ngx_brotli's only release is v1.0.0rc).
 // Anything else (suffixes such as "-beta1" or "-RC1", empty parts) is an error: those are
-// never releases we build. Which tags count as releases is each Repo's pattern's decision.
-func ParseVersion(s string) (Version, error) {
+// never releases we build. Which tags count as releases is each repo's pattern's decision.
+func parseVersion(s string) (version, error) {
 	// The lock's rule first, so a version is a version in every command or in none.
 	if err := lock.CheckVersion(s); err != nil {
 		return nil, fmt.Errorf("version %w", err)
@@ -52,7 +52,7 @@ func ParseVersion(s string) (Version, error) {
 	if len(parts) < 2 || len(parts) > 4 {
 		return nil, fmt.Errorf("version %q: want 2 to 4 dot-separated numbers", s)
 	}
-	v := make(Version, len(parts), len(parts)+1)
+	v := make(version, len(parts), len(parts)+1)
 	for i, p := range parts {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 0 || p == "" || (len(p) > 1 && p[0] == '0') {
@@ -66,7 +66,7 @@ func ParseVersion(s string) (Version, error) {
 	return v, nil
 }
 
-func (v Version) String() string {
+func (v version) String() string {
 	var s []string
 	rc := ""
 	for _, n := range v {
@@ -83,7 +83,7 @@ func (v Version) String() string {
 }
 
 // Compare returns -1, 0 or 1. Missing parts count as zero, so 1.3 == 1.3.0.
-func (v Version) Compare(w Version) int {
+func (v version) Compare(w version) int {
 	for i := 0; i < len(v) || i < len(w); i++ {
 		a, b := 0, 0
 		if i < len(v) {
@@ -103,15 +103,15 @@ func (v Version) Compare(w Version) int {
 }
 
 // Branch is the first two parts ("1.26" of 1.26.3): nginx's and OpenSSL's release line.
-func (v Version) Branch() string {
+func (v version) Branch() string {
 	if len(v) < 2 {
 		return v.String()
 	}
 	return fmt.Sprintf("%d.%d", v[0], v[1])
 }
 
-// Repo describes where a component's releases are published.
-type Repo struct {
+// repo describes where a component's releases are published.
+type repo struct {
 	// GitHub is "owner/name".
 	GitHub string
 	// tag matches a release tag and captures its version. The patterns are anchored and
@@ -129,8 +129,8 @@ type Repo struct {
 	Dir string
 }
 
-// Repos maps each component to its upstream repository.
-var Repos = map[string]Repo{
+// repos maps each component to its upstream repository.
+var repos = map[string]repo{
 	lock.Nginx:   {GitHub: "nginx/nginx", tag: regexp.MustCompile(`^release-([0-9]+\.[0-9]+\.[0-9]+)$`)},
 	lock.OpenSSL: {GitHub: "openssl/openssl", tag: regexp.MustCompile(`^openssl-([0-9]+\.[0-9]+\.[0-9]+)$`)},
 	lock.PCRE2:   {GitHub: "PCRE2Project/pcre2", tag: regexp.MustCompile(`^pcre2-([0-9]+\.[0-9]+)$`)},
@@ -147,20 +147,20 @@ var Repos = map[string]Repo{
 	lock.ZstdNginxModule: {GitHub: "tokers/zstd-nginx-module", tag: regexp.MustCompile(`^v?([0-9]+\.[0-9]+\.[0-9]+)$`), TagsOnly: true, Dir: "zstd-nginx-module"},
 }
 
-// TopDirName is the top directory component's release v unpacks into: "<name>-<v>", with
-// the Repo's Dir for name when it has one.
-func TopDirName(component, v string) string {
+// topDirName is the top directory component's release v unpacks into: "<name>-<v>", with
+// the repo's Dir for name when it has one.
+func topDirName(component, v string) string {
 	name := component
-	if d := Repos[component].Dir; d != "" {
+	if d := repos[component].Dir; d != "" {
 		name = d
 	}
 	return name + "-" + v
 }
 
-// VersionFromTag returns the release version a tag names for the component, or false when
+// versionFromTag returns the release version a tag names for the component, or false when
 // the tag is not a final release of it.
-func VersionFromTag(component, tag string) (Version, bool) {
-	r, ok := Repos[component]
+func versionFromTag(component, tag string) (version, bool) {
+	r, ok := repos[component]
 	if !ok {
 		return nil, false
 	}
@@ -168,7 +168,7 @@ func VersionFromTag(component, tag string) (Version, bool) {
 	if m == nil {
 		return nil, false
 	}
-	v, err := ParseVersion(m[1])
+	v, err := parseVersion(m[1])
 	if err != nil {
 		return nil, false
 	}

@@ -35,7 +35,7 @@ func TestParseVersion(t *testing.T) {
 		{"1.1234567890", ""},
 		{"1.123456789", "1.123456789"},
 	} {
-		v, err := ParseVersion(tc.in)
+		v, err := parseVersion(tc.in)
 		if tc.want == "" {
 			if err == nil {
 				t.Errorf("ParseVersion(%q) = %v, want an error", tc.in, v)
@@ -66,11 +66,11 @@ func TestCompare(t *testing.T) {
 		{"1.0.0rc2", "1.0.0rc1", 1},
 		{"1.0.0rc", "1.0.0rc", 0},
 	} {
-		a, err := ParseVersion(tc.a)
+		a, err := parseVersion(tc.a)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := ParseVersion(tc.b)
+		b, err := parseVersion(tc.b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestVersionFromTag(t *testing.T) {
 		{lock.ZstdNginxModule, "0.1.1-beta", ""},
 		{"unknown", "v1.0", ""},
 	} {
-		v, ok := VersionFromTag(tc.component, tc.tag)
+		v, ok := versionFromTag(tc.component, tc.tag)
 		got := ""
 		if ok {
 			got = v.String()
@@ -161,7 +161,7 @@ func TestBump(t *testing.T) {
 		if tc.sig != "" {
 			c.Signature = &lock.Signature{URL: tc.sig, Fingerprints: []string{strings.Repeat("A", 40)}}
 		}
-		got, err := Bump(c, tc.new)
+		got, err := bump(c, tc.new)
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("Bump(%s) error = %v, want %q", tc.url, err, tc.wantErr)
@@ -195,7 +195,7 @@ func TestTopDirName(t *testing.T) {
 		{lock.Zstd, "1.5.7", "zstd-1.5.7"},
 		{lock.ZstdNginxModule, "0.1.1", "zstd-nginx-module-0.1.1"},
 	} {
-		if got := TopDirName(tc.component, tc.version); got != tc.want {
+		if got := topDirName(tc.component, tc.version); got != tc.want {
 			t.Errorf("TopDirName(%s, %s) = %s, want %s", tc.component, tc.version, got, tc.want)
 		}
 	}
@@ -204,7 +204,7 @@ func TestTopDirName(t *testing.T) {
 // Every component a lock may hold has an upstream repository to look it up in.
 func TestReposCoverEveryComponent(t *testing.T) {
 	for _, name := range lock.AllComponents() {
-		if Repos[name].GitHub == "" {
+		if repos[name].GitHub == "" {
 			t.Errorf("component %s has no entry in Repos", name)
 		}
 	}

@@ -31,13 +31,7 @@ const (
 // it as the splits merge.
 var longFuncsPending = map[string]bool{
 	"pipeline/engine/daggerexec.Executor.Serve": true,
-	"pipeline/image.Assemble":                   true,
-	"pipeline/image.WriteTree":                  true,
 	"pipeline/image.publish":                    true,
-	"pipeline/source.identitylessEntity":        true,
-	"pipeline/source.Fetcher.verifySignature":   true,
-	"pipeline/source.Fetcher.fetchNew":          true,
-	"pipeline/upstream.Updater.Apply":           true,
 }
 
 // longFunc is a function over the limit: its name as longFuncsPending spells it, and the

@@ -24,13 +24,13 @@ type Source = authn.Keychain
 // credential helpers, as `docker login` writes it), then GITHUB_TOKEN for ghcr.io. The
 // environment is read at each lookup, not when Keychain is called.
 func Keychain() Source {
-	return authn.NewMultiKeychain(authn.DefaultKeychain, GitHubKeychain(os.Getenv))
+	return authn.NewMultiKeychain(authn.DefaultKeychain, gitHubKeychain(os.Getenv))
 }
 
-// GitHubKeychain answers for ghcr.io with GITHUB_TOKEN (user GITHUB_ACTOR, which ghcr.io
+// gitHubKeychain answers for ghcr.io with GITHUB_TOKEN (user GITHUB_ACTOR, which ghcr.io
 // does not check) and is anonymous for every other registry or when the token is unset: on
 // GitHub Actions the workflow's token is enough to push, without a docker login step.
-func GitHubKeychain(getenv func(string) string) Source {
+func gitHubKeychain(getenv func(string) string) Source {
 	return githubKeychain{getenv}
 }
 

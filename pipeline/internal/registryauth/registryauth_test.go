@@ -12,7 +12,7 @@ import (
 
 func TestGitHubKeychain(t *testing.T) {
 	env := map[string]string{"GITHUB_TOKEN": "ghs_secret", "GITHUB_ACTOR": "octocat"}
-	kc := GitHubKeychain(func(k string) string { return env[k] })
+	kc := gitHubKeychain(func(k string) string { return env[k] })
 	ghcr, _ := name.NewRepository("ghcr.io/nginx-forge/nginx")
 	a, err := kc.Resolve(ghcr)
 	if err != nil {
