@@ -197,7 +197,40 @@ func Publish(ctx context.Context, img v1.Image, repo string, tags []string, opts
 }
 
 func publish(ctx context.Context, t target, repoStr string, tagNames []string, o *publishOptions, push func(name.Digest, []remote.Option) error) (*Published, error) {
-	ropts := o.remoteOptions(ctx)
+	p, err := newPublication(ctx, t, repoStr, tagNames, o)
+	if err != nil {
+		return nil, err
+	}
+	for _, step := range []func() error{
+		func() error { return p.pushByDigest(push) }, // 1: push by digest, unless present
+		p.verify,     // 2: verify exactly that digest
+		p.attachSBOM, // 3: the SBOM, as a referrer of the verified image
+		p.sign,       // 3b: sign the verified digest, so no tag ever names an unsigned one
+		p.moveTags,   // 4: move the tags, putting them back on a failure
+	} {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	return p.res, nil
+}
+
+// publication is one Publish in progress: what it pushes where, and the PublishError that
+// records how far it got.
+type publication struct {
+	ctx   context.Context
+	t     target
+	h     v1.Hash
+	repo  name.Repository
+	ref   name.Digest
+	tags  []name.Tag
+	o     *publishOptions
+	ropts []remote.Option
+	perr  *PublishError
+	res   *Published
+}
+
+func newPublication(ctx context.Context, t target, repoStr string, tagNames []string, o *publishOptions) (*publication, error) {
 	h, err := t.Digest()
 	if err != nil {
 		return nil, &PublishError{Step: StepPrepare, Err: fmt.Errorf("computing digest: %w", err)}
@@ -211,12 +244,8 @@ func publish(ctx context.Context, t target, repoStr string, tagNames []string, o
 		return nil, &PublishError{Step: StepPrepare, Err: fmt.Errorf("parsing repository %q: %w", repoStr, err)}
 	}
 	ref := repo.Digest(h.String())
-	perr := &PublishError{Step: StepPrepare, Digest: ref}
-	fail := func(step string, err error) (*Published, error) {
-		perr.Step, perr.Err = step, err
-		return nil, perr
-	}
-	tags := make([]name.Tag, 0, len(tagNames))
+	p := &publication{ctx: ctx, t: t, h: h, repo: repo, ref: ref, o: o, ropts: o.remoteOptions(ctx),
+		perr: &PublishError{Step: StepPrepare, Digest: ref}, res: &Published{Digest: ref}}
 	seen := map[string]bool{}
 	for _, tn := range tagNames {
 		if seen[tn] {
@@ -225,114 +254,136 @@ func publish(ctx context.Context, t target, repoStr string, tagNames []string, o
 		seen[tn] = true
 		tag, err := name.NewTag(repo.String()+":"+tn, nopts...)
 		if err != nil {
-			return fail(StepPrepare, fmt.Errorf("tag %q: %w", tn, err))
+			return nil, p.fail(StepPrepare, fmt.Errorf("tag %q: %w", tn, err))
 		}
-		tags = append(tags, tag)
-		perr.Unchanged = append(perr.Unchanged, tn)
+		p.tags = append(p.tags, tag)
+		p.perr.Unchanged = append(p.perr.Unchanged, tn)
 	}
-	res := &Published{Digest: ref}
+	return p, nil
+}
 
-	// Step 1: push by digest, unless the registry already has it.
-	if d, err := remote.Head(ref, ropts...); err == nil && d.Digest == h {
-		res.AlreadyPresent = true
-		o.logf("%s already present, not pushed again", ref)
+func (p *publication) fail(step string, err error) error {
+	p.perr.Step, p.perr.Err = step, err
+	return p.perr
+}
+
+func (p *publication) pushByDigest(push func(name.Digest, []remote.Option) error) error {
+	if d, err := remote.Head(p.ref, p.ropts...); err == nil && d.Digest == p.h {
+		p.res.AlreadyPresent = true
+		p.o.logf("%s already present, not pushed again", p.ref)
 	} else if err != nil && !isNotFound(err) {
-		return fail(StepPush, fmt.Errorf("checking whether %s exists: %w", ref, err))
+		return p.fail(StepPush, fmt.Errorf("checking whether %s exists: %w", p.ref, err))
 	} else {
-		o.logf("pushing %s", ref)
-		if err := push(ref, ropts); err != nil {
-			return fail(StepPush, fmt.Errorf("pushing %s: %w", ref, err))
+		p.o.logf("pushing %s", p.ref)
+		if err := push(p.ref, p.ropts); err != nil {
+			return p.fail(StepPush, fmt.Errorf("pushing %s: %w", p.ref, err))
 		}
 	}
-	perr.Pushed = true
+	p.perr.Pushed = true
+	return nil
+}
 
-	// Step 2: verify exactly that digest.
-	if o.verify != nil {
-		o.logf("verifying %s", ref)
-		if err := o.verify(ctx, ref); err != nil {
-			return fail(StepVerify, err)
-		}
+func (p *publication) verify() error {
+	if p.o.verify == nil {
+		p.o.logf("no verification configured for %s", p.ref)
 	} else {
-		o.logf("no verification configured for %s", ref)
-	}
-	perr.Verified = true
-
-	// Step 3: the SBOM, as a referrer of the verified image.
-	if o.sbom != nil {
-		img, ok := t.(v1.Image)
-		if !ok {
-			return fail(StepSBOM, errors.New("an SBOM can only be attached to an image"))
-		}
-		art, err := sbomArtifact(img, o.sbom, o.sbomCreated)
-		if err != nil {
-			return fail(StepSBOM, err)
-		}
-		ad, err := art.Digest()
-		if err != nil {
-			return fail(StepSBOM, err)
-		}
-		aref := repo.Digest(ad.String())
-		o.logf("attaching SBOM %s", aref)
-		if err := remote.Write(aref, art, ropts...); err != nil {
-			return fail(StepSBOM, fmt.Errorf("pushing SBOM %s: %w", aref, err))
-		}
-		res.SBOM = &aref
-	}
-
-	// Step 3b: sign exactly the verified digest, so that no tag ever names an unsigned one.
-	if o.sign != nil {
-		o.logf("signing %s", ref)
-		if err := o.sign(ctx, ref, ropts); err != nil {
-			return fail(StepSign, fmt.Errorf("signing %s: %w", ref, err))
+		p.o.logf("verifying %s", p.ref)
+		if err := p.o.verify(p.ctx, p.ref); err != nil {
+			return p.fail(StepVerify, err)
 		}
 	}
+	p.perr.Verified = true
+	return nil
+}
 
-	// Step 4: move the tags, remembering where they were so a failure can put them back.
+func (p *publication) attachSBOM() error {
+	if p.o.sbom == nil {
+		return nil
+	}
+	img, ok := p.t.(v1.Image)
+	if !ok {
+		return p.fail(StepSBOM, errors.New("an SBOM can only be attached to an image"))
+	}
+	art, err := sbomArtifact(img, p.o.sbom, p.o.sbomCreated)
+	if err != nil {
+		return p.fail(StepSBOM, err)
+	}
+	ad, err := art.Digest()
+	if err != nil {
+		return p.fail(StepSBOM, err)
+	}
+	aref := p.repo.Digest(ad.String())
+	p.o.logf("attaching SBOM %s", aref)
+	if err := remote.Write(aref, art, p.ropts...); err != nil {
+		return p.fail(StepSBOM, fmt.Errorf("pushing SBOM %s: %w", aref, err))
+	}
+	p.res.SBOM = &aref
+	return nil
+}
+
+func (p *publication) sign() error {
+	if p.o.sign == nil {
+		return nil
+	}
+	p.o.logf("signing %s", p.ref)
+	if err := p.o.sign(p.ctx, p.ref, p.ropts); err != nil {
+		return p.fail(StepSign, fmt.Errorf("signing %s: %w", p.ref, err))
+	}
+	return nil
+}
+
+// moveTags points each tag at the digest, remembering where they were so that a failure
+// can put them back.
+func (p *publication) moveTags() error {
 	prev := map[string]*remote.Descriptor{}
-	for _, tag := range tags {
-		d, err := remote.Get(tag, ropts...)
+	for _, tag := range p.tags {
+		d, err := remote.Get(tag, p.ropts...)
 		switch {
 		case err == nil:
 			prev[tag.TagStr()] = d
 		case isNotFound(err):
 		default:
-			return fail(StepTag, fmt.Errorf("reading tag %s before moving it: %w", tag, err))
+			return p.fail(StepTag, fmt.Errorf("reading tag %s before moving it: %w", tag, err))
 		}
 	}
-	for i, tag := range tags {
-		o.logf("tagging %s -> %s", tag, h)
-		if err := remote.Tag(tag, t, ropts...); err != nil {
-			perr.Err = fmt.Errorf("moving tag %s to %s: %w", tag, h, err)
-			perr.Step = StepTag
-			perr.Unchanged = nil
-			for _, later := range tags[i:] {
-				perr.Unchanged = append(perr.Unchanged, later.TagStr())
-			}
-			// Put back the tags moved before this one; remove the ones this publish created.
-			var created []name.Tag
-			for _, done := range tags[:i] {
-				p := prev[done.TagStr()]
-				if p == nil {
-					created = append(created, done)
-					continue
-				}
-				if p.Digest == h {
-					perr.Unchanged = append(perr.Unchanged, done.TagStr())
-					continue
-				}
-				if rerr := remote.Tag(done, p, ropts...); rerr != nil {
-					perr.Moved = append(perr.Moved, fmt.Sprintf("%s (was %s; restoring failed: %v)", done.TagStr(), p.Digest, rerr))
-				} else {
-					perr.Unchanged = append(perr.Unchanged, done.TagStr())
-					perr.Restored = append(perr.Restored, done.TagStr())
-				}
-			}
-			removeCreated(ref, created, res.AlreadyPresent, perr, ropts)
-			return nil, perr
+	for i, tag := range p.tags {
+		p.o.logf("tagging %s -> %s", tag, p.h)
+		if err := remote.Tag(tag, p.t, p.ropts...); err != nil {
+			p.rollBackTags(i, prev, fmt.Errorf("moving tag %s to %s: %w", tag, p.h, err))
+			return p.perr
 		}
-		res.Tags = append(res.Tags, tag)
+		p.res.Tags = append(p.res.Tags, tag)
 	}
-	return res, nil
+	return nil
+}
+
+// rollBackTags records the failure to move tag i, puts back the tags moved before it and
+// removes the ones this publish created.
+func (p *publication) rollBackTags(i int, prev map[string]*remote.Descriptor, err error) {
+	perr := p.perr
+	perr.Err, perr.Step, perr.Unchanged = err, StepTag, nil
+	for _, later := range p.tags[i:] {
+		perr.Unchanged = append(perr.Unchanged, later.TagStr())
+	}
+	var created []name.Tag
+	for _, done := range p.tags[:i] {
+		was := prev[done.TagStr()]
+		if was == nil {
+			created = append(created, done)
+			continue
+		}
+		if was.Digest == p.h {
+			perr.Unchanged = append(perr.Unchanged, done.TagStr())
+			continue
+		}
+		if rerr := remote.Tag(done, was, p.ropts...); rerr != nil {
+			perr.Moved = append(perr.Moved, fmt.Sprintf("%s (was %s; restoring failed: %v)", done.TagStr(), was.Digest, rerr))
+		} else {
+			perr.Unchanged = append(perr.Unchanged, done.TagStr())
+			perr.Restored = append(perr.Restored, done.TagStr())
+		}
+	}
+	removeCreated(p.ref, created, p.res.AlreadyPresent, perr, p.ropts)
 }
 
 // removeCreated deletes the tags a failed tag step created. Deleting by tag removes the tag

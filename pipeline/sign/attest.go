@@ -180,7 +180,7 @@ func attestationManifest(existing v1.Image, statements [][]byte, atts []attestat
 		}
 		adds = append(adds, mutate.Addendum{
 			Layer:       static.NewLayer(env, dsseMediaType),
-			Annotations: map[string]string{predicateTypeAnnotation: atts[i].PredicateType, SignatureAnnotation: ""},
+			Annotations: map[string]string{predicateTypeAnnotation: atts[i].PredicateType, signatureAnnotation: ""},
 			MediaType:   dsseMediaType,
 		})
 	}

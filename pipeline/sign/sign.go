@@ -39,12 +39,12 @@ import (
 )
 
 const (
-	// SimpleSigningMediaType is the media type of a signature layer (cosign's
-	// types.SimpleSigningMediaType).
-	SimpleSigningMediaType types.MediaType = "application/vnd.dev.cosign.simplesigning.v1+json"
-	// SignatureAnnotation holds the base64 signature of the layer's payload (cosign's
+	// simpleSigningMediaType is the media type of a signature layer (cosign's
+	// types.simpleSigningMediaType).
+	simpleSigningMediaType types.MediaType = "application/vnd.dev.cosign.simplesigning.v1+json"
+	// signatureAnnotation holds the base64 signature of the layer's payload (cosign's
 	// static.SignatureAnnotationKey).
-	SignatureAnnotation = "dev.cosignproject.cosign/signature"
+	signatureAnnotation = "dev.cosignproject.cosign/signature"
 )
 
 // maxKeyFile bounds what LoadKey reads: a PEM private key is a few hundred bytes.
@@ -114,8 +114,8 @@ func readKeyFile(path string) ([]byte, error) {
 	return raw, nil
 }
 
-// SignatureTag is where cosign looks for the signatures of ref: REPO:sha256-<hex>.sig.
-func SignatureTag(ref name.Digest) (name.Tag, error) {
+// signatureTag is where cosign looks for the signatures of ref: REPO:sha256-<hex>.sig.
+func signatureTag(ref name.Digest) (name.Tag, error) {
 	h, err := v1.NewHash(ref.DigestStr())
 	if err != nil {
 		return name.Tag{}, fmt.Errorf("signature tag of %s: %w", ref, err)
@@ -124,7 +124,7 @@ func SignatureTag(ref name.Digest) (name.Tag, error) {
 }
 
 // signDigest signs ref (an image or index already in its registry) with s and pushes the
-// signature to ref's repository under SignatureTag(ref). A signature manifest already there
+// signature to ref's repository under signatureTag(ref). A signature manifest already there
 // (an earlier signing of the same digest, by this key or another) keeps its layers: the new
 // signature is added beside them, as cosign does, unless a signature of the same payload by
 // the same key is already there (ECDSA signatures differ at each signing, so a rerun of the
@@ -141,7 +141,7 @@ func signDigest(ctx context.Context, ref name.Digest, s signature.SignerVerifier
 		return name.Digest{}, fmt.Errorf("signing %s: %w", ref, err)
 	}
 	b64 := base64.StdEncoding.EncodeToString(sig)
-	tag, err := SignatureTag(ref)
+	tag, err := signatureTag(ref)
 	if err != nil {
 		return name.Digest{}, err
 	}
@@ -172,8 +172,8 @@ func signDigest(ctx context.Context, ref name.Digest, s signature.SignerVerifier
 		return name.Digest{}, fmt.Errorf("reading the signatures of %s (%s): %w", ref, tag, err)
 	}
 	signed, err := mutate.Append(base, mutate.Addendum{
-		Layer:       static.NewLayer(body, SimpleSigningMediaType),
-		Annotations: map[string]string{SignatureAnnotation: b64},
+		Layer:       static.NewLayer(body, simpleSigningMediaType),
+		Annotations: map[string]string{signatureAnnotation: b64},
 	})
 	if err != nil {
 		return name.Digest{}, fmt.Errorf("signature manifest for %s: %w", ref, err)
@@ -190,10 +190,10 @@ func signDigest(ctx context.Context, ref name.Digest, s signature.SignerVerifier
 
 // signedBy says whether layer l of the signature manifest sig is body signed by v's key.
 func signedBy(sig v1.Image, l v1.Descriptor, body []byte, v signature.Verifier) bool {
-	if l.MediaType != SimpleSigningMediaType || l.Size != int64(len(body)) {
+	if l.MediaType != simpleSigningMediaType || l.Size != int64(len(body)) {
 		return false
 	}
-	raw, err := base64.StdEncoding.DecodeString(l.Annotations[SignatureAnnotation])
+	raw, err := base64.StdEncoding.DecodeString(l.Annotations[signatureAnnotation])
 	if err != nil {
 		return false
 	}

@@ -31,7 +31,6 @@ const (
 // it as the splits merge.
 var longFuncsPending = map[string]bool{
 	"pipeline/engine/daggerexec.Executor.Serve": true,
-	"pipeline/image.publish":                    true,
 }
 
 // longFunc is a function over the limit: its name as longFuncsPending spells it, and the
