@@ -126,16 +126,7 @@ func attest(ctx context.Context, ref name.Digest, s signature.SignerVerifier, at
 	if err != nil {
 		return name.Digest{}, fmt.Errorf("attestations of %s (%s): %w", ref, tag, err)
 	}
-	if changed {
-		if err := remote.Write(tag, img, opts...); err != nil {
-			return name.Digest{}, fmt.Errorf("pushing the attestations of %s to %s: %w", ref, tag, err)
-		}
-	}
-	d, err := img.Digest()
-	if err != nil {
-		return name.Digest{}, err
-	}
-	return tag.Repository.Digest(d.String()), nil
+	return pushManifest(tag, img, changed, "the attestations of "+ref.String(), opts)
 }
 
 // attestationManifest is existing (nil: none yet) with s's earlier layers of the predicate

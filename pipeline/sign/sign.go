@@ -178,10 +178,18 @@ func signDigest(ctx context.Context, ref name.Digest, s signature.SignerVerifier
 	if err != nil {
 		return name.Digest{}, fmt.Errorf("signature manifest for %s: %w", ref, err)
 	}
-	if err := remote.Write(tag, signed, opts...); err != nil {
-		return name.Digest{}, fmt.Errorf("pushing the signature of %s to %s: %w", ref, tag, err)
+	return pushManifest(tag, signed, true, "the signature of "+ref.String(), opts)
+}
+
+// pushManifest writes img to tag when changed, and names it by digest in tag's repository:
+// the signature and attestation manifests cosign's layout keeps beside an image.
+func pushManifest(tag name.Tag, img v1.Image, changed bool, what string, opts []remote.Option) (name.Digest, error) {
+	if changed {
+		if err := remote.Write(tag, img, opts...); err != nil {
+			return name.Digest{}, fmt.Errorf("pushing %s to %s: %w", what, tag, err)
+		}
 	}
-	d, err := signed.Digest()
+	d, err := img.Digest()
 	if err != nil {
 		return name.Digest{}, err
 	}
