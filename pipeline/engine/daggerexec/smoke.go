@@ -45,17 +45,17 @@ func (e *Executor) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smok
 		o.UID = uid
 	}
 
+	root, err := moduleRoot()
+	if err != nil {
+		return smoke.Report{}, err
+	}
 	if err := e.Connect(ctx); err != nil {
 		return smoke.Report{}, err
 	}
-	clientDir, err := os.MkdirTemp("", "nginx-forge-smoke-client-")
+	e.logf("dagger smoke: building the smoke client for %s in the engine from %s", p.Platform, root)
+	client, err := e.smokeClient(p, root).Sync(ctx)
 	if err != nil {
-		return smoke.Report{}, err
-	}
-	defer os.RemoveAll(clientDir)
-	client, err := buildClient(ctx, p, clientDir)
-	if err != nil {
-		return smoke.Report{}, err
+		return smoke.Report{}, fmt.Errorf("dagger smoke: building the in-engine smoke client (%s) from %s: %w%s", plan.SmokeClientMain, root, err, stderrTail(err))
 	}
 
 	t, err := e.Serve(ctx, p, img, ServeOptions{TLSDir: dir})
