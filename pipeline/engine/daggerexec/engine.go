@@ -19,15 +19,12 @@ func (e *Executor) Name() string { return "dagger" }
 // smoke tests run inside the engine, with a client the engine builds from this module's
 // source (see smokeclient.go): the checkout must be found.
 func (e *Executor) Preflight(ctx context.Context, smoke bool) error {
-	if err := CheckEngine(ctx); err != nil {
-		return err
-	}
 	if smoke {
 		if _, err := moduleRoot(); err != nil {
 			return err
 		}
 	}
-	return nil
+	return CheckEngine(ctx)
 }
 
 // BuilderGlibc asks the plan's builder image itself which glibc it has.

@@ -74,6 +74,7 @@ func modulePath(gomod []byte) string {
 	sc := bufio.NewScanner(bytes.NewReader(gomod))
 	for sc.Scan() {
 		if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "module"); ok && rest != "" && (rest[0] == ' ' || rest[0] == '\t') {
+			rest, _, _ = strings.Cut(rest, "//")
 			return strings.Trim(strings.TrimSpace(rest), `"`)
 		}
 	}
