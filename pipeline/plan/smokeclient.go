@@ -28,15 +28,15 @@ const SmokeClientModule = "github.com/nginx-forge/nginx-forge"
 // with the smoke suite, not with every change to the command line.
 const SmokeClientMain = "pipeline/smoke/cmd/smokeclient"
 
-// SmokeClientPackages are the module's package directories the client is built from: its
+// smokeClientPackages are the module's package directories the client is built from: its
 // main and every package of this module it imports (a test keeps this equal to `go list
 // -deps`). Their directories, tests and testdata excluded, are all of the source the build
 // step sees.
-var SmokeClientPackages = []string{"pipeline/internal/toolbox", "pipeline/lock", "pipeline/plan", "pipeline/smoke", SmokeClientMain}
+var smokeClientPackages = []string{"pipeline/internal/toolbox", "pipeline/lock", "pipeline/plan", "pipeline/smoke", SmokeClientMain}
 
-// SmokeClientModules are the other modules the client's packages import from (a test keeps
+// smokeClientModules are the other modules the client's packages import from (a test keeps
 // this equal to `go list -deps`): the download step fetches only these.
-var SmokeClientModules = []string{
+var smokeClientModules = []string{
 	"github.com/andybalholm/brotli",
 	"github.com/google/go-containerregistry",
 	"github.com/klauspost/compress",
@@ -56,7 +56,7 @@ var SmokeClientModules = []string{
 //	setup     Image with the distribution's Go installed through apt (Setup, apt caches
 //	          as for the builder): any Go from 1.21 on fetches the toolchain go.mod names.
 //	download  ModFiles copied to SrcDir, then Download with Env: the toolchain and
-//	          SmokeClientModules from the Go module proxy, checked against the checksum
+//	          smokeClientModules from the Go module proxy, checked against the checksum
 //	          database, into the step's own layer, so the result is cached by go.mod and
 //	          go.sum alone.
 //	build     Sources (module-relative globs; SourcesExcluded left out) copied to SrcDir,
@@ -91,7 +91,7 @@ const (
 // -buildvcs=false make the same sources give the same bytes.
 func (p *Plan) SmokeClientStep() SmokeClientStep {
 	srcs := []string{"go.mod", "go.sum"}
-	for _, d := range SmokeClientPackages {
+	for _, d := range smokeClientPackages {
 		srcs = append(srcs, d+"/**")
 	}
 	return SmokeClientStep{
@@ -99,7 +99,7 @@ func (p *Plan) SmokeClientStep() SmokeClientStep {
 		Setup: append(append([]string(nil), ContainerShell...),
 			"apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends golang-go ca-certificates >/dev/null"),
 		ModFiles: []string{"go.mod", "go.sum"},
-		Download: append([]string{"go", "mod", "download"}, SmokeClientModules...),
+		Download: append([]string{"go", "mod", "download"}, smokeClientModules...),
 		// auto: the distribution's Go (which may default to its own) switches to go.mod's.
 		Env: []EnvVar{{"GOTOOLCHAIN", "auto"}, {"GOMODCACHE", smokeClientModDir},
 			{"GOFLAGS", "-mod=readonly"}},

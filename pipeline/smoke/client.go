@@ -16,7 +16,7 @@ import (
 // is 0 when every check passed, 1 when one failed (the report is still printed), 2 for a
 // bad argv or a failure to get as far as a report.
 func ClientMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	req, o, err := ParseClientArgs(args)
+	req, o, err := parseClientArgs(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "smokeclient: %v\n", err)
 		return 2
@@ -39,11 +39,11 @@ func ClientMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 // maxCertFile bounds the certificate file the client reads.
 const maxCertFile = 1 << 20
 
-// ParseClientArgs is the inverse of ClientRequest.Args, with the suite's options: the
+// parseClientArgs is the inverse of ClientRequest.Args, with the suite's options: the
 // expected modules, the uid, the ports and the certificate to trust (for the
 // name NewTLS's certificate is for). Versions are not compared: the client reports
 // them, and the side that builds the argv compares them.
-func ParseClientArgs(args []string) (ClientRequest, Options, error) {
+func parseClientArgs(args []string) (ClientRequest, Options, error) {
 	fs := flag.NewFlagSet("smokeclient", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var req ClientRequest

@@ -99,7 +99,7 @@ const TLSCertFile = "tls.crt"
 const LoopbackHost = "127.0.0.1"
 
 // The in-engine client's flags (cmd/smokeclient, ClientMain), named here so that the engine
-// that builds its argv (ClientRequest.Args) and the client that parses it (ParseClientArgs)
+// that builds its argv (ClientRequest.Args) and the client that parses it (ClientMain)
 // cannot drift apart; `ci smoke --address` declares its flags with the same names.
 const (
 	FlagAddress       = "address"
