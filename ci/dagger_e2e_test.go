@@ -221,6 +221,7 @@ func TestDaggerBuildEndToEnd(t *testing.T) {
 		t.Errorf("ci smoke --image did not check the image against its record (ngx_brotli included):\n%s", sout.String())
 	}
 	t.Logf("ci smoke --image %s:\n%s", ref, sout.String())
+	daggerSmoke(ctx, t, ref)
 
 	// 4. An nginx-only change: modules added to the default set. Which ones is drawn at
 	// random, so that an engine that ran this test before has not built this nginx yet; a
@@ -334,4 +335,32 @@ func layoutDigest(t *testing.T, dir string) string {
 		t.Fatalf("--output %s names %d images (%v), want 1", dir, len(named), named)
 	}
 	return named[0]
+}
+
+// daggerSmoke is step 3 on the engine: `ci smoke --engine dagger --image REF` runs every
+// check of smoke.Checks on the pushed digest as a Dagger service, none skipped (HTTP/3 from
+// inside the engine), with the in-engine client the engine builds itself.
+func daggerSmoke(ctx context.Context, t *testing.T, ref string) {
+	t.Helper()
+	var sout, serr bytes.Buffer
+	start := time.Now()
+	code := run(ctx, []string{"smoke", "--engine", "dagger", "--image", ref, "--json", "--timeout", "30m"}, &sout, &serr)
+	if code != 0 {
+		t.Errorf("ci smoke --engine dagger --image %s: exit %d\n%s%s", ref, code, sout.String(), serr.String())
+		return
+	}
+	rep, err := smoke.ReadJSON(sout.Bytes())
+	if err != nil {
+		t.Fatalf("ci smoke --engine dagger --json: %v\n%s", err, sout.String())
+	}
+	pass, fail, skip := rep.Counts()
+	if pass != len(smoke.Checks()) || fail != 0 || skip != 0 {
+		t.Errorf("ci smoke --engine dagger: %d passed, %d failed, %d skipped; want all %d of smoke.Checks passed", pass, fail, skip, len(smoke.Checks()))
+	}
+	if r, _ := rep.Result(smoke.CheckHTTP3); r.Status != smoke.Pass || !strings.Contains(r.Detail, "in the engine") {
+		t.Errorf("HTTP/3 under ci smoke --engine dagger: %s %q, want PASS observed in the engine", r.Status, r.Detail)
+	}
+	var table strings.Builder
+	rep.Print(&table)
+	t.Logf("ci smoke --engine dagger --image %s (%s): %d passed, %d failed, %d skipped\n%s", ref, time.Since(start).Round(time.Second), pass, fail, skip, table.String())
 }

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -110,19 +112,29 @@ func freePorts(t *testing.T) (int, int) {
 	return 0, 0
 }
 
-func smokeJSON(t *testing.T, args []string) smoke.Report {
+// smokeJSON runs the in-engine smoke client (smoke.ClientMain, the main of
+// pipeline/smoke/cmd/smokeclient) with args, or, with viaCI, `ci smoke` with the same flags.
+func smokeJSON(t *testing.T, args []string, viaCI bool) smoke.Report {
 	t.Helper()
-	code, stdout, stderr := runSmokeCmd(t, args[1:]...)
-	if code != 0 && code != 1 {
-		t.Fatalf("ci %q: exit %d\n%s", args, code, stderr)
+	var stdout, stderr bytes.Buffer
+	what := "smokeclient"
+	var code int
+	if viaCI {
+		what = "ci smoke"
+		code = run(context.Background(), append([]string{"smoke"}, args...), &stdout, &stderr)
+	} else {
+		code = smoke.ClientMain(context.Background(), args, &stdout, &stderr)
 	}
-	rep, err := smoke.ReadJSON([]byte(stdout))
+	if code != 0 && code != 1 {
+		t.Fatalf("%s %q: exit %d\n%s", what, args, code, stderr.String())
+	}
+	rep, err := smoke.ReadJSON(stdout.Bytes())
 	if err != nil {
-		t.Fatalf("ci %q printed no JSON report: %v\n%s\n%s", args, err, stdout, stderr)
+		t.Fatalf("%s %q printed no JSON report: %v\n%s\n%s", what, args, err, stdout.String(), stderr.String())
 	}
 	var sb strings.Builder
 	rep.Print(&sb)
-	t.Logf("ci %s:\n%s", strings.Join(args, " "), sb.String())
+	t.Logf("%s %s:\n%s", what, strings.Join(args, " "), sb.String())
 	return rep
 }
 
@@ -140,8 +152,9 @@ func wantRows(t *testing.T, rep smoke.Report, st smoke.Status, unobservable bool
 	}
 }
 
-// TestSmokeAddressRealNginx runs the in-engine client's two modes, with the argv the Dagger
-// engine builds (smoke.ClientRequest.Args), against the real built nginx on loopback:
+// TestSmokeAddressRealNginx runs the in-engine client's two modes (smoke.ClientMain), with
+// the argv the Dagger engine builds (smoke.ClientRequest.Args), against the real built nginx
+// on loopback, and `ci smoke --address` with the same flags:
 // HTTP, TLS, HTTP/2 and HTTP/3 over UDP pass; in address mode the rest is unobservable; with
 // --start the client also observes the server's processes, its output and its writes.
 func TestSmokeAddressRealNginx(t *testing.T) {
@@ -158,9 +171,12 @@ func TestSmokeAddressRealNginx(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer srv.Stop(10 * time.Second)
-		rep := smokeJSON(t, req.Args())
-		wantRows(t, rep, smoke.Pass, false, networkChecks...)
-		wantRows(t, rep, smoke.Skip, true, smoke.CheckUser, smoke.CheckReadOnly, smoke.CheckErrorLog, smoke.CheckConfig, smoke.CheckNoShell)
+		// The client the engine runs, and `ci smoke --address` with the same flags.
+		for _, viaCI := range []bool{false, true} {
+			rep := smokeJSON(t, req.Args(), viaCI)
+			wantRows(t, rep, smoke.Pass, false, networkChecks...)
+			wantRows(t, rep, smoke.Skip, true, smoke.CheckUser, smoke.CheckReadOnly, smoke.CheckErrorLog, smoke.CheckConfig, smoke.CheckNoShell)
+		}
 		if logs, _ := srv.Logs(); strings.Contains(string(logs), "[emerg]") {
 			t.Errorf("nginx: %s", logs)
 		}
@@ -170,7 +186,7 @@ func TestSmokeAddressRealNginx(t *testing.T) {
 		req := req
 		req.Start = h.startArgv
 		req.WatchRoot = h.tree
-		rep := smokeJSON(t, req.Args())
+		rep := smokeJSON(t, req.Args(), false)
 		wantRows(t, rep, smoke.Pass, false, networkChecks...)
 		wantRows(t, rep, smoke.Pass, false, smoke.CheckErrorLog, smoke.CheckReadOnly)
 		if r, _ := rep.Result(smoke.CheckReadOnly); !strings.Contains(r.Detail, "watched for writes instead") {
@@ -198,7 +214,7 @@ func TestSmokeAddressRealNginx(t *testing.T) {
 		req := req
 		req.Start = []string{h.startArgv[0], "-p", h.tree + "/", "-c", badConf, "-g", hostGlobals}
 		req.WatchRoot = h.tree
-		rep := smokeJSON(t, req.Args())
+		rep := smokeJSON(t, req.Args(), false)
 		// nginx removes its pid file when it stops; the directory it was written in changed.
 		if r, _ := rep.Result(smoke.CheckReadOnly); r.Status != smoke.Fail || !strings.Contains(r.Detail, filepath.Join(h.tree, "run")) {
 			t.Errorf("read-only row with a pid file on the root: %s %q, want FAIL naming it", r.Status, r.Detail)

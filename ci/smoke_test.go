@@ -40,6 +40,16 @@ func TestSmokeFlags(t *testing.T) {
 	if code, _, stderr := runSmokeCmd(t, "--image", "x", "--expect-lock", "/nonexistent.json"); code != 2 || !strings.Contains(stderr, "/nonexistent.json") {
 		t.Errorf("bad --expect-lock: exit %d, stderr %q", code, stderr)
 	}
+	// Where the image runs: checked before anything is pulled (no registry named x exists).
+	if code, _, stderr := runSmokeCmd(t, "--image", "x", "--engine", "docker"); code != 2 || !strings.Contains(stderr, `--engine "docker": use host or dagger`) {
+		t.Errorf("bad --engine: exit %d, stderr %q", code, stderr)
+	}
+	for _, hostOnly := range [][]string{{"--conf-d", "."}, {"--no-tls"}} {
+		args := append([]string{"--image", "x", "--engine", "dagger"}, hostOnly...)
+		if code, _, stderr := runSmokeCmd(t, args...); code != 2 || !strings.Contains(stderr, "apply to --engine host") {
+			t.Errorf("%q: exit %d, stderr %q, want a usage error", args, code, stderr)
+		}
+	}
 	e, err := smokeExpect(testLock, "")
 	if err != nil {
 		t.Fatal(err)

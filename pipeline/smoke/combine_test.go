@@ -127,7 +127,7 @@ func TestJSONRoundTrip(t *testing.T) {
 func TestClientArgs(t *testing.T) {
 	got := smoke.ClientRequest{Address: "nginx", TLSCA: "/etc/nginx/tls/tls.crt", ExpectModules: []string{"--with-http_ssl_module", "--with-http_v3_module"}, UID: 65532,
 		Start: []string{"/usr/sbin/nginx", "-g", "daemon off;"}}.Args()
-	want := []string{"smoke", "--address", "nginx", "--tls-ca", "/etc/nginx/tls/tls.crt", "--expect-modules=--with-http_ssl_module,--with-http_v3_module",
+	want := []string{"--address", "nginx", "--tls-ca", "/etc/nginx/tls/tls.crt", "--expect-modules=--with-http_ssl_module,--with-http_v3_module",
 		"--uid", "65532", "--json", "--start", "--", "/usr/sbin/nginx", "-g", "daemon off;"}
 	if !slices.Equal(got, want) {
 		t.Errorf("Args = %q\nwant %q", got, want)

@@ -98,11 +98,10 @@ const TLSCertFile = "tls.crt"
 // LoopbackHost is where a client reaches a server it started itself.
 const LoopbackHost = "127.0.0.1"
 
-// The in-engine client is `ci smoke` in address mode. Its command and flags are named here
-// so that the engine that builds its argv (ClientRequest.Args) and ci, which parses it,
-// cannot drift apart (ci/smoke.go declares its flags with these names).
+// The in-engine client's flags (cmd/smokeclient, ClientMain), named here so that the engine
+// that builds its argv (ClientRequest.Args) and the client that parses it (ClientMain)
+// cannot drift apart; `ci smoke --address` declares its flags with the same names.
 const (
-	ClientCommand     = "smoke"
 	FlagAddress       = "address"
 	FlagTLSCA         = "tls-ca"
 	FlagServerName    = "tls-server-name"
@@ -137,10 +136,10 @@ type ClientRequest struct {
 	WatchRoot string
 }
 
-// Args is the argv after the program name: `smoke --address HOST ... --json [-- START...]`.
+// Args is the argv after the program name: `--address HOST ... --json [--start -- START...]`.
 func (c ClientRequest) Args() []string {
 	flag := func(name string) string { return flagArgsSentinel + name }
-	args := []string{ClientCommand, flag(FlagAddress), c.Address}
+	args := []string{flag(FlagAddress), c.Address}
 	if c.TLSCA != "" {
 		args = append(args, flag(FlagTLSCA), c.TLSCA)
 	}

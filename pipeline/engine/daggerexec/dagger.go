@@ -215,7 +215,7 @@ func (e *Executor) builder(p *plan.Plan) *dagger.Container {
 	c := e.client.Container(dagger.ContainerOpts{Platform: dagger.Platform(p.Platform.String())}).
 		From(p.BuilderImage)
 	for _, dir := range plan.ContainerAptCacheDirs {
-		c = c.WithMountedCache(dir, e.client.CacheVolume(cacheKey(p, dir)),
+		c = c.WithMountedCache(dir, e.client.CacheVolume(cacheKey(p.BuilderImage, p.Platform.String(), dir)),
 			dagger.ContainerWithMountedCacheOpts{Sharing: dagger.CacheSharingModeLocked})
 	}
 	c = c.WithVolatileVariable(plan.StageRunVar, e.runID).WithExec(p.ContainerSetupCommand())
@@ -250,9 +250,10 @@ func (e *Executor) stage(p *plan.Plan, builder *dagger.Container, s plan.Stage, 
 		WithExec(plan.ContainerCommand(s))
 }
 
-// cacheKey names an apt cache volume after the builder image and platform it belongs to.
-func cacheKey(p *plan.Plan, dir string) string {
-	sum := sha256.Sum256([]byte(p.BuilderImage + "\x00" + p.Platform.String() + "\x00" + dir))
+// cacheKey names a cache volume after the image and platform it belongs to, and the
+// directory it is mounted at.
+func cacheKey(image, platform, dir string) string {
+	sum := sha256.Sum256([]byte(image + "\x00" + platform + "\x00" + dir))
 	return "nginx-forge-" + hex.EncodeToString(sum[:8])
 }
 

@@ -3,7 +3,6 @@ package daggerexec
 import (
 	"context"
 	"fmt"
-	"os/exec"
 
 	"dagger.io/dagger"
 
@@ -17,19 +16,15 @@ var _ engine.Engine = (*Executor)(nil)
 func (e *Executor) Name() string { return "dagger" }
 
 // Preflight checks in seconds that an engine is reachable (ErrNoEngine otherwise). The
-// smoke tests run inside the engine, with a client built here by Go (which runs `go run
-// ./ci`): it must be on PATH.
+// smoke tests run inside the engine, with a client the engine builds from this module's
+// source (see smokeclient.go): the checkout must be found.
 func (e *Executor) Preflight(ctx context.Context, smoke bool) error {
-	if err := CheckEngine(ctx); err != nil {
-		return err
-	}
 	if smoke {
-		argv, _ := plan.SmokeClientBuild(plan.Platform{}, "")
-		if _, err := exec.LookPath(argv[0]); err != nil {
-			return fmt.Errorf("the Dagger smoke test builds its in-engine client with Go on this machine: %w", err)
+		if _, err := moduleRoot(); err != nil {
+			return err
 		}
 	}
-	return nil
+	return CheckEngine(ctx)
 }
 
 // BuilderGlibc asks the plan's builder image itself which glibc it has.

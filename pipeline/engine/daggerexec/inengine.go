@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path"
-	"path/filepath"
 	"sync"
 
 	"dagger.io/dagger"
@@ -20,8 +17,8 @@ import (
 // The smoke test from inside the engine. The host-side Target (Serve) reaches the service
 // only through TCP tunnels and cannot see its processes, mounts or output; the checks it
 // cannot observe are then taken from two containers of the image under test inside the
-// engine, each running the project's own smoke client (`ci smoke --address`, a static
-// build of this module mounted at plan.SmokeClientPath):
+// engine, each running the project's own smoke client (pipeline/smoke/cmd/smokeclient,
+// built by the engine itself, see smokeclient.go, and mounted at plan.SmokeClientPath):
 //
 //	binding   bound to the nginx service as plan.SmokeServiceAlias: the network checks,
 //	          straight to the service's TCP and UDP ports on the engine's network (QUIC
@@ -127,9 +124,8 @@ func (x inEngineExec) run(ctx context.Context, c *dagger.Client, base *dagger.Co
 
 // inEngine runs every in-engine observer against t's service (concurrently) and combines
 // their reports into host's, in the order inEngineExecs gives.
-func (e *Executor) inEngine(ctx context.Context, p *plan.Plan, t *Target, clientPath string, o smoke.Options, host smoke.Report) (smoke.Report, error) {
+func (e *Executor) inEngine(ctx context.Context, p *plan.Plan, t *Target, client *dagger.File, o smoke.Options, host smoke.Report) (smoke.Report, error) {
 	execs := inEngineExecs(p, o.UID, o.Expect.Modules)
-	client := e.client.Host().File(clientPath)
 	reps := make([]smoke.Report, len(execs))
 	errs := make([]error, len(execs))
 	var wg sync.WaitGroup
@@ -150,25 +146,4 @@ func (e *Executor) inEngine(ctx context.Context, p *plan.Plan, t *Target, client
 		rep = smoke.Combine(rep, reps[i], x.Where)
 	}
 	return rep, nil
-}
-
-// buildClient builds the smoke client for p's platform with this machine's Go (the one
-// running `go run ./ci`) into dir, from the module's source in the working directory.
-func buildClient(ctx context.Context, p *plan.Plan, dir string) (string, error) {
-	out := filepath.Join(dir, path.Base(plan.SmokeClientPath))
-	argv, env := plan.SmokeClientBuild(p.Platform, out)
-	goTool, err := exec.LookPath(argv[0])
-	if err != nil {
-		return "", fmt.Errorf("dagger smoke: the in-engine smoke client is built with Go on this machine: %w", err)
-	}
-	cmd := exec.CommandContext(ctx, goTool, argv[1:]...)
-	cmd.Env = append(os.Environ(), env...)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("dagger smoke: building the smoke client (%s, from the module in the working directory): %w\n%s", p.Platform, err, b)
-	}
-	// The engine runs it as the image's user.
-	if err := os.Chmod(out, 0o755); err != nil {
-		return "", err
-	}
-	return out, nil
 }

@@ -80,19 +80,3 @@ func TestInEngineMapping(t *testing.T) {
 		t.Errorf("the expected modules do not reach the client: %q", bind.Argv)
 	}
 }
-
-// TestSmokeClientBuildsStatic: the client is built for the plan's platform, without cgo,
-// from this module's command, reproducibly.
-func TestSmokeClientBuildsStatic(t *testing.T) {
-	argv, env := plan.SmokeClientBuild(plan.Platform{OS: "linux", Arch: "arm64"}, "/x/ci")
-	for _, want := range []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64"} {
-		if !slices.Contains(env, want) {
-			t.Errorf("build env %q lacks %s", env, want)
-		}
-	}
-	for _, want := range []string{"-trimpath", "-buildvcs=false", "/x/ci", plan.SmokeClientPackage} {
-		if !slices.Contains(argv, want) {
-			t.Errorf("build argv %q lacks %s", argv, want)
-		}
-	}
-}

@@ -12,6 +12,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
@@ -45,17 +46,17 @@ func (e *Executor) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smok
 		o.UID = uid
 	}
 
+	root, err := moduleRoot()
+	if err != nil {
+		return smoke.Report{}, err
+	}
 	if err := e.Connect(ctx); err != nil {
 		return smoke.Report{}, err
 	}
-	clientDir, err := os.MkdirTemp("", "nginx-forge-smoke-client-")
+	e.logf("dagger smoke: building the smoke client for %s in the engine from %s", p.Platform, root)
+	client, err := e.smokeClient(p, root).Sync(ctx)
 	if err != nil {
-		return smoke.Report{}, err
-	}
-	defer os.RemoveAll(clientDir)
-	client, err := buildClient(ctx, p, clientDir)
-	if err != nil {
-		return smoke.Report{}, err
+		return smoke.Report{}, fmt.Errorf("dagger smoke: building the in-engine smoke client (%s) from %s: %w%s", plan.SmokeClientMain, root, err, stderrTail(err))
 	}
 
 	t, err := e.Serve(ctx, p, img, ServeOptions{TLSDir: dir})
@@ -64,6 +65,21 @@ func (e *Executor) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smok
 	}
 	defer t.Close()
 	return e.inEngine(ctx, p, t, client, o, smoke.Run(ctx, t, o))
+}
+
+// SmokeImage is Smoke for an image given alone (`ci smoke --image REF --engine dagger`):
+// the platform is the image's own, and the client is built from the default lock's builder
+// image (lock.Default), which installs Go as any builder does.
+func (e *Executor) SmokeImage(ctx context.Context, img v1.Image, o smoke.Options) (smoke.Report, error) {
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return smoke.Report{}, fmt.Errorf("dagger smoke: reading the image's config: %w", err)
+	}
+	p, err := plan.New(lock.Default(), plan.WithPlatform(cfg.OS+"/"+cfg.Architecture))
+	if err != nil {
+		return smoke.Report{}, fmt.Errorf("dagger smoke: the image's platform %s/%s: %w", cfg.OS, cfg.Architecture, err)
+	}
+	return e.Smoke(ctx, p, img, o)
 }
 
 // nginxConf is the image's nginx.conf (the runtime contract), which documents tls.conf.
