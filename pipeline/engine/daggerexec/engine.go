@@ -24,7 +24,7 @@ func (e *Executor) Preflight(ctx context.Context, smoke bool) error {
 			return err
 		}
 	}
-	return CheckEngine(ctx)
+	return checkEngine(ctx)
 }
 
 // BuilderGlibc asks the plan's builder image itself which glibc it has.

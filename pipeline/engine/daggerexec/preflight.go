@@ -34,10 +34,10 @@ const probeTimeout = 10 * time.Second
 // ErrNoEngine is returned (wrapped) when no Dagger engine can be reached or started.
 var ErrNoEngine = errors.New("no Dagger engine reachable")
 
-// CheckEngine reports, in seconds and without connecting, whether a Dagger engine can be
+// checkEngine reports, in seconds and without connecting, whether a Dagger engine can be
 // reached or started (an error wrapping ErrNoEngine otherwise). Callers run it before slow
 // work such as downloading sources, so that a machine without an engine fails at once.
-func CheckEngine(ctx context.Context) error {
+func checkEngine(ctx context.Context) error {
 	_, err := preflight(ctx)
 	return err
 }

@@ -71,17 +71,29 @@ func (e *Executor) Serve(ctx context.Context, p *plan.Plan, img v1.Image, o Serv
 		}
 	}()
 
+	if err := e.importImage(ctx, t, p, img, o.TLSDir); err != nil {
+		return nil, err
+	}
+	if err := e.startService(ctx, t, o.ReadyTimeout); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// importImage puts img into the engine as t.ctr (with the TLS directory mounted, when
+// given) and exports its root filesystem to t.rootfs for the static checks.
+func (e *Executor) importImage(ctx context.Context, t *Target, p *plan.Plan, img v1.Image, tlsDir string) error {
 	// The image goes in as an OCI tarball (Container.Import's format).
 	tarPath := filepath.Join(t.tmp, "image.oci")
 	if err := writeOCITarball(tarPath, filepath.Join(t.tmp, "layout"), img); err != nil {
-		return nil, fmt.Errorf("dagger smoke: writing the image for import: %w", err)
+		return fmt.Errorf("dagger smoke: writing the image for import: %w", err)
 	}
 	t.ctr = e.client.Container(dagger.ContainerOpts{Platform: dagger.Platform(p.Platform.String())}).
 		Import(e.client.Host().File(tarPath))
-	if o.TLSDir != "" {
-		abs, err := filepath.Abs(o.TLSDir)
+	if tlsDir != "" {
+		abs, err := filepath.Abs(tlsDir)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		// Host files arrive owned by root; nginx runs as the image's user and must read the key.
 		t.ctr = t.ctr.WithMountedDirectory(plan.Runtime.TLSDir, e.client.Host().Directory(abs),
@@ -91,14 +103,19 @@ func (e *Executor) Serve(ctx context.Context, p *plan.Plan, img v1.Image, o Serv
 	// The image's files, for the static checks (ELF hardening, no shell, dynamic needs).
 	t.rootfs = filepath.Join(t.tmp, "rootfs")
 	if _, err := t.ctr.Rootfs().Export(ctx, t.rootfs); err != nil {
-		return nil, fmt.Errorf("dagger smoke: exporting the image's root filesystem: %w", err)
+		return fmt.Errorf("dagger smoke: exporting the image's root filesystem: %w", err)
 	}
+	return nil
+}
 
+// startService runs t.ctr as a service with its TCP ports forwarded to this machine, and
+// waits until the first one answers HTTP.
+func (e *Executor) startService(ctx context.Context, t *Target, readyTimeout time.Duration) error {
 	// Readiness is polled below over the forwarded port, so the engine's own health check
 	// (which would wait for 8443 even when no certificate is mounted) is off. Only TCP ports
 	// are forwarded: Dagger's host tunnels listen with net.Listen on the client, which has
-	// no UDP, so the HTTP/3 check cannot reach the service from here (ListenPacket says so
-	// and the check is skipped; the runc smoke test covers QUIC).
+	// no UDP, so the HTTP/3 check runs inside the engine instead, from the smoke client
+	// bound to this service (t.svc).
 	svcCtr := t.ctr
 	var tcp []dagger.PortForward
 	for _, port := range plan.Runtime.PortList() {
@@ -114,7 +131,7 @@ func (e *Executor) Serve(ctx context.Context, p *plan.Plan, img v1.Image, o Serv
 		}
 		front, err := toolbox.FreePort()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		tcp = append(tcp, dagger.PortForward{Backend: port.Number, Frontend: front, Protocol: proto})
 		t.forward[portKey{port.Protocol, port.Number}] = net.JoinHostPort("127.0.0.1", strconv.Itoa(front))
@@ -133,10 +150,10 @@ func (e *Executor) Serve(ctx context.Context, p *plan.Plan, img v1.Image, o Serv
 		first = t.forward[portKey{"tcp", tcp[0].Backend}]
 	}
 	e.logf("dagger smoke: starting the image as a service, waiting for HTTP on %s", first)
-	if err := waitHTTP(ctx, first, o.ReadyTimeout, tcpDone); err != nil {
-		return nil, fmt.Errorf("dagger smoke: the image did not become ready: %w", err)
+	if err := waitHTTP(ctx, first, readyTimeout, tcpDone); err != nil {
+		return fmt.Errorf("dagger smoke: the image did not become ready: %w", err)
 	}
-	return t, nil
+	return nil
 }
 
 // up runs Service.Up for ports in the background. It returns a channel closed when the

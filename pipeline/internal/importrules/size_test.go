@@ -29,9 +29,7 @@ const (
 // "dir.Type.Method", in packages other helpers of issue 30 are splitting in parallel. It only
 // shrinks: an entry whose function is short (or gone) fails the test, so the lead empties
 // it as the splits merge.
-var longFuncsPending = map[string]bool{
-	"pipeline/engine/daggerexec.Executor.Serve": true,
-}
+var longFuncsPending = map[string]bool{}
 
 // longFunc is a function over the limit: its name as longFuncsPending spells it, and the
 // report line.
