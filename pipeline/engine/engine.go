@@ -7,11 +7,8 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -21,6 +18,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/gittree"
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
@@ -144,7 +142,7 @@ func VerifySources(p *plan.Plan, sources map[string]string) error {
 			}
 			continue
 		}
-		got, err := fileSHA256(path)
+		got, err := toolbox.FileSHA256(path)
 		if err != nil {
 			return fmt.Errorf("reading source %s: %w", path, err)
 		}
@@ -154,19 +152,6 @@ func VerifySources(p *plan.Plan, sources map[string]string) error {
 		}
 	}
 	return nil
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // EmptyDir returns dir as an absolute path after checking that it is absent or empty: an

@@ -1,14 +1,14 @@
 package image
 
 import (
-	"archive/tar"
 	"fmt"
 	"io"
 	"path"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/imagefs"
 )
 
 // eachFile calls fn for every regular file of img's root filesystem as a container sees it
@@ -17,24 +17,7 @@ import (
 // only as far as it needs. The SBOM's package list and the glibc check both read the base
 // this way; an error from fn ends the walk and is returned as it is.
 func eachFile(img v1.Image, fn func(p string, r io.Reader) error) error {
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("reading the image's filesystem: %w", err)
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		if err := fn(strings.TrimPrefix(path.Clean("/"+h.Name), "/"), tr); err != nil {
-			return err
-		}
-	}
+	return imagefs.Walk(img, fn)
 }
 
 // isDpkgStatus says whether p holds dpkg package records: Debian's and Ubuntu's single

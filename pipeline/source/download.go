@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
@@ -49,7 +50,7 @@ func (e *SizeError) Error() string {
 // entry that no longer matches (disk corruption, someone editing it) is removed and fetched
 // again rather than used.
 func (f *Fetcher) cached(file, want string) (bool, error) {
-	got, err := fileSHA256(file)
+	got, err := toolbox.FileSHA256(file)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

@@ -3,10 +3,7 @@ package source
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/gittree"
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
@@ -57,7 +55,7 @@ func (f *Fetcher) fetchGit(ctx context.Context, c lock.Component) (Verified, err
 			return nil
 		}
 	}
-	if sum, err := fileSHA256(tarball); err == nil {
+	if sum, err := toolbox.FileSHA256(tarball); err == nil {
 		if err := check("the cache")(tarball, sum); err == nil {
 			f.logf("%s: cached %s", c.Name, tarball)
 			return v, nil
@@ -133,7 +131,7 @@ func (f *Fetcher) gitArchive(ctx context.Context, c lock.Component, dst string, 
 	if _, err := run("archive", "--format=tar.gz", "--prefix="+prefix, "-o", tmp, g.Commit); err != nil {
 		return err
 	}
-	sum, err := fileSHA256(tmp)
+	sum, err := toolbox.FileSHA256(tmp)
 	if err != nil {
 		return err
 	}
@@ -151,19 +149,6 @@ func (f *Fetcher) gitArchive(ctx context.Context, c lock.Component, dst string, 
 	}
 	f.logf("%s: archived commit %s (tree %s verified)", c.Name, g.Commit, g.Tree)
 	return nil
-}
-
-func fileSHA256(file string) (string, error) {
-	fh, err := os.Open(file)
-	if err != nil {
-		return "", err
-	}
-	defer fh.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, fh); err != nil {
-		return "", fmt.Errorf("hashing %s: %w", file, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // gitError is a git command that failed, with what git said. git reports a network failure

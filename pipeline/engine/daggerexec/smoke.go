@@ -1,17 +1,13 @@
 package daggerexec
 
 import (
-	"archive/tar"
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"path"
-	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/imagefs"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
@@ -28,7 +24,7 @@ import (
 // inEngine.go), each such row saying where it was observed; what nothing observes stays
 // skipped with the reasons, and the build (pipeline/forge) counts such a skip as a failure.
 func (e *Executor) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smoke.Options) (smoke.Report, error) {
-	conf, err := imageFile(img, nginxConf)
+	conf, err := imagefs.ReadFile(img, nginxConf)
 	if err != nil {
 		return smoke.Report{}, fmt.Errorf("dagger smoke: %w", err)
 	}
@@ -84,23 +80,3 @@ func (e *Executor) SmokeImage(ctx context.Context, img v1.Image, o smoke.Options
 
 // nginxConf is the image's nginx.conf (the runtime contract), which documents tls.conf.
 const nginxConf = "etc/nginx/nginx.conf"
-
-// imageFile reads a regular file (path relative to /) from the image's flattened
-// filesystem.
-func imageFile(img v1.Image, want string) ([]byte, error) {
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return nil, fmt.Errorf("the image has no %s", want)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the image: %w", err)
-		}
-		if strings.TrimPrefix(path.Clean(h.Name), "/") == want && h.Typeflag == tar.TypeReg {
-			return io.ReadAll(tr)
-		}
-	}
-}

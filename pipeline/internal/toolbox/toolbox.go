@@ -1,6 +1,7 @@
 // Package toolbox holds the small helpers several packages of the pipeline need the same
 // way: the end of a log for an error message, a free loopback port, a process's /proc
-// files, a file lock shared between processes, and decoding a compressed HTTP body. Each is a few lines; they live here so
+// files, a file lock shared between processes, decoding a compressed HTTP body, and a
+// file's SHA-256. Each is a few lines; they live here so
 // that every package truncates a log, finds a port or takes a lock alike.
 package toolbox
 
@@ -9,6 +10,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -182,4 +185,19 @@ func Decode(encoding string, body []byte) ([]byte, error) {
 		return d.DecodeAll(body, nil)
 	}
 	return nil, fmt.Errorf("Content-Encoding %q is none of gzip, br and zstd", encoding)
+}
+
+// FileSHA256 is the hex SHA-256 of the file's content: what the lock pins a download or a
+// recorded profile by, computed one way wherever a file is checked against it.
+func FileSHA256(file string) (string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hashing %s: %w", file, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
