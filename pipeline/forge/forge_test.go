@@ -188,7 +188,7 @@ func newWorld(t *testing.T) *world {
 	t.Cleanup(srv.Close)
 	w.mirror = srv.URL
 
-	reg := startRegistry(t)
+	reg := registrytest.Host(t)
 	proxy := registrytest.NewProxy(t, reg)
 	proxy.SetRule(func(r registrytest.Request) registrytest.Action {
 		if registrytest.IsManifestPut(r) {

@@ -22,6 +22,8 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/registrytest"
 )
 
 // newKey writes a fresh P-256 key as the PEM file --sign-key takes and returns its public key.
@@ -237,7 +239,7 @@ func TestREADMEKeyCommands(t *testing.T) {
 // reference.
 func pushIndex(t *testing.T) name.Digest {
 	t.Helper()
-	reg := startRegistry(t)
+	reg := registrytest.Host(t)
 	idx, err := random.Index(256, 1, 2)
 	if err != nil {
 		t.Fatal(err)
