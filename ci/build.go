@@ -13,6 +13,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/actions"
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
@@ -50,6 +51,7 @@ type buildFlags struct {
 	revision     string
 	ref          string
 	signKey      string
+	registryWait time.Duration // --registry-timeout
 }
 
 // buildHelp is `ci build --help`.
@@ -113,8 +115,17 @@ func init() {
 		long:    buildHelp,
 		flags: func(fs *flag.FlagSet) runFunc {
 			f := declareBuildFlags(fs)
-			check := func() error { _, err := f.resolve(); return err }
+			check := func() error {
+				if err := f.checkRegistryTimeout(); err != nil {
+					return err
+				}
+				_, err := f.resolve()
+				return err
+			}
 			return usageChecked("build", check, func(ctx context.Context, stdout, stderr io.Writer) error {
+				if err := f.checkRegistryTimeout(); err != nil {
+					return err
+				}
 				return runBuild(ctx, *f, stdout, stderr)
 			})
 		},
@@ -140,6 +151,7 @@ func declareBuildFlags(fs *flag.FlagSet) *buildFlags {
 	fs.BoolVar(&f.bundle, "bundle", false, "with --tree: add a systemd unit, sysusers.d and sysctl.d files for a bare-metal install")
 	fs.StringVar(&f.runtimeImage, "runtime-image", "", "base the image on `REF` instead of the lock's runtime image")
 	fs.StringVar(&f.revision, "revision", "", "source `revision` (commit) recorded in org.opencontainers.image.revision")
+	fs.DurationVar(&f.registryWait, "registry-timeout", image.DefaultStallTimeout, "fail a registry request (the runtime image's pull, the push, the signatures) that sends and accepts nothing for this `duration`; a slow transfer that keeps moving is not cut off")
 	fs.StringVar(&f.signKey, "sign-key", "", "with --push: sign each pushed image and index with this PEM private key `FILE` (cosign.key with COSIGN_PASSWORD, or unencrypted PKCS#8/EC), cosign's way, and attach its SBOM and SLSA provenance as signed attestations (sha256-<digest>.sig, .att; cosign verify and verify-attestation --key PUB --insecure-ignore-tlog=true), before any tag moves")
 	return &f
 }
@@ -169,6 +181,15 @@ func (f buildFlags) check() error {
 	}
 	if f.builderImage != "" && f.engine != "dagger" {
 		return usageErrorf("--builder-image applies to --engine dagger; the host engine builds with this machine's compiler")
+	}
+	return nil
+}
+
+// checkRegistryTimeout refuses a --registry-timeout that is not positive. It is build's own
+// flag (pgo-profile shares the others, through check), so it is checked apart.
+func (f buildFlags) checkRegistryTimeout() error {
+	if f.registryWait <= 0 {
+		return usageErrorf("--registry-timeout %s must be positive (how long a registry may send and accept nothing, e.g. 2m)", f.registryWait)
 	}
 	return nil
 }
@@ -254,6 +275,7 @@ func (f buildFlags) request() (forge.Request, error) {
 		Tree: f.tree, Bundle: f.bundle, Output: f.output,
 		Push: f.push, DigestOnly: f.digestOnly, Latest: f.latest, NoSmoke: f.noSmoke, Insecure: f.insecure,
 		Revision: f.revision, Ref: f.ref, SignKey: f.signKey, MaxSourceSize: f.maxSource << 20,
+		RegistryTimeout: f.registryWait,
 	}
 	if f.modules != "" {
 		req.Modules = strings.Split(f.modules, ",") // as dockerfile: ",,," is refused, not the default set

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -127,4 +128,33 @@ func waitExit(t *testing.T, cmd *exec.Cmd, within time.Duration) (int, time.Dura
 		t.Fatalf("still running %s after the signal", within)
 	}
 	return 0, 0
+}
+
+// Issue 29: `ci build` against a registry that accepts and never answers waited forever (the
+// runtime image's pull in the preflight; the push at the end goes through the same registry
+// transport, pipeline/image's TestPublishToAStalledRegistryMovesNoTag). A request that sends
+// and receives nothing for --registry-timeout fails the build, naming the flag, before
+// anything is fetched or written.
+func TestBuildBlackHoleRegistryFailsAfterTheStallTimeout(t *testing.T) {
+	hole := blackHole(t)
+	out := filepath.Join(t.TempDir(), "nginx.tar")
+	start := time.Now()
+	code, stdout, stderr := runWithin(t, 60*time.Second, "build", "--engine", "host", "--no-smoke", "--lock", testLockPath,
+		"--cache", t.TempDir(), "--output", out, "--registry-timeout", "2s",
+		"--runtime-image", hole+"/distroless/base@sha256:"+strings.Repeat("a", 64))
+	took := time.Since(start)
+	if code != 1 {
+		t.Errorf("exit %d, want 1\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	if took > 20*time.Second {
+		t.Errorf("took %s with a 2s stall timeout", took)
+	}
+	for _, w := range []string{hole, "nothing for 2s", "--registry-timeout", "nothing was built"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr)
+		}
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("--output %s after a failed preflight: %v", out, err)
+	}
 }

@@ -203,43 +203,49 @@ func TestOversizedAndTricklingAnswersNameTheirCause(t *testing.T) {
 // command's --timeout is checked as a flag, before any work: a negative one (and for those
 // whose 0 means nothing, 0) is a usage error naming the flag.
 func TestTimeoutFlagsAreCheckedAsFlags(t *testing.T) {
-	var names []string
+	type timeoutFlag struct{ command, flag string }
+	var found []timeoutFlag
 	for name, c := range commands {
 		fs := flag.NewFlagSet(name, flag.ContinueOnError)
 		c.flags(fs)
-		if fs.Lookup("timeout") != nil {
-			names = append(names, name)
-		}
+		fs.VisitAll(func(f *flag.Flag) {
+			if f.Name == "timeout" || strings.HasSuffix(f.Name, "-timeout") {
+				found = append(found, timeoutFlag{name, f.Name})
+			}
+		})
 	}
-	sort.Strings(names)
+	sort.Slice(found, func(i, j int) bool { return found[i].command+found[i].flag < found[j].command+found[j].flag })
 	// The commands whose --timeout 0 has a meaning of its own (see their help).
-	zeroMeans := map[string]bool{"bench": true, "tune": true}
+	zeroMeans := map[timeoutFlag]bool{{"bench", "timeout"}: true, {"tune", "timeout"}: true}
 	extra := map[string][]string{
 		"smoke":         {"--address", "127.0.0.1:1"},
 		"check-updates": {"--lock", filepath.Join(t.TempDir(), "none.json")},
 		"manifest":      {"--image", "127.0.0.1:1/x", "sha256:" + strings.Repeat("a", 64)},
+		"build":         {"--engine", "host", "--no-smoke", "--output", filepath.Join(t.TempDir(), "never.tar")},
 	}
-	if len(names) < 5 {
-		t.Fatalf("found --timeout on only %q", names)
+	if len(found) < 6 {
+		t.Fatalf("found only %v", found)
 	}
-	for _, name := range names {
+	var names []string
+	for _, tf := range found {
 		values := []string{"-1s", "-5m"}
-		if !zeroMeans[name] {
+		if !zeroMeans[tf] {
 			values = append(values, "0", "0s")
 		}
 		for _, v := range values {
-			args := append([]string{name, "--timeout", v}, extra[name]...)
+			args := append([]string{tf.command, "--" + tf.flag, v}, extra[tf.command]...)
 			start := time.Now()
 			code, stdout, stderr := runWithin(t, 10*time.Second, args...)
-			if code != 2 || !strings.Contains(stderr, "--timeout") || strings.Contains(stderr, "deadline exceeded") {
-				t.Errorf("%q: exit %d, want 2 naming --timeout\nstdout: %s\nstderr: %s", args, code, stdout, stderr)
+			if code != 2 || !strings.Contains(stderr, "--"+tf.flag) || strings.Contains(stderr, "deadline exceeded") {
+				t.Errorf("%q: exit %d, want 2 naming --%s\nstdout: %s\nstderr: %s", args, code, tf.flag, stdout, stderr)
 			}
 			if took := time.Since(start); took > 3*time.Second {
 				t.Errorf("%q: refused after %s, want at once", args, took)
 			}
 		}
+		names = append(names, tf.command+" --"+tf.flag)
 	}
-	t.Logf("checked --timeout of %s", strings.Join(names, ", "))
+	t.Logf("checked %s", strings.Join(names, ", "))
 }
 
 // Issue 29: an older upstream version appeared in the pull request body's "new" column

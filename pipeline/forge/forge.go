@@ -11,6 +11,7 @@ package forge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/sign"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
 // Options are how Run reports and what it asks the caller; the zero value is a quiet build.
@@ -112,6 +114,8 @@ func Run(ctx context.Context, eng engine.Engine, rs *Resolved, o Options) (*Resu
 // PreflightError is a build refused by its preflight: the engine cannot run here as asked
 // (no Dagger engine, no runc or root for the smoke tests) or the runtime image does not fit
 // the builder. Nothing was fetched or built; the message says which flag or install fixes it.
+// A transient failure of the preflight (a registry that did not answer) is not one: running
+// again may help, so it is returned as it is.
 type PreflightError struct{ Err error }
 
 func (e *PreflightError) Error() string { return e.Err.Error() }
@@ -124,6 +128,11 @@ func (b *build) preflight(ctx context.Context) error {
 	b.stepStarted("preflight")
 	start := time.Now()
 	if err := b.preflightChecks(ctx); err != nil {
+		// A registry that went quiet is not fixed by a flag. (errors.As, as the registry
+		// client joins its attempts in a type that Retryable cannot look into.)
+		if errors.As(err, new(*image.StallError)) || source.Retryable(err) {
+			return err
+		}
 		return &PreflightError{Err: err}
 	}
 	b.stepDone("preflight", time.Since(start), progress.Built)

@@ -58,7 +58,7 @@ func (b *build) publish(ctx context.Context) error {
 // registryOptions are the registry options every pull and push of the build uses
 // (credentials, --insecure, registry steps as Detail notes), made once per build.
 func registryOptions(req Request, sink progress.Sink) []image.PublishOption {
-	opts := []image.PublishOption{image.WithKeychain(image.Keychain()), image.WithLogf(progress.Logf(sink, progress.Detail))}
+	opts := []image.PublishOption{image.WithKeychain(image.Keychain()), image.WithLogf(progress.Logf(sink, progress.Detail)), image.WithStallTimeout(req.RegistryTimeout)}
 	if req.Insecure {
 		opts = append(opts, image.WithInsecure())
 	}

@@ -61,6 +61,10 @@ type Request struct {
 	Ref        string   // the git ref built (GITHUB_REF), for the default tags (image.Tags)
 	NoSmoke    bool     // skip the smoke tests (never with Push)
 	Insecure   bool     // allow plain HTTP to registries not on loopback
+	// RegistryTimeout fails a registry request (the runtime image's pull, the push, the
+	// signatures) that sends and receives nothing for this long; 0 is
+	// image.DefaultStallTimeout.
+	RegistryTimeout time.Duration
 	// SignKey: with Push, sign each pushed image and index with this PEM private key
 	// (cosign's encrypted key with COSIGN_PASSWORD, or an unencrypted one) and attach its SBOM
 	// and provenance as signed attestations, cosign's way (pipeline/sign), before any tag moves.

@@ -101,6 +101,8 @@ func (r Request) checkOptions() error {
 	switch {
 	case r.MaxSourceSize < 0:
 		return fmt.Errorf("--max-source-size %d: the download size limit is negative: give a positive number of MiB", r.MaxSourceSize>>20)
+	case r.RegistryTimeout < 0:
+		return fmt.Errorf("--registry-timeout %s: the stall timeout is negative: give a positive duration (e.g. 2m)", r.RegistryTimeout)
 	case r.Bundle && r.Tree == "":
 		return errors.New("--bundle needs --tree DIR: the bundle's files are written into the install tree")
 	case r.ProfileDir != "" && (r.Push || r.Output != "" || r.Tree != "" || r.Repo != "" || (r.Optimize != "" && r.Optimize != plan.OptimizePGO)):

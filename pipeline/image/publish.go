@@ -28,6 +28,7 @@ type publishOptions struct {
 	keychain    registryauth.Source
 	logf        func(string, ...any)
 	backoff     *remote.Backoff
+	stall       time.Duration
 	insecure    bool
 }
 
@@ -69,6 +70,7 @@ func (o *publishOptions) remoteOptions(ctx context.Context) []remote.Option {
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(o.keychain),
 		remote.WithUserAgent("nginx-forge"),
+		stallOption(o.stall),
 	}
 	if o.backoff != nil {
 		opts = append(opts, remote.WithRetryBackoff(*o.backoff))
@@ -77,7 +79,7 @@ func (o *publishOptions) remoteOptions(ctx context.Context) []remote.Option {
 }
 
 func newPublishOptions(opts []PublishOption) *publishOptions {
-	o := &publishOptions{logf: func(string, ...any) {}}
+	o := &publishOptions{logf: func(string, ...any) {}, stall: DefaultStallTimeout}
 	for _, opt := range opts {
 		opt(o)
 	}
