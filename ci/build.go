@@ -151,7 +151,7 @@ func declareBuildFlags(fs *flag.FlagSet) *buildFlags {
 	fs.BoolVar(&f.bundle, "bundle", false, "with --tree: add a systemd unit, sysusers.d and sysctl.d files for a bare-metal install")
 	fs.StringVar(&f.runtimeImage, "runtime-image", "", "base the image on `REF` instead of the lock's runtime image")
 	fs.StringVar(&f.revision, "revision", "", "source `revision` (commit) recorded in org.opencontainers.image.revision")
-	fs.DurationVar(&f.registryWait, "registry-timeout", image.DefaultStallTimeout, "fail a registry request (the runtime image's pull, the push, the signatures) that sends and accepts nothing for this `duration`; a slow transfer that keeps moving is not cut off")
+	fs.DurationVar(&f.registryWait, "registry-timeout", image.DefaultStallTimeout, "fail a registry request (the runtime image's pull, the push, the signatures) that moves less than 1 KiB in this `duration` (a registry that went quiet or trickles); a slow transfer that keeps moving is not cut off")
 	fs.StringVar(&f.signKey, "sign-key", "", "with --push: sign each pushed image and index with this PEM private key `FILE` (cosign.key with COSIGN_PASSWORD, or unencrypted PKCS#8/EC), cosign's way, and attach its SBOM and SLSA provenance as signed attestations (sha256-<digest>.sig, .att; cosign verify and verify-attestation --key PUB --insecure-ignore-tlog=true), before any tag moves")
 	return &f
 }
@@ -189,7 +189,7 @@ func (f buildFlags) check() error {
 // flag (pgo-profile shares the others, through check), so it is checked apart.
 func (f buildFlags) checkRegistryTimeout() error {
 	if f.registryWait <= 0 {
-		return usageErrorf("--registry-timeout %s must be positive (how long a registry may send and accept nothing, e.g. 2m)", f.registryWait)
+		return usageErrorf("--registry-timeout %s must be positive (how long a registry request may move less than 1 KiB, e.g. 2m)", f.registryWait)
 	}
 	return nil
 }

@@ -62,8 +62,7 @@ type Request struct {
 	NoSmoke    bool     // skip the smoke tests (never with Push)
 	Insecure   bool     // allow plain HTTP to registries not on loopback
 	// RegistryTimeout fails a registry request (the runtime image's pull, the push, the
-	// signatures) that sends and receives nothing for this long; 0 is
-	// image.DefaultStallTimeout.
+	// signatures) that moves less than 1 KiB in this long; 0 is image.DefaultStallTimeout.
 	RegistryTimeout time.Duration
 	// SignKey: with Push, sign each pushed image and index with this PEM private key
 	// (cosign's encrypted key with COSIGN_PASSWORD, or an unencrypted one) and attach its SBOM

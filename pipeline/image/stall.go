@@ -5,17 +5,23 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
-// DefaultStallTimeout is how long a registry request may send and receive nothing before it
-// fails (WithStallTimeout). A push or pull has no total deadline, as a large layer on a slow
-// link may take any time; a registry that accepts a connection and then goes quiet (no
-// answer, a body cut off mid-way, an upload it stops reading) fails after this long instead
-// of holding the build forever.
+// DefaultStallTimeout is how long a registry request may move less than stallProgress
+// bytes (sent and received) before it fails (WithStallTimeout). A push or pull has no total
+// deadline, as a large layer on a slow link may take any time; a registry that accepts a
+// connection and then goes quiet (no answer, a body cut off mid-way, an upload it stops
+// reading) or trickles (a byte now and then, which would keep a plain idle timer alive)
+// fails after this long instead of holding the build forever.
 const DefaultStallTimeout = 2 * time.Minute
+
+// stallProgress is the least a request must move in each stall timeout: far below any real
+// link, far above a trickle.
+const stallProgress = 1 << 10
 
 // WithStallTimeout replaces DefaultStallTimeout for every request of a pull, push, index or
 // signature; d <= 0 keeps the default.
@@ -38,12 +44,12 @@ type StallError struct {
 func (e *StallError) Retryable() bool { return true }
 
 func (e *StallError) Error() string {
-	return fmt.Sprintf("the registry %s sent and accepted nothing for %s (it may be down or overloaded; run again, or give a longer --registry-timeout)", e.Host, e.After)
+	return fmt.Sprintf("the registry %s sent and accepted less than 1 KiB in %s: it went quiet or trickles (it may be down or overloaded; run again, or give a longer --registry-timeout)", e.Host, e.After)
 }
 
 // stallTransport is the registry transport under go-containerregistry's own (auth, retries):
-// each request runs under a timer that every byte sent or received resets, and that cancels
-// the request when it runs out.
+// each request runs under a timer that every stallProgress bytes sent or received reset, and
+// that cancels the request when it runs out.
 type stallTransport struct {
 	base http.RoundTripper
 	idle time.Duration
@@ -66,6 +72,7 @@ func (t *stallTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		w.stop()
 		return nil, w.cause(err)
 	}
+	w.moved.Store(0)
 	w.timer.Reset(t.idle)
 	resp.Body = &watchedBody{rc: resp.Body, w: w, closes: true}
 	return resp, nil
@@ -73,6 +80,7 @@ func (t *stallTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // stallWatch is one request's timer and the cancellation it fires.
 type stallWatch struct {
+	moved   atomic.Int64 // bytes since the timer was last reset
 	idle    time.Duration
 	timer   *time.Timer
 	ctx     context.Context
@@ -88,14 +96,22 @@ func (w *stallWatch) cause(err error) error {
 	return err
 }
 
+// progress counts n bytes moved, and resets the timer once they add up to stallProgress.
+func (w *stallWatch) progress(n int) {
+	if w.moved.Add(int64(n)) >= stallProgress {
+		w.moved.Store(0)
+		w.timer.Reset(w.idle)
+	}
+}
+
 func (w *stallWatch) stop() {
 	w.timer.Stop()
 	w.cancel(nil)
 }
 
-// watchedBody resets its request's timer on every read that moves bytes: the request body
-// as the transport sends it, the response body as the caller reads it. Closing the response
-// body ends the request's watch.
+// watchedBody counts what its request moves (stallWatch.progress): the request body as the
+// transport sends it, the response body as the caller reads it. Closing the response body
+// ends the request's watch.
 type watchedBody struct {
 	rc     io.ReadCloser
 	w      *stallWatch
@@ -104,9 +120,7 @@ type watchedBody struct {
 
 func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
-	if n > 0 {
-		b.w.timer.Reset(b.w.idle)
-	}
+	b.w.progress(n)
 	if err != nil && err != io.EOF {
 		err = b.w.cause(err)
 	}

@@ -80,24 +80,37 @@ func TestStallTransportFailsAQuietRegistry(t *testing.T) {
 }
 
 // The stall timeout is not a deadline: a transfer that keeps moving, however slowly, runs
-// for as long as it takes.
+// for as long as it takes; one that only trickles fails.
 func TestStallTransportLetsASlowTransferFinish(t *testing.T) {
 	const idle = 400 * time.Millisecond
-	host := quietServer(t, func(w http.ResponseWriter, r *http.Request, _ <-chan struct{}) {
-		for i := 0; i < 12; i++ { // 1.2 s in all: three stall timeouts
-			w.Write([]byte("x"))
-			w.(http.Flusher).Flush()
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-	resp, err := stallClient(idle).Get("http://" + host + "/v2/")
-	if err != nil {
-		t.Fatal(err)
+	slow := func(chunk int, every time.Duration, n int) string {
+		return quietServer(t, func(w http.ResponseWriter, r *http.Request, _ <-chan struct{}) {
+			for i := 0; i < n; i++ {
+				if _, err := w.Write(bytes.Repeat([]byte("x"), chunk)); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+				time.Sleep(every)
+			}
+		})
 	}
-	defer resp.Body.Close()
-	if b, err := io.ReadAll(resp.Body); err != nil || len(b) != 12 {
+	get := func(host string) ([]byte, error) {
+		resp, err := stallClient(idle).Get("http://" + host + "/v2/")
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		return io.ReadAll(resp.Body)
+	}
+	// 1.2 s in all (three stall timeouts), 5 KiB/s.
+	if b, err := get(slow(512, 100*time.Millisecond, 12)); err != nil || len(b) != 12*512 {
 		t.Fatalf("a slow body: %d bytes, %v", len(b), err)
 	}
+	// A byte every 50 ms keeps a connection busy and moves nothing worth waiting for.
+	trickle := slow(1, 50*time.Millisecond, 100)
+	start := time.Now()
+	_, err := get(trickle)
+	wantStall(t, "a trickle", err, trickle, time.Since(start))
 }
 
 // A push whose uploads the registry stops reading fails at the push step with nothing
