@@ -179,7 +179,10 @@ func (r *registry) signOptions(ts ...*target) []image.PublishOption {
 // attestations are what signOptions attests for ts: their SBOMs and how each was built.
 func (b *build) attestations(ts []*target) ([][]byte, sign.Build, error) {
 	var sboms [][]byte
-	build := sign.Build{Lock: b.l}
+	build := sign.Build{Lock: b.l, Engine: b.eng.Name()}
+	if b.eng.Name() == "dagger" { // the host engine compiles with this machine's toolchain
+		build.BuilderImage = b.l.Images.Builder.Pinned()
+	}
 	for _, t := range ts {
 		base, err := t.base.Digest()
 		if err != nil {

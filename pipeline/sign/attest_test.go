@@ -40,7 +40,7 @@ func testBuild(t *testing.T) Build {
 	for _, c := range l.Components {
 		sources = append(sources, c.Name)
 	}
-	return Build{Lock: l, Platforms: []PlatformBuild{{
+	return Build{Lock: l, Engine: "dagger", BuilderImage: l.Images.Builder.Pinned(), Platforms: []PlatformBuild{{
 		Platform: "linux/amd64", CPU: "x86-64-v2", Optimize: "lto", Modules: []string{"http_v3"}, Sources: sources,
 		BaseRef: "gcr.io/distroless/base-nossl-debian13:nonroot", BaseDigest: "sha256:" + strings.Repeat("ab", 32),
 	}}}
@@ -195,7 +195,12 @@ type provenance struct {
 	} `json:"buildDefinition"`
 	RunDetails struct {
 		Builder struct {
-			ID string `json:"id"`
+			ID                  string `json:"id"`
+			BuilderDependencies []struct {
+				Name   string            `json:"name"`
+				URI    string            `json:"uri"`
+				Digest map[string]string `json:"digest"`
+			} `json:"builderDependencies"`
 		} `json:"builder"`
 	} `json:"runDetails"`
 }
@@ -252,9 +257,24 @@ func checkProvenanceStatement(t *testing.T, st statement, b Build) {
 	if git == 0 || tarball == 0 {
 		t.Errorf("the lock has %d git and %d tarball sources: both kinds must be checked", git, tarball)
 	}
+	// The images as the SBOM names the base: pkg:oci purls, by the digest pulled.
 	last := deps[len(deps)-1]
-	if last.URI != b.Platforms[0].BaseRef || "sha256:"+last.Digest["sha256"] != b.Platforms[0].BaseDigest {
-		t.Errorf("base image dependency %+v, want %s at %s", last, b.Platforms[0].BaseRef, b.Platforms[0].BaseDigest)
+	wantBase := "pkg:oci/base-nossl-debian13@sha256%3A" + strings.Repeat("ab", 32) + "?repository_url=gcr.io%2Fdistroless%2Fbase-nossl-debian13"
+	if last.URI != wantBase || "sha256:"+last.Digest["sha256"] != b.Platforms[0].BaseDigest {
+		t.Errorf("base image dependency %+v, want %s", last, wantBase)
+	}
+	if !strings.Contains(string(ext), `"engine":"dagger"`) {
+		t.Errorf("externalParameters lack the engine: %s", ext)
+	}
+	// The lock's builder image as the lock pins it: here by tag (a shipped lock records a
+	// digest once check-updates has resolved one).
+	bd := p.RunDetails.Builder.BuilderDependencies
+	wantBuilder := "pkg:oci/ubuntu?repository_url=index.docker.io%2Flibrary%2Fubuntu&tag=24.04"
+	if b.Lock.Images.Builder.Pinned() != "docker.io/library/ubuntu:24.04" {
+		t.Fatalf("the test lock's builder image is %s: update wantBuilder", b.Lock.Images.Builder.Pinned())
+	}
+	if len(bd) != 1 || bd[0].Name != "builder image" || bd[0].URI != wantBuilder || len(bd[0].Digest) != 0 {
+		t.Errorf("builder dependencies %+v, want %s", bd, wantBuilder)
 	}
 }
 
@@ -287,5 +307,27 @@ func TestAttestIndexOfTwoPlatforms(t *testing.T) {
 		if !strings.Contains(p, want) {
 			t.Errorf("the index's provenance lacks %s", want)
 		}
+	}
+}
+
+// An image dependency is named as the SBOM names the base: the purl of the OCI image by the
+// digest pulled, or by its tag when a builder image was given without one.
+func TestImageDescriptorIsAnOCIPurl(t *testing.T) {
+	hex := strings.Repeat("cd", 32)
+	for _, tc := range []struct{ ref, digest, uri string }{
+		{"gcr.io/distroless/base-nossl-debian13:nonroot", "sha256:" + hex, "pkg:oci/base-nossl-debian13@sha256%3A" + hex + "?repository_url=gcr.io%2Fdistroless%2Fbase-nossl-debian13"},
+		{"docker.io/library/ubuntu", "sha256:" + hex, "pkg:oci/ubuntu@sha256%3A" + hex + "?repository_url=index.docker.io%2Flibrary%2Fubuntu"},
+		{"127.0.0.1:5000/mirror/ubuntu:24.04", "", "pkg:oci/ubuntu?repository_url=127.0.0.1%3A5000%2Fmirror%2Fubuntu&tag=24.04"},
+	} {
+		d, err := imageDescriptor("image", tc.ref, tc.digest)
+		if err != nil || d.GetUri() != tc.uri || d.Validate() != nil {
+			t.Errorf("%s at %q: %v, %v; want uri %s", tc.ref, tc.digest, d, err, tc.uri)
+		}
+		if tc.digest != "" && "sha256:"+d.GetDigest()["sha256"] != tc.digest {
+			t.Errorf("%s: digest %v, want %s", tc.ref, d.GetDigest(), tc.digest)
+		}
+	}
+	if _, err := imageDescriptor("image", "gcr.io/x/y", "sha256"); err == nil {
+		t.Error("a digest without its hex was accepted")
 	}
 }

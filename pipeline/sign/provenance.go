@@ -2,12 +2,15 @@ package sign
 
 import (
 	"fmt"
+	"path"
 	"runtime/debug"
 	"slices"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	prov1 "github.com/in-toto/attestation/go/predicates/provenance/v1"
 	ita1 "github.com/in-toto/attestation/go/v1"
+	"github.com/package-url/packageurl-go"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -20,18 +23,24 @@ const (
 	// trusts; builder.version says which program it was). Builds in GitHub Actions carry
 	// GitHub's own provenance (actions/attest-build-provenance) instead.
 	builderID = "https://github.com/nginx-forge/nginx-forge/ci"
-	// buildType says how to read the predicate: externalParameters are the lock (its
-	// components and their versions, source_date_epoch, images) and each platform's build
-	// flags (platform, cpu, optimize, modules) that together fix the image; the
-	// resolvedDependencies are each source a stage compiled (tarball by SHA-256, git source
-	// by commit, recorded PGO profile by SHA-256) and each platform's runtime base image by
-	// the manifest digest pulled.
+	// buildType says how to read the predicate: externalParameters are the engine (dagger or
+	// host), the lock (its components and their versions, source_date_epoch, images) and each
+	// platform's build flags (platform, cpu, optimize, modules) that together fix the image;
+	// the resolvedDependencies are each source a stage compiled (tarball by SHA-256, git
+	// source by commit, recorded PGO profile by SHA-256) and each platform's runtime base
+	// image by the manifest digest pulled, as a pkg:oci purl. The Dagger engine compiles in
+	// the lock's builder image, listed by digest in runDetails.builder.builderDependencies;
+	// the host engine compiles with the machine's own toolchain, which is not listed.
 	buildType = "https://github.com/nginx-forge/nginx-forge/ci-build@v1"
 )
 
 // Build is what a key-signed push states about how its subject was built.
 type Build struct {
 	Lock *lock.Lock
+	// Engine is the engine that compiled ("dagger", "host"); BuilderImage the image it
+	// compiled in (REF@sha256:..., or REF:TAG as --builder-image gave it), or "" when it
+	// used the machine's toolchain.
+	Engine, BuilderImage string
 	// Platforms are the images the subject holds: one for an image, each platform's for an
 	// index of them.
 	Platforms []PlatformBuild
@@ -62,9 +71,18 @@ func provenancePredicate(b Build) (attestation, error) {
 	if err != nil {
 		return attestation{}, err
 	}
+	builder := &prov1.Builder{Id: builderID, Version: builderVersion()}
+	if b.BuilderImage != "" {
+		ref, digest, _ := strings.Cut(b.BuilderImage, "@")
+		d, err := imageDescriptor("builder image", ref, digest)
+		if err != nil {
+			return attestation{}, fmt.Errorf("provenance: the builder image: %w", err)
+		}
+		builder.BuilderDependencies = []*ita1.ResourceDescriptor{d}
+	}
 	p := &prov1.Provenance{
 		BuildDefinition: &prov1.BuildDefinition{BuildType: buildType, ExternalParameters: ext, ResolvedDependencies: deps},
-		RunDetails:      &prov1.RunDetails{Builder: &prov1.Builder{Id: builderID, Version: builderVersion()}},
+		RunDetails:      &prov1.RunDetails{Builder: builder},
 	}
 	if err := p.Validate(); err != nil {
 		return attestation{}, fmt.Errorf("provenance: %w", err)
@@ -91,6 +109,7 @@ func externalParameters(b Build) map[string]any {
 		platforms = append(platforms, map[string]any{"platform": p.Platform, "cpu": p.CPU, "optimize": p.Optimize, "modules": mods})
 	}
 	return map[string]any{
+		"engine": b.Engine,
 		"lock": map[string]any{
 			"source_date_epoch": float64(b.Lock.SourceDateEpoch),
 			"components":        comps,
@@ -119,15 +138,14 @@ func resolvedDependencies(b Build) ([]*ita1.ResourceDescriptor, error) {
 		}
 	}
 	for _, p := range b.Platforms {
-		algo, hex, ok := strings.Cut(p.BaseDigest, ":")
-		if !ok || hex == "" {
-			return nil, fmt.Errorf("provenance: the %s runtime image %s has no digest (%q)", p.Platform, p.BaseRef, p.BaseDigest)
+		if p.BaseDigest == "" {
+			return nil, fmt.Errorf("provenance: the %s runtime image %s has no digest", p.Platform, p.BaseRef)
 		}
-		deps = append(deps, &ita1.ResourceDescriptor{
-			Name:   "runtime image " + p.Platform,
-			Uri:    p.BaseRef,
-			Digest: map[string]string{algo: hex},
-		})
+		d, err := imageDescriptor("runtime image "+p.Platform, p.BaseRef, p.BaseDigest)
+		if err != nil {
+			return nil, fmt.Errorf("provenance: the %s runtime image: %w", p.Platform, err)
+		}
+		deps = append(deps, d)
 	}
 	for i, d := range deps {
 		if err := d.Validate(); err != nil {
@@ -135,6 +153,30 @@ func resolvedDependencies(b Build) ([]*ita1.ResourceDescriptor, error) {
 		}
 	}
 	return deps, nil
+}
+
+// imageDescriptor is the image ref as pulled at digest: its uri the purl of the OCI image,
+// pkg:oci/NAME@DIGEST?repository_url=REGISTRY/REPOSITORY, as the SBOM names the base image.
+// Without a digest (a builder image overridden by tag) it is named by its tag alone.
+func imageDescriptor(what, ref, digest string) (*ita1.ResourceDescriptor, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ref, err)
+	}
+	repo := r.Context()
+	q := map[string]string{"repository_url": repo.Name()}
+	d := &ita1.ResourceDescriptor{Name: what}
+	if digest != "" {
+		algo, hex, ok := strings.Cut(digest, ":")
+		if !ok || hex == "" {
+			return nil, fmt.Errorf("%s: digest %q is not ALGORITHM:HEX", ref, digest)
+		}
+		d.Digest = map[string]string{algo: hex}
+	} else if t, ok := r.(name.Tag); ok {
+		q["tag"] = t.TagStr()
+	}
+	d.Uri = packageurl.NewPackageURL("oci", "", path.Base(repo.RepositoryStr()), digest, packageurl.QualifiersFromMap(q), "").ToString()
+	return d, nil
 }
 
 // sourceDescriptor is c as SLSA names a dependency: a tarball by its URL and SHA-256, a git
