@@ -227,7 +227,7 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 	inActions := actions.New(actions.WithWriter(stderr)).InActions()
 	sink, closeGroups := newLog(stderr, f.verbose, inActions)
 	defer closeGroups()
-	eng, err := engineFor(f.engine, f.cache, f.jobs, sink, f.verbose, stderr)
+	eng, err := engineFor(f.engine, f.cache, f.jobs, sink, f.verbose)
 	if err != nil {
 		return err
 	}

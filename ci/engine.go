@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 
@@ -12,8 +11,9 @@ import (
 )
 
 // engineFor is the engine --engine names: the one place that chooses. The host engine caches
-// its stages in cache; with -v the Dagger engine's own progress goes to stderr too.
-func engineFor(name, cache string, jobs int, sink progress.Sink, verbose bool, stderr io.Writer) (engine.Engine, error) {
+// its stages in cache; the Dagger engine's own progress output goes to the sink as Detail
+// notes (shown with -v) when verbose.
+func engineFor(name, cache string, jobs int, sink progress.Sink, verbose bool) (engine.Engine, error) {
 	logf := progress.Logf(sink, progress.Detail)
 	switch name {
 	case "host":
@@ -25,7 +25,7 @@ func engineFor(name, cache string, jobs int, sink progress.Sink, verbose bool, s
 	case "dagger":
 		opts := []daggerexec.Option{daggerexec.WithLogf(logf)}
 		if verbose {
-			opts = append(opts, daggerexec.WithProgress(stderr))
+			opts = append(opts, daggerexec.WithEngineOutput(logf))
 		}
 		return daggerexec.New(opts...), nil
 	}

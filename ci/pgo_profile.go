@@ -110,7 +110,7 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 	}
 	sink, closeGroups := newLog(stderr, f.build.verbose, false)
 	defer closeGroups()
-	eng, err := engineFor(f.build.engine, f.build.cache, f.build.jobs, sink, f.build.verbose, stderr)
+	eng, err := engineFor(f.build.engine, f.build.cache, f.build.jobs, sink, f.build.verbose)
 	if err != nil {
 		return err
 	}

@@ -5,12 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/daggerexec"
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
 
@@ -57,9 +57,12 @@ func smokeFlags(fs *flag.FlagSet) runFunc {
 		if err := smokeArgs(&req, *start, args, *engineName, *confD != "" || *noTLS); err != nil {
 			return err
 		}
+		// With -v each step and check is a line of the one progress renderer (ci/log.go, with
+		// its redaction), the Dagger engine's own output included.
 		var logf func(string, ...any)
 		if *verbose {
-			logf = log.New(stderr, "smoke: ", log.Ltime).Printf
+			sink, _ := newLog(stderr, true, false)
+			logf = progress.Logf(sink, progress.Detail)
 		}
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
@@ -70,7 +73,7 @@ func smokeFlags(fs *flag.FlagSet) runFunc {
 			}
 			return printSmoke(rep, fmt.Sprintf("server at %s", req.Address), *asJSON, stdout)
 		}
-		run := smokeRunner{engine: *engineName, host: host.SmokeOptions{ConfD: *confD, NoTLS: *noTLS}, logf: logf, verbose: *verbose, stderr: stderr}
+		run := smokeRunner{engine: *engineName, host: host.SmokeOptions{ConfD: *confD, NoTLS: *noTLS}, logf: logf}
 		return smokeImage(ctx, req, run, *asJSON, stdout)
 	}
 }
@@ -100,11 +103,9 @@ func smokeArgs(req *forge.SmokeRequest, start bool, args []string, engineName st
 // smokeRunner is where ci smoke --image runs the image: runc on this machine
 // (host.SmokeImage) or a service on the Dagger engine (daggerexec.Executor.SmokeImage).
 type smokeRunner struct {
-	engine  string
-	host    host.SmokeOptions
-	logf    func(string, ...any)
-	verbose bool
-	stderr  io.Writer
+	engine string
+	host   host.SmokeOptions
+	logf   func(string, ...any) // nil without -v
 }
 
 // smokeImage pulls the image once and runs the suite on it where r says.
@@ -120,7 +121,7 @@ func smokeImage(ctx context.Context, req forge.SmokeRequest, r smokeRunner, asJS
 	if r.engine == "dagger" {
 		opts := []daggerexec.Option{}
 		if r.logf != nil {
-			opts = append(opts, daggerexec.WithLogf(r.logf), daggerexec.WithProgress(r.stderr))
+			opts = append(opts, daggerexec.WithLogf(r.logf), daggerexec.WithEngineOutput(r.logf))
 		}
 		e := daggerexec.New(opts...)
 		defer e.Close()

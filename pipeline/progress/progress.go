@@ -13,7 +13,9 @@ import (
 // Event is one report. The types below are all there are; a Sink switches on them.
 type Event interface{ event() }
 
-// Sink receives a build's events, in order, from one goroutine at a time.
+// Sink receives a build's events, in order for each emitter. Send may be called from more
+// than one goroutine (the Dagger engine's own output arrives on the SDK's), so a Sink that
+// keeps state guards it, as the command's renderer does.
 type Sink interface{ Send(Event) }
 
 // SinkFunc is a function as a Sink; a nil SinkFunc discards.

@@ -46,9 +46,9 @@ import (
 
 // Executor runs plans on a Dagger engine. Create it with New; Close it when done.
 type Executor struct {
-	logf     func(format string, args ...any)
-	progress io.Writer
-	client   *dagger.Client
+	logf   func(format string, args ...any)
+	output *lineLogf // the engine's own progress output, nil when not asked for
+	client *dagger.Client
 	// runID names this executor's run in the stage records (plan.StageRunVar): a record
 	// naming another run is one the engine took from its cache.
 	runID string
@@ -62,8 +62,12 @@ func WithLogf(logf func(format string, args ...any)) Option {
 	return func(e *Executor) { e.logf = logf }
 }
 
-// WithProgress receives the Dagger engine's own progress output (default: discarded).
-func WithProgress(w io.Writer) Option { return func(e *Executor) { e.progress = w } }
+// WithEngineOutput receives the Dagger engine's own progress output, one line a call
+// (default: discarded); the command gives it the same Detail notes as WithLogf, so the
+// engine's output goes through the one progress sink (and its redaction) too.
+func WithEngineOutput(logf func(format string, args ...any)) Option {
+	return func(e *Executor) { e.output = &lineLogf{logf: logf} }
+}
 
 // New returns an executor; it connects on first use (or on Connect).
 func New(opts ...Option) *Executor {
@@ -73,9 +77,6 @@ func New(opts ...Option) *Executor {
 	}
 	if e.logf == nil {
 		e.logf = func(string, ...any) {}
-	}
-	if e.progress == nil {
-		e.progress = io.Discard
 	}
 	var id [16]byte
 	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails (Go 1.24+)
@@ -94,7 +95,11 @@ func (e *Executor) Connect(ctx context.Context) error {
 		return err
 	}
 	e.logf("dagger: connecting through %s", via)
-	c, err := dagger.Connect(ctx, dagger.WithLogOutput(e.progress))
+	var out io.Writer = io.Discard
+	if e.output != nil {
+		out = e.output
+	}
+	c, err := dagger.Connect(ctx, dagger.WithLogOutput(out))
 	if err != nil {
 		return fmt.Errorf("connecting to the Dagger engine through %s: %w", via, err)
 	}
@@ -109,6 +114,9 @@ func (e *Executor) Close() error {
 	}
 	err := e.client.Close()
 	e.client = nil
+	if e.output != nil {
+		e.output.flush()
+	}
 	return err
 }
 

@@ -267,7 +267,7 @@ func (t *Target) MountInfo(ctx context.Context) (string, error) {
 }
 
 // Logs is not available: the engine shows a service's output in its progress stream
-// (WithProgress) and gives no API to read it back.
+// (WithEngineOutput) and gives no API to read it back.
 func (t *Target) Logs() ([]byte, error) {
 	return nil, fmt.Errorf("%w: the Dagger engine gives no API to read a service's output (it is in the engine's progress stream)", errors.ErrUnsupported)
 }
