@@ -28,6 +28,7 @@ type publishOptions struct {
 	keychain    registryauth.Source
 	logf        func(string, ...any)
 	backoff     *remote.Backoff
+	jobs        int // concurrent uploads; 0 is go-containerregistry's default
 	stall       time.Duration
 	insecure    bool
 }
@@ -61,6 +62,10 @@ func withRetryBackoff(b remote.Backoff) PublishOption {
 	return func(o *publishOptions) { o.backoff = &b }
 }
 
+// withJobs sets how many blobs are uploaded at once: one, for a test that stops the
+// registry between two uploads and must not catch it in the middle of another.
+func withJobs(n int) PublishOption { return func(o *publishOptions) { o.jobs = n } }
+
 // WithInsecure allows plain HTTP to a registry that is not on loopback (loopback and
 // *.local always use HTTP).
 func WithInsecure() PublishOption { return func(o *publishOptions) { o.insecure = true } }
@@ -74,6 +79,9 @@ func (o *publishOptions) remoteOptions(ctx context.Context) []remote.Option {
 	}
 	if o.backoff != nil {
 		opts = append(opts, remote.WithRetryBackoff(*o.backoff))
+	}
+	if o.jobs > 0 {
+		opts = append(opts, remote.WithJobs(o.jobs))
 	}
 	return opts
 }
