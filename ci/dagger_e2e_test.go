@@ -197,9 +197,13 @@ func TestDaggerBuildEndToEnd(t *testing.T) {
 	t.Logf("first build: %s in %s, %d of %d steps built (the rest from the engine's cache)", ref, took1.Round(time.Second), built, len(stages)+1)
 	checkOCIThroughout(t, ref)
 
-	// 2. Again, also writing --output: every step from the cache, the same digest twice.
+	// 2. Again, also writing --output, with -v: every step from the cache, the same digest
+	// twice, and the engine's own progress output rendered through the command's sink.
 	layoutDir := filepath.Join(dir, "layout")
-	out2, steps2, took2 := build("second build", append(pushArgs, "--output", layoutDir)...)
+	out2, steps2, took2 := build("second build", append(pushArgs, "--output", layoutDir, "-v")...)
+	if !strings.Contains(out2, "dagger session --label dagger.io/sdk.name:go") {
+		t.Errorf("-v: the Dagger engine's own progress output is not in the log")
+	}
 	if ref2 := digestRef(t, out2); ref2 != ref {
 		t.Errorf("second build pushed %s, the first %s: not reproducible", ref2, ref)
 	}
