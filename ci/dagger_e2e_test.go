@@ -197,12 +197,19 @@ func TestDaggerBuildEndToEnd(t *testing.T) {
 	t.Logf("first build: %s in %s, %d of %d steps built (the rest from the engine's cache)", ref, took1.Round(time.Second), built, len(stages)+1)
 	checkOCIThroughout(t, ref)
 
-	// 2. Again, also writing --output, with -v: every step from the cache, the same digest
-	// twice, and the engine's own progress output rendered through the command's sink.
+	// 2. Again, also writing --output, with -v and --sign-key: every step from the cache, the
+	// same digest twice, the engine's own progress output rendered through the command's
+	// sink, and the provenance naming the builder image by the digest the engine pulled.
 	layoutDir := filepath.Join(dir, "layout")
-	out2, steps2, took2 := build("second build", append(pushArgs, "--output", layoutDir, "-v")...)
+	out2, steps2, took2 := build("second build", append(pushArgs, "--output", layoutDir, "-v", "--sign-key", signKeyFile(t))...)
 	if !strings.Contains(out2, "dagger session --label dagger.io/sdk.name:go") {
 		t.Errorf("-v: the Dagger engine's own progress output is not in the log")
+	}
+	if bd := slsaBuilderDependencies(t, ref); len(bd) != 1 || len(bd[0].Digest["sha256"]) != 64 ||
+		!strings.HasPrefix(bd[0].URI, "pkg:oci/ubuntu@sha256%3A"+bd[0].Digest["sha256"]) {
+		t.Errorf("the provenance's builder images: %+v, want the lock's builder (ubuntu) by the digest the engine pulled", bd)
+	} else {
+		t.Logf("provenance: builder image %s", bd[0].URI)
 	}
 	if ref2 := digestRef(t, out2); ref2 != ref {
 		t.Errorf("second build pushed %s, the first %s: not reproducible", ref2, ref)

@@ -25,7 +25,7 @@ import (
 )
 
 // Engine runs plans. The build pipeline chooses one per build and calls it in this order:
-// Preflight, BuilderGlibc, then per platform Build and PackageVersion, then Smoke for each
+// Preflight, Builder, then per platform Build and PackageVersion, then Smoke for each
 // image it may publish; Close at the end.
 type Engine interface {
 	// Name is the engine's name as `ci build --engine` takes it.
@@ -33,9 +33,9 @@ type Engine interface {
 	// Preflight fails in seconds, before anything is fetched, when the engine cannot run
 	// here (no Dagger engine; no runc, umoci or root for the smoke tests when smoke is set).
 	Preflight(ctx context.Context, smoke bool) error
-	// BuilderGlibc is the glibc version ("2.39") the binary is linked against: the runtime
-	// image must have at least this one.
-	BuilderGlibc(ctx context.Context, p *plan.Plan) (string, error)
+	// Builder is what p is compiled with: its glibc, which the runtime image must match or
+	// exceed, and the builder image as the engine resolved it.
+	Builder(ctx context.Context, p *plan.Plan) (Builder, error)
 	// Build builds p from sources (component name -> path of its verified tarball) and
 	// writes the install tree into dir, which must be absent or empty. Each stage is
 	// reported to progress as it starts and ends, one at a time, named as in the plan. The
@@ -89,6 +89,15 @@ func Checked(e Engine) Engine {
 }
 
 type checked struct{ Engine }
+
+// Builder is what a plan is compiled with (Engine.Builder).
+type Builder struct {
+	// Glibc is the glibc version ("2.39") the binary is linked against.
+	Glibc string
+	// Image is the builder image by the digest the engine pulled (REF@sha256:...), for the
+	// provenance; "" for an engine that compiles with the machine's own toolchain.
+	Image string
+}
 
 func (c checked) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, progress Progress) ([]Stage, error) {
 	abs, err := CheckInput(p, sources, dir)

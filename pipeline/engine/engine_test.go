@@ -21,9 +21,11 @@ type recorder struct {
 	built []string // the directories Build was given
 }
 
-func (r *recorder) Name() string                                             { return "recorder" }
-func (r *recorder) Preflight(context.Context, bool) error                    { return nil }
-func (r *recorder) BuilderGlibc(context.Context, *plan.Plan) (string, error) { return "", nil }
+func (r *recorder) Name() string                          { return "recorder" }
+func (r *recorder) Preflight(context.Context, bool) error { return nil }
+func (r *recorder) Builder(context.Context, *plan.Plan) (engine.Builder, error) {
+	return engine.Builder{}, nil
+}
 func (r *recorder) PackageVersion(context.Context, *plan.Plan, string) (string, error) {
 	return "", nil
 }

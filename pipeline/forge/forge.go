@@ -68,11 +68,12 @@ type build struct {
 
 // target is one platform's build: its plan, base, and (once built) its image.
 type target struct {
-	plan *plan.Plan
-	base v1.Image
-	img  v1.Image
-	sbom []byte
-	res  *PlatformResult
+	plan    *plan.Plan
+	builder engine.Builder // what the engine compiles with (the preflight's)
+	base    v1.Image
+	img     v1.Image
+	sbom    []byte
+	res     *PlatformResult
 }
 
 // Run does the build rs resolved (Request.Resolve) on eng, which it closes. The Result says
@@ -165,15 +166,14 @@ func (b *build) checkBase(ctx context.Context, t *target, ref string, pl v1.Plat
 	if t.base, err = image.PullBase(ctx, ref, pl, b.regOpts...); err != nil {
 		return fmt.Errorf("pulling the runtime image %s for %s (nothing was built; --runtime-image overrides it): %w", ref, t.plan.Platform, err)
 	}
-	builderV, err := b.eng.BuilderGlibc(ctx, t.plan)
-	if err != nil {
+	if t.builder, err = b.eng.Builder(ctx, t.plan); err != nil {
 		return fmt.Errorf("checking the builder for %s (nothing was built): %w", t.plan.Platform, err)
 	}
 	baseV, err := image.GlibcVersion(t.base)
 	if err != nil {
 		return fmt.Errorf("reading the glibc version of the runtime image %s (nothing was built): %w", ref, err)
 	}
-	if err := image.CompareGlibc(builderV, baseV); err != nil {
+	if err := image.CompareGlibc(t.builder.Glibc, baseV); err != nil {
 		return fmt.Errorf("runtime image %s for %s (nothing was built): %w", ref, t.plan.Platform, err)
 	}
 	return nil

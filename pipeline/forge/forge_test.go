@@ -78,8 +78,8 @@ func (e *fakeEngine) Preflight(ctx context.Context, smoke bool) error {
 	e.j.add("preflight")
 	return e.preflightErr
 }
-func (e *fakeEngine) BuilderGlibc(ctx context.Context, p *plan.Plan) (string, error) {
-	return "2.36", nil
+func (e *fakeEngine) Builder(ctx context.Context, p *plan.Plan) (engine.Builder, error) {
+	return engine.Builder{Glibc: "2.36"}, nil
 }
 func (e *fakeEngine) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, report engine.Progress) ([]engine.Stage, error) {
 	e.j.add("build " + p.Platform.String())

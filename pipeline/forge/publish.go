@@ -180,9 +180,6 @@ func (r *registry) signOptions(ts ...*target) []image.PublishOption {
 func (b *build) attestations(ts []*target) ([][]byte, sign.Build, error) {
 	var sboms [][]byte
 	build := sign.Build{Lock: b.l, Engine: b.eng.Name()}
-	if b.eng.Name() == "dagger" { // the host engine compiles with this machine's toolchain
-		build.BuilderImage = b.l.Images.Builder.Pinned()
-	}
 	for _, t := range ts {
 		base, err := t.base.Digest()
 		if err != nil {
@@ -198,6 +195,7 @@ func (b *build) attestations(ts []*target) ([][]byte, sign.Build, error) {
 		build.Platforms = append(build.Platforms, sign.PlatformBuild{
 			Platform: t.plan.Platform.String(), CPU: t.plan.CPU, Optimize: t.plan.Optimize, Modules: t.plan.Modules,
 			Sources: sources, BaseRef: b.runtimeRef(), BaseDigest: base.String(),
+			BuilderImage: t.builder.Image, // "" from the host engine: the machine's compilers
 		})
 	}
 	return sboms, build, nil

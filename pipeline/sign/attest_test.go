@@ -40,9 +40,10 @@ func testBuild(t *testing.T) Build {
 	for _, c := range l.Components {
 		sources = append(sources, c.Name)
 	}
-	return Build{Lock: l, Engine: "dagger", BuilderImage: l.Images.Builder.Pinned(), Platforms: []PlatformBuild{{
+	return Build{Lock: l, Engine: "dagger", Platforms: []PlatformBuild{{
 		Platform: "linux/amd64", CPU: "x86-64-v2", Optimize: "lto", Modules: []string{"http_v3"}, Sources: sources,
 		BaseRef: "gcr.io/distroless/base-nossl-debian13:nonroot", BaseDigest: "sha256:" + strings.Repeat("ab", 32),
+		BuilderImage: "docker.io/library/ubuntu:24.04@sha256:" + strings.Repeat("ef", 32),
 	}}}
 }
 
@@ -266,14 +267,10 @@ func checkProvenanceStatement(t *testing.T, st statement, b Build) {
 	if !strings.Contains(string(ext), `"engine":"dagger"`) {
 		t.Errorf("externalParameters lack the engine: %s", ext)
 	}
-	// The lock's builder image as the lock pins it: here by tag (a shipped lock records a
-	// digest once check-updates has resolved one).
+	// The builder image by the digest the engine pulled.
 	bd := p.RunDetails.Builder.BuilderDependencies
-	wantBuilder := "pkg:oci/ubuntu?repository_url=index.docker.io%2Flibrary%2Fubuntu&tag=24.04"
-	if b.Lock.Images.Builder.Pinned() != "docker.io/library/ubuntu:24.04" {
-		t.Fatalf("the test lock's builder image is %s: update wantBuilder", b.Lock.Images.Builder.Pinned())
-	}
-	if len(bd) != 1 || bd[0].Name != "builder image" || bd[0].URI != wantBuilder || len(bd[0].Digest) != 0 {
+	wantBuilder := "pkg:oci/ubuntu@sha256%3A" + strings.Repeat("ef", 32) + "?repository_url=index.docker.io%2Flibrary%2Fubuntu"
+	if len(bd) != 1 || bd[0].Name != "builder image linux/amd64" || bd[0].URI != wantBuilder || bd[0].Digest["sha256"] != strings.Repeat("ef", 32) {
 		t.Errorf("builder dependencies %+v, want %s", bd, wantBuilder)
 	}
 }

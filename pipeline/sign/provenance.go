@@ -29,18 +29,17 @@ const (
 	// the resolvedDependencies are each source a stage compiled (tarball by SHA-256, git
 	// source by commit, recorded PGO profile by SHA-256) and each platform's runtime base
 	// image by the manifest digest pulled, as a pkg:oci purl. The Dagger engine compiles in
-	// the lock's builder image, listed by digest in runDetails.builder.builderDependencies;
-	// the host engine compiles with the machine's own toolchain, which is not listed.
+	// the lock's builder image, listed in runDetails.builder.builderDependencies by the
+	// digest the engine pulled; the host engine compiles with the machine's own toolchain,
+	// which is not listed.
 	buildType = "https://github.com/nginx-forge/nginx-forge/ci-build@v1"
 )
 
 // Build is what a key-signed push states about how its subject was built.
 type Build struct {
 	Lock *lock.Lock
-	// Engine is the engine that compiled ("dagger", "host"); BuilderImage the image it
-	// compiled in (REF@sha256:..., or REF:TAG as --builder-image gave it), or "" when it
-	// used the machine's toolchain.
-	Engine, BuilderImage string
+	// Engine is the engine that compiled ("dagger", "host").
+	Engine string
 	// Platforms are the images the subject holds: one for an image, each platform's for an
 	// index of them.
 	Platforms []PlatformBuild
@@ -58,6 +57,9 @@ type PlatformBuild struct {
 	// BaseRef is the runtime image as the build named it (the lock's, or --runtime-image);
 	// BaseDigest the digest of the platform's manifest that was pulled and built on.
 	BaseRef, BaseDigest string
+	// BuilderImage is the image the engine compiled in, as it pulled it (REF@sha256:...,
+	// or a REF:TAG), or "" when the engine used the machine's own toolchain.
+	BuilderImage string
 }
 
 // provenancePredicate is b as an SLSA v1 provenance predicate (predicateSLSAProvenance1), built with
@@ -72,13 +74,8 @@ func provenancePredicate(b Build) (attestation, error) {
 		return attestation{}, err
 	}
 	builder := &prov1.Builder{Id: builderID, Version: builderVersion()}
-	if b.BuilderImage != "" {
-		ref, digest, _ := strings.Cut(b.BuilderImage, "@")
-		d, err := imageDescriptor("builder image", ref, digest)
-		if err != nil {
-			return attestation{}, fmt.Errorf("provenance: the builder image: %w", err)
-		}
-		builder.BuilderDependencies = []*ita1.ResourceDescriptor{d}
+	if builder.BuilderDependencies, err = builderImages(b); err != nil {
+		return attestation{}, err
 	}
 	p := &prov1.Provenance{
 		BuildDefinition: &prov1.BuildDefinition{BuildType: buildType, ExternalParameters: ext, ResolvedDependencies: deps},
@@ -117,6 +114,25 @@ func externalParameters(b Build) map[string]any {
 		},
 		"platforms": platforms,
 	}
+}
+
+// builderImages are the images the platforms compiled in, each once.
+func builderImages(b Build) ([]*ita1.ResourceDescriptor, error) {
+	var ds []*ita1.ResourceDescriptor
+	var seen []string
+	for _, p := range b.Platforms {
+		if p.BuilderImage == "" || slices.Contains(seen, p.BuilderImage) {
+			continue
+		}
+		seen = append(seen, p.BuilderImage)
+		ref, digest, _ := strings.Cut(p.BuilderImage, "@")
+		d, err := imageDescriptor("builder image "+p.Platform, ref, digest)
+		if err != nil {
+			return nil, fmt.Errorf("provenance: the %s builder image: %w", p.Platform, err)
+		}
+		ds = append(ds, d)
+	}
+	return ds, nil
 }
 
 // resolvedDependencies are the sources the platforms compiled, each once, in the order

@@ -27,19 +27,23 @@ func (e *Executor) Preflight(ctx context.Context, smoke bool) error {
 	return checkEngine(ctx)
 }
 
-// BuilderGlibc asks the plan's builder image itself which glibc it has.
-func (e *Executor) BuilderGlibc(ctx context.Context, p *plan.Plan) (string, error) {
+// Builder asks the plan's builder image itself which glibc it has, and the engine by which
+// digest it pulled the image (ImageRef, which only a container straight from From has).
+func (e *Executor) Builder(ctx context.Context, p *plan.Plan) (engine.Builder, error) {
 	if err := e.Connect(ctx); err != nil {
-		return "", err
+		return engine.Builder{}, err
 	}
-	out, err := e.client.Container(dagger.ContainerOpts{Platform: dagger.Platform(p.Platform.String())}).
-		From(p.BuilderImage).
-		WithExec(plan.GlibcVersionCommand()).
-		Stdout(ctx)
+	from := e.client.Container(dagger.ContainerOpts{Platform: dagger.Platform(p.Platform.String())}).From(p.BuilderImage)
+	ref, err := from.ImageRef(ctx)
 	if err != nil {
-		return "", fmt.Errorf("reading the glibc version of the builder %s: %w%s", p.BuilderImage, err, stderrTail(err))
+		return engine.Builder{}, fmt.Errorf("pulling the builder %s: %w", p.BuilderImage, err)
 	}
-	return engine.GlibcFromGetconf(out)
+	out, err := from.WithExec(plan.GlibcVersionCommand()).Stdout(ctx)
+	if err != nil {
+		return engine.Builder{}, fmt.Errorf("reading the glibc version of the builder %s: %w%s", p.BuilderImage, err, stderrTail(err))
+	}
+	v, err := engine.GlibcFromGetconf(out)
+	return engine.Builder{Glibc: v, Image: ref}, err
 }
 
 // Build runs the plan in the engine (see Run). The engine does not tell its SDK which steps

@@ -46,14 +46,16 @@ func (e *Engine) Preflight(ctx context.Context, smoke bool) error {
 	return nil
 }
 
-// BuilderGlibc is this machine's glibc, which the binary links against.
-func (e *Engine) BuilderGlibc(ctx context.Context, p *plan.Plan) (string, error) {
+// Builder is this machine: its glibc, which the binary links against, and no image (the
+// compilers are the machine's own).
+func (e *Engine) Builder(ctx context.Context, p *plan.Plan) (engine.Builder, error) {
 	argv := plan.GlibcVersionCommand()
 	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
 	if err != nil {
-		return "", fmt.Errorf("reading this machine's glibc version (%s): %w", strings.Join(argv, " "), err)
+		return engine.Builder{}, fmt.Errorf("reading this machine's glibc version (%s): %w", strings.Join(argv, " "), err)
 	}
-	return engine.GlibcFromGetconf(string(out))
+	v, err := engine.GlibcFromGetconf(string(out))
+	return engine.Builder{Glibc: v}, err
 }
 
 // Build runs the plan with the executor and copies the install tree out of its cache into
