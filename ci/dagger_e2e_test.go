@@ -206,7 +206,7 @@ func TestDaggerBuildEndToEnd(t *testing.T) {
 		t.Errorf("-v: the Dagger engine's own progress output is not in the log")
 	}
 	if bd := slsaBuilderDependencies(t, ref); len(bd) != 1 || len(bd[0].Digest["sha256"]) != 64 ||
-		!strings.HasPrefix(bd[0].URI, "pkg:oci/ubuntu@sha256%3A"+bd[0].Digest["sha256"]) {
+		!strings.HasPrefix(bd[0].URI, "pkg:oci/ubuntu@sha256:"+bd[0].Digest["sha256"]) {
 		t.Errorf("the provenance's builder images: %+v, want the lock's builder (ubuntu) by the digest the engine pulled", bd)
 	} else {
 		t.Logf("provenance: builder image %s", bd[0].URI)

@@ -349,6 +349,14 @@ func ociPurl(nameStr, digest, repo string) string {
 	return p
 }
 
+// OCIPurl is the package URL of the image ref (REPO[:TAG][@DIGEST]) pulled at digest, as the
+// SBOM names its base: pkg:oci/NAME@DIGEST?repository_url=REPO. The provenance
+// (pipeline/sign) names its images the same way.
+func OCIPurl(ref, digest string) string {
+	ref, _, _ = strings.Cut(ref, "@")
+	return ociPurl(repoBase(ref), digest, repoPath(ref))
+}
+
 // repoPath strips the tag from "gcr.io/distroless/base-nossl-debian13:nonroot".
 func repoPath(ref string) string {
 	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {

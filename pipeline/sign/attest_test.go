@@ -260,7 +260,7 @@ func checkProvenanceStatement(t *testing.T, st statement, b Build) {
 	}
 	// The images as the SBOM names the base: pkg:oci purls, by the digest pulled.
 	last := deps[len(deps)-1]
-	wantBase := "pkg:oci/base-nossl-debian13@sha256%3A" + strings.Repeat("ab", 32) + "?repository_url=gcr.io%2Fdistroless%2Fbase-nossl-debian13"
+	wantBase := "pkg:oci/base-nossl-debian13@sha256:" + strings.Repeat("ab", 32) + "?repository_url=gcr.io%2Fdistroless%2Fbase-nossl-debian13"
 	if last.URI != wantBase || "sha256:"+last.Digest["sha256"] != b.Platforms[0].BaseDigest {
 		t.Errorf("base image dependency %+v, want %s", last, wantBase)
 	}
@@ -269,7 +269,7 @@ func checkProvenanceStatement(t *testing.T, st statement, b Build) {
 	}
 	// The builder image by the digest the engine pulled.
 	bd := p.RunDetails.Builder.BuilderDependencies
-	wantBuilder := "pkg:oci/ubuntu@sha256%3A" + strings.Repeat("ef", 32) + "?repository_url=index.docker.io%2Flibrary%2Fubuntu"
+	wantBuilder := "pkg:oci/ubuntu@sha256:" + strings.Repeat("ef", 32) + "?repository_url=docker.io%2Flibrary%2Fubuntu"
 	if len(bd) != 1 || bd[0].Name != "builder image linux/amd64" || bd[0].URI != wantBuilder || bd[0].Digest["sha256"] != strings.Repeat("ef", 32) {
 		t.Errorf("builder dependencies %+v, want %s", bd, wantBuilder)
 	}
@@ -308,23 +308,22 @@ func TestAttestIndexOfTwoPlatforms(t *testing.T) {
 }
 
 // An image dependency is named as the SBOM names the base: the purl of the OCI image by the
-// digest pulled, or by its tag when a builder image was given without one.
+// digest pulled (image.OCIPurl), whether the reference has a tag, a digest or both.
 func TestImageDescriptorIsAnOCIPurl(t *testing.T) {
 	hex := strings.Repeat("cd", 32)
-	for _, tc := range []struct{ ref, digest, uri string }{
-		{"gcr.io/distroless/base-nossl-debian13:nonroot", "sha256:" + hex, "pkg:oci/base-nossl-debian13@sha256%3A" + hex + "?repository_url=gcr.io%2Fdistroless%2Fbase-nossl-debian13"},
-		{"docker.io/library/ubuntu", "sha256:" + hex, "pkg:oci/ubuntu@sha256%3A" + hex + "?repository_url=index.docker.io%2Flibrary%2Fubuntu"},
-		{"127.0.0.1:5000/mirror/ubuntu:24.04", "", "pkg:oci/ubuntu?repository_url=127.0.0.1%3A5000%2Fmirror%2Fubuntu&tag=24.04"},
+	for _, tc := range []struct{ ref, uri string }{
+		{"gcr.io/distroless/base-nossl-debian13:nonroot", "pkg:oci/base-nossl-debian13@sha256:" + hex + "?repository_url=gcr.io%2Fdistroless%2Fbase-nossl-debian13"},
+		{"docker.io/library/ubuntu:24.04@sha256:" + hex, "pkg:oci/ubuntu@sha256:" + hex + "?repository_url=docker.io%2Flibrary%2Fubuntu"},
+		{"127.0.0.1:5000/mirror/ubuntu", "pkg:oci/ubuntu@sha256:" + hex + "?repository_url=127.0.0.1%3A5000%2Fmirror%2Fubuntu"},
 	} {
-		d, err := imageDescriptor("image", tc.ref, tc.digest)
-		if err != nil || d.GetUri() != tc.uri || d.Validate() != nil {
-			t.Errorf("%s at %q: %v, %v; want uri %s", tc.ref, tc.digest, d, err, tc.uri)
-		}
-		if tc.digest != "" && "sha256:"+d.GetDigest()["sha256"] != tc.digest {
-			t.Errorf("%s: digest %v, want %s", tc.ref, d.GetDigest(), tc.digest)
+		d, err := imageDescriptor("image", tc.ref, "sha256:"+hex)
+		if err != nil || d.GetUri() != tc.uri || d.GetDigest()["sha256"] != hex || d.Validate() != nil {
+			t.Errorf("%s: %v, %v; want uri %s and digest sha256:%s", tc.ref, d, err, tc.uri, hex)
 		}
 	}
-	if _, err := imageDescriptor("image", "gcr.io/x/y", "sha256"); err == nil {
-		t.Error("a digest without its hex was accepted")
+	for _, digest := range []string{"", "sha256", "sha256:"} {
+		if _, err := imageDescriptor("image", "gcr.io/x/y", digest); err == nil {
+			t.Errorf("the digest %q was accepted", digest)
+		}
 	}
 }

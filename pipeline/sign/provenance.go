@@ -2,18 +2,16 @@ package sign
 
 import (
 	"fmt"
-	"path"
 	"runtime/debug"
 	"slices"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	prov1 "github.com/in-toto/attestation/go/predicates/provenance/v1"
 	ita1 "github.com/in-toto/attestation/go/v1"
-	"github.com/package-url/packageurl-go"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
@@ -57,8 +55,8 @@ type PlatformBuild struct {
 	// BaseRef is the runtime image as the build named it (the lock's, or --runtime-image);
 	// BaseDigest the digest of the platform's manifest that was pulled and built on.
 	BaseRef, BaseDigest string
-	// BuilderImage is the image the engine compiled in, as it pulled it (REF@sha256:...,
-	// or a REF:TAG), or "" when the engine used the machine's own toolchain.
+	// BuilderImage is the image the engine compiled in, as it pulled it (REF@sha256:...),
+	// or "" when the engine used the machine's own toolchain.
 	BuilderImage string
 }
 
@@ -154,9 +152,6 @@ func resolvedDependencies(b Build) ([]*ita1.ResourceDescriptor, error) {
 		}
 	}
 	for _, p := range b.Platforms {
-		if p.BaseDigest == "" {
-			return nil, fmt.Errorf("provenance: the %s runtime image %s has no digest", p.Platform, p.BaseRef)
-		}
 		d, err := imageDescriptor("runtime image "+p.Platform, p.BaseRef, p.BaseDigest)
 		if err != nil {
 			return nil, fmt.Errorf("provenance: the %s runtime image: %w", p.Platform, err)
@@ -171,28 +166,14 @@ func resolvedDependencies(b Build) ([]*ita1.ResourceDescriptor, error) {
 	return deps, nil
 }
 
-// imageDescriptor is the image ref as pulled at digest: its uri the purl of the OCI image,
-// pkg:oci/NAME@DIGEST?repository_url=REGISTRY/REPOSITORY, as the SBOM names the base image.
-// Without a digest (a builder image overridden by tag) it is named by its tag alone.
+// imageDescriptor is the image ref (REPO[:TAG][@DIGEST]) as pulled at digest, its uri the purl the
+// SBOM gives the base image (image.OCIPurl).
 func imageDescriptor(what, ref, digest string) (*ita1.ResourceDescriptor, error) {
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ref, err)
+	algo, hex, ok := strings.Cut(digest, ":")
+	if !ok || hex == "" {
+		return nil, fmt.Errorf("%s: the digest %q is not ALGORITHM:HEX", ref, digest)
 	}
-	repo := r.Context()
-	q := map[string]string{"repository_url": repo.Name()}
-	d := &ita1.ResourceDescriptor{Name: what}
-	if digest != "" {
-		algo, hex, ok := strings.Cut(digest, ":")
-		if !ok || hex == "" {
-			return nil, fmt.Errorf("%s: digest %q is not ALGORITHM:HEX", ref, digest)
-		}
-		d.Digest = map[string]string{algo: hex}
-	} else if t, ok := r.(name.Tag); ok {
-		q["tag"] = t.TagStr()
-	}
-	d.Uri = packageurl.NewPackageURL("oci", "", path.Base(repo.RepositoryStr()), digest, packageurl.QualifiersFromMap(q), "").ToString()
-	return d, nil
+	return &ita1.ResourceDescriptor{Name: what, Uri: image.OCIPurl(ref, digest), Digest: map[string]string{algo: hex}}, nil
 }
 
 // sourceDescriptor is c as SLSA names a dependency: a tarball by its URL and SHA-256, a git
