@@ -6,16 +6,16 @@ require (
 	dagger.io/dagger v0.21.6
 	github.com/ProtonMail/go-crypto v1.5.2
 	github.com/google/go-containerregistry v0.22.1
+	github.com/in-toto/attestation v1.1.2
 	github.com/package-url/packageurl-go v0.1.3
 	github.com/quic-go/quic-go v0.65.0
 	github.com/rhysd/actionlint v1.7.12
 	github.com/sethvargo/go-githubactions v1.3.2
 	github.com/sigstore/sigstore v1.10.8
 	github.com/spdx/tools-golang v0.5.7
+	github.com/ulikunitz/xz v0.5.17
 	golang.org/x/sys v0.47.0
 )
-
-require github.com/in-toto/attestation v1.1.2 // indirect
 
 require (
 	github.com/99designs/gqlgen v0.17.89 // indirect
@@ -61,6 +61,6 @@ require (
 	golang.org/x/term v0.45.0 // indirect
 	golang.org/x/text v0.40.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20250825161204-c5933d9347a5 // indirect
-	google.golang.org/protobuf v1.36.11 // indirect
+	google.golang.org/protobuf v1.36.11
 	gotest.tools/v3 v3.5.2 // indirect
 )

@@ -254,8 +254,8 @@ func TestTraceSyscallsDebianNginx(t *testing.T) {
 		t.Fatalf("workers of %d: %v, %v", s.PID(), pids, err)
 	}
 	sc, _ := SelectScenarios("http-keepalive")
-	const n = 300
-	load := newFixedLoad(sc[0], s.Config, n, 4)
+	const n, conns = 300, 4
+	load := newFixedLoad(sc[0], s.Config, n, conns)
 	defer load.Close()
 	c, err := traceSyscalls(context.Background(), strace, pids, time.Minute, load.Warm, load.Run)
 	if err != nil {
@@ -265,8 +265,10 @@ func TestTraceSyscallsDebianNginx(t *testing.T) {
 		t.Errorf("count %+v", c)
 	}
 	got := map[string]float64{}
+	calls := map[string]int64{}
 	for _, s := range c.Calls {
 		got[s.Name] = s.PerRequest
+		calls[s.Name] = s.Calls
 	}
 	// No open_file_cache in DefaultKnobs: open, stat, close of the file per request; sendfile
 	// for the body.
@@ -275,9 +277,12 @@ func TestTraceSyscallsDebianNginx(t *testing.T) {
 			t.Errorf("%s: %.2f per request, want about 1 (calls: %s)", name, got[name], c.Top(10))
 		}
 	}
-	// Warmed keep-alive connections: no accept or connection close in the count.
-	if got["accept4"] != 0 {
-		t.Errorf("accept4 %.2f per request after the warm-up (calls: %s)", got["accept4"], c.Top(10))
+	// Warmed keep-alive connections: no new connection per request. The tolerance is one
+	// accept per connection of the load (4): Go's client may redial a kept-alive connection
+	// it found closed or busy, which is the client's event, not a cost of the server's
+	// keep-alive. A server that accepted per request would show about 300.
+	if calls["accept4"] > conns {
+		t.Errorf("accept4 called %d times for %d kept-alive requests on %d connections, want at most %d (calls: %s)", calls["accept4"], n, conns, conns, c.Top(10))
 	}
 	if tracer, _ := tracerPID(pids[0]); tracer != 0 {
 		t.Errorf("worker still traced by %d after the pass", tracer)

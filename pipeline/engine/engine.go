@@ -17,11 +17,10 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/gittree"
-	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
 // Engine runs plans. The build pipeline chooses one per build and calls it in this order:
@@ -131,33 +130,19 @@ func CheckSources(p *plan.Plan, sources map[string]string) error {
 	return VerifySources(p, sources)
 }
 
-// VerifySources checks every stage's tarball against the SHA-256 the plan pins, before an
-// engine uses it: pipeline/source verified each file once, but a file in a shared cache can
-// change between then and now.
+// VerifySources checks every stage's source before an engine uses it: each must be an
+// archive pipeline/source prepared (the files of the verified source as pipeline/unpack
+// wrote them, named after the archive's own SHA-256) and still hash to that name, since a
+// file in a shared cache can change between the fetch and the build. No engine gives a
+// stage a downloaded archive.
 func VerifySources(p *plan.Plan, sources map[string]string) error {
 	for _, s := range p.Stages {
 		path, ok := sources[s.Source.Component]
 		if !ok || path == "" {
 			return fmt.Errorf("no source tarball given for %s (stage %s): fetch it first", s.Source.Component, s.Name)
 		}
-		if s.Source.Tree != "" {
-			got, err := gittree.OfFile(path)
-			if err != nil {
-				return fmt.Errorf("reading source %s: %w", path, err)
-			}
-			if got != s.Source.Tree {
-				return fmt.Errorf("source %s for %s %s has git tree %s, but the lock pins %s: the file is corrupt or tampered with; delete it and fetch again",
-					path, s.Source.Component, s.Source.Version, got, s.Source.Tree)
-			}
-			continue
-		}
-		got, err := toolbox.FileSHA256(path)
-		if err != nil {
-			return fmt.Errorf("reading source %s: %w", path, err)
-		}
-		if got != s.Source.SHA256 {
-			return fmt.Errorf("source %s for %s %s has sha256 %s, but the lock pins %s: the file is corrupt or tampered with; delete it and fetch again",
-				path, s.Source.Component, s.Source.Version, got, s.Source.SHA256)
+		if err := source.CheckPrepared(path); err != nil {
+			return fmt.Errorf("%s %s (stage %s): %w", s.Source.Component, s.Source.Version, s.Name, err)
 		}
 	}
 	return nil

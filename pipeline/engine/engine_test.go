@@ -1,6 +1,9 @@
 package engine_test
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,7 +17,23 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
+
+// smallTarGz is a .tar.gz with one file.
+func smallTarGz(t *testing.T, name, body string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(body))}); err != nil {
+		t.Fatal(err)
+	}
+	tw.Write([]byte(body))
+	tw.Close()
+	zw.Close()
+	return buf.Bytes()
+}
 
 // recorder is an engine that only records whether Build reached it.
 type recorder struct {
@@ -42,12 +61,23 @@ func (r *recorder) Build(_ context.Context, _ *plan.Plan, _ map[string]string, d
 // the wrapper, and a refused build never reaches the engine.
 func TestCheckedRefusesBadInputBeforeTheEngine(t *testing.T) {
 	dir := t.TempDir()
-	tarball := filepath.Join(dir, "zlib-1.3.1.tar.gz")
-	if err := os.WriteFile(tarball, []byte("zlib"), 0o644); err != nil {
+	raw := filepath.Join(dir, "zlib-1.3.1.tar.gz")
+	b := smallTarGz(t, "zlib-1.3.1/README", "zlib")
+	if err := os.WriteFile(raw, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256([]byte("zlib"))
+	sum := sha256.Sum256(b)
 	src := plan.Source{Component: "zlib", Version: "1.3.1", FileName: "zlib-1.3.1.tar.gz", SHA256: hex.EncodeToString(sum[:])}
+	tarball, err := source.PrepareFile(context.Background(), raw, filepath.Join(dir, "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A prepared archive changed after it was written (same name, other bytes).
+	changed := filepath.Join(dir, "changed", filepath.Base(tarball))
+	os.MkdirAll(filepath.Dir(changed), 0o755)
+	if err := os.WriteFile(changed, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	good := func() *plan.Plan {
 		return &plan.Plan{Final: "nginx", Stages: []plan.Stage{
 			{Name: "zlib", Source: src},
@@ -63,8 +93,6 @@ func TestCheckedRefusesBadInputBeforeTheEngine(t *testing.T) {
 	outOfOrder.Stages[0], outOfOrder.Stages[1] = outOfOrder.Stages[1], outOfOrder.Stages[0]
 	noFinal := good()
 	noFinal.Final = "pgo-train"
-	tampered := good()
-	tampered.Stages[1].Source.SHA256 = strings.Repeat("0", 64)
 
 	for _, c := range []struct {
 		name    string
@@ -75,7 +103,8 @@ func TestCheckedRefusesBadInputBeforeTheEngine(t *testing.T) {
 	}{
 		{"out of order", outOfOrder, sources, filepath.Join(dir, "t1"), `depends on "zlib", which is not an earlier stage`},
 		{"no final stage", noFinal, sources, filepath.Join(dir, "t2"), `final stage "pgo-train"`},
-		{"checksum", tampered, sources, filepath.Join(dir, "t3"), "the file is corrupt or tampered with"},
+		{"checksum", good(), map[string]string{"zlib": changed}, filepath.Join(dir, "t3"), "the file is corrupt or tampered with"},
+		{"a downloaded archive, not a prepared one", good(), map[string]string{"zlib": raw}, filepath.Join(dir, "t5"), "never a downloaded archive"},
 		{"missing source", good(), map[string]string{}, filepath.Join(dir, "t4"), "no source tarball given for zlib"},
 		{"tree not empty", good(), sources, full, "is not empty"},
 	} {

@@ -35,7 +35,7 @@ func (b *build) fetch(ctx context.Context) error {
 	}
 	b.sources = map[string]string{}
 	for name, v := range verified {
-		b.sources[name] = v.Path
+		b.sources[name] = v.Prepared
 	}
 	// What a plan reads besides the components: a recorded PGO profile.
 	for _, t := range b.targets {
@@ -55,7 +55,7 @@ func (b *build) fetch(ctx context.Context) error {
 				return fetchError(err)
 			}
 			b.logf("profile: %s", v)
-			b.sources[c.Name] = v.Path
+			b.sources[c.Name] = v.Prepared
 		}
 	}
 	b.logf("sources: %d verified in %s", len(b.sources), time.Since(start).Round(time.Millisecond))

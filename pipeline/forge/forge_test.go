@@ -30,6 +30,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/registrytest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/upstreamtest"
 )
 
 // journal is the order in which things happened, across the fake engine, the source mirror
@@ -163,7 +164,8 @@ func newWorld(t *testing.T) *world {
 	files := map[string][]byte{}
 	var comps []lock.Component
 	for _, c := range l.Components {
-		body := []byte("the source of " + c.Name + " " + c.Version + "\n")
+		// A real archive: the fetcher unpacks it under pipeline/unpack's policy.
+		body := upstreamtest.Tarball(t, c.Name+"-"+c.Version, map[string]string{"README": "the source of " + c.Name + " " + c.Version + "\n"})
 		sum := sha256.Sum256(body)
 		c.SHA256 = hex.EncodeToString(sum[:])
 		c.Signature = nil

@@ -16,6 +16,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/upstreamtest"
 )
 
 // A pgo build of a lock with a recorded profile for its plan fetches the profile like a
@@ -28,13 +29,13 @@ func TestRecordedProfileIsFetchedAndVerified(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		body := []byte("a recorded profile")
+		body := upstreamtest.Tarball(t, "pgo", map[string]string{"compiler": "a recorded profile"})
 		sum := sha256.Sum256(body)
 		rec := lock.Profile{Platform: "linux/amd64", Training: p.TrainingKey, URL: "https://pgo.example.org/profiles/nginx-forge-pgo-amd64.tar.gz", SHA256: hex.EncodeToString(sum[:])}
 		l := *w.lock
 		l.Profiles = []lock.Profile{rec}
 		if tampered {
-			body = []byte("another profile")
+			body = upstreamtest.Tarball(t, "pgo", map[string]string{"compiler": "another profile"})
 		}
 		w.serve("nginx-forge-pgo-amd64.tar.gz", body)
 		req := forge.Request{Lock: &l, Mirror: w.mirror, Optimize: plan.OptimizePGO, Tree: t.TempDir()}

@@ -1,23 +1,22 @@
-// Package gittree computes the git tree object ID of a source tarball's contents: the check
+// Package gittree computes the git tree object ID of an unpacked source tree: the check
 // that a source pinned by git commit (lock: "git") is exactly that commit's tree, whichever
-// way the tarball was made (git archive of a fetched commit, or a mirror's copy). It hashes
-// what the build will compile (every file's bytes, its executable bit, every symlink) the way
-// git does, with no clean/smudge filters or .gitattributes conversions, so no checkout
-// setting of this machine changes the answer.
+// way its archive was made (git archive of a fetched commit, or a mirror's copy). It hashes
+// the files as pipeline/unpack wrote them, which are the files the build compiles (every
+// file's bytes, its executable bit, every symlink), the way git does, with no clean/smudge
+// filters or .gitattributes conversions, so no checkout setting of this machine changes the
+// answer.
 package gittree
 
 import (
-	"archive/tar"
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha1"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -39,104 +38,75 @@ type entry struct {
 	sub  dir
 }
 
-// OfFile is ofTarball of the file at name.
-func OfFile(name string) (string, error) {
-	f, err := os.Open(name)
+// OfDir returns the tree ID (40 lower-case hex digits) of the files below dir, as git
+// computes it: regular files (executable or not, by the owner's execute bit), symbolic links
+// (their target) and directories; a directory with no file below it is not part of a git
+// tree and is ignored, as git ignores it. Anything else (a device, a FIFO, a socket) is an
+// error, since git cannot hold one. dir is what pipeline/unpack wrote: the files hashed are
+// the files the build compiles.
+func OfDir(top string) (string, error) {
+	root := dir{}
+	err := filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(top, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		if err := add(root, filepath.ToSlash(rel), p, d); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return "", err
-	}
-	defer f.Close()
-	id, err := ofTarball(f)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", name, err)
-	}
-	return id, nil
-}
-
-// ofTarball returns the tree ID (40 lower-case hex digits) of a tarball's contents below its
-// one top-level directory (the layout of `git archive --prefix=NAME/` and of release
-// tarballs). The tarball may be gzip-compressed. Directories without files are not part of a
-// git tree and are ignored, as git ignores them; a hard link, device or FIFO is an error,
-// since git cannot hold one.
-func ofTarball(r io.Reader) (string, error) {
-	br := bufio.NewReader(r)
-	var in io.Reader = br
-	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return "", fmt.Errorf("reading gzip: %w", err)
-		}
-		defer zr.Close()
-		zr.Multistream(false)
-		in = zr
-	}
-	root := dir{}
-	top := ""
-	tr := tar.NewReader(in)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return "", fmt.Errorf("reading tar: %w", err)
-		}
-		if h.Typeflag == tar.TypeXGlobalHeader {
-			continue // git archive's pax header: the commit ID as a comment
-		}
-		name := strings.TrimPrefix(path.Clean("/"+h.Name), "/")
-		first, rest, _ := strings.Cut(name, "/")
-		if top == "" {
-			top = first
-		}
-		if first != top || name == "" {
-			return "", fmt.Errorf("entry %q is outside the tarball's top directory %q/", h.Name, top)
-		}
-		if err := add(root, rest, h, tr); err != nil {
-			return "", fmt.Errorf("entry %q: %w", h.Name, err)
-		}
-	}
-	if top == "" {
-		return "", errors.New("the tarball is empty")
 	}
 	id, _ := close(root)
 	return hex.EncodeToString(id[:]), nil
 }
 
-func add(root dir, rel string, h *tar.Header, r io.Reader) error {
-	if rel == "" {
-		return nil // the top directory itself
-	}
+func add(root dir, rel, p string, d fs.DirEntry) error {
 	var e *entry
-	switch h.Typeflag {
-	case tar.TypeDir:
+	switch t := d.Type(); {
+	case t.IsDir():
 		_, err := subdir(root, rel)
 		return err
-	case tar.TypeReg:
+	case t.IsRegular():
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
 		mode := modeFile
-		if h.Mode&0o100 != 0 {
+		if fi.Mode()&0o100 != 0 {
 			mode = modeExec
 		}
-		id, err := blob(r, h.Size)
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		id, err := blob(f, fi.Size())
 		if err != nil {
 			return err
 		}
 		e = &entry{mode: mode, id: id}
-	case tar.TypeSymlink:
-		id, _ := blob(strings.NewReader(h.Linkname), int64(len(h.Linkname)))
+	case t&fs.ModeSymlink != 0:
+		target, err := os.Readlink(p)
+		if err != nil {
+			return err
+		}
+		id, _ := blob(strings.NewReader(target), int64(len(target)))
 		e = &entry{mode: modeSymlink, id: id}
 	default:
-		return fmt.Errorf("is of tar type %q, which a git tree cannot hold", h.Typeflag)
+		return fmt.Errorf("is a %s, which a git tree cannot hold", t)
 	}
 	parent, name := path.Split(rel)
-	d, err := subdir(root, strings.TrimSuffix(parent, "/"))
+	d0, err := subdir(root, strings.TrimSuffix(parent, "/"))
 	if err != nil {
 		return err
 	}
-	if _, dup := d[name]; dup {
-		return errors.New("appears twice")
-	}
-	d[name] = e
+	d0[name] = e
 	return nil
 }
 

@@ -18,7 +18,7 @@ func TestSharedUpstreamTrees(t *testing.T) {
 		"aws-lc-5.5.0.tar.gz":     "c5d1942d97ab4b20bc1245d578a9f1fe4f423f9e",
 		"zlib-ng-2.2.2.tar.gz":    "7ea8314bf60e8a2354dcf06955b5149c5132bb3f",
 	} {
-		got, err := OfFile(filepath.Join(dir, file))
+		got, err := ofArchive(t, filepath.Join(dir, file))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package gittree
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/unpack"
 )
 
 // gitRepo makes a repository whose tree has what tree hashing must get right: an executable,
@@ -59,15 +61,26 @@ func git(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// ofArchive is the tree of archive's files as pipeline/unpack writes them: how a git-pinned
+// source is checked.
+func ofArchive(t *testing.T, archive string) (string, error) {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "tree")
+	if _, err := unpack.Extract(context.Background(), archive, dst, unpack.DefaultLimits); err != nil {
+		return "", err
+	}
+	return OfDir(dst)
+}
+
 func TestTreeOfArchiveIsGitsTree(t *testing.T) {
 	dir := gitRepo(t)
 	want := git(t, dir, "rev-parse", "HEAD^{tree}")
 	// info/attributes overrides the tree's export-ignore, as the fetcher does.
 	os.WriteFile(filepath.Join(dir, ".git", "info", "attributes"), []byte("* -export-ignore -export-subst\n"), 0o644)
-	for _, format := range []string{"tar", "tar.gz"} {
+	for _, format := range []string{"tar.gz"} {
 		out := filepath.Join(t.TempDir(), "a."+format)
 		git(t, dir, "archive", "--format="+format, "--prefix=x-1/", "-o", out, "HEAD")
-		got, err := OfFile(out)
+		got, err := ofArchive(t, out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,9 +90,9 @@ func TestTreeOfArchiveIsGitsTree(t *testing.T) {
 	}
 	// Without the override git archive leaves "secret" out: another tree, which must show.
 	os.Remove(filepath.Join(dir, ".git", "info", "attributes"))
-	out := filepath.Join(t.TempDir(), "a.tar")
-	git(t, dir, "archive", "--prefix=x-1/", "-o", out, "HEAD")
-	if got, _ := OfFile(out); got == want {
+	out := filepath.Join(t.TempDir(), "a.tar.gz")
+	git(t, dir, "archive", "--format=tar.gz", "--prefix=x-1/", "-o", out, "HEAD")
+	if got, _ := ofArchive(t, out); got == want {
 		t.Error("an archive without the export-ignored file hashes to the whole tree")
 	}
 }

@@ -259,7 +259,7 @@ func cleanTemp(dir string) {
 	}
 	for _, e := range ents {
 		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > 24*time.Hour {
-			os.Remove(filepath.Join(dir, e.Name()))
+			os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/gittree"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
@@ -44,14 +43,11 @@ func (f *Fetcher) fetchGit(ctx context.Context, c lock.Component) (Verified, err
 	v := Verified{Name: c.Name, Version: c.Version, Path: tarball, Tree: g.Tree, Commit: g.Commit, Unsigned: c.Unsigned}
 	check := func(from string) func(file, sum string) error {
 		return func(file, sum string) error {
-			got, err := gittree.OfFile(file)
+			pr, err := f.prepare(ctx, c, file, name, from)
 			if err != nil {
-				return fmt.Errorf("%s from %s: %w", name, lock.RedactURL(from), err)
+				return err
 			}
-			if got != g.Tree {
-				return &TreeError{File: name, From: lock.RedactURL(from), Commit: g.Commit, Want: g.Tree, Got: got}
-			}
-			v.SHA256 = sum
+			v.SHA256, v.Prepared, v.Top = sum, pr.path, pr.top
 			return nil
 		}
 	}
@@ -59,6 +55,8 @@ func (f *Fetcher) fetchGit(ctx context.Context, c lock.Component) (Verified, err
 		if err := check("the cache")(tarball, sum); err == nil {
 			f.logf("%s: cached %s", c.Name, tarball)
 			return v, nil
+		} else if ctx.Err() != nil {
+			return Verified{}, err
 		}
 		f.logf("cached %s is not tree %s: removing it and fetching again", tarball, g.Tree)
 		if err := os.Remove(tarball); err != nil {

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/unpack"
 )
 
 // defaultKeyservers are where a signer key that is not vendored (pipeline/lock/keys) is
@@ -63,6 +64,7 @@ type Fetcher struct {
 	now           func() time.Time
 	initErr       error
 	keysDir       string
+	limits        unpack.Limits
 
 	// refreshed holds the copies of vendored keys that RefreshKey fetched in this run, by
 	// fingerprint: they stand for the vendored file until the update writes them over it.
@@ -138,6 +140,9 @@ func withBackoff(d time.Duration) Option { return func(f *Fetcher) { f.backoff =
 // retried (default one minute).
 func withStallTimeout(d time.Duration) Option { return func(f *Fetcher) { f.stall = d } }
 
+// withUnpackLimits replaces unpack.DefaultLimits, the bounds on what one archive may unpack to.
+func withUnpackLimits(l unpack.Limits) Option { return func(f *Fetcher) { f.limits = l } }
+
 // withNow sets the clock used to judge whether keys and signatures are currently revoked or
 // expired (default time.Now).
 func withNow(now func() time.Time) Option { return func(f *Fetcher) { f.now = now } }
@@ -153,6 +158,7 @@ func New(opts ...Option) *Fetcher {
 		backoff:    time.Second,
 		stall:      time.Minute,
 		now:        time.Now,
+		limits:     unpack.DefaultLimits,
 	}
 	for _, o := range opts {
 		o(f)
@@ -201,56 +207,6 @@ func New(opts ...Option) *Fetcher {
 
 // CacheDir is the directory the fetcher caches verified files in.
 func (f *Fetcher) CacheDir() string { return f.cacheDir }
-
-// Verified is a component's tarball after every check passed.
-type Verified struct {
-	// Name and Version are the component's, from the lock.
-	Name    string
-	Version string
-	// Path is the verified tarball in the content-addressed cache
-	// (<cache>/sha256/<hex>/<file name>). Treat it as read-only: it is shared by builds.
-	Path string
-	// SHA256 is the verified digest (lower-case hex), equal to the lock's; for a git source,
-	// the digest of the archive of its verified tree.
-	SHA256 string
-	// Tree and Commit are a git source's pinned tree (verified over the archive's files) and
-	// commit; "" for a tarball.
-	Tree, Commit string
-	// URL is where the tarball was fetched from (the mirror's URL with a mirror), or "" when
-	// it came from the cache.
-	URL string
-	// Signed reports whether a PGP signature was verified. It is false only for a component
-	// that has no signature in the lock: such a component rests on its checksum alone, and
-	// the caller should say so.
-	Signed bool
-	// Unsigned is the lock's reason for an unsigned component ("" when it gives none).
-	Unsigned string
-	// SignedBy is the primary fingerprint of the pinned key that made the signature.
-	SignedBy string
-	// SignedAt is when the signature says it was made.
-	SignedAt time.Time
-	// SignerVendored reports whether the signer's key is vendored (pipeline/lock/keys)
-	// rather than fetched from a key server or mirror.
-	SignerVendored bool
-}
-
-// String describes the result in one line for logs.
-func (v Verified) String() string {
-	if v.Tree != "" {
-		return fmt.Sprintf("%s %s: git commit %s, tree %s verified over the files built; NO signature, the lock says why: %s", v.Name, v.Version, v.Commit, v.Tree, v.Unsigned)
-	}
-	if !v.Signed && v.Unsigned != "" {
-		return fmt.Sprintf("%s %s: sha256 %s verified; NO signature (checksum only), the lock says why: %s", v.Name, v.Version, v.SHA256, v.Unsigned)
-	}
-	if !v.Signed {
-		return fmt.Sprintf("%s %s: sha256 %s verified; NO signature pinned in the lock and no reason given (checksum only)", v.Name, v.Version, v.SHA256)
-	}
-	key := "fetched key"
-	if v.SignerVendored {
-		key = "vendored key"
-	}
-	return fmt.Sprintf("%s %s: sha256 %s verified; signed by %s (%s) on %s", v.Name, v.Version, v.SHA256, v.SignedBy, key, v.SignedAt.UTC().Format("2006-01-02"))
-}
 
 // ChecksumError reports a file whose SHA-256 is not the one pinned in the lock.
 type ChecksumError struct {
@@ -333,15 +289,31 @@ func (f *Fetcher) fetch(ctx context.Context, c lock.Component) (Verified, error)
 	if err != nil {
 		return Verified{}, err
 	}
+	var pr prepared
 	if !hit {
 		src := f.fileURL(c.URL)
-		if err := f.download(ctx, src, tarball, name, f.maxSize, c.SHA256); err != nil {
+		err := f.downloadChecked(ctx, src, tarball, name, f.maxSize, func(file, got string) error {
+			if got != c.SHA256 {
+				return &ChecksumError{File: name, URL: src, Want: c.SHA256, Got: got}
+			}
+			pr, err = f.prepare(ctx, c, file, name, src)
+			return err
+		})
+		if err != nil {
 			return Verified{}, err
 		}
 		v.URL = src
 	} else {
 		f.logf("%s: cached %s", c.Name, tarball)
+		if pr, err = f.prepare(ctx, c, tarball, name, "the cache"); err != nil {
+			var ue *unpack.Error
+			if errors.As(err, &ue) {
+				err = errors.Join(err, removeRefused(tarball))
+			}
+			return Verified{}, err
+		}
 	}
+	v.Prepared, v.Top = pr.path, pr.top
 	if c.Signature == nil {
 		return v, nil
 	}

@@ -65,6 +65,13 @@ func (f *Fetcher) fetchNew(ctx context.Context, c lock.Component) (Verified, err
 	if err != nil {
 		return Verified{}, err
 	}
+	// Unpacked only after the signature vouched for the bytes (or, unsigned, after the
+	// download): the policy and its limits decide before anything is cached.
+	pr, err := f.prepare(ctx, c, tmpName, name, src)
+	if err != nil {
+		return Verified{}, err
+	}
+	v.Prepared, v.Top = pr.path, pr.top
 	if err := f.cacheNew(&v, tmpName, name, sig, sigName); err != nil {
 		return Verified{}, err
 	}

@@ -1,69 +1,11 @@
 package upstream
 
 import (
-	"archive/tar"
-	"compress/gzip"
-	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path"
-	"path/filepath"
 	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
-
-// TopDir returns the single top-level directory of the .tar.gz at file, reading every
-// entry: an entry outside it (or a second top directory) is an error naming the entry. It
-// stops when ctx ends: a small download can expand to gigabytes (a gzip bomb), and reading
-// them must not outlive the run's deadline.
-func TopDir(ctx context.Context, file string) (string, error) {
-	if !strings.HasSuffix(file, ".tar.gz") && !strings.HasSuffix(file, ".tgz") {
-		return "", fmt.Errorf("%s: only .tar.gz tarballs are read (to check the top directory)", filepath.Base(file))
-	}
-	fh, err := os.Open(file)
-	if err != nil {
-		return "", err
-	}
-	defer fh.Close()
-	zr, err := gzip.NewReader(ctxReader{ctx, fh})
-	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", filepath.Base(file), err)
-	}
-	tr := tar.NewReader(ctxReader{ctx, zr})
-	top := ""
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return "", fmt.Errorf("reading %s: stopped at the run's deadline (--timeout): %w", filepath.Base(file), context.Cause(ctx))
-			}
-			return "", fmt.Errorf("reading %s: %w", filepath.Base(file), err)
-		}
-		if h.Typeflag == tar.TypeXGlobalHeader {
-			continue // git archive's pax_global_header: metadata, not a file
-		}
-		// Cleaned, so "nginx-1.28.0/../x" counts as x: tar would write it there.
-		first, _, _ := strings.Cut(path.Clean(h.Name), "/")
-		if first == "" || first == "." || first == ".." {
-			return "", fmt.Errorf("%s: entry %q is not inside a top directory", filepath.Base(file), h.Name)
-		}
-		if top == "" {
-			top = first
-		} else if first != top {
-			return "", fmt.Errorf("%s: entries under both %s/ and %s/ (entry %q): a release tarball has one top directory", filepath.Base(file), top, first, h.Name)
-		}
-	}
-	if top == "" {
-		return "", fmt.Errorf("%s: the tarball is empty", filepath.Base(file))
-	}
-	return top, nil
-}
 
 // bump returns c at version v: the version, the tarball URL and the signature URL with the
 // old version replaced by v, and no checksum (the caller must fill it from a verified

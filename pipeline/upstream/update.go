@@ -13,6 +13,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
+	"github.com/nginx-forge/nginx-forge/pipeline/unpack"
 )
 
 // Fetcher downloads and verifies sources; *source.Fetcher implements it.
@@ -103,6 +104,7 @@ func (a Applied) IsImage() bool { return a.Ref != "" }
 var (
 	errReplay         = errors.New("signed before the locked release")
 	errWrongTopDir    = errors.New("wrong top directory")
+	errArchivePolicy  = errors.New("its archive breaks the unpack policy")
 	errUnsignedReason = errors.New("unsigned reason names the locked version")
 	errPlatforms      = errors.New("index lacks a platform")
 )
@@ -271,6 +273,10 @@ func (u *updater) component(ctx context.Context, old lock.Component, v string) (
 
 	ver, refreshed, err := u.fetchNew(ctx, next)
 	if err != nil {
+		var ue *unpack.Error
+		if errors.As(err, &ue) {
+			return lock.Component{}, Applied{}, fmt.Errorf("refused: %w (%w)", err, errArchivePolicy)
+		}
 		if next.Signature != nil {
 			return lock.Component{}, Applied{}, fmt.Errorf("refused: the new release cannot be verified: %w", err)
 		}
@@ -291,14 +297,9 @@ func (u *updater) component(ctx context.Context, old lock.Component, v string) (
 		a.Unsigned = next.Unsigned
 	}
 
-	top, err := TopDir(ctx, ver.Path)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		// The run's deadline, not the file: a longer --timeout may let it through.
-		return lock.Component{}, Applied{}, fmt.Errorf("refused: %w", err)
-	case err != nil:
-		return lock.Component{}, Applied{}, fmt.Errorf("refused: %w (%w)", err, errWrongTopDir)
-	}
+	// The fetcher unpacked it under pipeline/unpack's policy (one top directory among its
+	// rules) before anything was cached.
+	top := ver.Top
 	if want := topDirName(old.Name, v); top != want {
 		return lock.Component{}, Applied{}, fmt.Errorf("refused: its tarball %s unpacks into %s/, not %s/: the file is not the release it is named after "+
 			"(the build strips the top directory, so it would build whatever is inside) (%w)",

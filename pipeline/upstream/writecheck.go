@@ -1,9 +1,7 @@
 package upstream
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"path/filepath"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
@@ -25,18 +23,4 @@ func checkKeyTargets(keysDir string, done []Applied) error {
 		}
 	}
 	return nil
-}
-
-// ctxReader reads r until ctx ends: work on local data (unpacking a tarball) keeps the run's
-// deadline like the network does.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, context.Cause(c.ctx)
-	}
-	return c.r.Read(p)
 }

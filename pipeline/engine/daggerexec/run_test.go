@@ -13,6 +13,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
@@ -22,8 +23,13 @@ func testPlan(t *testing.T) (*plan.Plan, map[string]string) {
 	mirror := testenv.MirrorDir(t)
 	p, l := lockPlan(t)
 	sources := map[string]string{}
+	cache := t.TempDir()
 	for _, c := range l.Components {
-		sources[c.Name] = filepath.Join(mirror, c.FileName())
+		prepared, err := source.PrepareFile(context.Background(), filepath.Join(mirror, c.FileName()), cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sources[c.Name] = prepared
 	}
 	return p, sources
 }

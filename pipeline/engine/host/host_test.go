@@ -17,12 +17,14 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
 // These tests run real bash scripts through the executor with small plans of their own; the
 // tests in stack_test.go build the real stack.
 
-// tarball writes a .tar.gz holding dir/hello.txt and returns its path and sha256.
+// tarball writes a .tar.gz holding dir/hello.txt and returns the archive pipeline/source
+// prepares from it (what a stage reads) and the written file's sha256 (the plan's pin).
 func tarball(t *testing.T, content string) (string, string) {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "hello-1.0.tar.gz")
@@ -40,7 +42,11 @@ func tarball(t *testing.T, content string) (string, string) {
 	f.Close()
 	b, _ := os.ReadFile(p)
 	sum := sha256.Sum256(b)
-	return p, hex.EncodeToString(sum[:])
+	prepared, err := source.PrepareFile(context.Background(), p, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prepared, hex.EncodeToString(sum[:])
 }
 
 // smallPlan has two stages: "lib" copies the tarball's file into OUT and records the contract
@@ -244,7 +250,8 @@ func TestTamperedSourceFailsBeforeAnything(t *testing.T) {
 		t.Fatal("a tampered tarball was built")
 	}
 	sum := sha256.Sum256(b)
-	for _, want := range []string{src, sha, hex.EncodeToString(sum[:]), "tampered"} {
+	written := strings.TrimSuffix(filepath.Base(src), ".tar.gz")
+	for _, want := range []string{src, "written with sha256 " + written, hex.EncodeToString(sum[:]), "tampered"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}

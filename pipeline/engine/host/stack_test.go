@@ -360,7 +360,7 @@ func sourcesFor(t *testing.T, l *lock.Lock) map[string]string {
 	}
 	m := map[string]string{}
 	for name, x := range v {
-		m[name] = x.Path
+		m[name] = x.Prepared
 	}
 	return m
 }

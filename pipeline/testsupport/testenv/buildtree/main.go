@@ -56,7 +56,7 @@ func main() {
 	}
 	paths := map[string]string{}
 	for name, v := range verified {
-		paths[name] = v.Path
+		paths[name] = v.Prepared
 	}
 	res, err := host.New(host.WithCacheDir(*cache), host.WithLogf(logger.Printf)).Run(ctx, p, paths)
 	if err != nil {
