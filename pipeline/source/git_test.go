@@ -3,11 +3,13 @@ package source_test
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
@@ -85,4 +87,39 @@ func TestGitSourceWrongTree(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Join(cache, "git-tree")); len(ents) > 0 {
 		t.Errorf("cache holds %s after a refused fetch", ents[0].Name())
 	}
+}
+
+// Issue 35: `git fetch` of a git-pinned source from a server that accepts and never answers
+// waited for more than 75 s. It now fails at the stall timeout, naming the server.
+func TestGitFetchFromASilentServerEndsAtTheStallTimeout(t *testing.T) {
+	testenv.Tool(t, "git", "git")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c) // accepted, never answered
+		}
+	}()
+	t.Cleanup(func() { ln.Close() })
+	repo := "http://" + ln.Addr().String() + "/zlib-ng/zlib-ng.git"
+	f := source.New(source.WithCacheDir(t.TempDir()), source.WithStallTimeout(2*time.Second), source.WithRetries(0))
+	c := gitComponent(repo, strings.Repeat("a", 40), strings.Repeat("b", 40))
+	start := time.Now()
+	_, err = f.Fetch(context.Background(), c)
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), ln.Addr().String()) {
+		t.Fatalf("err = %v, want one naming %s", err, ln.Addr())
+	}
+	// The bound is 2 s; the rest is slack for a loaded machine (the fetch waited for ever).
+	if took > 20*time.Second {
+		t.Errorf("took %s with a 2s stall timeout", took)
+	}
+	t.Logf("ended after %s: %v", took.Round(time.Millisecond), err)
 }
