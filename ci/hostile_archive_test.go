@@ -122,7 +122,7 @@ func TestCheckUpdatesRefusesHostileGitArchives(t *testing.T) {
 			if code != exitPartial {
 				t.Fatalf("exit %d, want %d\nstderr: %s\nstdout: %s", code, exitPartial, errb.String(), out.String())
 			}
-			for _, w := range []string{"zlib_ng " + ng.New.Version + ": refused", "archive " + file, h.rule, "nothing from it was used or cached"} {
+			for _, w := range []string{"zlib_ng " + ng.New.Version + ": refused", "archive " + file, h.rule, "nothing from it was used or cached", "fix the mirror"} {
 				if !strings.Contains(errb.String(), w) {
 					t.Errorf("stderr lacks %q:\n%s", w, errb.String())
 				}

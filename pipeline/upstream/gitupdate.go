@@ -10,6 +10,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
+	"github.com/nginx-forge/nginx-forge/pipeline/unpack"
 )
 
 var (
@@ -89,7 +90,10 @@ func (u *updater) gitComponent(ctx context.Context, old lock.Component, cr Compo
 	}
 	v, err := u.Fetcher.Fetch(ctx, next)
 	var te *source.TreeError
+	var ue *unpack.Error
 	switch {
+	case errors.As(err, &ue):
+		return lock.Component{}, Applied{}, fmt.Errorf("refused: commit %s of tag %s: %w (%w)", cr.Commit, cr.Tag, err, errArchivePolicy)
 	case errors.As(err, &te):
 		// Not wrapped: the fetcher's words are about a lock that pins the tree, and this one
 		// was never written.

@@ -49,7 +49,9 @@ func fixFor(name string, err error) string {
 		return fmt.Sprintf("if upstream really changed signers, check the new key with them out of band, then adopt it in a reviewed change: go run ./ci lock trust %s %s", name, fpr)
 	case errors.As(err, &ke):
 		return fmt.Sprintf("the pinned key %s could not be obtained: run again with --keyserver URL naming a key server that has it, or vendor it by hand as %s/%s.asc in a reviewed change", ke.Fingerprint, lock.KeysDir, ke.Fingerprint)
-	case errors.Is(err, errReplay), errors.Is(err, errWrongTopDir), errors.Is(err, errArchivePolicy):
+	case errors.Is(err, errArchivePolicy):
+		return "keep the lock as it is: if --mirror served the file, fix the mirror (its archive must be upstream's, one stream, nothing appended); otherwise ask upstream. The next run checks again"
+	case errors.Is(err, errReplay), errors.Is(err, errWrongTopDir):
 		return "ask upstream; keep the lock as it is (the next run checks again)"
 	case errors.Is(err, errUnsignedReason):
 		return "rewrite the component's \"unsigned\" reason in the lock so that it holds for any release (why upstream publishes no signatures, without a version), then run go run ./ci check-updates --write again"
