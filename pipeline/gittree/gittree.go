@@ -9,6 +9,7 @@ package gittree
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
@@ -44,11 +45,14 @@ type entry struct {
 // tree and is ignored, as git ignores it. Anything else (a device, a FIFO, a socket) is an
 // error, since git cannot hold one. dir is what pipeline/unpack wrote: the files hashed are
 // the files the build compiles.
-func OfDir(top string) (string, error) {
+func OfDir(ctx context.Context, top string) (string, error) {
 	root := dir{}
 	err := filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err // a signal or the run's deadline: checked between files
 		}
 		rel, err := filepath.Rel(top, p)
 		if err != nil || rel == "." {

@@ -69,7 +69,7 @@ func ofArchive(t *testing.T, archive string) (string, error) {
 	if _, err := unpack.Extract(context.Background(), archive, dst, unpack.DefaultLimits); err != nil {
 		return "", err
 	}
-	return OfDir(dst)
+	return OfDir(context.Background(), dst)
 }
 
 func TestTreeOfArchiveIsGitsTree(t *testing.T) {

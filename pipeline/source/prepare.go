@@ -53,14 +53,14 @@ func (f *Fetcher) prepare(ctx context.Context, c lock.Component, archive, name, 
 		}
 		return prepared{}, err
 	}
-	id, err := gittree.OfDir(tree)
+	id, err := gittree.OfDir(ctx, tree)
 	if err != nil {
 		return prepared{}, fmt.Errorf("hashing the files of %s: %w", name, err)
 	}
 	if g := c.Git; g != nil && id != g.Tree {
 		return prepared{}, &TreeError{File: name, From: lock.RedactURL(from), Commit: g.Commit, Want: g.Tree, Got: id}
 	}
-	p, err := f.pack(tree, res.Top, work)
+	p, err := f.pack(ctx, tree, res.Top, work)
 	if err != nil {
 		return prepared{}, fmt.Errorf("packing the verified files of %s: %w", name, err)
 	}
@@ -69,14 +69,14 @@ func (f *Fetcher) prepare(ctx context.Context, c lock.Component, archive, name, 
 
 // pack writes tree as the stages' archive into the cache under its own digest. The same
 // files give the same bytes, so a second build renames an identical file over the first.
-func (f *Fetcher) pack(tree, top, work string) (string, error) {
+func (f *Fetcher) pack(ctx context.Context, tree, top, work string) (string, error) {
 	tmp, err := os.CreateTemp(work, "packed-*")
 	if err != nil {
 		return "", err
 	}
 	defer tmp.Close()
 	h := sha256.New()
-	if err := unpack.Pack(tree, top, io.MultiWriter(tmp, h)); err != nil {
+	if err := unpack.Pack(ctx, tree, top, io.MultiWriter(tmp, h)); err != nil {
 		return "", err
 	}
 	if err := tmp.Close(); err != nil {

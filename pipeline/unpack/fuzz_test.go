@@ -42,7 +42,7 @@ func FuzzExtract(f *testing.F) {
 		}
 		checkTree(t, dst)
 		var p1, p2 bytes.Buffer
-		if err := Pack(dst, res.Top, &p1); err != nil {
+		if err := Pack(context.Background(), dst, res.Top, &p1); err != nil {
 			t.Fatal(err)
 		}
 		again := filepath.Join(dir, "again")
@@ -51,7 +51,7 @@ func FuzzExtract(f *testing.F) {
 		if _, err := Extract(context.Background(), packed, again, lim); err != nil {
 			t.Fatalf("the packed archive is refused: %v", err)
 		}
-		if err := Pack(again, res.Top, &p2); err != nil {
+		if err := Pack(context.Background(), again, res.Top, &p2); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(p1.Bytes(), p2.Bytes()) {

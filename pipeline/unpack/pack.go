@@ -3,6 +3,7 @@ package unpack
 import (
 	"archive/tar"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -17,7 +18,7 @@ import (
 // The same tree gives the same bytes, so a build engine that caches by content (Dagger) finds
 // the same input each run. A stage unpacks it with tar; everything in it passed Extract's
 // policy, so tar writes exactly the files that were hashed.
-func Pack(dir, top string, w io.Writer) error {
+func Pack(ctx context.Context, dir, top string, w io.Writer) error {
 	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
 	if err != nil {
 		return err
@@ -26,6 +27,9 @@ func Pack(dir, top string, w io.Writer) error {
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err // a signal or the run's deadline: checked between files
 		}
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {

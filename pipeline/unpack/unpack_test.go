@@ -186,14 +186,14 @@ func TestExtractThenPack(t *testing.T) {
 		t.Errorf("lib/b.c -> %q, %v", l, err)
 	}
 	var p1, p2 bytes.Buffer
-	if err := Pack(dst, "src-1.0", &p1); err != nil {
+	if err := Pack(context.Background(), dst, "src-1.0", &p1); err != nil {
 		t.Fatal(err)
 	}
 	dst2, _, err := extractBytes(t, p1.Bytes(), DefaultLimits)
 	if err != nil {
 		t.Fatalf("the packed archive does not pass the policy: %v", err)
 	}
-	if err := Pack(dst2, "src-1.0", &p2); err != nil {
+	if err := Pack(context.Background(), dst2, "src-1.0", &p2); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(p1.Bytes(), p2.Bytes()) {
