@@ -40,7 +40,7 @@ func (p *Plan) ContainerSetupCommand() []string {
 	return append(append([]string(nil), ContainerShell...), p.ContainerSetupScript())
 }
 
-// ContainerSrc is SRC for stage s in a container: the verified tarball under ContainerSrcDir.
+// ContainerSrc is SRC for stage s in a container: the packed verified source under ContainerSrcDir.
 func ContainerSrc(s Stage) string { return path.Join(ContainerSrcDir, s.Source.FileName) }
 
 // ContainerOut is the OUT of the named stage in a container.

@@ -8,7 +8,10 @@ package plan
 // The executor contract. Every stage's Script runs under `bash -euo pipefail` with the
 // stage's Env plus these variables, whose values are absolute paths chosen by the executor:
 //
-//	SRC        the verified source tarball (a file; its name is Source.FileName)
+//	SRC        the verified source as a .tar.gz that pipeline/source packed from the files
+//	           pipeline/unpack unpacked and checked (never the downloaded archive itself),
+//	           its one top directory holding the source; in a container it is named
+//	           Source.FileName
 //	WORK       an empty scratch directory, the current directory when Script starts
 //	OUT        an empty directory the stage installs into; it is the stage's only output
 //	DEP_<NAME> the OUT of each stage named in Deps, upper-cased (DEP_OPENSSL, ...)

@@ -234,7 +234,7 @@ func (e *Executor) builder(p *plan.Plan) *dagger.Container {
 }
 
 // stage is one plan stage: its own chain from the builder, so its cache key is exactly the
-// builder, its tarball, its dependencies' outputs, its files, its environment and its script.
+// builder, its source (the archive pipeline/source packed from the verified files), its dependencies' outputs, its files, its environment and its script.
 // Its OUT is the returned container's plan.ContainerOut(s.Name).
 func (e *Executor) stage(p *plan.Plan, builder *dagger.Container, s plan.Stage, src string, outs map[string]*dagger.Directory) *dagger.Container {
 	c := builder.
