@@ -90,13 +90,9 @@ func (f *Fetcher) gitArchive(ctx context.Context, c lock.Component, dst string, 
 	if _, err := exec.LookPath("git"); err != nil {
 		return fmt.Errorf("%s is pinned by git commit and no --mirror is given, so git must fetch it: install git (Debian/Ubuntu: apt-get install git), or give --mirror", c.Name)
 	}
-	tmpDir := filepath.Join(f.cacheDir, "tmp")
-	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
-		return fmt.Errorf("creating cache directory: %w", err)
-	}
-	repo, err := os.MkdirTemp(tmpDir, ".git-*")
+	repo, err := f.scratchDir(".git-*")
 	if err != nil {
-		return fmt.Errorf("creating temporary repository: %w", err)
+		return err
 	}
 	defer os.RemoveAll(repo)
 	run := func(args ...string) (string, error) {

@@ -35,13 +35,9 @@ const preparedDir = "prepared"
 // the archive the stages read. name is the file's name for messages (archive may be a
 // temporary file). Nothing is left behind when it fails.
 func (f *Fetcher) prepare(ctx context.Context, c lock.Component, archive, name, from string) (prepared, error) {
-	tmpDir := filepath.Join(f.cacheDir, "tmp")
-	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
-		return prepared{}, fmt.Errorf("creating cache directory: %w", err)
-	}
-	work, err := os.MkdirTemp(tmpDir, ".unpack-*")
+	work, err := f.scratchDir(".unpack-*")
 	if err != nil {
-		return prepared{}, fmt.Errorf("creating temporary directory: %w", err)
+		return prepared{}, err
 	}
 	defer os.RemoveAll(work)
 	tree := filepath.Join(work, "tree")
@@ -131,4 +127,18 @@ func CheckPrepared(path string) error {
 		return fmt.Errorf("source %s has sha256 %s, but was written with sha256 %s: the file is corrupt or tampered with; delete it and fetch again", path, got, want)
 	}
 	return nil
+}
+
+// scratchDir makes a fresh directory named after pattern in the cache's tmp directory (on the
+// cache's file system, so what is made there can be renamed into the cache).
+func (f *Fetcher) scratchDir(pattern string) (string, error) {
+	tmpDir := filepath.Join(f.cacheDir, "tmp")
+	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
+		return "", fmt.Errorf("creating cache directory: %w", err)
+	}
+	dir, err := os.MkdirTemp(tmpDir, pattern)
+	if err != nil {
+		return "", fmt.Errorf("creating temporary directory: %w", err)
+	}
+	return dir, nil
 }

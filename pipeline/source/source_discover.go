@@ -42,15 +42,11 @@ func (f *Fetcher) fetchNew(ctx context.Context, c lock.Component) (Verified, err
 		return Verified{}, err
 	}
 
-	tmpDir := filepath.Join(f.cacheDir, "tmp")
-	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
-		return Verified{}, fmt.Errorf("creating cache directory: %w", err)
-	}
 	// The download keeps its own name inside a private temporary directory, so messages
 	// about it (a signature that does not verify) name the real file.
-	tmpSub, err := os.MkdirTemp(tmpDir, ".new-*")
+	tmpSub, err := f.scratchDir(".new-*")
 	if err != nil {
-		return Verified{}, fmt.Errorf("creating temporary directory: %w", err)
+		return Verified{}, err
 	}
 	defer os.RemoveAll(tmpSub)
 	tmpName := filepath.Join(tmpSub, name)
