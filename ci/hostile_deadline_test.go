@@ -158,3 +158,22 @@ func TestBuildBlackHoleRegistryFailsAfterTheStallTimeout(t *testing.T) {
 		t.Errorf("--output %s after a failed preflight: %v", out, err)
 	}
 }
+
+// Issue 40: the end-of-life and superseded-branch warnings came only with --push. Every
+// build says them, with the command that fixes them: here a host build of the shipped lock
+// (nginx 1.26.2, OpenSSL 3.3.1) without --push, which stops at its preflight (a runtime
+// image on a registry that never answers) after the warnings.
+func TestEveryBuildWarnsAboutUnmaintainedBranches(t *testing.T) {
+	hole := blackHole(t)
+	code, _, stderr := runWithin(t, 60*time.Second, "build", "--engine", "host", "--no-smoke",
+		"--cache", t.TempDir(), "--output", filepath.Join(t.TempDir(), "nginx.tar"), "--registry-timeout", "1s",
+		"--runtime-image", hole+"/distroless/base@sha256:"+strings.Repeat("a", 64))
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (the black-hole registry)\n%s", code, stderr)
+	}
+	for _, w := range []string{"warning: nginx 1.26.2 is on the 1.26 branch, superseded by 1.28", "warning: OpenSSL 3.3.1 is on the 3.3 branch, which reached end of life", "check-updates --write"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr)
+		}
+	}
+}

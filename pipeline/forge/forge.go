@@ -35,7 +35,7 @@ type Options struct {
 	// gives the engines a printf function that sends to the same Sink, so one -v shows
 	// everything. Nil discards.
 	Sink progress.Sink
-	// BranchWarnings is what a push warns about the lock's upstream branches (superseded,
+	// BranchWarnings is what every build warns about the lock's upstream branches (superseded,
 	// past their support): the command passes pipeline/upstream's calendar, which this
 	// package does not import. Nil warns about none.
 	BranchWarnings func(*lock.Lock) []string

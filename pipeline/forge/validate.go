@@ -197,13 +197,11 @@ func (b *build) start(rs *Resolved) {
 	for _, w := range rs.plans[0].Warnings {
 		b.warnf("%s", w)
 	}
-	// Publishing a superseded or end-of-life branch is allowed (a pinned rebuild must stay
-	// possible) but never silent.
-	if b.req.Push {
-		for _, w := range b.warnings(b.l) {
-			b.warnf("%s", w)
-			b.res.Warnings = append(b.res.Warnings, w)
-		}
+	// Building a superseded or end-of-life branch is allowed (a pinned rebuild must stay
+	// possible) but never silent: every build says so, pushed or not, on either engine.
+	for _, w := range b.warnings(b.l) {
+		b.warnf("%s", w)
+		b.res.Warnings = append(b.res.Warnings, w)
 	}
 	b.reportUnsigned()
 }
