@@ -37,6 +37,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // defaultCacheDir holds the private apt state and the unpacked root filesystems.
@@ -57,7 +58,8 @@ var Packages = []string{"base-files", "ca-certificates", "libc6", "media-types",
 type Options struct {
 	// CacheDir defaults to defaultCacheDir.
 	CacheDir string
-	// Mirror is the Debian archive; default http://deb.debian.org/debian.
+	// Mirror is the Debian archive; default the Debian mirror from the apt sources
+	// (testenv.DebianMirror: this machine's apt sources, or NGINX_FORGE_DEBIAN_MIRROR).
 	Mirror string
 	// Suite defaults to trixie (Debian 13, what distroless -debian13 is built from).
 	Suite string
@@ -77,9 +79,6 @@ func (o *Options) defaults() {
 	if o.CacheDir == "" {
 		o.CacheDir = defaultCacheDir
 	}
-	if o.Mirror == "" {
-		o.Mirror = "http://deb.debian.org/debian"
-	}
 	if o.Suite == "" {
 		o.Suite = "trixie"
 	}
@@ -92,6 +91,20 @@ func (o *Options) defaults() {
 	if o.MaxListAge == 0 {
 		o.MaxListAge = 24 * time.Hour
 	}
+}
+
+// findMirror sets Mirror, when not given, to the Debian mirror from the apt sources. Only
+// what downloads (or keys its cache by the mirror) asks for it.
+func (o *Options) findMirror() error {
+	if o.Mirror != "" {
+		return nil
+	}
+	m, err := testenv.DebianMirror()
+	if err != nil {
+		return err
+	}
+	o.Mirror = m
+	return nil
 }
 
 // Rootfs is an unpacked base root filesystem.
@@ -109,6 +122,9 @@ type Rootfs struct {
 // lock in the cache directory.
 func build(ctx context.Context, o Options) (*Rootfs, error) {
 	o.defaults()
+	if err := o.findMirror(); err != nil {
+		return nil, err
+	}
 	unlock, err := lockCache(o.CacheDir)
 	if err != nil {
 		return nil, err

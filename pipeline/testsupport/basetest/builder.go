@@ -53,6 +53,9 @@ func BuilderImage(ctx context.Context, o Options) (v1.Image, error) {
 }
 
 func makeBuilderLayer(ctx context.Context, o Options, dest string) error {
+	if err := o.findMirror(); err != nil {
+		return err
+	}
 	tmp, err := os.MkdirTemp(o.CacheDir, ".builder-")
 	if err != nil {
 		return err
@@ -68,7 +71,7 @@ func makeBuilderLayer(ctx context.Context, o Options, dest string) error {
 		return nil
 	}
 	if err := run("debootstrap", "--variant=minbase", "--arch="+o.Arch, o.Suite, root, o.Mirror); err != nil {
-		return fmt.Errorf("making the builder stand-in (is deb.debian.org reachable, and are we root?): %w", err)
+		return fmt.Errorf("making the builder stand-in (is the Debian mirror from the apt sources reachable, and are we root?): %w", err)
 	}
 	// Device nodes are the runtime's business (it mounts /dev); lists and .debs are stale
 	// by the time the image is used.

@@ -18,7 +18,7 @@ func TestBuilderImage(t *testing.T) {
 	testenv.Root(t)
 	img, err := BuilderImage(context.Background(), Options{Logf: t.Logf})
 	if err != nil {
-		testenv.Missing(t, "the stand-in builder image ("+err.Error()+")", "let the machine reach deb.debian.org")
+		testenv.Missing(t, "the stand-in builder image ("+err.Error()+")", "let the machine reach the Debian mirror from the apt sources (or set "+testenv.DebianMirrorEnv+")")
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {

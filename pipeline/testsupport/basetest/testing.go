@@ -26,7 +26,7 @@ func For(t testing.TB, o Options) (v1.Image, *Rootfs) {
 	r, err := build(context.Background(), o)
 	if err != nil {
 		testenv.Missing(t, "the stand-in distroless base ("+err.Error()+")",
-			"let the machine reach deb.debian.org, or pre-fill "+defaultCacheDir+" by running the basetest tests once")
+			"let the machine reach the Debian mirror from the apt sources (or set "+testenv.DebianMirrorEnv+"), or pre-fill "+defaultCacheDir+" by running the basetest tests once")
 	}
 	img, err := Image(r, o.Arch)
 	if err != nil {
@@ -60,7 +60,7 @@ func BuilderFor(t testing.TB, host, repo string, o Options) name.Digest {
 	img, err := BuilderImage(context.Background(), o)
 	if err != nil {
 		testenv.Missing(t, "the stand-in builder image ("+err.Error()+")",
-			"let the machine reach deb.debian.org, or pre-fill "+defaultCacheDir+" by running the ci package's Dockerfile test once")
+			"let the machine reach the Debian mirror from the apt sources (or set "+testenv.DebianMirrorEnv+"), or pre-fill "+defaultCacheDir+" by running the ci package's Dockerfile test once")
 	}
 	o.defaults()
 	d, err := Push(context.Background(), img, host+"/"+repo+":"+o.Suite)
