@@ -14,7 +14,7 @@ const sampleLog = `#7 [builder 1/2] FROM 127.0.0.1:5055/debian@sha256:019396b641
 #7 resolve 127.0.0.1:5055/debian@sha256:019396b641b9f2a39e04f8d0a925661368bd14c091bf2ebb9c32baf71bf1822e done
 #7 DONE 2.8s
 #13 [builder 2/2] RUN --mount=type=cache,target=/var/cache/apt,sharing=locked <<'NGINX_FORGE_EOF' (rm -f /etc/apt/apt.conf.d/docker-clean...)
-#13 0.482 Get:1 http://deb.debian.org/debian trixie InRelease [140 kB]
+#13 0.482 Get:1 http://debian.mirror.invalid/debian trixie InRelease [140 kB]
 #13 1.851 Fetched 16.3 MB in 2s (9602 kB/s)
 #13 DONE 25.2s
 #15 [zlib 2/4] WORKDIR /out/zlib
