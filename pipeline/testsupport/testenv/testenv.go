@@ -1,8 +1,9 @@
 // Package testenv gives tests the real parts this machine has: the upstream tarballs laid
-// out as a mirror by .ci/fetch-sources, the test lock that pins them, and tools installed by
-// .ci/install-deps. A missing part skips the test with the reason and the fix, except under
-// NGINX_FORGE_E2E=1 (set by .ci/test), where a missing part fails it: CI must not go green
-// by skipping the end-to-end tests.
+// out as a mirror by .ci/fetch-sources, the test lock that pins them, tools installed by
+// .ci/install-deps, and the Debian mirror its apt sources name (DebianMirror). A missing part
+// skips the test with the reason and the fix, except under NGINX_FORGE_E2E=1 (set by
+// .ci/test), where a missing part fails it: CI must not go green by skipping the end-to-end
+// tests.
 package testenv
 
 import (
