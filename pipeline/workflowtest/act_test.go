@@ -309,5 +309,8 @@ func runAct(t *testing.T, fixture, workflow, event string, vars map[string]strin
 	start := time.Now()
 	err = cmd.Run()
 	t.Logf("act %s %s: %v after %s", event, workflow, err, time.Since(start).Round(time.Second))
+	if os.Getenv("WORKFLOWTEST_LOG") != "" { // the whole run, for a person reading it
+		t.Log(out.String())
+	}
 	return actRun{Err: err, Log: out.String()}
 }

@@ -47,6 +47,13 @@ type updateFixture struct {
 // vendored. edit, when set, rewrites update.yml in the copy.
 func newUpdateFixture(t *testing.T, stale []string, edit func(string) string) *updateFixture {
 	t.Helper()
+	return newUpdateFixtureKeys(t, stale, stale, edit)
+}
+
+// newUpdateFixtureKeys is newUpdateFixture with the stale components whose keys leave
+// keys/ named apart (unvendor, a subset of stale).
+func newUpdateFixtureKeys(t *testing.T, stale, unvendor []string, edit func(string) string) *updateFixture {
+	t.Helper()
 	root := testenv.RepoRoot()
 	dir := t.TempDir()
 	f := &updateFixture{Repo: filepath.Join(dir, "repo"), Scenario: upstreamtest.NewDefaultLockScenario(t)}
@@ -98,6 +105,8 @@ func newUpdateFixture(t *testing.T, stale []string, edit func(string) string) *u
 	}
 	for _, name := range stale {
 		cur.SetComponent(orig.MustComponent(name))
+	}
+	for _, name := range unvendor {
 		if err := os.Remove(filepath.Join(f.Repo, "pipeline", "lock", "keys", s.Keys[name].Fingerprint+".asc")); err != nil {
 			t.Fatal(err)
 		}
@@ -155,9 +164,6 @@ func TestUpdateNothingNew(t *testing.T) {
 		if !strings.Contains(r.Log, "Upstream updates (pipeline/lock/"+l+".lock.json)") {
 			fail(t, r, "the log does not show check-updates' table for %s.lock.json", l)
 		}
-	}
-	if os.Getenv("WORKFLOWTEST_LOG") != "" {
-		t.Log(r.Log)
 	}
 }
 
@@ -250,5 +256,93 @@ func TestUpdateFixedAddPathsFails(t *testing.T) {
 	}
 	if !strings.Contains(r.Log, "pathspec 'pipeline/lock/profiles/*.tar.gz' did not match any files") {
 		fail(t, r, "the log does not show git add refusing the profiles pathspec")
+	}
+}
+
+// partialFixture: the default lock has PCRE2 one release behind (new, its key not vendored)
+// and OpenSSL one release behind whose new release is signed by a key the lock does not pin
+// (refused): check-updates exits 3 for that lock.
+func partialFixture(t *testing.T, edit func(string) string) *updateFixture {
+	t.Helper()
+	f := newUpdateFixtureKeys(t, []string{lock.PCRE2, lock.OpenSSL}, []string{lock.PCRE2}, edit)
+	l, err := lock.Load(f.Scenario.LockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := l.MustComponent(lock.OpenSSL)
+	tarball := f.Scenario.Tarballs[strings.ReplaceAll(c.FileName(), c.Version, "3.5.4")]
+	if tarball == nil {
+		t.Fatalf("the scenario serves no OpenSSL 3.5.4 stand-in")
+	}
+	other := upstreamtest.NewKey(t, "Not OpenSSL's Signer")
+	sig := strings.ReplaceAll(c.SignatureFileName(), c.Version, "3.5.4")
+	if strings.HasSuffix(sig, ".sig") {
+		f.Scenario.Upstream.SetFile(sig, other.SignBinaryAt(t, tarball, upstreamtest.NewSignedAt))
+	} else {
+		f.Scenario.Upstream.SetFile(sig, other.SignAt(t, tarball, upstreamtest.NewSignedAt))
+	}
+	f.Scenario.Upstream.SetFile(other.Fingerprint+".asc", other.Armored)
+	return f
+}
+
+// TestUpdatePartial: one component refused while another of the same lock is new: the run
+// is red (the refused job), and the new one is proposed all the same: the branch carries the
+// default lock with PCRE2 at 10.46 and OpenSSL where it was, and the pull request is asked for.
+func TestUpdatePartial(t *testing.T) {
+	f := partialFixture(t, nil)
+	r := f.run(t)
+	if r.Err == nil {
+		fail(t, r, "act succeeded, want the run red for the refusal")
+	}
+	if !strings.Contains(r.Log, "check-updates refused: stack.lock.json: ") {
+		fail(t, r, "the refused job does not name the refusal")
+	}
+	if b := f.Remote.Branches(t); !slices.Contains(b, updateBranch) {
+		fail(t, r, "the remote has the branches %v, no %s: the update that passed was not proposed", b, updateBranch)
+		return
+	}
+	before, err := lock.Parse([]byte(git(t, f.Remote.Bare, "show", "main:pipeline/lock/stack.lock.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := lock.Parse([]byte(git(t, f.Remote.Bare, "show", updateBranch+":pipeline/lock/stack.lock.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := after.MustComponent(lock.PCRE2).Version; v != "10.46" {
+		t.Errorf("pcre2 on the branch is %s, want 10.46", v)
+	}
+	if a, b := after.MustComponent(lock.OpenSSL), before.MustComponent(lock.OpenSSL); a.Version != b.Version || a.SHA256 != b.SHA256 {
+		t.Errorf("the refused OpenSSL moved from %s to %s", b.Version, a.Version)
+	}
+	created := false
+	for _, c := range f.Remote.API.Calls() {
+		created = created || (c.Method == "POST" && c.Path == "/repos/nginx-forge/nginx-forge/pulls")
+	}
+	if !created {
+		fail(t, r, "no pull request was asked for; API calls: %+v", f.Remote.API.Calls())
+	}
+}
+
+// TestUpdatePartialThroughGoRunFails plants issue 36's other defect back (check-updates
+// through go run, which turns its exit 3 into 1): the lock's step then counts as failed and
+// the update that passed is not proposed (no branch).
+func TestUpdatePartialThroughGoRunFails(t *testing.T) {
+	old := `"$RUNNER_TEMP/nginx-forge-ci" check-updates --write --lock pipeline/lock/stack.lock.json`
+	f := partialFixture(t, func(s string) string {
+		if strings.Count(s, old) != 1 {
+			t.Fatalf("update.yml does not have %q once", old)
+		}
+		return strings.Replace(s, old, "go run ./ci check-updates --write --lock pipeline/lock/stack.lock.json", 1)
+	})
+	r := f.run(t)
+	if r.Err == nil {
+		fail(t, r, "act succeeded")
+	}
+	if b := f.Remote.Branches(t); slices.Contains(b, updateBranch) {
+		fail(t, r, "the remote has %s: with go run the partial update was still proposed, so this test shows nothing", updateBranch)
+	}
+	if !strings.Contains(r.Log, "check-updates failed for stack.lock.json") {
+		fail(t, r, "the failed job does not name stack.lock.json")
 	}
 }
