@@ -260,6 +260,9 @@ func permissionProblems(name, text string, w *actionlint.Workflow) []string {
 		if signs && !attests {
 			add("job %s has id-token or attestations: write but attests nothing", id)
 		}
+		if perms["artifact-metadata"] == "write" && !attests {
+			add("job %s has artifact-metadata: write but attests nothing", id)
+		}
 		if attests && (perms["id-token"] != "write" || perms["attestations"] != "write") {
 			add("job %s attests without both id-token: write and attestations: write", id)
 		}
@@ -418,8 +421,16 @@ func buildProblems(w *actionlint.Workflow) []string {
 	sboms := 0
 	for _, s := range attest.Steps {
 		a := actionOf(s)
-		if a != "actions/attest-build-provenance" && a != "actions/attest-sbom" {
+		if a == "actions/attest-sbom" {
+			add("job %s: %s uses actions/attest-sbom, deprecated (it prints so on every run): use actions/attest with sbom-path", attestID, stepName(s))
+		}
+		if a != "actions/attest-build-provenance" && a != "actions/attest-sbom" && a != "actions/attest" {
 			continue
+		}
+		// A pushed attestation gets a storage record (create-storage-record, default true),
+		// which needs artifact-metadata: write; without it every run warns and stores none.
+		if inputOf(s, "push-to-registry") == "true" && inputOf(s, "create-storage-record") != "false" && scopes(attest.Permissions)["artifact-metadata"] != "write" {
+			add("job %s: %s pushes its attestation (and creates a storage record) without artifact-metadata: write", attestID, stepName(s))
 		}
 		label := a
 		if n := inputOf(s, "sbom-path"); n != "" {
@@ -434,7 +445,7 @@ func buildProblems(w *actionlint.Workflow) []string {
 		if inputOf(s, "push-to-registry") != "true" {
 			add("job %s: %s does not push the attestation to the registry", attestID, label)
 		}
-		if a == "actions/attest-sbom" {
+		if inputOf(s, "sbom-path") != "" {
 			sboms++
 			if !strings.HasSuffix(inputOf(s, "sbom-path"), ".spdx.json") {
 				add("job %s: %s attests no SPDX file", attestID, label)
@@ -997,8 +1008,17 @@ func updateProblems(w *actionlint.Workflow) []string {
 			add("job %s checks out with persisted credentials", prID)
 		}
 		if a == "peter-evans/create-pull-request" {
-			if got := strings.Fields(inputOf(s, "add-paths")); !slices.Equal(got, []string{"pipeline/lock/stack.lock.json", "pipeline/lock/aws-lc.lock.json", "pipeline/lock/keys/*.asc", "pipeline/lock/profiles/*.tar.gz"}) {
-				add("job %s commits %q, want the two locks, vendored keys and PGO profiles only", prID, inputOf(s, "add-paths"))
+			// create-pull-request runs git add -- <add-paths>, which refuses the whole list
+			// when one pathspec matches nothing; a fixed list with the profiles in it fails
+			// every run that records none (issue 36). TestUpdatePullRequestAddsPaths runs
+			// the listing step.
+			ap := inputOf(s, "add-paths")
+			if m := stepOutputRE.FindStringSubmatch(ap); m == nil {
+				add("job %s: add-paths is a fixed list (%q): git add refuses the whole list when one pathspec matches nothing (no PGO profile recorded in the run); take it from an earlier step that lists the pathspecs that match", prID, ap)
+			} else if ps := pathsStep(pr, m[1]); ps == nil {
+				add("job %s: add-paths is %q, but no earlier step has the id %s", prID, ap, m[1])
+			} else if got := addPathsCandidates(runOf(ps)); !slices.Equal(got, wantAddPaths) {
+				add("job %s commits %q (from step %s), want the two locks, vendored keys and PGO profiles only", prID, got, m[1])
 			}
 			if inputOf(s, "body-path") == "" {
 				add("job %s does not take the pull request's body from the artifact (body-path)", prID)
@@ -1025,6 +1045,48 @@ func updateProblems(w *actionlint.Workflow) []string {
 	return out
 }
 
+// wantAddPaths: what the update pull request may commit.
+var wantAddPaths = []string{"pipeline/lock/stack.lock.json", "pipeline/lock/aws-lc.lock.json", "pipeline/lock/keys/*.asc", "pipeline/lock/profiles/*.tar.gz"}
+
+// addPathsCandidateRE finds the pathspecs a listing script names (pipeline/lock/...).
+var addPathsCandidateRE = regexp.MustCompile(`pipeline/lock/[^\s'"]+`)
+
+func addPathsCandidates(script string) []string {
+	return addPathsCandidateRE.FindAllString(script, -1)
+}
+
+// pathsStep is the step of job j with the id, or nil.
+func pathsStep(j *actionlint.Job, id string) *actionlint.Step {
+	for _, s := range j.Steps {
+		if stepID(s) == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// goRunCIRE: a script line that runs the program with go run.
+var goRunCIRE = regexp.MustCompile(`\bgo run (?:[^\n]*\s)?\./ci\b`)
+
+// exitStatusRE: a script that reads an exit status.
+var exitStatusRE = regexp.MustCompile(`\$\?|\$\{\?\}|PIPESTATUS`)
+
+// exitStatusProblems: a step that branches on ci's exit status (check-updates' 3: partial)
+// runs a built binary, since go run turns every non-zero exit of the program into 1.
+func exitStatusProblems(name string, w *actionlint.Workflow) []string {
+	var out []string
+	for id, j := range w.Jobs {
+		for _, s := range j.Steps {
+			r := runOf(s)
+			if goRunCIRE.MatchString(r) && exitStatusRE.MatchString(r) {
+				out = append(out, fmt.Sprintf("%s: job %s: step %q reads an exit status of go run ./ci, which turns every non-zero exit of ci into 1 (go build -o BIN ./ci, then run BIN)", name, id, stepName(s)))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 func readWorkflow(t *testing.T, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(workflowDir(), name))
@@ -1041,6 +1103,7 @@ func problemsOf(name, text string) ([]string, error) {
 	}
 	out := permissionProblems(name, text, w)
 	out = append(out, runExpressionProblems(name, w)...)
+	out = append(out, exitStatusProblems(name, w)...)
 	switch name {
 	case "build.yml":
 		out = append(out, buildProblems(w)...)
@@ -1063,6 +1126,15 @@ func TestWorkflowRules(t *testing.T) {
 			t.Fatalf("%s: %v", name, errs[0])
 		}
 		for _, p := range check(w) {
+			t.Error(p)
+		}
+	}
+	for _, name := range []string{"build.yml", "update.yml"} {
+		w, errs := actionlint.Parse([]byte(readWorkflow(t, name)))
+		if len(errs) > 0 {
+			t.Fatalf("%s: %v", name, errs[0])
+		}
+		for _, p := range exitStatusProblems(name, w) {
 			t.Error(p)
 		}
 	}
@@ -1107,21 +1179,34 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"      contents: write\n",
 			"contents: write has no comment"},
 		{"update.yml", "body not from check-updates",
-			`go run ./ci check-updates --write --lock pipeline/lock/aws-lc.lock.json --pr-body "$RUNNER_TEMP/update/aws-lc/body.md"`,
-			`go run ./ci check-updates --write --lock pipeline/lock/aws-lc.lock.json`,
+			`"$RUNNER_TEMP/nginx-forge-ci" check-updates --write --lock pipeline/lock/aws-lc.lock.json --pr-body "$RUNNER_TEMP/update/aws-lc/body.md"`,
+			`"$RUNNER_TEMP/nginx-forge-ci" check-updates --write --lock pipeline/lock/aws-lc.lock.json`,
 			"without --pr-body"},
 		{"update.yml", "hand-written body",
 			`            cp "pipeline/lock/$lock.lock.json" "$RUNNER_TEMP/update/$lock/$lock.lock.json"`,
 			`            cp "pipeline/lock/$lock.lock.json" "$RUNNER_TEMP/update/$lock/$lock.lock.json"; echo "All verified." > "$RUNNER_TEMP/update/$lock/body.md"`,
 			"writes the pull request's body in a script"},
 		{"update.yml", "pull-request job commits more than the lock and keys",
-			"            pipeline/lock/profiles/*.tar.gz\n", "            pipeline/lock/profiles/*.tar.gz\n            ci/\n",
+			"'pipeline/lock/profiles/*.tar.gz'; do", "'pipeline/lock/profiles/*.tar.gz' pipeline/lock/ci; do",
 			"want the two locks, vendored keys and PGO profiles only"},
 		{"update.yml", "pull-request job leaves the variant's lock out",
-			"            pipeline/lock/aws-lc.lock.json\n", "",
+			"pipeline/lock/stack.lock.json pipeline/lock/aws-lc.lock.json 'pipeline", "pipeline/lock/stack.lock.json 'pipeline",
 			"want the two locks, vendored keys and PGO profiles only"},
+		// issue 36: git add refuses the whole add-paths list when one pathspec matches nothing
+		{"update.yml", "fixed add-paths with the profiles (issue 36)",
+			"          add-paths: ${{ steps.paths.outputs.paths }}\n",
+			"          add-paths: |\n            pipeline/lock/stack.lock.json\n            pipeline/lock/aws-lc.lock.json\n            pipeline/lock/keys/*.asc\n            pipeline/lock/profiles/*.tar.gz\n",
+			"add-paths is a fixed list"},
+		{"update.yml", "add-paths from a step that does not exist",
+			"        id: paths\n", "        id: list\n",
+			"no earlier step has the id paths"},
+		// issue 36: go run turns check-updates' exit 3 (partial) into 1
+		{"update.yml", "exit status read through go run (issue 36)",
+			`"$RUNNER_TEMP/nginx-forge-ci" check-updates --write --lock pipeline/lock/stack.lock.json`,
+			`go run ./ci check-updates --write --lock pipeline/lock/stack.lock.json`,
+			"reads an exit status of go run ./ci"},
 		{"update.yml", "the variant's lock not checked",
-			"go run ./ci check-updates --write --lock pipeline/lock/aws-lc.lock.json", "go run ./ci check-updates --write --lock pipeline/lock/stack.lock.json",
+			`"$RUNNER_TEMP/nginx-forge-ci" check-updates --write --lock pipeline/lock/aws-lc.lock.json`, `"$RUNNER_TEMP/nginx-forge-ci" check-updates --write --lock pipeline/lock/stack.lock.json`,
 			"does not run check-updates --write on pipeline/lock/aws-lc.lock.json"},
 		{"update.yml", "a failed lock check goes unseen",
 			"    if: ${{ !cancelled() && needs.check-updates.outputs.failed != '' }}\n", "    if: false\n",
@@ -1187,7 +1272,7 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"          subject-digest: ${{ steps.index.outputs.digest }}\n          push-to-registry: false\n      - name: Attest the linux/amd64 SBOM",
 			"actions/attest-build-provenance does not push the attestation"},
 		{"build.yml", "one SBOM only",
-			"      - name: Attest the linux/arm64 SBOM\n        uses: actions/attest-sbom@c604332985a26aa8cf1bdc465b92731239ec6b9e # v4.1.0\n        with:\n          subject-name: ${{ steps.index.outputs.image }}\n          subject-digest: ${{ steps.index.outputs.digest }}\n          sbom-path: ${{ runner.temp }}/sboms/sbom-${{ matrix.variant }}-arm64/arm64.spdx.json\n          push-to-registry: true\n",
+			"      - name: Attest the linux/arm64 SBOM\n        uses: actions/attest@59d89421af93a897026c735860bf21b6eb4f7b26 # v4.1.0\n        with:\n          subject-name: ${{ steps.index.outputs.image }}\n          subject-digest: ${{ steps.index.outputs.digest }}\n          sbom-path: ${{ runner.temp }}/sboms/sbom-${{ matrix.variant }}-arm64/arm64.spdx.json\n          push-to-registry: true\n",
 			"",
 			"attests 1 SBOMs, want one per pushed architecture (2)"},
 		{"build.yml", "one variant attested only",
@@ -1209,6 +1294,17 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"      - name: Check each SBOM describes its pushed digest\n        env:\n          VARIANT: ${{ matrix.variant }}\n        run: |\n",
 			"      - name: Check each SBOM describes its pushed digest\n        env:\n          VARIANT: ${{ matrix.variant }}\n        run: |\n          go run ./ci manifest --dry-run --image \"$IMAGE:x\" sha256:0\n",
 			"job attest can sign (id-token/attestations: write) and runs project code"},
+		{"build.yml", "attest job without artifact-metadata: write (issue 36)",
+			"      artifact-metadata: write # the storage record the attest actions create for a pushed attestation (create-storage-record)\n", "",
+			"without artifact-metadata: write"},
+		{"build.yml", "artifact-metadata: write where nothing attests",
+			"      packages: write # push the index and move the tags\n",
+			"      packages: write # push the index and move the tags\n      artifact-metadata: write # records\n",
+			"job merge has artifact-metadata: write but attests nothing"},
+		{"build.yml", "deprecated attest-sbom (issue 36)",
+			"      - name: Attest the linux/amd64 SBOM\n        uses: actions/attest@59d89421af93a897026c735860bf21b6eb4f7b26 # v4.1.0\n",
+			"      - name: Attest the linux/amd64 SBOM\n        uses: actions/attest-sbom@c604332985a26aa8cf1bdc465b92731239ec6b9e # v4.1.0\n",
+			"uses actions/attest-sbom, deprecated"},
 		{"build.yml", "attest job without attestations: write",
 			"      attestations: write # store the attestations in the repository's attestation store\n", "",
 			"attests without both id-token: write and attestations: write"},
@@ -1304,7 +1400,7 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"    permissions:\n      contents: read\n      id-token: write # sign\n    steps:\n      - uses: actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2\n        with:\n          persist-credentials: false\n          sparse-checkout",
 			"job scan has id-token or attestations: write but attests nothing"},
 		{"build.yml", "write-all",
-			"    permissions:\n      contents: read # as GitHub's documented set for attesting images; nothing here checks out\n      id-token: write # mint the OIDC token that Sigstore certifies the signatures with (cosign, attest actions)\n      attestations: write # store the attestations in the repository's attestation store\n      packages: write # push the signature and attestations to ghcr.io next to the index (push-to-registry)\n",
+			"    permissions:\n      contents: read # as GitHub's documented set for attesting images; nothing here checks out\n      id-token: write # mint the OIDC token that Sigstore certifies the signatures with (cosign, attest actions)\n      attestations: write # store the attestations in the repository's attestation store\n      packages: write # push the signature and attestations to ghcr.io next to the index (push-to-registry)\n      artifact-metadata: write # the storage record the attest actions create for a pushed attestation (create-storage-record)\n",
 			"    permissions: write-all\n",
 			"job attest sets permissions for every scope at once"},
 	}

@@ -1,0 +1,348 @@
+//go:build workflows
+
+package workflowtest
+
+import (
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/upstreamtest"
+)
+
+// update.yml on its schedule, under act, against loopback stand-ins:
+//   - GitHub's release and git database API, nginx.org and the download mirror: the
+//     recorded GitHub responses of pipeline/upstream/testdata with stand-in tarballs signed
+//     by test keys (upstreamtest.DefaultLockScenario), handed to check-updates through the
+//     repository variable CHECK_UPDATES_UPSTREAM_FLAGS;
+//   - the base images' registry: a loopback registry with the scenario's indexes;
+//   - github.com: a TLS server on loopback holding the repository (git http-backend) and the
+//     pulls API create-pull-request calls;
+//   - the PGO profiles: not recorded (no Dagger engine or arm runner here), said through the
+//     repository variable UPDATE_PGO_SKIP_REASON.
+
+// pgoSkipReason is what the run says about the profiles it does not record.
+const pgoSkipReason = "the workflow tier has no Dagger engine and no arm runner"
+
+// updateFixture is a copy of this checkout whose two locks are current against the
+// scenario (check-updates --write ran on them), committed on main, with origin the
+// loopback remote.
+type updateFixture struct {
+	Repo     string
+	Remote   *remote
+	Scenario *upstreamtest.DefaultLockScenario
+	Flags    string
+	CI       string
+}
+
+// newUpdateFixture builds it; stale names the stack lock's components set back to the
+// scenario's locked releases (one release behind upstream), whose signer keys are then not
+// vendored. edit, when set, rewrites update.yml in the copy.
+func newUpdateFixture(t *testing.T, stale []string, edit func(string) string) *updateFixture {
+	t.Helper()
+	return newUpdateFixtureKeys(t, stale, stale, edit)
+}
+
+// newUpdateFixtureKeys is newUpdateFixture with the stale components whose keys leave
+// keys/ named apart (unvendor, a subset of stale).
+func newUpdateFixtureKeys(t *testing.T, stale, unvendor []string, edit func(string) string) *updateFixture {
+	t.Helper()
+	root := testenv.RepoRoot()
+	dir := t.TempDir()
+	f := &updateFixture{Repo: filepath.Join(dir, "repo"), Scenario: upstreamtest.NewDefaultLockScenario(t)}
+	s := f.Scenario
+	f.CI = filepath.Join(dir, "ci-bin")
+	run(t, root, nil, "go", "build", "-o", f.CI, "./ci")
+	copyTracked(t, root, f.Repo)
+	if edit != nil {
+		p := filepath.Join(f.Repo, ".github", "workflows", "update.yml")
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(edit(string(b))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Flags = strings.Join([]string{"--github-api", s.Upstream.GitHubAPI(), "--nginx-org", s.Upstream.NginxOrg(),
+		"--mirror", s.Upstream.Mirror(), "--registry", s.Registry, "--cache", filepath.Join(dir, "sources")}, " ")
+
+	// The locks: the scenario's (stand-in checksums, test signers), the AWS-LC variant's
+	// PCRE2 the same as the default lock's; then brought up to date by check-updates itself,
+	// which also vendors the test signers' keys from the mirror.
+	stackFile := filepath.Join(f.Repo, "pipeline", "lock", "stack.lock.json")
+	awsFile := filepath.Join(f.Repo, "pipeline", "lock", "aws-lc.lock.json")
+	orig, err := lock.Load(s.LockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := orig.Write(stackFile); err != nil {
+		t.Fatal(err)
+	}
+	aws, err := lock.Load(awsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aws.SetComponent(orig.MustComponent(lock.PCRE2))
+	if err := aws.Write(awsFile); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{stackFile, awsFile} {
+		run(t, f.Repo, []string{"GITHUB_ACTIONS=", "GITHUB_OUTPUT=", "GITHUB_STEP_SUMMARY=", "GITHUB_TOKEN="}, f.CI,
+			append([]string{"check-updates", "--write", "--lock", l}, strings.Fields(f.Flags)...)...)
+	}
+	// The stale components go back to their locked releases, their keys out of keys/.
+	cur, err := lock.Load(stackFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range stale {
+		cur.SetComponent(orig.MustComponent(name))
+	}
+	for _, name := range unvendor {
+		if err := os.Remove(filepath.Join(f.Repo, "pipeline", "lock", "keys", s.Keys[name].Fingerprint+".asc")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cur.Write(stackFile); err != nil {
+		t.Fatal(err)
+	}
+
+	f.Remote = newRemote(t, dir)
+	git(t, f.Repo, "init", "-q", "-b", "main")
+	git(t, f.Repo, "add", "-A")
+	git(t, f.Repo, "commit", "-q", "-m", "fixture")
+	git(t, f.Repo, "remote", "add", "origin", f.Remote.URL)
+	if err := os.MkdirAll(filepath.Dir(f.Remote.Bare), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "clone", "-q", "--bare", f.Repo, f.Remote.Bare)
+	git(t, f.Remote.Bare, "config", "http.receivepack", "true")
+	// As actions/checkout leaves it: origin/main known.
+	git(t, f.Repo, "update-ref", "refs/remotes/origin/main", "HEAD")
+	return f
+}
+
+func (f *updateFixture) run(t *testing.T) actRun {
+	t.Helper()
+	return runAct(t, f.Repo, "update.yml", "schedule",
+		map[string]string{"CHECK_UPDATES_UPSTREAM_FLAGS": f.Flags, "UPDATE_PGO_SKIP_REASON": pgoSkipReason},
+		[]string{"GIT_SSL_CAINFO=" + f.Remote.CAFile, "NODE_EXTRA_CA_CERTS=" + f.Remote.CAFile})
+}
+
+const updateBranch = "automation/upstream-updates"
+
+func fail(t *testing.T, r actRun, format string, args ...any) {
+	t.Helper()
+	t.Errorf(format, args...)
+	t.Logf("act's output:\n%s", r.Log)
+}
+
+// TestUpdateNothingNew: both locks current: the run is green, no branch is pushed, no pull
+// request is asked for, the locks are as they were.
+func TestUpdateNothingNew(t *testing.T) {
+	f := newUpdateFixture(t, nil, nil)
+	r := f.run(t)
+	if r.Err != nil {
+		fail(t, r, "act: %v, want a green run", r.Err)
+	}
+	if b := f.Remote.Branches(t); !slices.Equal(b, []string{"main"}) {
+		fail(t, r, "the remote has the branches %v, want only main", b)
+	}
+	if c := f.Remote.API.Calls(); len(c) != 0 {
+		fail(t, r, "the pulls API was called: %+v", c)
+	}
+	// Both locks were checked, by the built binary, and found current.
+	for _, l := range []string{"stack", "aws-lc"} {
+		if !strings.Contains(r.Log, "Upstream updates (pipeline/lock/"+l+".lock.json)") {
+			fail(t, r, "the log does not show check-updates' table for %s.lock.json", l)
+		}
+	}
+}
+
+// TestUpdateOneComponentNew: PCRE2 one release behind (its signer's key not vendored yet):
+// the run is green, the branch on the remote is main plus one commit with exactly the default
+// lock (PCRE2 at the new release, nothing else moved) and the newly vendored key, no profile;
+// the pull request is asked for with that title and the dependencies label.
+func TestUpdateOneComponentNew(t *testing.T) {
+	f := newUpdateFixture(t, []string{lock.PCRE2}, nil)
+	r := f.run(t)
+	if r.Err != nil {
+		fail(t, r, "act: %v, want a green run", r.Err)
+	}
+	if b := f.Remote.Branches(t); !slices.Contains(b, updateBranch) {
+		fail(t, r, "the remote has the branches %v, no %s", b, updateBranch)
+		return
+	}
+	if n := strings.TrimSpace(git(t, f.Remote.Bare, "rev-list", "--count", "main.."+updateBranch)); n != "1" {
+		t.Errorf("%s is %s commits ahead of main, want 1", updateBranch, n)
+	}
+	key := "pipeline/lock/keys/" + f.Scenario.Keys[lock.PCRE2].Fingerprint + ".asc"
+	changed := strings.Fields(git(t, f.Remote.Bare, "diff", "--name-only", "main", updateBranch))
+	slices.Sort(changed)
+	if want := []string{key, "pipeline/lock/stack.lock.json"}; !slices.Equal(changed, want) {
+		t.Errorf("the branch changes %q, want exactly %q", changed, want)
+	}
+	before, err := lock.Parse([]byte(git(t, f.Remote.Bare, "show", "main:pipeline/lock/stack.lock.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := lock.Parse([]byte(git(t, f.Remote.Bare, "show", updateBranch+":pipeline/lock/stack.lock.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{lock.Nginx, lock.OpenSSL, lock.PCRE2, lock.Zlib} {
+		b, a := before.MustComponent(name), after.MustComponent(name)
+		switch {
+		case name == lock.PCRE2 && (a.Version != "10.46" || a.SHA256 != upstreamtest.SHA256(f.Scenario.Tarballs[a.FileName()])):
+			t.Errorf("pcre2 on the branch is %s (%s), want 10.46 with the served tarball's SHA-256", a.Version, a.SHA256)
+		case name != lock.PCRE2 && (a.Version != b.Version || a.SHA256 != b.SHA256):
+			t.Errorf("%s moved from %s to %s", name, b.Version, a.Version)
+		}
+	}
+	// The key file holds exactly one public key, the PCRE2 signer's (check-updates writes it
+	// in its own armor).
+	ring, err := openpgp.ReadArmoredKeyRing(strings.NewReader(git(t, f.Remote.Bare, "show", updateBranch+":"+key)))
+	if err != nil || len(ring) != 1 || ring[0].PrivateKey != nil ||
+		strings.ToUpper(hex.EncodeToString(ring[0].PrimaryKey.Fingerprint)) != f.Scenario.Keys[lock.PCRE2].Fingerprint {
+		t.Errorf("%s on the branch is not the PCRE2 signer's public key alone (%d keys, %v)", key, len(ring), err)
+	}
+	var created, labelled bool
+	for _, c := range f.Remote.API.Calls() {
+		switch {
+		case c.Method == "POST" && c.Path == "/repos/nginx-forge/nginx-forge/pulls":
+			created = c.Body["head"] == "nginx-forge:"+updateBranch && c.Body["base"] == "main" &&
+				strings.Contains(c.Body["title"].(string), "10.46") && strings.Contains(c.Body["body"].(string), "Default build (OpenSSL + zlib)")
+			if !created {
+				t.Errorf("the pull request asked for is %+v", c.Body)
+			}
+		case c.Method == "POST" && strings.HasSuffix(c.Path, "/issues/1/labels"):
+			labelled = true
+		}
+	}
+	if !created || !labelled {
+		fail(t, r, "pull request created %v, labelled %v; API calls: %+v", created, labelled, f.Remote.API.Calls())
+	}
+	if !strings.Contains(r.Log, pgoSkipReason) {
+		t.Errorf("the run does not say why no PGO profile was recorded (%q)", pgoSkipReason)
+	}
+}
+
+// TestUpdateFixedAddPathsFails plants issue 36's defect back (add-paths listing
+// pipeline/lock/profiles/*.tar.gz, which matches nothing in a run that records no profile):
+// the same update now fails at create-pull-request and pushes no branch.
+func TestUpdateFixedAddPathsFails(t *testing.T) {
+	old := "          add-paths: ${{ steps.paths.outputs.paths }}\n"
+	planted := "          add-paths: |\n            pipeline/lock/stack.lock.json\n            pipeline/lock/aws-lc.lock.json\n            pipeline/lock/keys/*.asc\n            pipeline/lock/profiles/*.tar.gz\n"
+	f := newUpdateFixture(t, []string{lock.PCRE2}, func(s string) string {
+		if strings.Count(s, old) != 1 {
+			t.Fatalf("update.yml does not have %q once", old)
+		}
+		return strings.Replace(s, old, planted, 1)
+	})
+	r := f.run(t)
+	if r.Err == nil {
+		fail(t, r, "act succeeded with the fixed add-paths")
+	}
+	if b := f.Remote.Branches(t); slices.Contains(b, updateBranch) {
+		fail(t, r, "the remote has %s although git add was refused", updateBranch)
+	}
+	if !strings.Contains(r.Log, "pathspec 'pipeline/lock/profiles/*.tar.gz' did not match any files") {
+		fail(t, r, "the log does not show git add refusing the profiles pathspec")
+	}
+}
+
+// partialFixture: the default lock has PCRE2 one release behind (new, its key not vendored)
+// and OpenSSL one release behind whose new release is signed by a key the lock does not pin
+// (refused): check-updates exits 3 for that lock.
+func partialFixture(t *testing.T, edit func(string) string) *updateFixture {
+	t.Helper()
+	f := newUpdateFixtureKeys(t, []string{lock.PCRE2, lock.OpenSSL}, []string{lock.PCRE2}, edit)
+	l, err := lock.Load(f.Scenario.LockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := l.MustComponent(lock.OpenSSL)
+	tarball := f.Scenario.Tarballs[strings.ReplaceAll(c.FileName(), c.Version, "3.5.4")]
+	if tarball == nil {
+		t.Fatalf("the scenario serves no OpenSSL 3.5.4 stand-in")
+	}
+	other := upstreamtest.NewKey(t, "Not OpenSSL's Signer")
+	sig := strings.ReplaceAll(c.SignatureFileName(), c.Version, "3.5.4")
+	if strings.HasSuffix(sig, ".sig") {
+		f.Scenario.Upstream.SetFile(sig, other.SignBinaryAt(t, tarball, upstreamtest.NewSignedAt))
+	} else {
+		f.Scenario.Upstream.SetFile(sig, other.SignAt(t, tarball, upstreamtest.NewSignedAt))
+	}
+	f.Scenario.Upstream.SetFile(other.Fingerprint+".asc", other.Armored)
+	return f
+}
+
+// TestUpdatePartial: one component refused while another of the same lock is new: the run
+// is red (the refused job), and the new one is proposed all the same: the branch carries the
+// default lock with PCRE2 at 10.46 and OpenSSL where it was, and the pull request is asked for.
+func TestUpdatePartial(t *testing.T) {
+	f := partialFixture(t, nil)
+	r := f.run(t)
+	if r.Err == nil {
+		fail(t, r, "act succeeded, want the run red for the refusal")
+	}
+	if !strings.Contains(r.Log, "check-updates refused: stack.lock.json: ") {
+		fail(t, r, "the refused job does not name the refusal")
+	}
+	if b := f.Remote.Branches(t); !slices.Contains(b, updateBranch) {
+		fail(t, r, "the remote has the branches %v, no %s: the update that passed was not proposed", b, updateBranch)
+		return
+	}
+	before, err := lock.Parse([]byte(git(t, f.Remote.Bare, "show", "main:pipeline/lock/stack.lock.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := lock.Parse([]byte(git(t, f.Remote.Bare, "show", updateBranch+":pipeline/lock/stack.lock.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := after.MustComponent(lock.PCRE2).Version; v != "10.46" {
+		t.Errorf("pcre2 on the branch is %s, want 10.46", v)
+	}
+	if a, b := after.MustComponent(lock.OpenSSL), before.MustComponent(lock.OpenSSL); a.Version != b.Version || a.SHA256 != b.SHA256 {
+		t.Errorf("the refused OpenSSL moved from %s to %s", b.Version, a.Version)
+	}
+	created := false
+	for _, c := range f.Remote.API.Calls() {
+		created = created || (c.Method == "POST" && c.Path == "/repos/nginx-forge/nginx-forge/pulls")
+	}
+	if !created {
+		fail(t, r, "no pull request was asked for; API calls: %+v", f.Remote.API.Calls())
+	}
+}
+
+// TestUpdatePartialThroughGoRunFails plants issue 36's other defect back (check-updates
+// through go run, which turns its exit 3 into 1): the lock's step then counts as failed and
+// the update that passed is not proposed (no branch).
+func TestUpdatePartialThroughGoRunFails(t *testing.T) {
+	old := `"$RUNNER_TEMP/nginx-forge-ci" check-updates --write --lock pipeline/lock/stack.lock.json`
+	f := partialFixture(t, func(s string) string {
+		if strings.Count(s, old) != 1 {
+			t.Fatalf("update.yml does not have %q once", old)
+		}
+		return strings.Replace(s, old, "go run ./ci check-updates --write --lock pipeline/lock/stack.lock.json", 1)
+	})
+	r := f.run(t)
+	if r.Err == nil {
+		fail(t, r, "act succeeded")
+	}
+	if b := f.Remote.Branches(t); slices.Contains(b, updateBranch) {
+		fail(t, r, "the remote has %s: with go run the partial update was still proposed, so this test shows nothing", updateBranch)
+	}
+	if !strings.Contains(r.Log, "check-updates failed for stack.lock.json") {
+		fail(t, r, "the failed job does not name stack.lock.json")
+	}
+}
