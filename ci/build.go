@@ -25,7 +25,7 @@ type buildFlags struct {
 	engine    string
 	tree      string // install tree directory (--tree)
 	output    string // image: OCI layout directory or .tar (--output)
-	lockFile  string
+	lockFile  string // --lock; "" when not given (lockPath)
 	tls       string // --tls: the TLS library (chooses a shipped lock without --lock)
 	zlib      string // --zlib
 	mirror    string
@@ -160,7 +160,7 @@ func declareBuildFlags(fs *flag.FlagSet) *buildFlags {
 // pgo-profile, which must train exactly what build builds.
 func (f *buildFlags) stackFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.engine, "engine", "dagger", "where to build: dagger or host")
-	fs.StringVar(&f.lockFile, "lock", lock.DefaultPath, "lock `file` (when the default is absent, the lock built into this program)")
+	lockFlag(fs, &f.lockFile, "lock `file`")
 	libraryFlags(fs, &f.tls, &f.zlib)
 	fs.StringVar(&f.mirror, "mirror", "", "fetch every file as `URL`/<file name> instead of upstream (same checks)")
 	fs.StringVar(&f.keyserver, "keyserver", "", "fetch signer keys that are not vendored from these comma-separated `URLs` (default keyserver.ubuntu.com, then keys.openpgp.org)")
@@ -320,6 +320,23 @@ func branchWarnings(l *lock.Lock) []string { return upstream.BranchWarnings(l, t
 func libraryFlags(fs *flag.FlagSet, tls, zlib *string) {
 	fs.StringVar(tls, "tls", "", "TLS `library`: "+strings.Join(forge.TLSChoices, " or ")+" (default: the lock's); without --lock, aws-lc uses the shipped "+lock.AWSLCPath+" (nginx 1.30 with AWS-LC and zlib-ng)")
 	fs.StringVar(zlib, "zlib", "", "zlib `implementation`: "+strings.Join(forge.ZlibChoices, " or ")+" (default: the lock's); without --lock, zlib-ng uses the shipped "+lock.AWSLCPath)
+}
+
+// lockFlag declares --lock on fs into p, which stays "" when the command line gives none: an
+// explicit --lock is always the lock used, whatever its spelling (--lock
+// pipeline/lock/stack.lock.json with --tls aws-lc is refused, not swapped for the shipped
+// variant lock); only without one do --tls and --zlib choose a shipped lock
+// (forge.Request.LockFile).
+func lockFlag(fs *flag.FlagSet, p *string, usage string) {
+	fs.StringVar(p, "lock", "", usage+" (default "+lock.DefaultPath+", or the lock built into this program when that file is absent; without --lock, --tls and --zlib choose the shipped lock that has them)")
+}
+
+// lockPath is --lock's file: the one given, else lock.DefaultPath.
+func lockPath(given string) string {
+	if given == "" {
+		return lock.DefaultPath
+	}
+	return given
 }
 
 // newLibraryFlags is libraryFlags into new variables.

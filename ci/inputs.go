@@ -26,6 +26,9 @@ func inputFlagError(fs *flag.FlagSet, err error) (error, bool) {
 	exact, dir := "", ""
 	fs.VisitAll(func(f *flag.Flag) {
 		v := f.Value.String()
+		if f.Name == "lock" && v == "" {
+			v = lock.DefaultPath // --lock not given: the default lock's keys are beside it
+		}
 		switch {
 		case v == "":
 		case filepath.Clean(v) == filepath.Clean(nr.File):

@@ -11,7 +11,6 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
-	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
@@ -39,7 +38,8 @@ index manifest and the tags it would move, and writes nothing. Every registry re
 under one --timeout for the whole run (default 5m).`,
 		flags: func(fs *flag.FlagSet) runFunc {
 			imageFlag := fs.String("image", "", "`REPO[:TAG,...]` to publish the index as (required); without tags, the tags --lock, --ref and --revision decide")
-			lockFile := fs.String("lock", lock.DefaultPath, "lock `file` the images were built from (for the default tags)")
+			lockFile := new(string)
+			lockFlag(fs, lockFile, "lock `file` the images were built from (for the default tags)")
 			ref := fs.String("ref", "", "the git `ref` built (GITHUB_REF), for the default tags")
 			revision := fs.String("revision", "", "the `commit` built (GITHUB_SHA), for the default tags")
 			dryRun := fs.Bool("dry-run", false, "print the index and tags without pushing anything")

@@ -19,7 +19,9 @@ import (
 // Request is one build, as plain values.
 type Request struct {
 	// Lock is the lock to build; when nil, LockFile is loaded (lock.DefaultPath falls back
-	// to the lock built into the program when the file is absent).
+	// to the lock built into the program when the file is absent). LockFile "" is
+	// lock.DefaultPath, or the shipped lock TLS and Zlib choose; a LockFile given is the lock
+	// used, even when it names lock.DefaultPath.
 	Lock     *lock.Lock
 	LockFile string
 	// TLS and Zlib are the libraries asked for, as flags spell them ("aws-lc", "zlib-ng";

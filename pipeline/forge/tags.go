@@ -3,6 +3,7 @@ package forge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -26,9 +27,18 @@ func (r Request) PublishTags() ([]string, error) {
 	}
 	l, _, err := r.loadLock()
 	if err != nil {
-		return nil, err
+		return nil, asRequestError(err)
 	}
 	return r.tagsFor(l), nil
+}
+
+// asRequestError is err as a *RequestError (a refusal of what was asked, before anything
+// ran), unless it is one already.
+func asRequestError(err error) error {
+	if errors.As(err, new(*RequestError)) {
+		return err
+	}
+	return &RequestError{Err: err}
 }
 
 func (r Request) tagsFor(l *lock.Lock) []string {
