@@ -201,22 +201,33 @@ func parseImage(s string) (string, []string, error) {
 		repo, tagList = s[:colon], s[colon+1:]
 	}
 	if _, err := name.NewRepository(repo); err != nil {
-		return "", nil, usageErrorf("--image %q: parsing repository %q: %v (write REPO[:TAG[,TAG...]], e.g. ghcr.io/owner/nginx)", s, repo, err)
+		return "", nil, usageErrorf("--image %s: parsing repository %s: %v (write REPO[:TAG[,TAG...]], e.g. ghcr.io/owner/nginx)", quoteShort(s), quoteShort(repo), err)
 	}
 	if tagList == "" && strings.HasSuffix(s, ":") {
-		return "", nil, usageErrorf("--image %q: empty tag list after ':'", s)
+		return "", nil, usageErrorf("--image %s: empty tag list after ':'", quoteShort(s))
 	}
 	var tags []string
 	if tagList != "" {
 		for _, t := range strings.Split(tagList, ",") {
 			t = strings.TrimSpace(t)
-			if _, err := name.NewTag(repo + ":" + t); err != nil || t == "" {
-				return "", nil, usageErrorf("--image %q: bad tag %q", s, t)
+			if err := image.CheckTag(t); err != nil {
+				return "", nil, usageErrorf("--image %s: tag %v", quoteShort(s), err)
+			}
+			if _, err := name.NewTag(repo + ":" + t); err != nil {
+				return "", nil, usageErrorf("--image %s: tag %q: %v", quoteShort(s), t, err)
 			}
 			tags = append(tags, t)
 		}
 	}
 	return repo, tags, nil
+}
+
+// quoteShort quotes s for a message, cut to 120 bytes (a flag's value can be long).
+func quoteShort(s string) string {
+	if len(s) > 120 {
+		return fmt.Sprintf("%q... (%d bytes)", s[:120], len(s))
+	}
+	return fmt.Sprintf("%q", s)
 }
 
 func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error {

@@ -51,6 +51,11 @@ func (r Request) resolve() (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.Push {
+		if err := r.checkTags(l); err != nil {
+			return nil, err
+		}
+	}
 	// A copy: the image overrides must not change the caller's lock.
 	cp := *l
 	l = &cp
@@ -110,6 +115,9 @@ func (r Request) checkOptions() error {
 	}
 	if err := image.CheckRevision(r.Revision); err != nil {
 		return fmt.Errorf("the revision (--revision) %w", err)
+	}
+	if err := checkRef(r.Ref); err != nil {
+		return err
 	}
 	if n := len(r.platforms()); n > 1 && (r.Output != "" || r.Tree != "") {
 		return fmt.Errorf("%d platforms: --output and --tree take one platform; build them one platform at a time", n)
