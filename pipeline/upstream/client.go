@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
@@ -70,6 +71,12 @@ func newClient(opts ...clientOption) *client {
 	}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.http.CheckRedirect == nil {
+		// A redirect loop is named as one, and not retried (redirects.Check).
+		h := *c.http
+		h.CheckRedirect = redirects.Check
+		c.http = &h
 	}
 	return c
 }
