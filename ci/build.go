@@ -185,11 +185,11 @@ func (f buildFlags) check() error {
 	return nil
 }
 
-// checkRegistryTimeout refuses a --registry-timeout that is not positive. It is build's own
-// flag (pgo-profile shares the others, through check), so it is checked apart.
+// checkRegistryTimeout refuses a --registry-timeout outside 1s .. 1h (forge.CheckRegistryTimeout). It is
+// build's own flag (pgo-profile shares the others, through check), so it is checked apart.
 func (f buildFlags) checkRegistryTimeout() error {
-	if f.registryWait <= 0 {
-		return usageErrorf("--registry-timeout %s must be positive (how long a registry request may move less than 1 KiB, e.g. 2m)", f.registryWait)
+	if err := forge.CheckRegistryTimeout(f.registryWait); err != nil {
+		return usageErrorf("%v", err)
 	}
 	return nil
 }

@@ -49,7 +49,7 @@ commit both files in one pull request for review.`,
 func trustSigner(ctx context.Context, stdout io.Writer, lockFile, name, fpr string, f upstream.Fetcher) error {
 	l, err := lock.Load(lockFile)
 	if err != nil {
-		return err
+		return usageErrorf("loading lock %s (nothing was changed): %v", lockFile, err)
 	}
 	c, ok := l.Component(name)
 	if !ok {

@@ -52,8 +52,28 @@ func (r SmokeRequest) Validate() error {
 	case r.Image == "" && r.Address == "":
 		return errors.New("--image is required (or --address for a running server)")
 	}
-	_, err := r.Expectations()
-	return err
+	if _, err := r.Expectations(); err != nil {
+		return err
+	}
+	if r.TLSCAFile != "" {
+		if _, err := r.trustedTLS(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// trustedTLS reads TLSCAFile: the certificate to trust for ServerName.
+func (r SmokeRequest) trustedTLS() (*smoke.TLS, error) {
+	pemBytes, err := lock.ReadInput(r.TLSCAFile, 1<<20)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-ca: %w", err)
+	}
+	t, err := smoke.TrustTLS(pemBytes, r.ServerName)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-ca %s: %w", r.TLSCAFile, err)
+	}
+	return t, nil
 }
 
 // Expectations are what the target is compared with when it records nothing: ExpectLock's
@@ -100,12 +120,8 @@ func SmokeServer(ctx context.Context, r SmokeRequest, logf func(string, ...any))
 	}
 	o := smoke.Options{Expect: expect, UID: r.UID, HTTPPort: r.HTTPPort, HTTPSPort: r.HTTPSPort, Logf: logf}
 	if r.TLSCAFile != "" {
-		pemBytes, err := lock.ReadInput(r.TLSCAFile, 1<<20)
-		if err != nil {
-			return smoke.Report{}, fmt.Errorf("--tls-ca: %w", err)
-		}
-		if o.TLS, err = smoke.TrustTLS(pemBytes, r.ServerName); err != nil {
-			return smoke.Report{}, fmt.Errorf("--tls-ca %s: %w", r.TLSCAFile, err)
+		if o.TLS, err = r.trustedTLS(); err != nil {
+			return smoke.Report{}, err
 		}
 	}
 	return smoke.RunClient(ctx, smoke.ClientRequest{Address: r.Address, WatchRoot: r.WatchRoot, Start: r.Start}, o)

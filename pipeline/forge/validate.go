@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -106,12 +107,15 @@ func (r Request) checkOptions() error {
 	switch {
 	case r.MaxSourceSize < 0:
 		return fmt.Errorf("--max-source-size %d: the download size limit is negative: give a positive number of MiB", r.MaxSourceSize>>20)
-	case r.RegistryTimeout < 0:
-		return fmt.Errorf("--registry-timeout %s: the stall timeout is negative: give a positive duration (e.g. 2m)", r.RegistryTimeout)
 	case r.Bundle && r.Tree == "":
 		return errors.New("--bundle needs --tree DIR: the bundle's files are written into the install tree")
 	case r.ProfileDir != "" && (r.Push || r.Output != "" || r.Tree != "" || r.Repo != "" || (r.Optimize != "" && r.Optimize != plan.OptimizePGO)):
 		return fmt.Errorf("recording a PGO profile (profile directory %s) builds only the training: drop the image, tree and optimize options", r.ProfileDir)
+	}
+	if r.RegistryTimeout != 0 {
+		if err := CheckRegistryTimeout(r.RegistryTimeout); err != nil {
+			return err
+		}
 	}
 	if err := image.CheckRevision(r.Revision); err != nil {
 		return fmt.Errorf("the revision (--revision) %w", err)
@@ -152,6 +156,23 @@ func (r Request) checkPublishOptions() error {
 		return fmt.Errorf("--digest-only moves no tag, but --image names tags (%s): give the repository %s only", strings.Join(r.Tags, ","), r.Repo)
 	case r.DigestOnly && len(r.platforms()) > 1:
 		return errors.New("--digest-only pushes one platform's image for 'ci manifest'; with several platforms build pushes the index itself")
+	}
+	return nil
+}
+
+// The range of RegistryTimeout (--registry-timeout): a registry request that moves less than
+// 1 KiB in less than a second is not yet stalled (a TLS handshake, a slow first byte), and a
+// stall bound over an hour is no bound.
+const (
+	minRegistryTimeout = time.Second
+	maxRegistryTimeout = time.Hour
+)
+
+// CheckRegistryTimeout is nil when d is within 1s .. 1h (0, the default, is the caller's to
+// allow).
+func CheckRegistryTimeout(d time.Duration) error {
+	if d < minRegistryTimeout || d > maxRegistryTimeout {
+		return fmt.Errorf("--registry-timeout %s: give a duration from %s to %s (how long a registry request may move less than 1 KiB; default %s)", d, minRegistryTimeout, "1h", image.DefaultStallTimeout)
 	}
 	return nil
 }
