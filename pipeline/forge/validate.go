@@ -126,6 +126,11 @@ func (r Request) checkOptions() error {
 	if n := len(r.platforms()); n > 1 && (r.Output != "" || r.Tree != "") {
 		return fmt.Errorf("%d platforms: --output and --tree take one platform; build them one platform at a time", n)
 	}
+	if r.Tree != "" && r.Output != "" {
+		if err := apart(r.Tree, r.Output); err != nil {
+			return err
+		}
+	}
 	if r.Tree != "" {
 		if err := checkNewDir(r.Tree); err != nil {
 			return fmt.Errorf("install tree (--tree): %w", err)
