@@ -96,3 +96,31 @@ func TestCheckUpdatesRefusesATagListThatDoesNotParse(t *testing.T) {
 		})
 	}
 }
+
+// Issue 35: upstream tags that spell one release two ways (zlib's v1.4 and v1.4.0) give the
+// same update on every run, whatever order GitHub lists them in: 1.4.0, the fuller spelling.
+func TestCheckUpdatesPicksOneSpellingOfARelease(t *testing.T) {
+	notInActions(t)
+	seen := map[string]int{}
+	for _, order := range [][]string{{"v1.4", "v1.4.0"}, {"v1.4.0", "v1.4"}} {
+		for range 10 {
+			s := upstreamtest.NewScenario(t)
+			s.Upstream.SetGitHub("madler/zlib", "releases", upstreamtest.ReleasesJSON("madler/zlib", append(order, "v1.3.1")...))
+			s.Upstream.SetGitHub("madler/zlib", "tags", upstreamtest.TagsJSON("madler/zlib", append(order, "v1.3.1")...))
+			_, out, errs := runCheckUpdates(t, s, "--skip-images")
+			row := ""
+			for _, line := range strings.Split(out, "\n") {
+				if f := strings.Fields(line); len(f) >= 3 && f[0] == "zlib" && f[1] == "1.3.1" {
+					row = f[2]
+				}
+			}
+			if row == "" {
+				t.Fatalf("no zlib row in the table:\n%s%s", out, errs)
+			}
+			seen[row]++
+		}
+	}
+	if len(seen) != 1 || seen["1.4.0"] != 20 {
+		t.Errorf("20 runs chose %v, want 1.4.0 every time", seen)
+	}
+}

@@ -75,13 +75,19 @@ func (c *client) GitHubReleaseTags(ctx context.Context, component string) ([]ver
 		return nil, nil, err
 	}
 	excluded := map[string]bool{}
+	// Keyed by the release (canonical: 1.4 and 1.4.0 are one), so two tags that spell one
+	// release differently (v1.4, v1.4.0) give one version, the same on every run
+	// (sameRelease), with the tags of both.
 	found := map[string]version{}
 	names := map[string][]string{}
 	add := func(tag string) {
 		if v, ok := versionFromTag(component, tag); ok {
-			found[v.String()] = v
-			if !slices.Contains(names[v.String()], tag) {
-				names[v.String()] = append(names[v.String()], tag)
+			key := v.canonical()
+			if old, seen := found[key]; !seen || preferSpelling(v, old) {
+				found[key] = v
+			}
+			if !slices.Contains(names[key], tag) {
+				names[key] = append(names[key], tag)
 			}
 		}
 	}
@@ -98,11 +104,13 @@ func (c *client) GitHubReleaseTags(ctx context.Context, component string) ([]ver
 		}
 	}
 	out := make([]version, 0, len(found))
-	for _, v := range found {
+	byString := make(map[string][]string, len(found))
+	for key, v := range found {
 		out = append(out, v)
+		byString[v.String()] = names[key]
 	}
 	sortVersions(out)
-	return out, names, nil
+	return out, byString, nil
 }
 
 // errNotAList marks a GitHub answer that is not the list asked for: not a list of
