@@ -104,7 +104,7 @@ func TestDownloadLimitNamesTheFlag(t *testing.T) {
 		t.Errorf("stderr names a library option:\n%s", stderr.String())
 	}
 	stderr.Reset()
-	if code := run(context.Background(), []string{"build", "--max-source-size", "-1"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--max-source-size -1") {
+	if code := run(context.Background(), []string{"build", "--max-source-size", "-1"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), `invalid value "-1" for flag -max-source-size`) {
 		t.Errorf("--max-source-size -1: exit %d, %s", code, stderr.String())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -169,8 +170,32 @@ func (f *buildFlags) stackFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.platform, "platform", "linux/amd64", "target `platforms`: linux/amd64, linux/arm64, or both comma-separated (dagger: one build per platform, pushed as one index)")
 	fs.StringVar(&f.modules, "modules", "", "nginx `modules`: +name,-name change the default set (e.g. +mail,-http_v3), a plain list replaces it; 'ci modules' lists them")
 	fs.StringVar(&f.cache, "cache", "", "cache `DIR`: verified sources (DIR/sources) and the host engine's stage outputs (default: "+host.DefaultCacheDir+" as root, else $XDG_CACHE_HOME/nginx-forge, i.e. ~/.cache/nginx-forge)")
-	fs.Int64Var(&f.maxSource, "max-source-size", source.DefaultMaxSize>>20, "refuse a download (source tarball, signature, PGO profile) over `MiB` mebibytes")
+	f.maxSource = source.DefaultMaxSize >> 20
+	fs.Var((*mibFlag)(&f.maxSource), "max-source-size", "refuse a download (source tarball, signature, PGO profile) over `MiB` mebibytes (1 to 1048576)")
 	fs.StringVar(&f.builderImage, "builder-image", "", "dagger engine: build in `REF` instead of the lock's builder image")
+}
+
+// maxSourceMiB is the largest --max-source-size: 1 TiB, far past any source tarball.
+const maxSourceMiB = 1 << 20
+
+// mibFlag is --max-source-size: a number of MiB from 1 to maxSourceMiB, refused when parsed
+// (forge.Request takes 0 as "the default", and MiB << 20 must not overflow).
+type mibFlag int64
+
+func (m *mibFlag) String() string {
+	if m == nil {
+		return "0"
+	}
+	return strconv.FormatInt(int64(*m), 10)
+}
+
+func (m *mibFlag) Set(v string) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 || n > maxSourceMiB {
+		return fmt.Errorf("give a number of MiB from 1 to %d (default %d)", maxSourceMiB, source.DefaultMaxSize>>20)
+	}
+	*m = mibFlag(n)
+	return nil
 }
 
 // check refuses what only the command can judge: an engine name, and combinations with the

@@ -52,6 +52,9 @@ func (r SmokeRequest) Validate() error {
 	case r.Image == "" && r.Address == "":
 		return errors.New("--image is required (or --address for a running server)")
 	}
+	if err := r.checkNumbers(); err != nil {
+		return err
+	}
 	if _, err := r.Expectations(); err != nil {
 		return err
 	}
@@ -62,6 +65,26 @@ func (r SmokeRequest) Validate() error {
 	}
 	return nil
 }
+
+// checkNumbers refuses a port or uid outside its range (0 is the default of each).
+func (r SmokeRequest) checkNumbers() error {
+	for _, p := range []struct {
+		flag string
+		v    int
+		def  int
+	}{{"--" + smoke.FlagHTTPPort, r.HTTPPort, 8080}, {"--" + smoke.FlagHTTPSPort, r.HTTPSPort, 8443}} {
+		if p.v < 0 || p.v > 65535 {
+			return fmt.Errorf("%s %d: give a TCP port from 1 to 65535 (default %d)", p.flag, p.v, p.def)
+		}
+	}
+	if r.UID < 0 || int64(r.UID) > maxUID {
+		return fmt.Errorf("--%s %d: give a uid from 1 to %d (default 65532, the image's user)", smoke.FlagUID, r.UID, int64(maxUID))
+	}
+	return nil
+}
+
+// maxUID is the largest uid Linux gives (2^32-2; 2^32-1 is the "no uid" of setuid(2)).
+const maxUID = 1<<32 - 2
 
 // trustedTLS reads TLSCAFile: the certificate to trust for ServerName.
 func (r SmokeRequest) trustedTLS() (*smoke.TLS, error) {

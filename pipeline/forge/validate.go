@@ -151,6 +151,8 @@ func (r Request) checkPublishOptions() error {
 		return errors.New("--push needs --image REPO[:TAG,...]: where to publish")
 	case r.Push && r.NoSmoke:
 		return errors.New("--no-smoke cannot be combined with --push: a pushed image is always smoke-tested before any tag moves")
+	case r.Latest && !r.Push:
+		return errors.New("--latest moves the channel tag (stable or mainline) and latest of a push: add --push --image REPO, or drop --latest")
 	case r.DigestOnly && !r.Push:
 		return errors.New("--digest-only only makes sense with --push")
 	case r.SignKey != "" && !r.Push:
