@@ -48,6 +48,10 @@ func TestOutputPathsRefusedBeforeAnyDownload(t *testing.T) {
 		{"output exists", []string{"--output", file}, []string{"--output", "exists"}},
 		{"tree parent missing", []string{"--tree", filepath.Join(dir, "no", "tree"), "--no-smoke"}, []string{"--tree", filepath.Join(dir, "no") + " does not exist"}},
 		{"tree not empty", []string{"--tree", filepath.Join(dir, "full"), "--no-smoke"}, []string{"--tree", "not empty"}},
+		// Issue 35: --tree and --output naming one path (however spelled), or one inside the other.
+		{"tree and output one path", []string{"--tree", filepath.Join(dir, "same"), "--output", filepath.Join(dir, "same"), "--no-smoke"}, []string{"--tree", "--output", "name one path"}},
+		{"tree and output one path, spelled apart", []string{"--tree", filepath.Join(dir, "same"), "--output", filepath.Join(dir, "no", "..", "same") + "/", "--no-smoke"}, []string{"name one path"}},
+		{"output inside tree", []string{"--tree", filepath.Join(dir, "t"), "--output", filepath.Join(dir, "t", "nginx.tar"), "--no-smoke"}, []string{"is inside --tree"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv, requests := countingMirror(t)
@@ -100,7 +104,7 @@ func TestDownloadLimitNamesTheFlag(t *testing.T) {
 		t.Errorf("stderr names a library option:\n%s", stderr.String())
 	}
 	stderr.Reset()
-	if code := run(context.Background(), []string{"build", "--max-source-size", "-1"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--max-source-size -1") {
+	if code := run(context.Background(), []string{"build", "--max-source-size", "-1"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), `invalid value "-1" for flag -max-source-size`) {
 		t.Errorf("--max-source-size -1: exit %d, %s", code, stderr.String())
 	}
 }

@@ -101,7 +101,7 @@ func profileKnobs(conf string) (bench.Knobs, error) {
 	defer f.Close()
 	k, err := bench.ParseKnobs(f)
 	if err != nil {
-		return bench.Knobs{}, fmt.Errorf("reading the knobs of %s: %w", conf, err)
+		return bench.Knobs{}, usageErrorf("reading the knobs of %s: %v (give an nginx.conf)", conf, err)
 	}
 	return k, nil
 }
@@ -116,11 +116,19 @@ func builtBinary(tree, nginx string) (string, error) {
 		if _, err := os.Stat(bin); err != nil {
 			return "", usageErrorf("--tree %s has no usr/sbin/nginx (give the install tree `go run ./ci build --engine host` wrote)", tree)
 		}
-		return bin, nil
+		return bin, checkExecutable("--tree", bin)
 	case nginx != "":
-		return nginx, nil
+		return nginx, checkExecutable("--nginx", nginx)
 	}
 	return "", usageErrorf("give the nginx to measure: --tree DIR (an install tree) or --nginx BIN")
+}
+
+// checkBaseline: --baseline names an executable file.
+func checkBaseline(bin string) error {
+	if bin == "" {
+		return usageErrorf("--baseline must name an nginx binary")
+	}
+	return checkExecutable("--baseline", bin)
 }
 
 // benchOpts are the flags bench and tune share.
@@ -261,8 +269,8 @@ func runBench(ctx context.Context, a benchArgs, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if a.baseline == "" {
-		return usageErrorf("--baseline must name an nginx binary")
+	if err := checkBaseline(a.baseline); err != nil {
+		return err
 	}
 	opts, err := a.o.options(stderr)
 	if err != nil {

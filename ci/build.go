@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,7 +26,7 @@ type buildFlags struct {
 	engine    string
 	tree      string // install tree directory (--tree)
 	output    string // image: OCI layout directory or .tar (--output)
-	lockFile  string
+	lockFile  string // --lock; "" when not given (lockPath)
 	tls       string // --tls: the TLS library (chooses a shipped lock without --lock)
 	zlib      string // --zlib
 	mirror    string
@@ -160,7 +161,7 @@ func declareBuildFlags(fs *flag.FlagSet) *buildFlags {
 // pgo-profile, which must train exactly what build builds.
 func (f *buildFlags) stackFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.engine, "engine", "dagger", "where to build: dagger or host")
-	fs.StringVar(&f.lockFile, "lock", lock.DefaultPath, "lock `file` (when the default is absent, the lock built into this program)")
+	lockFlag(fs, &f.lockFile, "lock `file`")
 	libraryFlags(fs, &f.tls, &f.zlib)
 	fs.StringVar(&f.mirror, "mirror", "", "fetch every file as `URL`/<file name> instead of upstream (same checks)")
 	fs.StringVar(&f.keyserver, "keyserver", "", "fetch signer keys that are not vendored from these comma-separated `URLs` (default keyserver.ubuntu.com, then keys.openpgp.org)")
@@ -169,8 +170,32 @@ func (f *buildFlags) stackFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.platform, "platform", "linux/amd64", "target `platforms`: linux/amd64, linux/arm64, or both comma-separated (dagger: one build per platform, pushed as one index)")
 	fs.StringVar(&f.modules, "modules", "", "nginx `modules`: +name,-name change the default set (e.g. +mail,-http_v3), a plain list replaces it; 'ci modules' lists them")
 	fs.StringVar(&f.cache, "cache", "", "cache `DIR`: verified sources (DIR/sources) and the host engine's stage outputs (default: "+host.DefaultCacheDir+" as root, else $XDG_CACHE_HOME/nginx-forge, i.e. ~/.cache/nginx-forge)")
-	fs.Int64Var(&f.maxSource, "max-source-size", source.DefaultMaxSize>>20, "refuse a download (source tarball, signature, PGO profile) over `MiB` mebibytes")
+	f.maxSource = source.DefaultMaxSize >> 20
+	fs.Var((*mibFlag)(&f.maxSource), "max-source-size", "refuse a download (source tarball, signature, PGO profile) over `MiB` mebibytes (1 to 1048576)")
 	fs.StringVar(&f.builderImage, "builder-image", "", "dagger engine: build in `REF` instead of the lock's builder image")
+}
+
+// maxSourceMiB is the largest --max-source-size: 1 TiB, far past any source tarball.
+const maxSourceMiB = 1 << 20
+
+// mibFlag is --max-source-size: a number of MiB from 1 to maxSourceMiB, refused when parsed
+// (forge.Request takes 0 as "the default", and MiB << 20 must not overflow).
+type mibFlag int64
+
+func (m *mibFlag) String() string {
+	if m == nil {
+		return "0"
+	}
+	return strconv.FormatInt(int64(*m), 10)
+}
+
+func (m *mibFlag) Set(v string) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 || n > maxSourceMiB {
+		return fmt.Errorf("give a number of MiB from 1 to %d (default %d)", maxSourceMiB, source.DefaultMaxSize>>20)
+	}
+	*m = mibFlag(n)
+	return nil
 }
 
 // check refuses what only the command can judge: an engine name, and combinations with the
@@ -185,11 +210,11 @@ func (f buildFlags) check() error {
 	return nil
 }
 
-// checkRegistryTimeout refuses a --registry-timeout that is not positive. It is build's own
-// flag (pgo-profile shares the others, through check), so it is checked apart.
+// checkRegistryTimeout refuses a --registry-timeout outside 1s .. 1h (forge.CheckRegistryTimeout). It is
+// build's own flag (pgo-profile shares the others, through check), so it is checked apart.
 func (f buildFlags) checkRegistryTimeout() error {
-	if f.registryWait <= 0 {
-		return usageErrorf("--registry-timeout %s must be positive (how long a registry request may move less than 1 KiB, e.g. 2m)", f.registryWait)
+	if err := forge.CheckRegistryTimeout(f.registryWait); err != nil {
+		return usageErrorf("%v", err)
 	}
 	return nil
 }
@@ -201,22 +226,33 @@ func parseImage(s string) (string, []string, error) {
 		repo, tagList = s[:colon], s[colon+1:]
 	}
 	if _, err := name.NewRepository(repo); err != nil {
-		return "", nil, usageErrorf("--image %q: parsing repository %q: %v (write REPO[:TAG[,TAG...]], e.g. ghcr.io/owner/nginx)", s, repo, err)
+		return "", nil, usageErrorf("--image %s: parsing repository %s: %v (write REPO[:TAG[,TAG...]], e.g. ghcr.io/owner/nginx)", quoteShort(s), quoteShort(repo), err)
 	}
 	if tagList == "" && strings.HasSuffix(s, ":") {
-		return "", nil, usageErrorf("--image %q: empty tag list after ':'", s)
+		return "", nil, usageErrorf("--image %s: empty tag list after ':'", quoteShort(s))
 	}
 	var tags []string
 	if tagList != "" {
 		for _, t := range strings.Split(tagList, ",") {
 			t = strings.TrimSpace(t)
-			if _, err := name.NewTag(repo + ":" + t); err != nil || t == "" {
-				return "", nil, usageErrorf("--image %q: bad tag %q", s, t)
+			if err := image.CheckTag(t); err != nil {
+				return "", nil, usageErrorf("--image %s: tag %v", quoteShort(s), err)
+			}
+			if _, err := name.NewTag(repo + ":" + t); err != nil {
+				return "", nil, usageErrorf("--image %s: tag %q: %v", quoteShort(s), t, err)
 			}
 			tags = append(tags, t)
 		}
 	}
 	return repo, tags, nil
+}
+
+// quoteShort quotes s for a message, cut to 120 bytes (a flag's value can be long).
+func quoteShort(s string) string {
+	if len(s) > 120 {
+		return fmt.Sprintf("%q... (%d bytes)", s[:120], len(s))
+	}
+	return fmt.Sprintf("%q", s)
 }
 
 func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error {
@@ -320,6 +356,23 @@ func branchWarnings(l *lock.Lock) []string { return upstream.BranchWarnings(l, t
 func libraryFlags(fs *flag.FlagSet, tls, zlib *string) {
 	fs.StringVar(tls, "tls", "", "TLS `library`: "+strings.Join(forge.TLSChoices, " or ")+" (default: the lock's); without --lock, aws-lc uses the shipped "+lock.AWSLCPath+" (nginx 1.30 with AWS-LC and zlib-ng)")
 	fs.StringVar(zlib, "zlib", "", "zlib `implementation`: "+strings.Join(forge.ZlibChoices, " or ")+" (default: the lock's); without --lock, zlib-ng uses the shipped "+lock.AWSLCPath)
+}
+
+// lockFlag declares --lock on fs into p, which stays "" when the command line gives none: an
+// explicit --lock is always the lock used, whatever its spelling (--lock
+// pipeline/lock/stack.lock.json with --tls aws-lc is refused, not swapped for the shipped
+// variant lock); only without one do --tls and --zlib choose a shipped lock
+// (forge.Request.LockFile).
+func lockFlag(fs *flag.FlagSet, p *string, usage string) {
+	fs.StringVar(p, "lock", "", usage+" (default "+lock.DefaultPath+", or the lock built into this program when that file is absent; without --lock, --tls and --zlib choose the shipped lock that has them)")
+}
+
+// lockPath is --lock's file: the one given, else lock.DefaultPath.
+func lockPath(given string) string {
+	if given == "" {
+		return lock.DefaultPath
+	}
+	return given
 }
 
 // newLibraryFlags is libraryFlags into new variables.

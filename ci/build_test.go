@@ -66,7 +66,7 @@ func TestBuildUsageErrors(t *testing.T) {
 		{"digest-only with tags", buildFlags{engine: "host", push: true, digestOnly: true, image: "127.0.0.1:5000/x:1"}, "moves no tag"},
 		{"latest with tags", buildFlags{engine: "host", push: true, latest: true, image: "127.0.0.1:5000/x:1"}, "add latest there"},
 		{"bad image", buildFlags{engine: "host", image: "UPPER/Case"}, `parsing repository "UPPER/Case"`},
-		{"bad tag", buildFlags{engine: "host", image: "r.example/x:ok,b@d"}, `bad tag "b@d"`},
+		{"bad tag", buildFlags{engine: "host", image: "r.example/x:ok,b@d"}, `tag "b@d" is not a valid tag`},
 		{"bundle without tree", buildFlags{engine: "host", bundle: true, output: filepath.Join(dir, "o")}, "--bundle needs --tree"},
 		{"builder image on host", buildFlags{engine: "host", builderImage: "ubuntu:24.04"}, "--builder-image applies to --engine dagger"},
 		{"runtime image", buildFlags{engine: "host", tree: filepath.Join(dir, "o"), lockFile: testLockPath, platform: "linux/amd64", runtimeImage: "::bad"}, `--runtime-image "::bad"`},

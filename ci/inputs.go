@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
@@ -26,6 +28,9 @@ func inputFlagError(fs *flag.FlagSet, err error) (error, bool) {
 	exact, dir := "", ""
 	fs.VisitAll(func(f *flag.Flag) {
 		v := f.Value.String()
+		if f.Name == "lock" && v == "" {
+			v = lock.DefaultPath // --lock not given: the default lock's keys are beside it
+		}
 		switch {
 		case v == "":
 		case filepath.Clean(v) == filepath.Clean(nr.File):
@@ -118,4 +123,33 @@ func dockerConfigSecrets() []string {
 		}
 	}
 	return out
+}
+
+// checkExecutable refuses, as a usage error naming flag, a path that is not a regular file
+// this user may run (a binary flag: bench's and tune's --nginx, --baseline): a typo or a
+// directory costs a usage error at once, not a failed server start.
+func checkExecutable(flag, path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return usageErrorf("%s %s: %v (give an nginx executable)", flag, path, err)
+	case !fi.Mode().IsRegular():
+		return usageErrorf("%s: %v", flag, &lock.NotRegularError{File: path, Mode: fi.Mode()})
+	case unix.Access(path, unix.X_OK) != nil:
+		return usageErrorf("%s %s is not executable by this user (mode %s): give an nginx executable", flag, path, fi.Mode().Perm())
+	}
+	return nil
+}
+
+// checkDirFlag refuses, as a usage error naming flag, a path that is not an existing
+// directory (an input directory: smoke's --conf-d, check-updates' --keys without --write).
+func checkDirFlag(flag, path, what string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return usageErrorf("%s %s: %v (give the directory %s)", flag, path, err, what)
+	case !fi.IsDir():
+		return usageErrorf("%s %s is not a directory (give the directory %s)", flag, path, what)
+	}
+	return nil
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
-	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
@@ -39,7 +38,8 @@ index manifest and the tags it would move, and writes nothing. Every registry re
 under one --timeout for the whole run (default 5m).`,
 		flags: func(fs *flag.FlagSet) runFunc {
 			imageFlag := fs.String("image", "", "`REPO[:TAG,...]` to publish the index as (required); without tags, the tags --lock, --ref and --revision decide")
-			lockFile := fs.String("lock", lock.DefaultPath, "lock `file` the images were built from (for the default tags)")
+			lockFile := new(string)
+			lockFlag(fs, lockFile, "lock `file` the images were built from (for the default tags)")
 			ref := fs.String("ref", "", "the git `ref` built (GITHUB_REF), for the default tags")
 			revision := fs.String("revision", "", "the `commit` built (GITHUB_SHA), for the default tags")
 			dryRun := fs.Bool("dry-run", false, "print the index and tags without pushing anything")
@@ -61,6 +61,9 @@ under one --timeout for the whole run (default 5m).`,
 				if err := image.CheckRevision(*revision); err != nil {
 					return usageErrorf("--revision %v", err)
 				}
+				if err := image.CheckRef(*ref); err != nil {
+					return usageErrorf("--ref %v", err)
+				}
 				if len(tags) == 0 {
 					req := forge.Request{LockFile: *lockFile, TLS: *tls, Zlib: *zlib, Ref: *ref, Revision: *revision}
 					if tags, err = req.PublishTags(); err != nil {
@@ -70,22 +73,9 @@ under one --timeout for the whole run (default 5m).`,
 						return usageErrorf("--ref %q with no --revision moves no tag: name the tags in --image REPO:TAG,...", *ref)
 					}
 				}
-				if len(args) == 0 {
-					return usageErrorf("give at least one per-platform DIGEST_REF (REPO@sha256:...)")
-				}
-				refs := make([]string, 0, len(args))
-				for _, a := range args {
-					if strings.HasPrefix(a, "sha256:") {
-						a = repo + "@" + a
-					}
-					var nopts []name.Option
-					if *insecure {
-						nopts = append(nopts, name.Insecure)
-					}
-					if _, err := name.NewDigest(a, nopts...); err != nil {
-						return usageErrorf("argument %q is not a digest reference (REPO@sha256:... or sha256:...): %v", a, err)
-					}
-					refs = append(refs, a)
+				refs, err := digestRefs(repo, args, *insecure)
+				if err != nil {
+					return err
 				}
 				sink, _ := newLog(stderr, *verbose, false)
 				return withDeadline(ctx, *timeout, func(ctx context.Context) error {
@@ -94,6 +84,29 @@ under one --timeout for the whole run (default 5m).`,
 			}
 		},
 	})
+}
+
+// digestRefs are manifest's arguments as REPO@sha256:... references (sha256:... alone is
+// in repo).
+func digestRefs(repo string, args []string, insecure bool) ([]string, error) {
+	if len(args) == 0 {
+		return nil, usageErrorf("give at least one per-platform DIGEST_REF (REPO@sha256:...)")
+	}
+	refs := make([]string, 0, len(args))
+	for _, a := range args {
+		if strings.HasPrefix(a, "sha256:") {
+			a = repo + "@" + a
+		}
+		var nopts []name.Option
+		if insecure {
+			nopts = append(nopts, name.Insecure)
+		}
+		if _, err := name.NewDigest(a, nopts...); err != nil {
+			return nil, usageErrorf("argument %q is not a digest reference (REPO@sha256:... or sha256:...): %v", a, err)
+		}
+		refs = append(refs, a)
+	}
+	return refs, nil
 }
 
 func runManifest(ctx context.Context, stdout io.Writer, x forge.Index, dryRun bool, sink progress.Sink) error {

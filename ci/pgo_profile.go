@@ -143,31 +143,32 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 		}
 		return nil
 	}
-	l, err := lock.Load(f.build.lockFile)
+	lockFile := lockPath(f.build.lockFile)
+	l, err := lock.Load(lockFile)
 	if err != nil {
-		return fmt.Errorf("recording the profiles in %s: %w", f.build.lockFile, err)
+		return fmt.Errorf("recording the profiles in %s: %w", lockFile, err)
 	}
 	for i, e := range entries {
 		if f.inRepo {
-			dst := filepath.Join(filepath.Dir(f.build.lockFile), filepath.FromSlash(e.URL))
+			dst := filepath.Join(filepath.Dir(lockFile), filepath.FromSlash(e.URL))
 			if err := copyFile(res.Profiles[i].File, dst); err != nil {
-				return fmt.Errorf("recording the profiles in %s: %w", f.build.lockFile, err)
+				return fmt.Errorf("recording the profiles in %s: %w", lockFile, err)
 			}
 		}
 		l.SetProfile(e)
 	}
 	if err := l.Validate(); err != nil {
-		return fmt.Errorf("recording the profiles in %s: %w", f.build.lockFile, err)
+		return fmt.Errorf("recording the profiles in %s: %w", lockFile, err)
 	}
-	if err := l.Write(f.build.lockFile); err != nil {
+	if err := l.Write(lockFile); err != nil {
 		return err
 	}
 	if f.inRepo {
-		fmt.Fprintf(stderr, "recorded %d profile(s) in %s, files under %s: commit them together\n", len(entries), f.build.lockFile,
-			filepath.Join(filepath.Dir(f.build.lockFile), lock.ProfilesDir))
+		fmt.Fprintf(stderr, "recorded %d profile(s) in %s, files under %s: commit them together\n", len(entries), lockFile,
+			filepath.Join(filepath.Dir(lockFile), lock.ProfilesDir))
 		return nil
 	}
-	fmt.Fprintf(stderr, "recorded %d profile(s) in %s: serve each file at its url before building\n", len(entries), f.build.lockFile)
+	fmt.Fprintf(stderr, "recorded %d profile(s) in %s: serve each file at its url before building\n", len(entries), lockFile)
 	return nil
 }
 

@@ -57,6 +57,11 @@ func smokeFlags(fs *flag.FlagSet) runFunc {
 		if err := smokeArgs(&req, *start, args, *engineName, *confD != "" || *noTLS); err != nil {
 			return err
 		}
+		if *confD != "" {
+			if err := checkDirFlag("--conf-d", *confD, "of nginx configuration files to mount at /etc/nginx/conf.d"); err != nil {
+				return err
+			}
+		}
 		// With -v each step and check is a line of the one progress renderer (ci/log.go, with
 		// its redaction), the Dagger engine's own output included.
 		var logf func(string, ...any)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
-	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
 func init() {
@@ -22,7 +21,8 @@ Prints, comma-separated, the tags that ci build --push and ci manifest --image R
 for this lock, git ref and commit: the one rule (forge.Request.PublishTags), which the README's tag
 table describes. build.yml's merge job uses it to name the index's tags.`,
 		flags: func(fs *flag.FlagSet) runFunc {
-			lockFile := fs.String("lock", lock.DefaultPath, "lock `file`")
+			lockFile := new(string)
+			lockFlag(fs, lockFile, "lock `file`")
 			ref := fs.String("ref", "", "the git `ref` built (GITHUB_REF): refs/heads/main, refs/tags/vX.Y.Z, ...")
 			revision := fs.String("revision", "", "the `commit` built (GITHUB_SHA)")
 			latest := fs.Bool("latest", false, "a person's build with --latest")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -94,10 +93,10 @@ func shippedKnobs(tree, config string) (bench.Knobs, string, error) {
 	defer f.Close()
 	k, err := bench.ParseKnobs(f)
 	if err != nil {
-		return bench.Knobs{}, conf, fmt.Errorf("reading the knobs of %s: %w", conf, err)
+		return bench.Knobs{}, conf, usageErrorf("reading the knobs of %s: %v (give an nginx.conf: --config)", conf, err)
 	}
 	if err := k.Validate(); err != nil {
-		return bench.Knobs{}, conf, fmt.Errorf("knobs of %s: %w", conf, err)
+		return bench.Knobs{}, conf, usageErrorf("knobs of %s: %v (give an nginx.conf: --config)", conf, err)
 	}
 	return k, conf, nil
 }

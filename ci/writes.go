@@ -23,6 +23,10 @@ func checkUpdateOutputs(run *upstream.Run, prBody string) error {
 		return usageErrorf("--pr-body needs --write (the body lists what --write verified)")
 	}
 	if !write {
+		// Without --write, --keys is only read: it must be there.
+		if run.KeysDir != "" {
+			return checkDirFlag("--keys", run.KeysDir, "of reviewed signer keys (<FINGERPRINT>.asc)")
+		}
 		return nil
 	}
 	if err := lock.CheckReplaceable(lockFile); err != nil {

@@ -83,14 +83,16 @@ func Run(ctx context.Context, eng engine.Engine, rs *Resolved, o Options) (*Resu
 	defer eng.Close()
 	b := &build{req: rs.req, res: &Result{Repo: rs.req.Repo}, sink: o.Sink, warnings: o.BranchWarnings, eng: engine.Checked(eng)}
 	b.regOpts = registryOptions(b.req, b.sink)
-	b.start(rs)
 	if b.req.SignKey != "" {
-		// A key that cannot sign fails now, not after a build of several minutes.
+		// A key that cannot sign fails now, not after a build of several minutes, and
+		// whatever is wrong with it (missing, not a file, not a key, no password) is the
+		// input named on the command line: a *RequestError.
 		var err error
 		if b.signer, err = sign.LoadKey(b.req.SignKey); err != nil {
-			return b.res, err
+			return b.res, &RequestError{Err: fmt.Errorf("%w (nothing was built)", err)}
 		}
 	}
+	b.start(rs)
 	steps := []struct {
 		name string
 		run  func(context.Context) error

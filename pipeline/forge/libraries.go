@@ -24,7 +24,9 @@ func flagNames(components []string) []string {
 
 // loadLock is the request's lock: r.Lock, or the lock file, or (with TLS or Zlib and no lock
 // file of its own) the shipped lock that has the libraries asked for; then the lock must
-// have them. Every check here runs before anything is fetched.
+// have them. A LockFile given is always the lock used, whatever its spelling: whether one was
+// given decides, not whether it names lock.DefaultPath. Every check here runs before
+// anything is fetched.
 func (r Request) loadLock() (*lock.Lock, bool, error) {
 	for _, c := range []struct {
 		flag, value string
@@ -37,7 +39,7 @@ func (r Request) loadLock() (*lock.Lock, bool, error) {
 	l, builtin := r.Lock, false
 	file := r.lockFile()
 	if l == nil {
-		if file == lock.DefaultPath && (r.TLS != "" || r.Zlib != "") {
+		if r.LockFile == "" && (r.TLS != "" || r.Zlib != "") {
 			b, err := r.builtinFor()
 			if err != nil {
 				return nil, false, err

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -19,7 +20,9 @@ import (
 // Request is one build, as plain values.
 type Request struct {
 	// Lock is the lock to build; when nil, LockFile is loaded (lock.DefaultPath falls back
-	// to the lock built into the program when the file is absent).
+	// to the lock built into the program when the file is absent). LockFile "" is
+	// lock.DefaultPath, or the shipped lock TLS and Zlib choose; a LockFile given is the lock
+	// used, even when it names lock.DefaultPath.
 	Lock     *lock.Lock
 	LockFile string
 	// TLS and Zlib are the libraries asked for, as flags spell them ("aws-lc", "zlib-ng";
@@ -165,6 +168,43 @@ func checkOutputPath(path string) error {
 		return fmt.Errorf("%s exists: choose a new path or remove it", abs)
 	}
 	return parentWritable(abs)
+}
+
+// apart refuses an install tree and an image output that name one path, or one inside the
+// other: each is written whole by its own step (the tree must be new or empty, the output
+// new), so the second would write into, or over, the first. Paths are compared absolute
+// and cleaned, through the symbolic links of the directories that exist.
+func apart(tree, output string) error {
+	t, o := realPath(tree), realPath(output)
+	switch {
+	case t == o:
+		return fmt.Errorf("--tree %s and --output %s name one path (%s): give each its own (e.g. --tree out/tree --output out/nginx.tar)", tree, output, t)
+	case strings.HasPrefix(o, t+string(filepath.Separator)):
+		return fmt.Errorf("--output %s is inside --tree %s: the image would be written into the install tree; give it a path outside", output, tree)
+	case strings.HasPrefix(t, o+string(filepath.Separator)):
+		return fmt.Errorf("--tree %s is inside --output %s: give the install tree a path outside the image output", tree, output)
+	}
+	return nil
+}
+
+// realPath is p absolute and clean, with the symbolic links of its longest existing prefix
+// resolved.
+func realPath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return filepath.Clean(p)
+	}
+	for dir, rest := abs, ""; ; {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
 }
 
 func parentWritable(abs string) error {

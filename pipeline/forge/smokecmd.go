@@ -52,8 +52,51 @@ func (r SmokeRequest) Validate() error {
 	case r.Image == "" && r.Address == "":
 		return errors.New("--image is required (or --address for a running server)")
 	}
-	_, err := r.Expectations()
-	return err
+	if err := r.checkNumbers(); err != nil {
+		return err
+	}
+	if _, err := r.Expectations(); err != nil {
+		return err
+	}
+	if r.TLSCAFile != "" {
+		if _, err := r.trustedTLS(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkNumbers refuses a port or uid outside its range (0 is the default of each).
+func (r SmokeRequest) checkNumbers() error {
+	for _, p := range []struct {
+		flag string
+		v    int
+		def  int
+	}{{"--" + smoke.FlagHTTPPort, r.HTTPPort, 8080}, {"--" + smoke.FlagHTTPSPort, r.HTTPSPort, 8443}} {
+		if p.v < 0 || p.v > 65535 {
+			return fmt.Errorf("%s %d: give a TCP port from 1 to 65535 (default %d)", p.flag, p.v, p.def)
+		}
+	}
+	if r.UID < 0 || int64(r.UID) > maxUID {
+		return fmt.Errorf("--%s %d: give a uid from 1 to %d (default 65532, the image's user)", smoke.FlagUID, r.UID, int64(maxUID))
+	}
+	return nil
+}
+
+// maxUID is the largest uid Linux gives (2^32-2; 2^32-1 is the "no uid" of setuid(2)).
+const maxUID = 1<<32 - 2
+
+// trustedTLS reads TLSCAFile: the certificate to trust for ServerName.
+func (r SmokeRequest) trustedTLS() (*smoke.TLS, error) {
+	pemBytes, err := lock.ReadInput(r.TLSCAFile, 1<<20)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-ca: %w", err)
+	}
+	t, err := smoke.TrustTLS(pemBytes, r.ServerName)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-ca %s: %w", r.TLSCAFile, err)
+	}
+	return t, nil
 }
 
 // Expectations are what the target is compared with when it records nothing: ExpectLock's
@@ -100,12 +143,8 @@ func SmokeServer(ctx context.Context, r SmokeRequest, logf func(string, ...any))
 	}
 	o := smoke.Options{Expect: expect, UID: r.UID, HTTPPort: r.HTTPPort, HTTPSPort: r.HTTPSPort, Logf: logf}
 	if r.TLSCAFile != "" {
-		pemBytes, err := lock.ReadInput(r.TLSCAFile, 1<<20)
-		if err != nil {
-			return smoke.Report{}, fmt.Errorf("--tls-ca: %w", err)
-		}
-		if o.TLS, err = smoke.TrustTLS(pemBytes, r.ServerName); err != nil {
-			return smoke.Report{}, fmt.Errorf("--tls-ca %s: %w", r.TLSCAFile, err)
+		if o.TLS, err = r.trustedTLS(); err != nil {
+			return smoke.Report{}, err
 		}
 	}
 	return smoke.RunClient(ctx, smoke.ClientRequest{Address: r.Address, WatchRoot: r.WatchRoot, Start: r.Start}, o)

@@ -3,7 +3,9 @@ package forge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -24,11 +26,51 @@ func (r Request) PublishTags() ([]string, error) {
 	if err := image.CheckRevision(r.Revision); err != nil {
 		return nil, fmt.Errorf("the revision %w", err)
 	}
+	if err := checkRef(r.Ref); err != nil {
+		return nil, &RequestError{Err: err}
+	}
 	l, _, err := r.loadLock()
 	if err != nil {
-		return nil, err
+		return nil, asRequestError(err)
+	}
+	if err := r.checkTags(l); err != nil {
+		return nil, &RequestError{Err: err}
 	}
 	return r.tagsFor(l), nil
+}
+
+// checkRef refuses a git ref (--ref) the tags cannot be decided from (image.CheckRef).
+func checkRef(ref string) error {
+	if err := image.CheckRef(ref); err != nil {
+		return fmt.Errorf("--ref %w", err)
+	}
+	return nil
+}
+
+// checkTags refuses, before anything is fetched or pushed, a tag a registry would refuse
+// (image.CheckTag): one --image names, or one made from the lock's versions and the git ref
+// (the exact stack tag of a lock with long versions can pass 128 characters).
+func (r Request) checkTags(l *lock.Lock) error {
+	for _, t := range r.tagsFor(l) {
+		err := image.CheckTag(t)
+		switch {
+		case err == nil:
+		case len(r.Tags) > 0:
+			return fmt.Errorf("--image %s:%s: tag %w", r.Repo, strings.Join(r.Tags, ","), err)
+		default:
+			return fmt.Errorf("the tags made from the lock's versions and --ref: %w; name the tags yourself (--image REPO:TAG,...)", err)
+		}
+	}
+	return nil
+}
+
+// asRequestError is err as a *RequestError (a refusal of what was asked, before anything
+// ran), unless it is one already.
+func asRequestError(err error) error {
+	if errors.As(err, new(*RequestError)) {
+		return err
+	}
+	return &RequestError{Err: err}
 }
 
 func (r Request) tagsFor(l *lock.Lock) []string {

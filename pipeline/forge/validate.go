@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -50,6 +51,11 @@ func (r Request) resolve() (*Resolved, error) {
 	l, builtin, err := r.loadLock()
 	if err != nil {
 		return nil, err
+	}
+	if r.Push {
+		if err := r.checkTags(l); err != nil {
+			return nil, err
+		}
 	}
 	// A copy: the image overrides must not change the caller's lock.
 	cp := *l
@@ -101,18 +107,29 @@ func (r Request) checkOptions() error {
 	switch {
 	case r.MaxSourceSize < 0:
 		return fmt.Errorf("--max-source-size %d: the download size limit is negative: give a positive number of MiB", r.MaxSourceSize>>20)
-	case r.RegistryTimeout < 0:
-		return fmt.Errorf("--registry-timeout %s: the stall timeout is negative: give a positive duration (e.g. 2m)", r.RegistryTimeout)
 	case r.Bundle && r.Tree == "":
 		return errors.New("--bundle needs --tree DIR: the bundle's files are written into the install tree")
 	case r.ProfileDir != "" && (r.Push || r.Output != "" || r.Tree != "" || r.Repo != "" || (r.Optimize != "" && r.Optimize != plan.OptimizePGO)):
 		return fmt.Errorf("recording a PGO profile (profile directory %s) builds only the training: drop the image, tree and optimize options", r.ProfileDir)
 	}
+	if r.RegistryTimeout != 0 {
+		if err := CheckRegistryTimeout(r.RegistryTimeout); err != nil {
+			return err
+		}
+	}
 	if err := image.CheckRevision(r.Revision); err != nil {
 		return fmt.Errorf("the revision (--revision) %w", err)
 	}
+	if err := checkRef(r.Ref); err != nil {
+		return err
+	}
 	if n := len(r.platforms()); n > 1 && (r.Output != "" || r.Tree != "") {
 		return fmt.Errorf("%d platforms: --output and --tree take one platform; build them one platform at a time", n)
+	}
+	if r.Tree != "" && r.Output != "" {
+		if err := apart(r.Tree, r.Output); err != nil {
+			return err
+		}
 	}
 	if r.Tree != "" {
 		if err := checkNewDir(r.Tree); err != nil {
@@ -134,6 +151,8 @@ func (r Request) checkPublishOptions() error {
 		return errors.New("--push needs --image REPO[:TAG,...]: where to publish")
 	case r.Push && r.NoSmoke:
 		return errors.New("--no-smoke cannot be combined with --push: a pushed image is always smoke-tested before any tag moves")
+	case r.Latest && !r.Push:
+		return errors.New("--latest moves the channel tag (stable or mainline) and latest of a push: add --push --image REPO, or drop --latest")
 	case r.DigestOnly && !r.Push:
 		return errors.New("--digest-only only makes sense with --push")
 	case r.SignKey != "" && !r.Push:
@@ -144,6 +163,23 @@ func (r Request) checkPublishOptions() error {
 		return fmt.Errorf("--digest-only moves no tag, but --image names tags (%s): give the repository %s only", strings.Join(r.Tags, ","), r.Repo)
 	case r.DigestOnly && len(r.platforms()) > 1:
 		return errors.New("--digest-only pushes one platform's image for 'ci manifest'; with several platforms build pushes the index itself")
+	}
+	return nil
+}
+
+// The range of RegistryTimeout (--registry-timeout): a registry request that moves less than
+// 1 KiB in less than a second is not yet stalled (a TLS handshake, a slow first byte), and a
+// stall bound over an hour is no bound.
+const (
+	minRegistryTimeout = time.Second
+	maxRegistryTimeout = time.Hour
+)
+
+// CheckRegistryTimeout is nil when d is within 1s .. 1h (0, the default, is the caller's to
+// allow).
+func CheckRegistryTimeout(d time.Duration) error {
+	if d < minRegistryTimeout || d > maxRegistryTimeout {
+		return fmt.Errorf("--registry-timeout %s: give a duration from %s to %s (how long a registry request may move less than 1 KiB; default %s)", d, minRegistryTimeout, "1h", image.DefaultStallTimeout)
 	}
 	return nil
 }

@@ -22,7 +22,55 @@ type TagEvent struct {
 // into it, so the moving tags follow it.
 const mainRef = "refs/heads/main"
 
-var releaseRefRE = regexp.MustCompile(`^refs/tags/(v[0-9]+\.[0-9]+\.[0-9]+)$`)
+// releaseRefRE is a push of a release tag vX.Y.Z: numbers without leading zeros
+// (refs/tags/v01.2.3 is not a version; CheckRef refuses it).
+var releaseRefRE = regexp.MustCompile(`^refs/tags/(v(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*))$`)
+
+// looseReleaseRefRE is what a person means as a release tag, leading zeros and all.
+var looseReleaseRefRE = regexp.MustCompile(`^refs/tags/v[0-9]+\.[0-9]+\.[0-9]+$`)
+
+// tagRE is the OCI distribution spec's tag grammar: 1 to 128 characters, the first a
+// letter, digit or underscore.
+var tagRE = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
+
+// tagRule is the tag grammar in words, for messages.
+const tagRule = "a tag is 1 to 128 letters, digits, '_', '.' or '-', and does not start with '.' or '-'"
+
+// CheckTag is nil when t is a tag a registry accepts (the OCI tag grammar,
+// [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}); its error quotes at most 80 characters of t.
+func CheckTag(t string) error {
+	if tagRE.MatchString(t) {
+		return nil
+	}
+	what := "is not a valid tag"
+	if len(t) > 128 {
+		what = fmt.Sprintf("is %d characters long, more than a tag may have (128)", len(t))
+	}
+	return fmt.Errorf("%s %s: %s", quoteShort(t), what, tagRule)
+}
+
+// CheckRef is nil when ref is empty or a git ref the tags can be decided from: no control
+// character or white space (git allows neither in a ref name), and a release tag's version
+// without leading zeros (refs/tags/v01.2.3 is not release 1.2.3).
+func CheckRef(ref string) error {
+	for i, r := range ref {
+		if r <= ' ' || r == 0x7f {
+			return fmt.Errorf("%s has the control or white-space character %U at byte %d: a git ref has none (give it as GITHUB_REF has it, e.g. refs/heads/main)", quoteShort(ref), r, i)
+		}
+	}
+	if looseReleaseRefRE.MatchString(ref) && !releaseRefRE.MatchString(ref) {
+		return fmt.Errorf("%s is not a release version: a release tag is vX.Y.Z with no leading zeros (v1.2.3, not v01.2.3); rename the tag", quoteShort(ref))
+	}
+	return nil
+}
+
+// quoteShort quotes s, cut to 80 bytes.
+func quoteShort(s string) string {
+	if len(s) > 80 {
+		return fmt.Sprintf("%q... (%d bytes)", s[:80], len(s))
+	}
+	return fmt.Sprintf("%q", s)
+}
 
 // Tags decides the tags a publish of l moves, in this order (the README's tag table says
 // the same; `ci build --push` and `ci manifest` both call this):

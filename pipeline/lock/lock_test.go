@@ -55,7 +55,7 @@ func TestParseRejects(t *testing.T) {
 		{"unknown signature field", func(m map[string]any) { comp(m, 2)["signature"].(map[string]any)["key"] = "x" }, "", `"key"`},
 		{"wrong type", func(m map[string]any) { m["schema"] = "1" }, "", "schema"},
 		{"schema", func(m map[string]any) { m["schema"] = 2 }, "schema", "schema 1"},
-		{"epoch", func(m map[string]any) { m["source_date_epoch"] = 0 }, "source_date_epoch", "positive"},
+		{"epoch", func(m map[string]any) { m["source_date_epoch"] = 0 }, "source_date_epoch", "outside 1980-01-01 .. 2100-01-01"},
 		{"version with letters", func(m map[string]any) { comp(m, 3)["version"] = "1.26.3a" }, "components[3] (nginx).version", "1.26.3a"},
 		{"version with v", func(m map[string]any) { comp(m, 3)["version"] = "v1.26.3" }, "components[3] (nginx).version", "v1.26.3"},
 		{"version single number", func(m map[string]any) { comp(m, 0)["version"] = "1" }, "components[0] (zlib).version", `"1"`},

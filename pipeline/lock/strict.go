@@ -55,6 +55,34 @@ func checkText(s string) error {
 	return nil
 }
 
+// checkGitTag is nil for an empty tag (the field is optional) or a tag name git would take
+// (git check-ref-format) that the lock can print and pass on as it is: the rules of checkText
+// (no white space, control, bidirectional or other non-ASCII character), no ".." (nor any
+// other part starting with "."), none of ~ ^ : ? * [ \ or "@{", no quote, backquote or $, and
+// neither a leading "-" or "/" nor a trailing "/", "." or ".lock".
+func checkGitTag(tag string) error {
+	if tag == "" {
+		return nil
+	}
+	q := fmt.Sprintf("%q", tag)
+	if len(tag) > 200 {
+		return fmt.Errorf("%q... is %d bytes long: a tag name is short (like v5.5.0)", tag[:80], len(tag))
+	}
+	if err := checkText(tag); err != nil {
+		return fmt.Errorf("%s %w", q, err)
+	}
+	switch {
+	case strings.Contains(tag, ".."):
+		return fmt.Errorf("%s has \"..\": git refuses it in a tag name", q)
+	case strings.ContainsAny(tag, "~^:?*[\\\"'`$") || strings.Contains(tag, "@{"):
+		return fmt.Errorf("%s has a character git or a shell gives a meaning (~ ^ : ? * [ \\ @{ quotes $): give the tag as upstream names it, like v5.5.0", q)
+	case strings.HasPrefix(tag, "-"), strings.HasPrefix(tag, "/"), strings.HasSuffix(tag, "/"), strings.HasSuffix(tag, "."),
+		strings.HasSuffix(tag, ".lock"), strings.Contains(tag, "//"), strings.Contains(tag, "/."), strings.HasPrefix(tag, "."):
+		return fmt.Errorf("%s is not a tag name git takes (no leading -, / or ., no trailing /, . or .lock, no empty or dot-led part)", q)
+	}
+	return nil
+}
+
 // checkURLText is checkURL's first step: the raw text, then the decoded path and query,
 // where %00 or %0A would become a control character in a file name or a Dockerfile line.
 func checkURLText(raw string) error {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 var (
@@ -39,8 +40,8 @@ func (l *Lock) Validate() error {
 	if l.Schema != schemaVersion {
 		return &fieldError{"schema", fmt.Sprintf("is %d, this program reads schema %d", l.Schema, schemaVersion)}
 	}
-	if l.SourceDateEpoch <= 0 {
-		return &fieldError{"source_date_epoch", "must be a positive Unix time (seconds)"}
+	if err := checkEpoch(l.SourceDateEpoch); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for i, c := range l.Components {
@@ -139,24 +140,65 @@ func (l *Lock) checkRoles(seen map[string]bool) error {
 	}
 	if seen[AWSLC] {
 		if v := l.MustComponent(Nginx).Version; compareVersions(v, MinNginxForAWSLC) < 0 {
-			return &fieldError{"components", fmt.Sprintf("nginx %s cannot be built with AWS-LC (aws_lc): nginx supports it from %s; pin nginx %s or later (the shipped pipeline/lock/aws-lc.lock.json does), or use openssl", v, MinNginxForAWSLC, MinNginxForAWSLC)}
+			rc := ""
+			if strings.Contains(v, "rc") {
+				rc = " (a release candidate comes before its release)"
+			}
+			return &fieldError{"components", fmt.Sprintf("nginx %s cannot be built with AWS-LC (aws_lc): nginx supports it from %s%s; pin nginx %s or later (the shipped pipeline/lock/aws-lc.lock.json does), or use openssl", v, MinNginxForAWSLC, rc, MinNginxForAWSLC)}
 		}
 	}
 	return nil
 }
 
+// The range a lock's source_date_epoch must be in: from 1980-01-01 (the earliest time a
+// zip or FAT timestamp holds, and where tools that take SOURCE_DATE_EPOCH start clamping)
+// to 2100-01-01 (a typo's extra digit, or milliseconds for seconds, lands far past it).
+const (
+	minEpoch = 315532800  // 1980-01-01T00:00:00Z
+	maxEpoch = 4102444800 // 2100-01-01T00:00:00Z
+)
+
+// checkEpoch refuses a source_date_epoch outside minEpoch .. maxEpoch.
+func checkEpoch(e int64) error {
+	if e >= minEpoch && e <= maxEpoch {
+		return nil
+	}
+	when := "before 1970"
+	if e >= 0 && e <= 253402300799 { // up to the year 9999
+		when = time.Unix(e, 0).UTC().Format(time.RFC3339)
+	} else if e > 0 {
+		when = "after the year 9999 (milliseconds instead of seconds?)"
+	}
+	return &fieldError{"source_date_epoch", fmt.Sprintf("%d is %s, outside 1980-01-01 .. 2100-01-01 (%d .. %d): give the Unix time in seconds of the lock's sources, e.g. the newest release's date (date -d 2024-08-14 +%%s)", e, when, minEpoch, maxEpoch)}
+}
+
 // compareVersions orders two release versions by their numeric dot-separated parts (a
-// missing part counts as 0; a suffix such as "rc" is ignored): -1, 0 or +1.
+// missing part counts as 0), then a release candidate before its release (1.29.2rc1 <
+// 1.29.2) and candidates by number ("rc" alone is the first): -1, 0 or +1.
 func compareVersions(a, b string) int {
+	a, rcA, candA := strings.Cut(a, "rc")
+	b, rcB, candB := strings.Cut(b, "rc")
 	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
 	for i := 0; i < len(pa) || i < len(pb); i++ {
-		x, y := versionNumber(pa, i), versionNumber(pb, i)
-		if x != y {
-			if x < y {
-				return -1
-			}
-			return 1
+		if c := cmpInt(versionNumber(pa, i), versionNumber(pb, i)); c != 0 {
+			return c
 		}
+	}
+	switch {
+	case candA && !candB:
+		return -1
+	case !candA && candB:
+		return 1
+	}
+	return cmpInt(versionNumber([]string{rcA}, 0), versionNumber([]string{rcB}, 0))
+}
+
+func cmpInt(x, y int) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
 	}
 	return 0
 }
@@ -191,8 +233,8 @@ func checkGit(f string, c Component) error {
 	if !gitIDRE.MatchString(g.Tree) {
 		return &fieldError{f + ".git.tree", fmt.Sprintf("%q is not a tree ID (40 lower-case hex digits; git rev-parse COMMIT^{tree})", g.Tree)}
 	}
-	if strings.ContainsAny(g.Tag, " \t\n\x00") {
-		return &fieldError{f + ".git.tag", fmt.Sprintf("%q is not a tag name", g.Tag)}
+	if err := checkGitTag(g.Tag); err != nil {
+		return &fieldError{f + ".git.tag", err.Error()}
 	}
 	if c.Signature != nil {
 		return &fieldError{f + ".signature", "is set on a git source: a git source is verified by its commit and tree, not a detached signature; drop it"}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
@@ -70,6 +71,12 @@ func newClient(opts ...clientOption) *client {
 	}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.http.CheckRedirect == nil {
+		// A redirect loop is named as one, and not retried (redirects.Check).
+		h := *c.http
+		h.CheckRedirect = redirects.Check
+		c.http = &h
 	}
 	return c
 }
@@ -131,6 +138,13 @@ func readBody(resp *http.Response, shown string, limit int64) ([]byte, error) {
 	return body, nil
 }
 
+// sortVersions sorts oldest first; equal versions spelled differently (1.4, 1.4.0) in a fixed
+// order (preferSpelling's choice last), so the newest is the same whatever the input order.
 func sortVersions(vs []version) {
-	sort.Slice(vs, func(i, j int) bool { return vs[i].Compare(vs[j]) < 0 })
+	sort.Slice(vs, func(i, j int) bool {
+		if c := vs[i].Compare(vs[j]); c != 0 {
+			return c < 0
+		}
+		return preferSpelling(vs[j], vs[i])
+	})
 }

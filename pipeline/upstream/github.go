@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
@@ -70,14 +71,23 @@ func (c *client) GitHubReleaseTags(ctx context.Context, component string) ([]ver
 	if err := c.ghList(ctx, "/repos/"+repo.GitHub+"/tags", &tags); err != nil {
 		return nil, nil, err
 	}
+	if err := checkNamed(repo.GitHub, releases, tags); err != nil {
+		return nil, nil, err
+	}
 	excluded := map[string]bool{}
+	// Keyed by the release (canonical: 1.4 and 1.4.0 are one), so two tags that spell one
+	// release differently (v1.4, v1.4.0) give one version, the same on every run
+	// (sameRelease), with the tags of both.
 	found := map[string]version{}
 	names := map[string][]string{}
 	add := func(tag string) {
 		if v, ok := versionFromTag(component, tag); ok {
-			found[v.String()] = v
-			if !slices.Contains(names[v.String()], tag) {
-				names[v.String()] = append(names[v.String()], tag)
+			key := v.canonical()
+			if old, seen := found[key]; !seen || preferSpelling(v, old) {
+				found[key] = v
+			}
+			if !slices.Contains(names[key], tag) {
+				names[key] = append(names[key], tag)
 			}
 		}
 	}
@@ -94,11 +104,34 @@ func (c *client) GitHubReleaseTags(ctx context.Context, component string) ([]ver
 		}
 	}
 	out := make([]version, 0, len(found))
-	for _, v := range found {
+	byString := make(map[string][]string, len(found))
+	for key, v := range found {
 		out = append(out, v)
+		byString[v.String()] = names[key]
 	}
 	sortVersions(out)
-	return out, names, nil
+	return out, byString, nil
+}
+
+// errNotAList marks a GitHub answer that is not the list asked for: not a list of
+// GitHub's release or tag objects (a wrong --github-api, a proxy's page), as opposed to a
+// list with no release in it.
+var errNotAList = errors.New("not GitHub's list: check --github-api")
+
+// checkNamed refuses a release or tag list whose entries have no tag name: JSON that
+// parses but is not GitHub's list, which must not read as "lists no release tags".
+func checkNamed(repo string, releases []ghRelease, tags []ghTag) error {
+	for i, r := range releases {
+		if r.TagName == "" {
+			return fmt.Errorf("listing /repos/%s/releases: entry %d has no \"tag_name\" (%w)", repo, i, errNotAList)
+		}
+	}
+	for i, t := range tags {
+		if t.Name == "" {
+			return fmt.Errorf("listing /repos/%s/tags: entry %d has no \"name\" (%w)", repo, i, errNotAList)
+		}
+	}
+	return nil
 }
 
 // ghList GETs every page of a GitHub list endpoint and appends the items to *into.
@@ -133,6 +166,9 @@ func (c *client) ghList(ctx context.Context, path string, into any) error {
 		var items []json.RawMessage
 		if err := json.Unmarshal(body, &items); err != nil {
 			return fmt.Errorf("listing %s: the response is not a JSON array: %w", path, err)
+		}
+		if items == nil {
+			return fmt.Errorf("listing %s: the response is null, not a JSON array (%w)", path, errNotAList)
 		}
 		all = append(all, items...)
 		next = nextLink(resp.Header.Values("Link"))
@@ -174,7 +210,8 @@ func (c *client) ghGet(ctx context.Context, u *url.URL) (*http.Response, []byte,
 				return resp, body, nil
 			}
 		}
-		if attempt >= c.retries || ctx.Err() != nil {
+		// A redirect loop is followed the same way on every try.
+		if attempt >= c.retries || ctx.Err() != nil || errors.As(err, new(*redirects.LoopError)) {
 			if err == nil {
 				// A 5xx after the last try: ghError describes it with what the server said.
 				return resp, body, nil

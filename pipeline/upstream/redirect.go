@@ -1,10 +1,11 @@
 package upstream
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
 )
 
 // tokenSafe is c's HTTP client for a request to u that carries the GitHub token: a redirect
@@ -24,10 +25,7 @@ func (c *client) tokenSafe(u *url.URL) *http.Client {
 		if next != nil {
 			return next(req, via)
 		}
-		if len(via) >= 10 {
-			return errors.New("stopped after 10 redirects")
-		}
-		return nil
+		return redirects.Check(req, via)
 	}
 	return &h
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
@@ -84,6 +85,12 @@ func retryFix(err error) string {
 		case http.StatusNotFound, http.StatusGone:
 			return fmt.Sprintf("not transient: the server has no such resource (HTTP %d): check --github-api, --mirror and the component's repository, then run %s again", se.Code, again)
 		}
+	}
+	if errors.As(err, new(*redirects.LoopError)) {
+		return "not transient: the server's redirects go in a circle (or on past 10), and every run follows the same ones: fix the redirects of the server named (--github-api, --nginx-org, --mirror), or give a URL that answers directly, then run " + again + " again"
+	}
+	if errors.Is(err, errNotAList) {
+		return "not transient: the answer is not GitHub's release or tag list (is --github-api GitHub's REST API root, or a proxy that answers with something else?): fix --github-api, then run " + again + " again"
 	}
 	if errors.Is(err, errRateLimited) {
 		return "not transient until the rate limit resets: give a GitHub token (GITHUB_TOKEN or --github-token-env), or run again after the reset time above"

@@ -102,6 +102,26 @@ func (v version) Compare(w version) int {
 	return 0
 }
 
+// canonical is v's release without trailing zero parts ("1.4" for 1.4 and 1.4.0): equal
+// versions (Compare) have one canonical form.
+func (v version) canonical() string {
+	n := len(v)
+	for n > 1 && v[n-1] == 0 {
+		n--
+	}
+	return v[:n].String()
+}
+
+// preferSpelling: of two spellings of one release (1.4, 1.4.0), v is the one to keep over
+// old: the one with more parts, so that the choice does not depend on the order GitHub
+// lists them in or a map's.
+func preferSpelling(v, old version) bool {
+	if len(v) != len(old) {
+		return len(v) > len(old)
+	}
+	return v.String() < old.String()
+}
+
 // Branch is the first two parts ("1.26" of 1.26.3): nginx's and OpenSSL's release line.
 func (v version) Branch() string {
 	if len(v) < 2 {

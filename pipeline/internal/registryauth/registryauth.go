@@ -10,7 +10,11 @@
 package registryauth
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 )
@@ -24,7 +28,43 @@ type Source = authn.Keychain
 // credential helpers, as `docker login` writes it), then GITHUB_TOKEN for ghcr.io. The
 // environment is read at each lookup, not when Keychain is called.
 func Keychain() Source {
-	return authn.NewMultiKeychain(authn.DefaultKeychain, gitHubKeychain(os.Getenv))
+	return authn.NewMultiKeychain(dockerConfigCheck{os.Getenv, os.UserHomeDir}, authn.DefaultKeychain, gitHubKeychain(os.Getenv))
+}
+
+// dockerConfigCheck answers no registry itself: it refuses every lookup while the Docker
+// config ($DOCKER_CONFIG/config.json, else ~/.docker/config.json) exists but is not a
+// regular file. go-containerregistry's keychain skips a config.json that is a directory
+// and goes on anonymously, so a login would be ignored without a word, and a push fail
+// with a registry's "unauthorized" that points nowhere near the cause.
+type dockerConfigCheck struct {
+	getenv func(string) string
+	home   func() (string, error)
+}
+
+func (k dockerConfigCheck) Resolve(authn.Resource) (authn.Authenticator, error) {
+	dir := k.getenv("DOCKER_CONFIG")
+	if dir == "" {
+		home, err := k.home()
+		if err != nil {
+			return authn.Anonymous, nil // no home: no Docker config to look at
+		}
+		dir = filepath.Join(home, ".docker")
+	}
+	file := filepath.Join(dir, "config.json")
+	fi, err := os.Stat(file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return authn.Anonymous, nil
+	case err != nil:
+		return nil, fmt.Errorf("registry credentials: reading the Docker config %s: %w", file, err)
+	case !fi.Mode().IsRegular():
+		kind := "a directory"
+		if !fi.IsDir() {
+			kind = "not a regular file (" + fi.Mode().Type().String() + ")"
+		}
+		return nil, fmt.Errorf("registry credentials: the Docker config %s is %s, not a file: remove it, or point DOCKER_CONFIG at the directory that holds your config.json (docker login writes it)", file, kind)
+	}
+	return authn.Anonymous, nil
 }
 
 // gitHubKeychain answers for ghcr.io with GITHUB_TOKEN (user GITHUB_ACTOR, which ghcr.io
