@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
@@ -205,6 +206,9 @@ func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit in
 	if err != nil {
 		if context.Cause(ctx) == stalled {
 			err = stalled
+		}
+		if errors.As(err, new(*redirects.LoopError)) {
+			return 0, permanent(fmt.Errorf("GET %s: %w", shown, err)) // every try follows the same redirects
 		}
 		return 0, fmt.Errorf("GET %s: %w", shown, err)
 	}

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/unpack"
 )
@@ -167,7 +168,7 @@ func New(opts ...Option) *Fetcher {
 	// legitimately takes minutes (the stall timeout catches a download that stops).
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.ResponseHeaderTimeout = 30 * time.Second
-	f.client = &http.Client{Transport: tr}
+	f.client = &http.Client{Transport: tr, CheckRedirect: redirects.Check}
 	if f.cacheDir == "" {
 		base, err := os.UserCacheDir()
 		if err != nil {
