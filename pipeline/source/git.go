@@ -54,13 +54,15 @@ func (f *Fetcher) fetchGit(ctx context.Context, c lock.Component) (Verified, err
 		}
 	}
 	if sum, err := toolbox.FileSHA256(tarball); err == nil {
-		if err := check("the cache")(tarball, sum); err == nil {
+		err := check("the cache")(tarball, sum)
+		if err == nil {
 			f.logf("%s: cached %s", c.Name, tarball)
 			return v, nil
-		} else if ctx.Err() != nil {
+		}
+		if ctx.Err() != nil {
 			return Verified{}, err
 		}
-		f.logf("cached %s is not tree %s: removing it and fetching again", tarball, g.Tree)
+		f.logf("cached %s failed its check (%v): removing it and fetching again", tarball, err)
 		if err := os.Remove(tarball); err != nil {
 			return Verified{}, fmt.Errorf("removing corrupt cache entry %s: %w", tarball, err)
 		}

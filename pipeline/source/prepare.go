@@ -41,7 +41,7 @@ func (f *Fetcher) prepare(ctx context.Context, c lock.Component, archive, name, 
 	}
 	defer os.RemoveAll(work)
 	tree := filepath.Join(work, "tree")
-	res, err := unpack.Extract(ctx, archive, tree, f.limits)
+	res, err := unpack.Extract(ctx, archive, tree, unpack.DefaultLimits)
 	if err != nil {
 		var ue *unpack.Error
 		if errors.As(err, &ue) {

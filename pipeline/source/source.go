@@ -65,7 +65,6 @@ type Fetcher struct {
 	now           func() time.Time
 	initErr       error
 	keysDir       string
-	limits        unpack.Limits
 
 	// refreshed holds the copies of vendored keys that RefreshKey fetched in this run, by
 	// fingerprint: they stand for the vendored file until the update writes them over it.
@@ -141,9 +140,6 @@ func withBackoff(d time.Duration) Option { return func(f *Fetcher) { f.backoff =
 // retried (default one minute).
 func withStallTimeout(d time.Duration) Option { return func(f *Fetcher) { f.stall = d } }
 
-// withUnpackLimits replaces unpack.DefaultLimits, the bounds on what one archive may unpack to.
-func withUnpackLimits(l unpack.Limits) Option { return func(f *Fetcher) { f.limits = l } }
-
 // withNow sets the clock used to judge whether keys and signatures are currently revoked or
 // expired (default time.Now).
 func withNow(now func() time.Time) Option { return func(f *Fetcher) { f.now = now } }
@@ -159,7 +155,6 @@ func New(opts ...Option) *Fetcher {
 		backoff:    time.Second,
 		stall:      time.Minute,
 		now:        time.Now,
-		limits:     unpack.DefaultLimits,
 	}
 	for _, o := range opts {
 		o(f)
