@@ -13,7 +13,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/actions"
 	"github.com/nginx-forge/nginx-forge/pipeline/bench"
-	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
 func scenarioHelp() string {
@@ -94,7 +94,7 @@ func outOfBoxTargets(tree, aConf, bConf, a, b string) ([]bench.Target, error) {
 
 // profileKnobs reads a config's knobs for the report (the profile is what the server runs).
 func profileKnobs(conf string) (bench.Knobs, error) {
-	f, err := lock.OpenInput(conf)
+	f, err := safeio.OpenInput(conf)
 	if err != nil {
 		return bench.Knobs{}, usageErrorf("%v", err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/actions"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 )
 
@@ -265,8 +266,8 @@ func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, o *upstream.Ou
 	}
 	if written && cfg.prBody != "" {
 		// The body quotes refusals, whose text a server may have written: one redaction rule.
-		body := lock.Redact(upstream.PRBody(applied, refused, report.Warnings)+"\n"+outputs["summary"], append([]string{cfg.run.Token}, cfg.secrets...)...)
-		if err := lock.ReplaceFile(cfg.prBody, []byte(body), 0o644); err != nil {
+		body := safeio.Redact(upstream.PRBody(applied, refused, report.Warnings)+"\n"+outputs["summary"], append([]string{cfg.run.Token}, cfg.secrets...)...)
+		if err := safeio.ReplaceFile(cfg.prBody, []byte(body), 0o644); err != nil {
 			return fmt.Errorf("writing the pull request body %q (the lock %s was updated): %w", cfg.prBody, lockFile, err)
 		}
 	}

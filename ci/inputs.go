@@ -13,15 +13,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
 // inputFlagError is what run reports for a file input that is not a regular file (a named
-// pipe, a device, a directory: lock.OpenInput refuses it at once): the error with the flag
+// pipe, a device, a directory: safeio.OpenInput refuses it at once): the error with the flag
 // the file was given to, and whether that makes it a usage error (the file is the flag's
 // value itself, refused before the command did anything with it). A file found in a
 // directory a flag names (a key in --keys, or beside --lock) is named with that flag.
 func inputFlagError(fs *flag.FlagSet, err error) (error, bool) {
-	var nr *lock.NotRegularError
+	var nr *safeio.NotRegularError
 	if !errors.As(err, &nr) {
 		return err, false
 	}
@@ -75,7 +76,7 @@ func keepCauses(err error, args []any) error {
 	return &causedError{err, causes}
 }
 
-// knownSecrets are the credentials this run may hold, for lock.Redact: the GitHub token (the
+// knownSecrets are the credentials this run may hold, for safeio.Redact: the GitHub token (the
 // variable --github-token-env names, and GITHUB_TOKEN).
 func knownSecrets(fs *flag.FlagSet) []string {
 	out := []string{os.Getenv("GITHUB_TOKEN")}
@@ -98,7 +99,7 @@ func dockerConfigSecrets() []string {
 		}
 		dir = filepath.Join(home, ".docker")
 	}
-	b, err := lock.ReadInput(filepath.Join(dir, "config.json"), 1<<20)
+	b, err := safeio.ReadInput(filepath.Join(dir, "config.json"), 1<<20)
 	if err != nil {
 		return nil
 	}
@@ -134,7 +135,7 @@ func checkExecutable(flag, path string) error {
 	case err != nil:
 		return usageErrorf("%s %s: %v (give an nginx executable)", flag, path, err)
 	case !fi.Mode().IsRegular():
-		return usageErrorf("%s: %v", flag, &lock.NotRegularError{File: path, Mode: fi.Mode()})
+		return usageErrorf("%s: %v", flag, &safeio.NotRegularError{File: path, Mode: fi.Mode()})
 	case unix.Access(path, unix.X_OK) != nil:
 		return usageErrorf("%s %s is not executable by this user (mode %s): give an nginx executable", flag, path, fi.Mode().Perm())
 	}

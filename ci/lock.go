@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 )
@@ -123,7 +124,7 @@ func vendorKey(dir, fpr string, k source.SignerKey) (line string, changed bool, 
 	if k.Vendored {
 		return fmt.Sprintf("the key is vendored already (%s): no key file written", k.Source), false, nil
 	}
-	if old, err := lock.ReadInput(file, 1<<20); err == nil && bytes.Equal(old, k.Armored) {
+	if old, err := safeio.ReadInput(file, 1<<20); err == nil && bytes.Equal(old, k.Armored) {
 		return file + ": the key file, unchanged", false, nil
 	}
 	if _, err := lock.WriteKeyFile(dir, fpr, k.Armored); err != nil {

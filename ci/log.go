@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
 // lineSink renders the library's progress events (pipeline/progress) for a person: one plain
@@ -117,14 +117,14 @@ func (s *lineSink) closeGroups() {
 }
 
 // redactingWriter is the log's sink: each write (one line of the renderer) goes through the
-// one redaction rule (lock.Redact) before it reaches the terminal or the Actions log.
+// one redaction rule (safeio.Redact) before it reaches the terminal or the Actions log.
 type redactingWriter struct {
 	w       io.Writer
 	secrets []string
 }
 
 func (r redactingWriter) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(r.w, lock.Redact(string(p), r.secrets...)); err != nil {
+	if _, err := io.WriteString(r.w, safeio.Redact(string(p), r.secrets...)); err != nil {
 		return 0, err
 	}
 	return len(p), nil

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
 // command is one subcommand: `go run ./ci NAME [flags]`.
@@ -169,7 +170,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := runFn(ctx, fs.Args(), stdout, stderr); err != nil {
 		err, badInput := inputFlagError(fs, err)
 		// The one redaction rule: a server may have echoed a credential into the error.
-		fmt.Fprintf(stderr, "ci %s: %s\n", c.name, lock.Redact(err.Error(), knownSecrets(fs)...))
+		fmt.Fprintf(stderr, "ci %s: %s\n", c.name, safeio.Redact(err.Error(), knownSecrets(fs)...))
 		var ee *exitError
 		switch {
 		case badInput, isUsage(err):

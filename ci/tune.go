@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/bench"
-	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
 // shippedConfig is the image's nginx.conf in the checkout.
@@ -86,7 +86,7 @@ func shippedKnobs(tree, config string) (bench.Knobs, string, error) {
 			conf = filepath.Join(tree, "etc", "nginx", "nginx.conf")
 		}
 	}
-	f, err := lock.OpenInput(conf)
+	f, err := safeio.OpenInput(conf)
 	if err != nil {
 		return bench.Knobs{}, conf, usageErrorf("--config: %v (give the nginx.conf whose knobs to use)", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 )
 
@@ -29,20 +29,20 @@ func checkUpdateOutputs(run *upstream.Run, prBody string) error {
 		}
 		return nil
 	}
-	if err := lock.CheckReplaceable(lockFile); err != nil {
+	if err := safeio.CheckReplaceable(lockFile); err != nil {
 		return usageErrorf("--lock with --write: %v", err)
 	}
 	flag := "--keys"
 	if run.KeysDir == "" {
 		flag = "the keys directory beside --lock"
 	}
-	if err := lock.CheckOutputDir(keysDir); err != nil {
+	if err := safeio.CheckOutputDir(keysDir); err != nil {
 		return usageErrorf("%s: %v (signer keys are vendored there)", flag, err)
 	}
 	if prBody == "" {
 		return nil
 	}
-	if err := lock.CheckReplaceable(prBody); err != nil {
+	if err := safeio.CheckReplaceable(prBody); err != nil {
 		return usageErrorf("--pr-body: %v", err)
 	}
 	if err := notTheLockOrAKey(prBody, lockFile, keysDir); err != nil {

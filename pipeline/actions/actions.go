@@ -17,9 +17,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/sethvargo/go-githubactions"
-
-	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
 // Reporter writes results for GitHub Actions or for a terminal.
@@ -28,13 +27,13 @@ type Reporter struct {
 	getenv func(string) string
 	gha    *githubactions.Action // nil outside Actions
 	// secrets are what Mask was given: every line, annotation, output and summary goes
-	// through lock.Redact with them before it is written (in Actions the runner's masking
+	// through safeio.Redact with them before it is written (in Actions the runner's masking
 	// comes on top).
 	secrets []string
 }
 
-// redact is the one redaction rule (lock.Redact) with the secrets the reporter knows.
-func (r *Reporter) redact(s string) string { return lock.Redact(s, r.secrets...) }
+// redact is the one redaction rule (safeio.Redact) with the secrets the reporter knows.
+func (r *Reporter) redact(s string) string { return safeio.Redact(s, r.secrets...) }
 
 // Option configures a Reporter.
 type Option func(*Reporter)

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
-	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
 // A Profile is a server's configuration as its users get it ("out of the box"): the
@@ -72,7 +72,7 @@ const maxConf = 1 << 20
 // up: an absolute /etc/nginx/... include is read from confDir/..., and a relative one from
 // confDir (an install tree's etc/nginx; "" means includes are left out).
 func ReadProfile(name, path, confDir string) (*Profile, error) {
-	b, err := lock.ReadInput(path, maxConf)
+	b, err := safeio.ReadInput(path, maxConf)
 	if err != nil {
 		return nil, fmt.Errorf("out-of-box config: %w", err)
 	}
@@ -110,7 +110,7 @@ func parseProfile(name, source string, conf []byte, confDir string) (*Profile, e
 				}
 				sort.Strings(files)
 				for _, f := range files {
-					b, err := lock.ReadInput(f, maxConf)
+					b, err := safeio.ReadInput(f, maxConf)
 					if err != nil {
 						return fmt.Errorf("%s: include: %w", file, err)
 					}

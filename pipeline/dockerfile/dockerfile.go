@@ -17,6 +17,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
 // syntax pins the BuildKit frontend: heredocs (RUN <<EOF, COPY <<EOF) need 1.4+,
@@ -131,10 +132,10 @@ func checkMirror(mirror string) error {
 		return fmt.Errorf("mirror: %v: %w", err, ErrMirrorURL)
 	}
 	if u, err := url.Parse(mirror); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("mirror %q: %w", lock.RedactURL(mirror), ErrMirrorURL)
+		return fmt.Errorf("mirror %q: %w", safeio.RedactURL(mirror), ErrMirrorURL)
 	} else if u.User != nil {
 		// The Dockerfile is committed and printed: a password in it would be published.
-		return fmt.Errorf("mirror %q carries user information (user:password@), which would be written into the Dockerfile: give a mirror without credentials (BuildKit has none to send for ADD): %w", lock.RedactURL(mirror), ErrMirrorURL)
+		return fmt.Errorf("mirror %q carries user information (user:password@), which would be written into the Dockerfile: give a mirror without credentials (BuildKit has none to send for ADD): %w", safeio.RedactURL(mirror), ErrMirrorURL)
 	}
 	return nil
 }

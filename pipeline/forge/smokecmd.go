@@ -12,6 +12,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
 
@@ -88,7 +89,7 @@ const maxUID = 1<<32 - 2
 
 // trustedTLS reads TLSCAFile: the certificate to trust for ServerName.
 func (r SmokeRequest) trustedTLS() (*smoke.TLS, error) {
-	pemBytes, err := lock.ReadInput(r.TLSCAFile, 1<<20)
+	pemBytes, err := safeio.ReadInput(r.TLSCAFile, 1<<20)
 	if err != nil {
 		return nil, fmt.Errorf("--tls-ca: %w", err)
 	}

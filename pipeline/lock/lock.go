@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
 // schemaVersion is the only lock schema this code reads and writes.
@@ -328,7 +330,7 @@ func Load(file string) (*Lock, error) {
 // LoadBytes is Load that also returns the file's bytes as read, for a caller that rewrites
 // the file and compares (pipeline/upstream's update flow reads the lock once).
 func LoadBytes(file string) (*Lock, []byte, error) {
-	f, err := OpenInput(file)
+	f, err := safeio.OpenInput(file)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading lock file %q: %w", file, err)
 	}
@@ -466,7 +468,7 @@ func (l *Lock) Marshal() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Write validates and atomically replaces file with the stable form of l (ReplaceFile: never
+// Write validates and atomically replaces file with the stable form of l (safeio.ReplaceFile: never
 // through a symbolic link, the file's mode kept).
 func (l *Lock) Write(file string) error {
 	if err := l.Validate(); err != nil {
@@ -476,22 +478,8 @@ func (l *Lock) Write(file string) error {
 	if err != nil {
 		return err
 	}
-	if err := ReplaceFile(file, b, 0o644); err != nil {
+	if err := safeio.ReplaceFile(file, b, 0o644); err != nil {
 		return fmt.Errorf("writing lock %q: %w", file, err)
 	}
 	return nil
-}
-
-// RedactURL returns raw with any password replaced by "xxxxx" (and, when raw does not parse
-// as a URL, everything between "//" and the first "@" after it), for logs and errors.
-func RedactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
-	if i := strings.Index(raw, "//"); i >= 0 {
-		if j := strings.Index(raw[i+2:], "@"); j >= 0 {
-			return raw[:i+2] + "xxxxx" + raw[i+2+j:]
-		}
-	}
-	return raw
 }

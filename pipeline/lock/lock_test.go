@@ -408,9 +408,6 @@ func TestURLErrorsHidePasswords(t *testing.T) {
 			t.Errorf("checkURL(%q) error shows the password: %v", raw, err)
 		}
 	}
-	if got := RedactURL("http://u:s3cret@127.0.0.1:1/x"); strings.Contains(got, "s3cret") || !strings.Contains(got, "127.0.0.1:1/x") {
-		t.Errorf("RedactURL = %q", got)
-	}
 }
 
 // A lock over maxSize is refused with the limit named, before it is decoded; a huge field

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
 // The one set of rules every reader of a lock goes through (Parse, and so Load and every
@@ -87,7 +88,7 @@ func checkGitTag(tag string) error {
 // where %00 or %0A would become a control character in a file name or a Dockerfile line.
 func checkURLText(raw string) error {
 	if err := checkText(raw); err != nil {
-		return fmt.Errorf("%q %w", RedactURL(raw), err)
+		return fmt.Errorf("%q %w", safeio.RedactURL(raw), err)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -97,12 +98,12 @@ func checkURLText(raw string) error {
 	for _, dec := range []string{u.Path, q, u.Fragment} {
 		for _, r := range dec {
 			if r < 0x20 || r == 0x7f || r == ' ' {
-				return fmt.Errorf("%q has a percent-encoded control character or space (%U): a file name cannot hold it", RedactURL(raw), r)
+				return fmt.Errorf("%q has a percent-encoded control character or space (%U): a file name cannot hold it", safeio.RedactURL(raw), r)
 			}
 		}
 	}
 	if strings.ContainsAny(raw, `"'\`+"`$") {
-		return fmt.Errorf("%q has a quote, backslash or $: a lock URL must be plain (percent-encode it)", RedactURL(raw))
+		return fmt.Errorf("%q has a quote, backslash or $: a lock URL must be plain (percent-encode it)", safeio.RedactURL(raw))
 	}
 	return nil
 }

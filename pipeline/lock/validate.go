@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
 var (
@@ -252,12 +254,12 @@ func checkURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Parse's error quotes the input, which may hold a password: name neither.
-		return fmt.Errorf("%q is not a URL", RedactURL(raw))
+		return fmt.Errorf("%q is not a URL", safeio.RedactURL(raw))
 	}
 	// A lock is committed, reviewed and printed: credentials in it would be published with it.
 	// Private mirrors take credentials at run time (--mirror), never from the lock.
 	if u.User != nil {
-		return fmt.Errorf("%q carries user information (user:password@): a lock holds no credentials; remove it, and give a private mirror at run time with --mirror", RedactURL(raw))
+		return fmt.Errorf("%q carries user information (user:password@): a lock holds no credentials; remove it, and give a private mirror at run time with --mirror", safeio.RedactURL(raw))
 	}
 	// Plain http is refused: integrity rests on the checksum, but the lock is also what
 	// people read and copy, and a mirror is given at run time (--mirror), not in the lock.

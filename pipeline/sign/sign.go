@@ -31,11 +31,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
-
-	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
 const (
@@ -95,7 +94,7 @@ func LoadKey(path string) (signature.SignerVerifier, error) {
 
 // readKeyFile reads the key file at path: a regular file of at most maxKeyFile bytes.
 func readKeyFile(path string) ([]byte, error) {
-	f, err := lock.OpenInput(path)
+	f, err := safeio.OpenInput(path)
 	if err != nil {
 		return nil, fmt.Errorf("--sign-key %s: %w", path, err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
-	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
 // maxBackoff bounds the wait between two attempts.
@@ -117,7 +117,7 @@ func (f *Fetcher) downloadChecked(ctx context.Context, src, dst, name string, li
 		if err := os.Rename(tmp.Name(), dst); err != nil {
 			return permanent(fmt.Errorf("moving %s into the cache: %w", name, err))
 		}
-		f.logf("fetched %s (%d bytes) from %s, verified", name, n, lock.RedactURL(src))
+		f.logf("fetched %s (%d bytes) from %s, verified", name, n, safeio.RedactURL(src))
 		return nil
 	})
 	var pe *permanentError
@@ -158,7 +158,7 @@ func (f *Fetcher) retry(ctx context.Context, src string, attempt func() error) e
 		if i >= f.retries {
 			return fmt.Errorf("%w (gave up after %d attempts)", err, i+1)
 		}
-		f.logf("fetching %s failed (attempt %d of %d): %v; retrying in %s", lock.RedactURL(src), i+1, f.retries+1, err, wait)
+		f.logf("fetching %s failed (attempt %d of %d): %v; retrying in %s", safeio.RedactURL(src), i+1, f.retries+1, err, wait)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -196,7 +196,7 @@ func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit in
 	defer timer.Stop()
 	// shown is src for messages: a mirror given with credentials (user:password@) must not
 	// print them.
-	shown := lock.RedactURL(src)
+	shown := safeio.RedactURL(src)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
 	if err != nil {
 		return 0, permanent(fmt.Errorf("bad URL %q", shown))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
 // TreeError reports a git source whose files are not the tree the lock pins.
@@ -107,7 +108,7 @@ func (f *Fetcher) gitArchive(ctx context.Context, c lock.Component, dst string, 
 		var out, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &stderr
 		if err := cmd.Run(); err != nil {
-			return "", &gitError{op: args[0], err: err, stderr: strings.TrimSpace(lock.Redact(stderr.String()))}
+			return "", &gitError{op: args[0], err: err, stderr: strings.TrimSpace(safeio.Redact(stderr.String()))}
 		}
 		return strings.TrimSpace(out.String()), nil
 	}
@@ -117,16 +118,16 @@ func (f *Fetcher) gitArchive(ctx context.Context, c lock.Component, dst string, 
 	if err := os.WriteFile(filepath.Join(repo, "info", "attributes"), []byte("* -export-ignore -export-subst\n"), 0o644); err != nil {
 		return err
 	}
-	f.logf("%s: fetching commit %s from %s", c.Name, g.Commit, lock.RedactURL(g.Repository))
+	f.logf("%s: fetching commit %s from %s", c.Name, g.Commit, safeio.RedactURL(g.Repository))
 	if _, err := run("fetch", "-q", "--depth=1", "--no-tags", g.Repository, g.Commit); err != nil {
-		return fmt.Errorf("fetching commit %s of %s: %w", g.Commit, lock.RedactURL(g.Repository), err)
+		return fmt.Errorf("fetching commit %s of %s: %w", g.Commit, safeio.RedactURL(g.Repository), err)
 	}
 	tree, err := run("rev-parse", "--verify", g.Commit+"^{tree}")
 	if err != nil {
 		return err
 	}
 	if tree != g.Tree {
-		return &TreeError{File: c.FileName(), From: lock.RedactURL(g.Repository), Commit: g.Commit, Want: g.Tree, Got: tree}
+		return &TreeError{File: c.FileName(), From: safeio.RedactURL(g.Repository), Commit: g.Commit, Want: g.Tree, Got: tree}
 	}
 	prefix := strings.TrimSuffix(c.FileName(), "-git.tar.gz") + "/"
 	tmp := filepath.Join(repo, "archive.tar.gz")

@@ -18,6 +18,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
 // KeyError reports a pinned fingerprint whose key is neither vendored nor obtainable.
@@ -73,7 +74,7 @@ func (f *Fetcher) key(ctx context.Context, fpr string) (*openpgp.Entity, bool, e
 	if noIDs {
 		how += "; it has no user IDs and was accepted through its direct-key self-signature"
 	}
-	f.logf("key %s: fetched from %s (%s), cached in %s", fpr, lock.RedactURL(src), how, file)
+	f.logf("key %s: fetched from %s (%s), cached in %s", fpr, safeio.RedactURL(src), how, file)
 	return e, false, nil
 }
 
@@ -93,7 +94,7 @@ func (f *Fetcher) vendoredKey(fpr string) (b []byte, where string, ok bool, err 
 	}
 	if f.keysDir != "" && lock.IsFingerprint(fpr) {
 		file := filepath.Join(f.keysDir, fpr+".asc")
-		b, err = lock.ReadInput(file, maxSmallFile)
+		b, err = safeio.ReadInput(file, maxSmallFile)
 		if err == nil {
 			return b, file, true, nil
 		}
@@ -121,14 +122,14 @@ func (f *Fetcher) fetchKey(ctx context.Context, fpr string) (e *openpgp.Entity, 
 		}
 		e, noIDs, err := pickKey(b, fpr)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("key from %s: %w", lock.RedactURL(src), err))
+			errs = append(errs, fmt.Errorf("key from %s: %w", safeio.RedactURL(src), err))
 			continue
 		}
 		return e, b, src, noIDs, nil
 	}
 	shown := make([]string, len(srcs))
 	for i, s := range srcs {
-		shown[i] = lock.RedactURL(s)
+		shown[i] = safeio.RedactURL(s)
 	}
 	return nil, nil, "", false, &KeyError{Fingerprint: fpr, Tried: shown, Err: errors.Join(errs...)}
 }
@@ -199,7 +200,7 @@ func (f *Fetcher) fetchSignerKey(ctx context.Context, fpr string) (SignerKey, er
 // by its identities.
 func exportFetched(e *openpgp.Entity, fpr, src string, noIDs bool) (SignerKey, error) {
 	if noIDs || len(e.Identities) == 0 {
-		return SignerKey{}, fmt.Errorf("key %s from %s has no user IDs, so a reviewer cannot tell whose it is: fetch it from a key server that keeps them (--keyserver https://keyserver.ubuntu.com), or vendor it by hand as %s/%s.asc", fpr, lock.RedactURL(src), lock.KeysDir, fpr)
+		return SignerKey{}, fmt.Errorf("key %s from %s has no user IDs, so a reviewer cannot tell whose it is: fetch it from a key server that keeps them (--keyserver https://keyserver.ubuntu.com), or vendor it by hand as %s/%s.asc", fpr, safeio.RedactURL(src), lock.KeysDir, fpr)
 	}
 	var buf bytes.Buffer
 	w, err := armor.Encode(&buf, openpgp.PublicKeyType, nil)
@@ -222,7 +223,7 @@ func exportFetched(e *openpgp.Entity, fpr, src string, noIDs bool) (SignerKey, e
 	if ps, _ := e.PrimarySelfSignature(); ps != nil && ps.KeyLifetimeSecs != nil && *ps.KeyLifetimeSecs != 0 {
 		expires = e.PrimaryKey.CreationTime.Add(time.Duration(*ps.KeyLifetimeSecs) * time.Second).UTC().Format("2006-01-02")
 	}
-	return SignerKey{Fingerprint: fpr, Armored: buf.Bytes(), UserIDs: userIDs(e), Source: lock.RedactURL(src), Expires: expires}, nil
+	return SignerKey{Fingerprint: fpr, Armored: buf.Bytes(), UserIDs: userIDs(e), Source: safeio.RedactURL(src), Expires: expires}, nil
 }
 
 func userIDs(e *openpgp.Entity) []string {

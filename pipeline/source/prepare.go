@@ -14,6 +14,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/gittree"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/unpack"
 )
 
@@ -45,7 +46,7 @@ func (f *Fetcher) prepare(ctx context.Context, c lock.Component, archive, name, 
 	if err != nil {
 		var ue *unpack.Error
 		if errors.As(err, &ue) {
-			ue.Archive = name + " from " + lock.RedactURL(from)
+			ue.Archive = name + " from " + safeio.RedactURL(from)
 		}
 		return prepared{}, err
 	}
@@ -54,7 +55,7 @@ func (f *Fetcher) prepare(ctx context.Context, c lock.Component, archive, name, 
 		return prepared{}, fmt.Errorf("hashing the files of %s: %w", name, err)
 	}
 	if g := c.Git; g != nil && id != g.Tree {
-		return prepared{}, &TreeError{File: name, From: lock.RedactURL(from), Commit: g.Commit, Want: g.Tree, Got: id}
+		return prepared{}, &TreeError{File: name, From: safeio.RedactURL(from), Commit: g.Commit, Want: g.Tree, Got: id}
 	}
 	p, err := f.pack(ctx, tree, res.Top, work)
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/unpack"
 )
 
@@ -173,7 +174,7 @@ func New(opts ...Option) *Fetcher {
 	}
 	if f.mirror != "" {
 		if u, err := url.Parse(f.mirror); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			f.initErr = fmt.Errorf("mirror %q is not an http(s) URL like http://127.0.0.1:8000/sources", lock.RedactURL(f.mirror))
+			f.initErr = fmt.Errorf("mirror %q is not an http(s) URL like http://127.0.0.1:8000/sources", safeio.RedactURL(f.mirror))
 		}
 	}
 	if f.keyserversSet && len(f.keyservers) == 0 {

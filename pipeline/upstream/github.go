@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
-	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
@@ -161,7 +161,7 @@ func (c *client) ghList(ctx context.Context, path string, into any) error {
 		}
 		if resp.StatusCode != http.StatusOK {
 			// What the server sent back may quote what it was sent: redacted before it is shown.
-			return ghError("listing "+path, resp, []byte(lock.Redact(string(body), c.token)), c.token != "")
+			return ghError("listing "+path, resp, []byte(safeio.Redact(string(body), c.token)), c.token != "")
 		}
 		var items []json.RawMessage
 		if err := json.Unmarshal(body, &items); err != nil {

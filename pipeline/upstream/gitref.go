@@ -9,7 +9,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
 // resolvedTag is a release tag resolved through GitHub's git database API: the commit the tag
@@ -125,7 +125,7 @@ func (c *client) ghObject(ctx context.Context, path string, into any) error {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return ghError("reading "+path, resp, []byte(lock.Redact(string(body), c.token)), c.token != "")
+		return ghError("reading "+path, resp, []byte(safeio.Redact(string(body), c.token)), c.token != "")
 	}
 	if err := json.Unmarshal(body, into); err != nil {
 		return fmt.Errorf("reading %s: the response is not the expected JSON object: %w", path, err)

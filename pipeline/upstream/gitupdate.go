@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 	"github.com/nginx-forge/nginx-forge/pipeline/unpack"
 )
@@ -40,7 +41,7 @@ func upstreamRepository(c lock.Component) error {
 	got := strings.TrimSuffix(strings.TrimSuffix(c.Git.Repository, "/"), ".git")
 	if !strings.EqualFold(got, want) {
 		return fmt.Errorf("the lock pins %s's commits from %s, but its releases are looked up in %s: an update cannot vouch for a commit of another repository; move it by hand (%w)",
-			c.Name, lock.RedactURL(c.Git.Repository), want, errRepository)
+			c.Name, safeio.RedactURL(c.Git.Repository), want, errRepository)
 	}
 	return nil
 }
@@ -142,5 +143,5 @@ func orCache(from string) string {
 	if from == "" {
 		return "from the source cache"
 	}
-	return "from " + lock.RedactURL(from)
+	return "from " + safeio.RedactURL(from)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
@@ -53,7 +54,7 @@ func (u *updater) published(ctx context.Context, raw string) (bool, error) {
 		client = &http.Client{Timeout: 60 * time.Second}
 	}
 	// shown is src for messages: a mirror given with credentials must not print them.
-	shown := lock.RedactURL(src)
+	shown := safeio.RedactURL(src)
 	req, err := http.NewRequestWithContext(ctx, http.MethodHead, src, nil)
 	if err != nil {
 		return false, fmt.Errorf("looking for a signature at %q: %w", shown, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 	"github.com/nginx-forge/nginx-forge/pipeline/unpack"
 )
@@ -287,7 +288,7 @@ func (u *updater) component(ctx context.Context, old lock.Component, v string) (
 	}
 	next.SHA256 = ver.SHA256
 	a.SHA256 = ver.SHA256
-	a.FetchedFrom = lock.RedactURL(ver.URL)
+	a.FetchedFrom = safeio.RedactURL(ver.URL)
 
 	if next.Signature != nil {
 		if err := u.vetSignature(ctx, old, &next, &a, ver, refreshed); err != nil {

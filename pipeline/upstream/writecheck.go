@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
 // checkKeyTargets checks every key file UpdateFile would write before the first is written,
@@ -15,10 +15,10 @@ func checkKeyTargets(keysDir string, done []Applied) error {
 		if a.NewKey == nil {
 			continue
 		}
-		if err := lock.CheckOutputDir(keysDir); err != nil {
+		if err := safeio.CheckOutputDir(keysDir); err != nil {
 			return fmt.Errorf("vendoring key %s: %w (nothing was written)", a.NewKey.Fingerprint, err)
 		}
-		if err := lock.CheckReplaceable(filepath.Join(keysDir, a.NewKey.Fingerprint+".asc")); err != nil {
+		if err := safeio.CheckReplaceable(filepath.Join(keysDir, a.NewKey.Fingerprint+".asc")); err != nil {
 			return fmt.Errorf("vendoring key %s: %w (nothing was written)", a.NewKey.Fingerprint, err)
 		}
 	}

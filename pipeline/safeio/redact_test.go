@@ -1,4 +1,4 @@
-package lock
+package safeio
 
 import (
 	"encoding/base64"
@@ -31,5 +31,15 @@ func TestRedact(t *testing.T) {
 	// The token's base64 form (what a Basic credential carries) is caught too.
 	if got := Redact("echo: "+base64.StdEncoding.EncodeToString([]byte(tok)), tok); strings.Contains(got, base64.StdEncoding.EncodeToString([]byte(tok))) {
 		t.Errorf("base64 of the token kept: %s", got)
+	}
+}
+
+// TestRedactURL: a URL's password is replaced and the rest kept, also when it does not parse.
+func TestRedactURL(t *testing.T) {
+	if got := RedactURL("http://u:s3cret@127.0.0.1:1/x"); strings.Contains(got, "s3cret") || !strings.Contains(got, "127.0.0.1:1/x") {
+		t.Errorf("RedactURL = %q", got)
+	}
+	if got := RedactURL("https://u:s3cret@host/%zz"); strings.Contains(got, "s3cret") || !strings.Contains(got, "host/%zz") {
+		t.Errorf("RedactURL of a URL that does not parse = %q", got)
 	}
 }

@@ -1,7 +1,8 @@
-package lock
+package safeio
 
 import (
 	"encoding/base64"
+	"net/url"
 	"regexp"
 	"strings"
 )
@@ -43,4 +44,18 @@ func Redact(text string, secrets ...string) string {
 	})
 	text = credentialRE.ReplaceAllString(text, "${1}${2}xxxxx")
 	return assignmentRE.ReplaceAllString(text, "${1}${2}xxxxx")
+}
+
+// RedactURL returns raw with any password replaced by "xxxxx" (and, when raw does not parse
+// as a URL, everything between "//" and the first "@" after it), for logs and errors.
+func RedactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	if i := strings.Index(raw, "//"); i >= 0 {
+		if j := strings.Index(raw[i+2:], "@"); j >= 0 {
+			return raw[:i+2] + "xxxxx" + raw[i+2+j:]
+		}
+	}
+	return raw
 }
