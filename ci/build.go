@@ -23,7 +23,7 @@ import (
 
 // buildFlags are build's flags, kept in a struct so tests can call runBuild directly.
 type buildFlags struct {
-	engine    string
+	engine    engineName
 	tree      string // install tree directory (--tree)
 	output    string // image: OCI layout directory or .tar (--output)
 	lockFile  string // --lock; "" when not given (lockPath)
@@ -160,7 +160,8 @@ func declareBuildFlags(fs *flag.FlagSet) *buildFlags {
 // stackFlags declares the flags that choose what is built and where: shared by build and
 // pgo-profile, which must train exactly what build builds.
 func (f *buildFlags) stackFlags(fs *flag.FlagSet) {
-	fs.StringVar(&f.engine, "engine", "dagger", "where to build: dagger or host")
+	f.engine = daggerEngine
+	fs.Var(&f.engine, "engine", "where to build: dagger or host")
 	lockFlag(fs, &f.lockFile, "lock `file`")
 	libraryFlags(fs, &f.tls, &f.zlib)
 	fs.StringVar(&f.mirror, "mirror", "", "fetch every file as `URL`/<file name> instead of upstream (same checks)")
@@ -201,9 +202,6 @@ func (m *mibFlag) Set(v string) error {
 // check refuses what only the command can judge: an engine name, and combinations with the
 // engine. The request's own rules are Request.Resolve's (forge), checked there once.
 func (f buildFlags) check() error {
-	if f.engine != "host" && f.engine != "dagger" {
-		return usageErrorf("--engine %q: use dagger or host", f.engine)
-	}
 	if f.builderImage != "" && f.engine != "dagger" {
 		return usageErrorf("--builder-image applies to --engine dagger; the host engine builds with this machine's compiler")
 	}
@@ -263,7 +261,7 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 	inActions := actions.New(actions.WithWriter(stderr)).InActions()
 	sink, closeGroups := newLog(stderr, f.verbose, inActions)
 	defer closeGroups()
-	eng, err := engineFor(f.engine, f.cache, f.jobs, sink, f.verbose)
+	eng, err := newEngine(engineConfig{name: f.engine, cache: f.cache, jobs: f.jobs, sink: sink, verbose: f.verbose})
 	if err != nil {
 		return err
 	}

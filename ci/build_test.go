@@ -57,7 +57,6 @@ func TestBuildUsageErrors(t *testing.T) {
 		f    buildFlags
 		want string
 	}{
-		{"engine", buildFlags{engine: "docker", tree: filepath.Join(dir, "o")}, `--engine "docker": use dagger or host`},
 		{"tree not empty", buildFlags{engine: "host", platform: "linux/amd64", tree: full}, "is not empty"},
 		{"output exists", buildFlags{engine: "host", platform: "linux/amd64", output: full}, "exists: choose a new path"},
 		{"push without image", buildFlags{engine: "host", push: true}, "--push needs --image"},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 
@@ -10,26 +11,65 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
-// engineFor is the engine --engine names: the one place that chooses. The host engine caches
-// its stages in cache; the Dagger engine's own progress output goes to the sink as Detail
-// notes (shown with -v) when verbose.
-func engineFor(name, cache string, jobs int, sink progress.Sink, verbose bool) (engine.Engine, error) {
-	logf := progress.Logf(sink, progress.Detail)
-	switch name {
-	case "host":
-		dir, err := cacheDir(cache)
+// engineName is --engine's value, judged as the flag is parsed: the one place that knows the
+// engines' names (ci build and ci smoke declare the flag with it).
+type engineName string
+
+const (
+	hostEngine   engineName = "host"
+	daggerEngine engineName = "dagger"
+)
+
+func (n *engineName) String() string { return string(*n) }
+
+func (n *engineName) Set(s string) error {
+	switch engineName(s) {
+	case hostEngine, daggerEngine:
+		*n = engineName(s)
+		return nil
+	}
+	return errors.New("use dagger or host")
+}
+
+// engineConfig is what a command tells the chooser: the engine, the host engine's cache and
+// parallelism, where progress goes (-v shows the engine's own notes and output), and ci
+// smoke's host-only mounts.
+type engineConfig struct {
+	name    engineName
+	cache   string
+	jobs    int
+	sink    progress.Sink
+	verbose bool
+	confD   string // --conf-d (host)
+	noTLS   bool   // --no-tls (host)
+}
+
+// newEngine is the engine --engine names: the one place that chooses, for ci build and ci
+// smoke alike. Every engine builds, serves and smoke-tests through engine.Engine.
+func newEngine(c engineConfig) (engine.Engine, error) {
+	logf := progress.Logf(c.sink, progress.Detail)
+	switch c.name {
+	case hostEngine:
+		dir, err := cacheDir(c.cache)
 		if err != nil {
 			return nil, err
 		}
-		return host.NewEngine(host.WithCacheDir(dir), host.WithJobs(jobs), host.WithLogf(logf)), nil
-	case "dagger":
+		opts := []host.Option{host.WithCacheDir(dir), host.WithJobs(c.jobs), host.WithLogf(logf)}
+		if c.confD != "" {
+			opts = append(opts, host.WithSmokeConfD(c.confD))
+		}
+		if c.noTLS {
+			opts = append(opts, host.WithSmokeNoTLS())
+		}
+		return host.NewEngine(opts...), nil
+	case daggerEngine:
 		opts := []daggerexec.Option{daggerexec.WithLogf(logf)}
-		if verbose {
+		if c.verbose {
 			opts = append(opts, daggerexec.WithEngineOutput(logf))
 		}
 		return daggerexec.New(opts...), nil
 	}
-	return nil, usageErrorf("--engine %q: use dagger or host", name)
+	return nil, usageErrorf("--engine %q: use dagger or host", c.name)
 }
 
 // cacheDir is where a build caches when --cache is not given: as root, the host engine's

@@ -110,7 +110,7 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 	}
 	sink, closeGroups := newLog(stderr, f.build.verbose, false)
 	defer closeGroups()
-	eng, err := engineFor(f.build.engine, f.build.cache, f.build.jobs, sink, f.build.verbose)
+	eng, err := newEngine(engineConfig{name: f.build.engine, cache: f.build.cache, jobs: f.build.jobs, sink: sink, verbose: f.build.verbose})
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/engine/daggerexec"
-	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
+	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
@@ -29,7 +28,8 @@ func init() {
 func smokeFlags(fs *flag.FlagSet) runFunc {
 	var req forge.SmokeRequest
 	fs.StringVar(&req.Image, "image", "", "image `REF` to test (tag or digest)")
-	engineName := fs.String("engine", "host", "where --image runs: host (runc on this machine, as deployed: read-only root, tmpfs, no capabilities) or dagger (a service on the Dagger engine, as ci build --engine dagger smoke-tests)")
+	eng := hostEngine
+	fs.Var(&eng, "engine", "where --image runs: host (runc on this machine, as deployed: read-only root, tmpfs, no capabilities) or dagger (a service on the Dagger engine, as ci build --engine dagger smoke-tests)")
 	fs.StringVar(&req.ExpectLock, "expect-lock", "", "lock `file` whose nginx, OpenSSL and PCRE2 versions the image must have (default: the versions the image records; not compared when it records none)")
 	fs.StringVar(&req.Modules, "modules", "", "comma-separated nginx `modules` the image was built with, as for build --modules (default: the modules the image records, else the default set; \"any\" to skip the comparison)")
 	fs.BoolVar(&req.Insecure, "insecure", false, "allow a plain-HTTP registry (loopback registries already are)")
@@ -54,7 +54,7 @@ func smokeFlags(fs *flag.FlagSet) runFunc {
 		if *timeout <= 0 {
 			return usageErrorf("--timeout %s must be positive (how long the whole run may take)", *timeout)
 		}
-		if err := smokeArgs(&req, *start, args, *engineName, *confD != "" || *noTLS); err != nil {
+		if err := smokeArgs(&req, *start, args, eng, *confD != "" || *noTLS); err != nil {
 			return err
 		}
 		if *confD != "" {
@@ -63,10 +63,10 @@ func smokeFlags(fs *flag.FlagSet) runFunc {
 			}
 		}
 		// With -v each step and check is a line of the one progress renderer (ci/log.go, with
-		// its redaction), the Dagger engine's own output included.
+		// its redaction), the Dagger engine's own output included; without it, only the table.
+		sink, _ := newLog(stderr, *verbose, false)
 		var logf func(string, ...any)
 		if *verbose {
-			sink, _ := newLog(stderr, true, false)
 			logf = progress.Logf(sink, progress.Detail)
 		}
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
@@ -78,13 +78,17 @@ func smokeFlags(fs *flag.FlagSet) runFunc {
 			}
 			return printSmoke(rep, fmt.Sprintf("server at %s", req.Address), *asJSON, stdout)
 		}
-		run := smokeRunner{engine: *engineName, host: host.SmokeOptions{ConfD: *confD, NoTLS: *noTLS}, logf: logf}
-		return smokeImage(ctx, req, run, *asJSON, stdout)
+		e, err := newEngine(engineConfig{name: eng, sink: sink, verbose: *verbose, confD: *confD, noTLS: *noTLS})
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		return smokeImage(ctx, req, e, logf, *asJSON, stdout)
 	}
 }
 
 // smokeArgs checks the flags and arguments before anything is pulled or contacted.
-func smokeArgs(req *forge.SmokeRequest, start bool, args []string, engineName string, hostOnly bool) error {
+func smokeArgs(req *forge.SmokeRequest, start bool, args []string, eng engineName, hostOnly bool) error {
 	switch {
 	case start && req.Address != "" && len(args) == 0:
 		return usageErrorf("--start needs the command after --")
@@ -93,10 +97,7 @@ func smokeArgs(req *forge.SmokeRequest, start bool, args []string, engineName st
 	case len(args) > 0:
 		return usageErrorf("unexpected arguments %q (a command to start needs --address and --start)", args)
 	}
-	switch {
-	case engineName != "host" && engineName != "dagger":
-		return usageErrorf("--engine %q: use host or dagger", engineName)
-	case engineName == "dagger" && hostOnly:
+	if eng == daggerEngine && hostOnly {
 		return usageErrorf("--conf-d and --no-tls apply to --engine host: the Dagger engine runs the image as ci build does (its TLS mount, no conf.d)")
 	}
 	if err := req.Validate(); err != nil {
@@ -105,41 +106,23 @@ func smokeArgs(req *forge.SmokeRequest, start bool, args []string, engineName st
 	return nil
 }
 
-// smokeRunner is where ci smoke --image runs the image: runc on this machine
-// (host.SmokeImage) or a service on the Dagger engine (daggerexec.Executor.SmokeImage).
-type smokeRunner struct {
-	engine string
-	host   host.SmokeOptions
-	logf   func(string, ...any) // nil without -v
-}
-
-// smokeImage pulls the image once and runs the suite on it where r says.
-func smokeImage(ctx context.Context, req forge.SmokeRequest, r smokeRunner, asJSON bool, stdout io.Writer) error {
+// smokeImage pulls the image once and runs the suite on it on the engine --engine chose:
+// runc on this machine (host) or a service on the Dagger engine.
+func smokeImage(ctx context.Context, req forge.SmokeRequest, e engine.Engine, logf func(string, ...any), asJSON bool, stdout io.Writer) error {
 	prep, err := forge.PrepareImageSmoke(ctx, req)
 	if err != nil {
 		return err
 	}
-	if r.logf != nil {
-		r.logf("expectations from %s", prep.From)
+	if logf != nil {
+		logf("expectations from %s", prep.From)
 	}
-	var rep smokeReport
-	if r.engine == "dagger" {
-		opts := []daggerexec.Option{}
-		if r.logf != nil {
-			opts = append(opts, daggerexec.WithLogf(r.logf), daggerexec.WithEngineOutput(r.logf))
-		}
-		e := daggerexec.New(opts...)
-		defer e.Close()
-		rep, err = e.SmokeImage(ctx, prep.Image, prep.Options)
-	} else {
-		o := r.host
-		o.Options, o.Logf = prep.Options, r.logf
-		rep, err = host.SmokeImage(ctx, prep.Image, o)
-	}
+	o := prep.Options
+	o.Logf = logf
+	rep, err := e.Smoke(ctx, prep.Plan, prep.Image, o)
 	if err != nil {
 		return err
 	}
-	return printSmoke(rep, fmt.Sprintf("image %s (%s), expectations from %s, run by the %s engine", req.Image, prep.Digest, prep.From, r.engine), asJSON, stdout)
+	return printSmoke(rep, fmt.Sprintf("image %s (%s), expectations from %s, run by the %s engine", req.Image, prep.Digest, prep.From, e.Name()), asJSON, stdout)
 }
 
 // smokeReport is what a smoke run returns (pipeline/smoke.Report): printed here.

@@ -41,7 +41,7 @@ func TestSmokeFlags(t *testing.T) {
 		t.Errorf("bad --expect-lock: exit %d, stderr %q", code, stderr)
 	}
 	// Where the image runs: checked before anything is pulled (no registry named x exists).
-	if code, _, stderr := runSmokeCmd(t, "--image", "x", "--engine", "docker"); code != 2 || !strings.Contains(stderr, `--engine "docker": use host or dagger`) {
+	if code, _, stderr := runSmokeCmd(t, "--image", "x", "--engine", "docker"); code != 2 || !strings.Contains(stderr, `invalid value "docker" for flag -engine: use dagger or host`) {
 		t.Errorf("bad --engine: exit %d, stderr %q", code, stderr)
 	}
 	for _, hostOnly := range [][]string{{"--conf-d", "."}, {"--no-tls"}} {

@@ -82,7 +82,7 @@ func Run(ctx context.Context, eng engine.Engine, rs *Resolved, o Options) (*Resu
 	o = o.withDefaults()
 	defer eng.Close()
 	b := &build{req: rs.req, res: &Result{Repo: rs.req.Repo}, sink: o.Sink, warnings: o.BranchWarnings, eng: engine.Checked(eng)}
-	b.regOpts = registryOptions(b.req, b.sink)
+	b.regOpts = registryOptions(b.sink, b.req.Insecure, b.req.RegistryTimeout)
 	if b.req.SignKey != "" {
 		// A key that cannot sign fails now, not after a build of several minutes, and
 		// whatever is wrong with it (missing, not a file, not a key, no password) is the

@@ -55,11 +55,15 @@ func (b *build) publish(ctx context.Context) error {
 	return b.publisherFor().publish(ctx, b.targets)
 }
 
-// registryOptions are the registry options every pull and push of the build uses
-// (credentials, --insecure, registry steps as Detail notes), made once per build.
-func registryOptions(req Request, sink progress.Sink) []image.PublishOption {
-	opts := []image.PublishOption{image.WithKeychain(image.Keychain()), image.WithLogf(progress.Logf(sink, progress.Detail)), image.WithStallTimeout(req.RegistryTimeout)}
-	if req.Insecure {
+// registryOptions are the registry options every pull and push uses, a build's and ci
+// manifest's alike: the one keychain, registry steps as Detail notes on sink, plain HTTP
+// when insecure, and the stall deadline when stall is set (0 keeps image's default).
+func registryOptions(sink progress.Sink, insecure bool, stall time.Duration) []image.PublishOption {
+	if sink == nil {
+		sink = progress.Discard
+	}
+	opts := []image.PublishOption{image.WithKeychain(image.Keychain()), image.WithLogf(progress.Logf(sink, progress.Detail)), image.WithStallTimeout(stall)}
+	if insecure {
 		opts = append(opts, image.WithInsecure())
 	}
 	return opts

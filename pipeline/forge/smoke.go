@@ -3,7 +3,6 @@ package forge
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -112,23 +111,8 @@ func expectOf(l *lock.Lock, p *plan.Plan) (smoke.Expect, error) {
 		}
 	}
 	var err error
-	e.Modules, err = configureFlags(p.Modules)
+	e.Modules, err = plan.ConfigureFlags(p.Modules)
 	return e, err
-}
-
-// configureFlags is the one mapping of module names (plan.Modules) to the configure flags
-// nginx -V shows, which the smoke suite compares; a name this version does not know is an
-// error.
-func configureFlags(names []string) ([]string, error) {
-	out := []string{}
-	for _, name := range names {
-		i := slices.IndexFunc(plan.Modules, func(m plan.Module) bool { return m.Name == name })
-		if i < 0 {
-			return nil, fmt.Errorf("unknown nginx module %q (go run ./ci modules lists them)", name)
-		}
-		out = append(out, plan.Modules[i].Flag)
-	}
-	return out, nil
 }
 
 // expectRecorded is what the smoke tests compare an image with when only the image is
@@ -140,7 +124,7 @@ func expectRecorded(rec image.Record) (smoke.Expect, error) {
 		return e, nil
 	}
 	var err error
-	if e.Modules, err = configureFlags(rec.Modules); err != nil {
+	if e.Modules, err = plan.ConfigureFlags(rec.Modules); err != nil {
 		return smoke.Expect{}, fmt.Errorf("the image records a module this version of nginx-forge does not know (name the expected modules with --modules, or \"any\"): %w", err)
 	}
 	return e, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
@@ -151,11 +152,15 @@ func SmokeServer(ctx context.Context, r SmokeRequest, logf func(string, ...any))
 	return smoke.RunClient(ctx, smoke.ClientRequest{Address: r.Address, WatchRoot: r.WatchRoot, Start: r.Start}, o)
 }
 
-// ImageSmoke is an image pulled for the suite with what it is compared with: hand Image and
-// Options to a runner (pipeline/engine/host.SmokeImage).
+// ImageSmoke is an image pulled for the suite with what it is compared with: hand Plan,
+// Image and Options to an engine's Smoke.
 type ImageSmoke struct {
-	Image   v1.Image
-	Digest  string
+	Image  v1.Image
+	Digest string
+	// Plan is the default lock's plan for the image's own platform: what an engine needs to
+	// run an image it did not build (its runtime contract; the Dagger engine builds its
+	// in-engine smoke client with the plan's builder image).
+	Plan    *plan.Plan
 	Options smoke.Options
 	// From says where the expectations came from, for the report's title.
 	From string
@@ -191,7 +196,15 @@ func PrepareImageSmoke(ctx context.Context, r SmokeRequest) (*ImageSmoke, error)
 	if err != nil {
 		return nil, err
 	}
-	return &ImageSmoke{Image: img, Digest: digest.String(), Options: smoke.Options{Expect: expect}, From: from}, nil
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("image %s: reading its config: %w", r.Image, err)
+	}
+	p, err := plan.New(lock.Default(), plan.WithPlatform(cfg.OS+"/"+cfg.Architecture))
+	if err != nil {
+		return nil, fmt.Errorf("image %s: its platform %s/%s: %w", r.Image, cfg.OS, cfg.Architecture, err)
+	}
+	return &ImageSmoke{Image: img, Digest: digest.String(), Plan: p, Options: smoke.Options{Expect: expect}, From: from}, nil
 }
 
 // ImageExpectations are what img is compared with (see PrepareImageSmoke), and where they

@@ -89,20 +89,9 @@ type Index struct {
 	Insecure bool // plain HTTP to a registry not on loopback
 }
 
-func (x Index) options(sink progress.Sink) []image.PublishOption {
-	if sink == nil {
-		sink = progress.Discard
-	}
-	opts := []image.PublishOption{image.WithKeychain(image.Keychain()), image.WithLogf(progress.Logf(sink, progress.Detail))}
-	if x.Insecure {
-		opts = append(opts, image.WithInsecure())
-	}
-	return opts
-}
-
 // Publish pushes the index and moves the tags; registry steps go to sink as Detail notes.
 func (x Index) Publish(ctx context.Context, sink progress.Sink) (name.Digest, error) {
-	res, err := image.Index(ctx, x.Repo, x.Refs, x.Tags, x.options(sink)...)
+	res, err := image.Index(ctx, x.Repo, x.Refs, x.Tags, registryOptions(sink, x.Insecure, 0)...)
 	if err != nil {
 		return name.Digest{}, err
 	}
@@ -112,7 +101,7 @@ func (x Index) Publish(ctx context.Context, sink progress.Sink) (name.Digest, er
 // DryRun reads the per-platform images and returns the index Publish would push (indented
 // JSON) and its digest, writing nothing.
 func (x Index) DryRun(ctx context.Context, sink progress.Sink) ([]byte, string, error) {
-	idx, err := image.BuildIndex(ctx, x.Refs, x.options(sink)...)
+	idx, err := image.BuildIndex(ctx, x.Refs, registryOptions(sink, x.Insecure, 0)...)
 	if err != nil {
 		return nil, "", err
 	}

@@ -140,6 +140,21 @@ func applyModules(base, list []string) ([]string, error) {
 	return out, nil
 }
 
+// ConfigureFlags is the one mapping of module names (Plan.Modules, an image's record) to
+// the configure flags nginx -V shows, which the smoke suite compares; a name this version
+// does not know is an error that lists the known ones.
+func ConfigureFlags(names []string) ([]string, error) {
+	out := make([]string, 0, len(names))
+	for _, name := range names {
+		m, ok := lookupModule(name)
+		if !ok {
+			return nil, unknownModule(name)
+		}
+		out = append(out, m.Flag)
+	}
+	return out, nil
+}
+
 func unknownModule(name string) error {
 	known := make([]string, 0, len(Modules))
 	for _, m := range Modules {

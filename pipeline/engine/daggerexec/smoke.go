@@ -8,7 +8,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/imagefs"
-	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
@@ -61,21 +60,6 @@ func (e *Executor) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smok
 	}
 	defer t.Close()
 	return e.inEngine(ctx, p, t, client, o, smoke.Run(ctx, t, o))
-}
-
-// SmokeImage is Smoke for an image given alone (`ci smoke --image REF --engine dagger`):
-// the platform is the image's own, and the client is built from the default lock's builder
-// image (lock.Default), which installs Go as any builder does.
-func (e *Executor) SmokeImage(ctx context.Context, img v1.Image, o smoke.Options) (smoke.Report, error) {
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return smoke.Report{}, fmt.Errorf("dagger smoke: reading the image's config: %w", err)
-	}
-	p, err := plan.New(lock.Default(), plan.WithPlatform(cfg.OS+"/"+cfg.Architecture))
-	if err != nil {
-		return smoke.Report{}, fmt.Errorf("dagger smoke: the image's platform %s/%s: %w", cfg.OS, cfg.Architecture, err)
-	}
-	return e.Smoke(ctx, p, img, o)
 }
 
 // nginxConf is the image's nginx.conf (the runtime contract), which documents tls.conf.

@@ -85,9 +85,12 @@ func (e *Engine) PackageVersion(ctx context.Context, p *plan.Plan, pkg string) (
 	return strings.TrimSpace(string(out)), nil
 }
 
-// Smoke runs img in runc here (see SmokeImage).
+// Smoke runs img in runc here (see SmokeImage), with the engine's conf.d and TLS choices
+// (WithSmokeConfD, WithSmokeNoTLS).
 func (e *Engine) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smoke.Options) (smoke.Report, error) {
-	return SmokeImage(ctx, img, SmokeOptions{Options: o})
+	so := e.ex.smoke
+	so.Options = o
+	return SmokeImage(ctx, img, so)
 }
 
 // Close does nothing: the host engine holds no session.

@@ -36,6 +36,9 @@ type Executor struct {
 	workDir  string
 	logf     func(format string, args ...any)
 	jobs     int
+	// smoke is how the host engine's Smoke runs an image beyond the suite's options
+	// (ci smoke's --conf-d and --no-tls).
+	smoke SmokeOptions
 }
 
 // Option configures an Executor.
@@ -54,6 +57,13 @@ func WithLogf(logf func(format string, args ...any)) Option {
 // WithJobs sets the make parallelism; it overrides the plan's Jobs. 0 means the plan's, or
 // the number of CPUs.
 func WithJobs(n int) Option { return func(e *Executor) { e.jobs = n } }
+
+// WithSmokeConfD mounts dir read-only at /etc/nginx/conf.d when the engine smoke-tests an
+// image (SmokeOptions.ConfD).
+func WithSmokeConfD(dir string) Option { return func(e *Executor) { e.smoke.ConfD = dir } }
+
+// WithSmokeNoTLS smoke-tests images without the generated certificate (SmokeOptions.NoTLS).
+func WithSmokeNoTLS() Option { return func(e *Executor) { e.smoke.NoTLS = true } }
 
 // New returns an executor.
 func New(opts ...Option) *Executor {

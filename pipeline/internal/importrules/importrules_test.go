@@ -266,8 +266,8 @@ func linksRunc(t *testing.T, pkg string) []string {
 // list too, so it stays true.
 var commandImports = map[string]string{
 	"pipeline/forge":             "a build, ci smoke's expectations, ci manifest's index, the tag rule",
-	"pipeline/engine":            "the engine interface engineFor returns",
-	"pipeline/engine/host":       "the host engine, its cache default, ci smoke's runc runner",
+	"pipeline/engine":            "the engine interface newEngine returns (ci build, smoke, pgo-profile)",
+	"pipeline/engine/host":       "the host engine and its cache default",
 	"pipeline/engine/daggerexec": "the Dagger engine",
 	"pipeline/progress":          "the events ci renders (log.go)",
 	"pipeline/lock":              "lock paths, loading and writing the lock (ci lock, pgo-profile)",
