@@ -258,7 +258,10 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	inActions := actions.New(actions.WithWriter(stderr)).InActions()
+	// One Actions reporter: the annotations and step outputs of this run, when it runs in
+	// GitHub Actions (nothing otherwise).
+	gha := actions.New(actions.WithWriter(stderr))
+	inActions := gha.InActions()
 	sink, closeGroups := newLog(stderr, f.verbose, inActions)
 	defer closeGroups()
 	eng, err := newEngine(engineConfig{name: f.engine, cache: f.cache, jobs: f.jobs, sink: sink, verbose: f.verbose})
@@ -268,9 +271,8 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 	res, err := forge.Run(ctx, eng, rs, forge.Options{Sink: sink, BranchWarnings: branchWarnings})
 	closeGroups()
 	if inActions && res != nil {
-		r := actions.New(actions.WithWriter(stderr))
 		for _, w := range res.Warnings {
-			r.Warningf("%s", w)
+			gha.Warningf("%s", w)
 		}
 	}
 	if err != nil || res.Published == nil {
@@ -280,12 +282,11 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 	// step outputs (digest, image, tags) are set as well.
 	fmt.Fprintln(stdout, res.Published.Digest.String())
 	if inActions {
-		r := actions.New(actions.WithWriter(stderr))
 		var tags []string
 		for _, t := range res.Published.Tags {
 			tags = append(tags, t.String())
 		}
-		return r.ImageOutputs(actions.ImageResult{Image: res.Repo, Digest: res.Published.Digest.DigestStr(), Tags: tags})
+		return gha.ImageOutputs(actions.ImageResult{Image: res.Repo, Digest: res.Published.Digest.DigestStr(), Tags: tags})
 	}
 	return nil
 }
