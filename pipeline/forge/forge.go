@@ -181,4 +181,11 @@ func (b *build) checkBase(ctx context.Context, t *target, ref string, pl v1.Plat
 	return nil
 }
 
-func (b *build) runtimeRef() string { return b.l.Images.Runtime.Pinned() }
+// runtimeRef is the runtime base: --runtime-image when it names a local file
+// (image.ParseSource), else the lock's runtime image with any override applied.
+func (b *build) runtimeRef() string {
+	if image.IsLocal(b.req.RuntimeImage) {
+		return b.req.RuntimeImage
+	}
+	return b.l.Images.Runtime.Pinned()
+}

@@ -1,4 +1,4 @@
-package basetest
+package standin
 
 import (
 	"bufio"
@@ -73,7 +73,7 @@ func (a aptDir) update(ctx context.Context) error {
 	}
 	a.o.Logf("apt-get update (%s %s, private state in %s)", a.o.Mirror, a.o.Suite, a.root)
 	if err := a.run(ctx, "", "apt-get", "update"); err != nil {
-		return fmt.Errorf("fetching the %s package lists from %s: %w (is the Debian mirror from the apt sources reachable?)", a.o.Suite, a.o.Mirror, err)
+		return fmt.Errorf("fetching the %s package lists from %s: %w (is the Debian mirror reachable from here, and does it carry %s?)", a.o.Suite, a.o.Mirror, err, a.o.Suite)
 	}
 	return os.WriteFile(stamp, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
 }
