@@ -95,8 +95,14 @@ Before anything is fetched the build refuses a runtime image whose glibc is olde
 builder's (the binary would fail at start with "GLIBC_2.xx not found").
 
 Examples:
-  # Build in Dagger, smoke-test, push and tag 1.26.2 and the full stack version
-  go run ./ci build --push --image ghcr.io/OWNER/nginx
+  # Build in Dagger, smoke-test, push and tag 1.26.2 and the full stack version; then run it
+  go run ./ci build --push --image ghcr.io/owner/nginx
+  podman run --read-only --tmpfs /var/cache/nginx:U --tmpfs /run/nginx:U --tmpfs /tmp:U \
+    --ulimit nofile=10240:10240 -p 8080:8080 ghcr.io/owner/nginx:1.26
+
+  # Offline: a stand-in base from a Debian mirror, then a build on it (README: Offline)
+  go run ./ci base --mirror http://HOST/debian --output /tmp/base
+  sudo go run ./ci build --engine host --mirror http://127.0.0.1:8000 --runtime-image oci:/tmp/base --output nginx.tar
 
   # Build on this machine into an OCI tarball, as a normal user (cache in
   # $XDG_CACHE_HOME/nginx-forge); with sudo and without --no-smoke, smoke-tested in runc
