@@ -57,3 +57,21 @@ func TestBuildLocalImageUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// ci tags with nothing to move prints nothing, says why on stderr and exits 0; a pull
+// request's ref moves no tag even with a commit (README: Tags).
+func TestTagsWithNothingToMove(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tags", "--ref", "refs/pull/1/merge", "--revision", strings.Repeat("ab", 20)}, "is a pull request: it moves no tag"},
+		{[]string{"tags", "--ref", "refs/heads/feature"}, "without --revision moves no tag"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), c.args, &stdout, &stderr)
+		if code != 0 || stdout.Len() != 0 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 0, nothing printed, a note naming %q", c.args, code, stdout.String(), stderr.String(), c.want)
+		}
+	}
+}
