@@ -75,3 +75,20 @@ func TestTagsWithNothingToMove(t *testing.T) {
 		}
 	}
 }
+
+// A preflight that fails ends its step with a line of its own, before the error: no
+// "started" is left without an end.
+func TestFailedPreflightHasAnEndLine(t *testing.T) {
+	bogus := filepath.Join(t.TempDir(), "bogus.tar")
+	if err := os.WriteFile(bogus, []byte("not a tarball"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"build", "--engine", "host", "--no-smoke", "--output", filepath.Join(t.TempDir(), "nginx.tar"), "--runtime-image", "docker-archive:" + bogus}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	log := stderr.String()
+	started, failed := strings.Index(log, "preflight: started"), strings.Index(log, "preflight: failed after")
+	if code == 0 || started < 0 || failed < started || !strings.Contains(log[failed:], "docker-archive:"+bogus) {
+		t.Errorf("exit %d, stderr:\n%s\nwant a failure, preflight: started, then preflight: failed after ..., then the error naming %s", code, log, bogus)
+	}
+}

@@ -131,6 +131,7 @@ func (b *build) preflight(ctx context.Context) error {
 	b.stepStarted("preflight")
 	start := time.Now()
 	if err := b.preflightChecks(ctx); err != nil {
+		b.sink.Send(progress.StepDone{Step: "preflight", Duration: time.Since(start), Failed: true})
 		// A registry that went quiet is not fixed by a flag. (errors.As, as the registry
 		// client joins its attempts in a type that Retryable cannot look into.)
 		if errors.As(err, new(*image.StallError)) || source.Retryable(err) {
