@@ -86,7 +86,9 @@ func (a aptDir) versions(ctx context.Context, pkgs []string) (map[string]string,
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("apt-cache show %s: %w: %s", strings.Join(pkgs, " "), err, strings.TrimSpace(stderr.String()))
+		// apt-get update exits 0 when it could not fetch a list: an unreachable mirror or
+		// a suite it does not carry shows up here, as no packages.
+		return nil, fmt.Errorf("apt-cache show %s: %w: %s (no package lists from %s %s: is the mirror reachable from here, and does it carry %s?)", strings.Join(pkgs, " "), err, strings.TrimSpace(stderr.String()), a.o.Mirror, a.o.Suite, a.o.Suite)
 	}
 	got := map[string]string{}
 	var pkg string
