@@ -95,8 +95,14 @@ Before anything is fetched the build refuses a runtime image whose glibc is olde
 builder's (the binary would fail at start with "GLIBC_2.xx not found").
 
 Examples:
-  # Build in Dagger, smoke-test, push and tag 1.26.2 and the full stack version
-  go run ./ci build --push --image ghcr.io/OWNER/nginx
+  # Build in Dagger, smoke-test, push and tag 1.26.2 and the full stack version; then run it
+  go run ./ci build --push --image ghcr.io/owner/nginx
+  podman run --read-only --tmpfs /var/cache/nginx:U --tmpfs /run/nginx:U --tmpfs /tmp:U \
+    --ulimit nofile=10240:10240 -p 8080:8080 ghcr.io/owner/nginx:1.26
+
+  # Offline: a stand-in base from a Debian mirror, then a build on it (README: Offline)
+  go run ./ci base --mirror http://HOST/debian --output /tmp/base
+  sudo go run ./ci build --engine host --mirror http://127.0.0.1:8000 --runtime-image oci:/tmp/base --output nginx.tar
 
   # Build on this machine into an OCI tarball, as a normal user (cache in
   # $XDG_CACHE_HOME/nginx-forge); with sudo and without --no-smoke, smoke-tested in runc
@@ -150,7 +156,7 @@ func declareBuildFlags(fs *flag.FlagSet) *buildFlags {
 	fs.BoolVar(&f.noSmoke, "no-smoke", false, "skip the smoke tests (refused with --push)")
 	fs.BoolVar(&f.insecure, "insecure", false, "allow plain HTTP to registries that are not on loopback")
 	fs.BoolVar(&f.bundle, "bundle", false, "with --tree: add a systemd unit, sysusers.d and sysctl.d files for a bare-metal install")
-	fs.StringVar(&f.runtimeImage, "runtime-image", "", "base the image on `REF` instead of the lock's runtime image")
+	fs.StringVar(&f.runtimeImage, "runtime-image", "", "base the image on `REF` instead of the lock's runtime image: "+image.SourceSpellings+" (ci base makes one offline)")
 	fs.StringVar(&f.revision, "revision", "", "source `revision` (commit) recorded in org.opencontainers.image.revision")
 	fs.DurationVar(&f.registryWait, "registry-timeout", image.DefaultStallTimeout, "fail a registry request (the runtime image's pull, the push, the signatures) that moves less than 1 KiB in this `duration` (a registry that went quiet or trickles); a slow transfer that keeps moving is not cut off")
 	fs.StringVar(&f.signKey, "sign-key", "", "with --push: sign each pushed image and index with this PEM private key `FILE` (cosign.key with COSIGN_PASSWORD, or unencrypted PKCS#8/EC), cosign's way, and attach its SBOM and SLSA provenance as signed attestations (sha256-<digest>.sig, .att; cosign verify and verify-attestation --key PUB --insecure-ignore-tlog=true), before any tag moves")

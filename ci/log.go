@@ -81,10 +81,12 @@ func (s *lineSink) Send(e progress.Event) {
 
 func (s *lineSink) stepDone(e progress.StepDone) {
 	d := e.Duration.Round(100 * time.Millisecond)
-	switch e.Cache {
-	case progress.Built:
+	switch {
+	case e.Failed:
+		fmt.Fprintf(s.w, "%s: failed after %s\n", e.Step, d)
+	case e.Cache == progress.Built:
 		fmt.Fprintf(s.w, "%s: done in %s\n", e.Step, d)
-	case progress.Cached:
+	case e.Cache == progress.Cached:
 		fmt.Fprintf(s.w, "%s: done in %s, from cache\n", e.Step, d)
 	default:
 		fmt.Fprintf(s.w, "%s: done in %s (the engine does not report whether it came from its cache)\n", e.Step, d)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // readmeProblems checks each ci command line of a Markdown document (docCommands) the way
@@ -16,8 +18,19 @@ func readmeProblems(doc, scratch string) (cmds []docCommand, problems []string) 
 	for _, c := range cmds {
 		c.args = append([]string(nil), c.args...)
 		for i, a := range c.args {
-			if strings.HasPrefix(a, "/tmp/") {
+			switch {
+			case strings.HasPrefix(a, "/tmp/"):
 				c.args[i] = filepath.Join(scratch, strings.TrimPrefix(a, "/tmp/"))
+			case strings.HasPrefix(a, "oci:/tmp/"):
+				// An image an earlier line made (ci base --output /tmp/base): a directory.
+				dir := filepath.Join(scratch, strings.TrimPrefix(a, "oci:/tmp/"))
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					problems = append(problems, err.Error())
+				}
+				c.args[i] = "oci:" + dir
+			case strings.HasPrefix(a, "pipeline/"):
+				// A file of the checkout, named from its top as the README's reader runs it.
+				c.args[i] = filepath.Join(testenv.RepoRoot(), a)
 			}
 		}
 		if err := checkDocCommand(c); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
@@ -27,7 +28,7 @@ func init() {
 // the in-engine client's (pipeline/smoke's Flag*), so one argv serves both.
 func smokeFlags(fs *flag.FlagSet) runFunc {
 	var req forge.SmokeRequest
-	fs.StringVar(&req.Image, "image", "", "image `REF` to test (tag or digest)")
+	fs.StringVar(&req.Image, "image", "", "image `REF` to test: "+image.SourceSpellings)
 	eng := hostEngine
 	fs.Var(&eng, "engine", "where --image runs: host (runc on this machine, as deployed: read-only root, tmpfs, no capabilities) or dagger (a service on the Dagger engine, as ci build --engine dagger smoke-tests)")
 	fs.StringVar(&req.ExpectLock, "expect-lock", "", "lock `file` whose nginx, OpenSSL and PCRE2 versions the image must have (default: the versions the image records; not compared when it records none)")

@@ -19,7 +19,9 @@ func init() {
 		long: `
 Prints, comma-separated, the tags that ci build --push and ci manifest --image REPO move
 for this lock, git ref and commit: the one rule (forge.Request.PublishTags), which the README's tag
-table describes. build.yml's merge job uses it to name the index's tags.`,
+table describes. build.yml's merge job uses it to name the index's tags. When no tag moves
+(a pull request's ref, or a branch other than main without --revision) it prints nothing,
+says so on standard error and exits 0.`,
 		flags: func(fs *flag.FlagSet) runFunc {
 			lockFile := new(string)
 			lockFlag(fs, lockFile, "lock `file`")
@@ -34,12 +36,19 @@ table describes. build.yml's merge job uses it to name the index's tags.`,
 				if err := image.CheckRevision(*revision); err != nil {
 					return usageErrorf("--revision %v", err)
 				}
+				if strings.HasPrefix(*ref, "refs/pull/") {
+					// A pull request builds and smoke-tests, and publishes nothing (README: Tags).
+					fmt.Fprintf(stderr, "ci tags: --ref %s is a pull request: it moves no tag\n", *ref)
+					return nil
+				}
 				tags, err := forge.Request{LockFile: *lockFile, TLS: *tls, Zlib: *zlib, Ref: *ref, Revision: *revision, Latest: *latest}.PublishTags()
 				if err != nil {
 					return err
 				}
 				if len(tags) == 0 {
-					return fmt.Errorf("--ref %q without --revision moves no tag", *ref)
+					// Nothing to move is an answer, not a failure: a script reads an empty line.
+					fmt.Fprintf(stderr, "ci tags: --ref %q without --revision moves no tag\n", *ref)
+					return nil
 				}
 				fmt.Fprintln(stdout, strings.Join(tags, ","))
 				return nil

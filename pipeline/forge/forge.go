@@ -131,6 +131,7 @@ func (b *build) preflight(ctx context.Context) error {
 	b.stepStarted("preflight")
 	start := time.Now()
 	if err := b.preflightChecks(ctx); err != nil {
+		b.sink.Send(progress.StepDone{Step: "preflight", Duration: time.Since(start), Failed: true})
 		// A registry that went quiet is not fixed by a flag. (errors.As, as the registry
 		// client joins its attempts in a type that Retryable cannot look into.)
 		if errors.As(err, new(*image.StallError)) || source.Retryable(err) {
@@ -181,4 +182,11 @@ func (b *build) checkBase(ctx context.Context, t *target, ref string, pl v1.Plat
 	return nil
 }
 
-func (b *build) runtimeRef() string { return b.l.Images.Runtime.Pinned() }
+// runtimeRef is the runtime base: --runtime-image when it names a local file
+// (image.ParseSource), else the lock's runtime image with any override applied.
+func (b *build) runtimeRef() string {
+	if image.IsLocal(b.req.RuntimeImage) {
+		return b.req.RuntimeImage
+	}
+	return b.l.Images.Runtime.Pinned()
+}

@@ -180,13 +180,17 @@ func PrepareImageSmoke(ctx context.Context, r SmokeRequest) (*ImageSmoke, error)
 	if r.Insecure {
 		nopts = append(nopts, name.Insecure)
 	}
-	ref, err := name.ParseReference(r.Image, nopts...)
+	src, err := image.ParseSource(r.Image, nopts...)
 	if err != nil {
-		return nil, fmt.Errorf("--image %q: parsing reference: %w", r.Image, err)
+		return nil, fmt.Errorf("--image: %w", err)
 	}
-	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(image.Keychain()))
+	img, err := src.Image(ctx, nil, remote.WithContext(ctx), remote.WithAuthFromKeychain(image.Keychain()))
 	if err != nil {
-		return nil, fmt.Errorf("pulling image %s: %w", r.Image, err)
+		verb := "pulling"
+		if src.Local() {
+			verb = "reading"
+		}
+		return nil, fmt.Errorf("%s image %s: %w", verb, r.Image, err)
 	}
 	digest, err := img.Digest()
 	if err != nil {

@@ -60,10 +60,21 @@ func (r Request) resolve() (*Resolved, error) {
 	// A copy: the image overrides must not change the caller's lock.
 	cp := *l
 	l = &cp
+	if image.IsLocal(r.BuilderImage) {
+		// The builder is the Dagger engine's to pull (--engine host builds with this
+		// machine's compiler and no builder image): it needs a registry, a loopback one will do.
+		return nil, fmt.Errorf("--builder-image %q: the builder image is pulled by the Dagger engine and takes a registry reference: push it to one first (a loopback registry will do); --engine host uses this machine's compiler and no builder image", r.BuilderImage)
+	}
 	if err := overrideImage(&l.Images.Builder, r.BuilderImage); err != nil {
 		return nil, fmt.Errorf("--builder-image %q: %w", r.BuilderImage, err)
 	}
-	if err := overrideImage(&l.Images.Runtime, r.RuntimeImage); err != nil {
+	if image.IsLocal(r.RuntimeImage) {
+		// A local base stays out of the lock (whose images are registry references):
+		// the build reads it through runtimeRef, and names it by digest alone.
+		if _, err := image.ParseSource(r.RuntimeImage); err != nil {
+			return nil, fmt.Errorf("--runtime-image: %w", err)
+		}
+	} else if err := overrideImage(&l.Images.Runtime, r.RuntimeImage); err != nil {
 		return nil, fmt.Errorf("--runtime-image %q: %w", r.RuntimeImage, err)
 	}
 	plans, err := r.plans(l)

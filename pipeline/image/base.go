@@ -6,11 +6,10 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // PullBase resolves the runtime base (the lock's runtime image, or --runtime-image) for
-// one platform: an index (distroless is multi-platform) resolves to that platform's
+// one platform, from a registry or a local file (ParseSource): an index (distroless is multi-platform) resolves to that platform's
 // image. Pass the same ref to WithBaseRef so the annotations name what was asked for
 // (the pinned index digest), not the per-platform manifest. Layers are fetched lazily,
 // when the image is written.
@@ -20,20 +19,23 @@ func PullBase(ctx context.Context, ref string, platform v1.Platform, opts ...Pub
 	if o.insecure {
 		nopts = append(nopts, name.Insecure)
 	}
-	r, err := name.ParseReference(ref, nopts...)
+	src, err := ParseSource(ref, nopts...)
 	if err != nil {
-		return nil, fmt.Errorf("parsing runtime image reference %q: %w", ref, err)
+		return nil, fmt.Errorf("runtime image: %w", err)
 	}
-	img, err := remote.Image(r, append(o.remoteOptions(ctx), remote.WithPlatform(platform))...)
+	img, err := src.Image(ctx, &platform, o.remoteOptions(ctx)...)
 	if err != nil {
-		return nil, fmt.Errorf("pulling runtime image %s for %s: %w", r, platform.String(), err)
+		if src.Local() {
+			return nil, fmt.Errorf("reading runtime image %s for %s: %w", src, platform.String(), err)
+		}
+		return nil, fmt.Errorf("pulling runtime image %s for %s: %w", src.Ref, platform.String(), err)
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return nil, fmt.Errorf("reading runtime image %s config: %w", r, err)
+		return nil, fmt.Errorf("reading runtime image %s config: %w", src, err)
 	}
 	if cf.OS != platform.OS || cf.Architecture != platform.Architecture {
-		return nil, fmt.Errorf("runtime image %s is %s/%s, want %s", r, cf.OS, cf.Architecture, platform.String())
+		return nil, fmt.Errorf("runtime image %s is %s/%s, want %s", src, cf.OS, cf.Architecture, platform.String())
 	}
 	return img, nil
 }

@@ -259,6 +259,15 @@ func checkTree(dir string) error {
 // and digest for the annotations.
 func baseIdentity(base v1.Image, ref string) (string, string, error) {
 	var digest string
+	if IsLocal(ref) {
+		// A base read from a file has no name others can pull: the annotations record
+		// its digest only, and never a path on the building machine.
+		d, err := base.Digest()
+		if err != nil {
+			return "", "", fmt.Errorf("computing base image digest: %w", err)
+		}
+		return "", d.String(), nil
+	}
 	nameStr := ref
 	if at := strings.LastIndex(ref, "@"); at >= 0 {
 		nameStr, digest = ref[:at], ref[at+1:]
@@ -285,11 +294,13 @@ func annotations(l *lock.Lock, o options, baseName, baseDigest string, created t
 	a := map[string]string{
 		annotationVersion:    o.version,
 		annotationSource:     o.source,
-		annotationBaseName:   baseName,
 		annotationBaseDigest: baseDigest,
 		annotationCreated:    created.Format(time.RFC3339),
 		annotationTitle:      "nginx-forge",
 		annotationLicenses:   sbomLicenseExpression(l, o),
+	}
+	if baseName != "" {
+		a[annotationBaseName] = baseName
 	}
 	if o.revision != "" {
 		a[annotationRevision] = o.revision

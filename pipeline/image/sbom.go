@@ -213,24 +213,30 @@ func addBase(doc *spdx.Document, anns map[string]string, debs []debPackage, osr 
 	if err != nil {
 		return fmt.Errorf("image annotation %s=%q: %w", annotationBaseDigest, baseDigest, err)
 	}
+	var baseRefs []*spdx.PackageExternalReference
+	if baseName != "" {
+		baseRefs = append(baseRefs, purlRef(ociPurl(repoBase(baseName), baseDigest, repoPath(baseName))))
+	} else {
+		// A base read from a local file (oci:DIR, docker-archive:FILE) has no
+		// registry name: the package is named by its digest alone.
+		baseName = "base image " + baseDigest
+	}
 	baseComment := "the base image; its Debian packages, read from its dpkg database, are the packages it CONTAINS"
 	if len(debs) == 0 {
 		baseComment = "the base image; it has no dpkg database (var/lib/dpkg/status or status.d), so no packages of it are listed"
 	}
 	doc.Packages = append(doc.Packages, &spdx.Package{
-		PackageSPDXIdentifier:   "Base",
-		PackageName:             baseName,
-		PackageVersion:          baseDigest,
-		PackageDownloadLocation: "NOASSERTION",
-		PackageChecksums:        []spdx.Checksum{{Algorithm: spdx.SHA256, Value: bd.Hex}},
-		PackageLicenseConcluded: "NOASSERTION",
-		PackageLicenseDeclared:  "NOASSERTION",
-		PackageCopyrightText:    "NOASSERTION",
-		PrimaryPackagePurpose:   "CONTAINER",
-		PackageComment:          baseComment,
-		PackageExternalReferences: []*spdx.PackageExternalReference{
-			purlRef(ociPurl(repoBase(baseName), baseDigest, repoPath(baseName))),
-		},
+		PackageSPDXIdentifier:     "Base",
+		PackageName:               baseName,
+		PackageVersion:            baseDigest,
+		PackageDownloadLocation:   "NOASSERTION",
+		PackageChecksums:          []spdx.Checksum{{Algorithm: spdx.SHA256, Value: bd.Hex}},
+		PackageLicenseConcluded:   "NOASSERTION",
+		PackageLicenseDeclared:    "NOASSERTION",
+		PackageCopyrightText:      "NOASSERTION",
+		PrimaryPackagePurpose:     "CONTAINER",
+		PackageComment:            baseComment,
+		PackageExternalReferences: baseRefs,
 	})
 	doc.Relationships = append(doc.Relationships, rel(imageID, common.TypeRelationshipDescendantOf, "Base"))
 	used := map[spdx.ElementID]bool{}

@@ -58,6 +58,9 @@ type StepDone struct {
 	Step     string
 	Duration time.Duration
 	Cache    Cache
+	// Failed: the step ended in an error (reported after it), so every started step has
+	// its end line.
+	Failed bool
 }
 
 // Pushed: Platform's image is in the registry as Digest (REPO@sha256:...) and passed its

@@ -173,7 +173,11 @@ func imageDescriptor(what, ref, digest string) (*ita1.ResourceDescriptor, error)
 	if !ok || hex == "" {
 		return nil, fmt.Errorf("%s: the digest %q is not ALGORITHM:HEX", ref, digest)
 	}
-	return &ita1.ResourceDescriptor{Name: what, Uri: image.OCIPurl(ref, digest), Digest: map[string]string{algo: hex}}, nil
+	d := &ita1.ResourceDescriptor{Name: what, Digest: map[string]string{algo: hex}}
+	if !image.IsLocal(ref) { // a local file's path means nothing to a verifier: its digest does
+		d.Uri = image.OCIPurl(ref, digest)
+	}
+	return d, nil
 }
 
 // sourceDescriptor is c as SLSA names a dependency: a tarball by its URL and SHA-256, a git

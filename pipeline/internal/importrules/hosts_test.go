@@ -161,7 +161,7 @@ func TestPlantedRegistryHostsFail(t *testing.T) {
 		{"pipeline/image/testdata/sbom.golden.spdx.json", `"referenceLocator": "pkg:generic/zlib@1.3.1?download_url=https%3A%2F%2F` + unescape.Replace(`deb\.debian\.org`) + `%2Fdebian%2Fpool",`, unescape.Replace(`deb\.debian\.org`)},
 		{"README.md", "GOPROXY=https://" + unescape.Replace(`proxy\.golang\.org`) + ",direct", unescape.Replace(`proxy\.golang\.org`)},
 		{"pipeline/plan/smokeclient.go", `// npm config set registry https://` + unescape.Replace(`registry\.npmjs\.org`) + `/`, unescape.Replace(`registry\.npmjs\.org`)},
-		{"pipeline/testsupport/basetest/basetest.go", `o.Mirror = "http://` + unescape.Replace(`archive\.ubuntu\.com`) + `/ubuntu"`, unescape.Replace(`archive\.ubuntu\.com`)},
+		{"pipeline/standin/standin.go", `o.Mirror = "http://` + unescape.Replace(`archive\.ubuntu\.com`) + `/ubuntu"`, unescape.Replace(`archive\.ubuntu\.com`)},
 	} {
 		if real[c.file] == nil {
 			t.Fatalf("no tracked file %s", c.file)

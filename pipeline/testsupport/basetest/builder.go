@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
+	"github.com/nginx-forge/nginx-forge/pipeline/standin"
 )
 
 // builderRecipe changes whenever the way the builder layer is made changes, so a cached
@@ -28,8 +29,8 @@ const builderRecipe = "builder-1"
 // package lists and downloaded .debs are removed: the Dockerfile runs apt-get update.
 // Needs root and debootstrap.
 func BuilderImage(ctx context.Context, o Options) (v1.Image, error) {
-	o.defaults()
-	unlock, err := lockCache(o.CacheDir)
+	o.Defaults()
+	unlock, err := standin.LockCache(o.CacheDir)
 	if err != nil {
 		return nil, err
 	}
@@ -47,13 +48,13 @@ func BuilderImage(ctx context.Context, o Options) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the builder layer %s: %w", cached, err)
 	}
-	return singleLayerImage(layer, o.Arch, v1.Time{},
+	return standin.SingleLayerImage(layer, o.Arch, v1.Time{},
 		v1.History{CreatedBy: "debootstrap --variant=minbase " + o.Suite, Comment: "nginx-forge basetest: stand-in builder image"},
 		v1.Config{Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, Cmd: []string{"bash"}})
 }
 
 func makeBuilderLayer(ctx context.Context, o Options, dest string) error {
-	if err := o.findMirror(); err != nil {
+	if err := findMirror(&o); err != nil {
 		return err
 	}
 	tmp, err := os.MkdirTemp(o.CacheDir, ".builder-")

@@ -10,8 +10,23 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/standin"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
+
+// findMirror sets Mirror, when not given, to the Debian mirror from the apt sources
+// (testenv.DebianMirror: this machine's apt sources, or NGINX_FORGE_DEBIAN_MIRROR).
+func findMirror(o *Options) error {
+	if o.Mirror != "" {
+		return nil
+	}
+	m, err := testenv.DebianMirror()
+	if err != nil {
+		return err
+	}
+	o.Mirror = m
+	return nil
+}
 
 // For tests returns the stand-in base image (made or taken from the cache). When the
 // Debian archive cannot be reached or apt is missing it skips, or fails under
@@ -23,7 +38,11 @@ func For(t testing.TB, o Options) (v1.Image, *Rootfs) {
 	if o.Logf == nil {
 		o.Logf = t.Logf
 	}
-	r, err := build(context.Background(), o)
+	err := findMirror(&o)
+	var r *Rootfs
+	if err == nil {
+		r, err = standin.Build(context.Background(), o)
+	}
 	if err != nil {
 		testenv.Missing(t, "the stand-in distroless base ("+err.Error()+")",
 			"let the machine reach the Debian mirror from the apt sources (or set "+testenv.DebianMirrorEnv+"), or pre-fill "+defaultCacheDir+" by running the basetest tests once")
@@ -62,7 +81,7 @@ func BuilderFor(t testing.TB, host, repo string, o Options) name.Digest {
 		testenv.Missing(t, "the stand-in builder image ("+err.Error()+")",
 			"let the machine reach the Debian mirror from the apt sources (or set "+testenv.DebianMirrorEnv+"), or pre-fill "+defaultCacheDir+" by running the ci package's Dockerfile test once")
 	}
-	o.defaults()
+	o.Defaults()
 	d, err := Push(context.Background(), img, host+"/"+repo+":"+o.Suite)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package basetest
+package standin
 
 import (
 	"bufio"
@@ -73,7 +73,7 @@ func (a aptDir) update(ctx context.Context) error {
 	}
 	a.o.Logf("apt-get update (%s %s, private state in %s)", a.o.Mirror, a.o.Suite, a.root)
 	if err := a.run(ctx, "", "apt-get", "update"); err != nil {
-		return fmt.Errorf("fetching the %s package lists from %s: %w (is the Debian mirror from the apt sources reachable?)", a.o.Suite, a.o.Mirror, err)
+		return fmt.Errorf("fetching the %s package lists from %s: %w (is the Debian mirror reachable from here, and does it carry %s?)", a.o.Suite, a.o.Mirror, err, a.o.Suite)
 	}
 	return os.WriteFile(stamp, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
 }
@@ -86,7 +86,9 @@ func (a aptDir) versions(ctx context.Context, pkgs []string) (map[string]string,
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("apt-cache show %s: %w: %s", strings.Join(pkgs, " "), err, strings.TrimSpace(stderr.String()))
+		// apt-get update exits 0 when it could not fetch a list: an unreachable mirror or
+		// a suite it does not carry shows up here, as no packages.
+		return nil, fmt.Errorf("apt-cache show %s: %w: %s (no package lists from %s %s: is the mirror reachable from here, and does it carry %s?)", strings.Join(pkgs, " "), err, strings.TrimSpace(stderr.String()), a.o.Mirror, a.o.Suite, a.o.Suite)
 	}
 	got := map[string]string{}
 	var pkg string

@@ -1,0 +1,200 @@
+//go:build integration
+
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/basetest"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
+)
+
+// TestReadmePodmanLine runs the README's podman line with sites and a certificate as typed
+// (IMAGE being the image loaded from a tarball; podman's storage in a directory of the test,
+// so the machine's is untouched), on the test stack assembled on the stand-in base, with
+// README.md's own tls.conf, and gets HTTPS back: the command people copy, not the smoke
+// suite's own runc, under Debian 12's podman.
+func TestReadmePodmanLine(t *testing.T) {
+	testenv.Tool(t, "podman", "podman")
+	testenv.Root(t)
+	var line string
+	for _, l := range readmeShellLines(t, "podman") {
+		if strings.Contains(l, "/etc/nginx/tls") {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatal("README.md has no podman line mounting /etc/nginx/tls")
+	}
+	for _, port := range []string{"8080", "8443"} {
+		ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+		if err != nil {
+			testenv.Missing(t, "a free port "+port+" for the README's -p "+port+" ("+err.Error()+")", "stop what listens there")
+		}
+		ln.Close()
+	}
+	dir := t.TempDir()
+	tarball := filepath.Join(dir, "nginx.tar")
+	l, err := lock.Load(testenv.TestLockPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := basetest.For(t, basetest.Options{})
+	img, err := image.Assemble(base, testenv.BuiltTree(t), l, image.WithBaseRef(basetest.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ref = "localhost/nginx-forge-readme:test"
+	if err := image.WriteOutput(tarball, img, ref, nil, time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(dir, "podman")
+	podman := []string{"podman", "--root", filepath.Join(store, "root"), "--runroot", filepath.Join(store, "run"), "--storage-driver", "vfs"}
+	podmanRun := func(args ...string) string {
+		out, err := exec.Command(podman[0], append(podman[1:], args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("podman %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	podmanRun("load", "-i", tarball)
+	t.Cleanup(func() { exec.Command(podman[0], append(podman[1:], "rm", "--all", "--force", "--time", "2")...).Run() })
+
+	writeSitesAndTLS(t, dir)
+	// As typed, with IMAGE the loaded image and podman's storage flags after "podman".
+	typed := regexp.MustCompile(`\bIMAGE$`).ReplaceAllString(line, ref)
+	typed = strings.Replace(typed, "podman run", strings.Join(podman, " ")+" run --name readme-line", 1)
+	cmd := exec.Command("bash", "-c", typed)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PWD="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		exec.Command(podman[0], append(podman[1:], "stop", "--time", "2", "readme-line")...).Run()
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		cmd.Wait()
+	})
+	t.Logf("README line as run: %s", typed)
+
+	pool := x509.NewCertPool()
+	caPEM, _ := os.ReadFile(filepath.Join(dir, "tls", "tls.crt"))
+	pool.AppendCertsFromPEM(caPEM)
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "localhost"}}}
+	if err := waitOrExit(cmd, 3*time.Second); err != nil && strings.Contains(out.String(), "error setting rlimit") {
+		testenv.Missing(t, "a machine whose hard limits fit podman's default container limits (podman: "+strings.TrimSpace(out.String())+")",
+			"raise the hard limits (nofile, nproc), or set default_ulimits in containers.conf")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		resp, err := client.Get("https://127.0.0.1:8443/healthz")
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+			resp.Body.Close()
+			if resp.StatusCode != 200 || string(body) != "ok\n" || resp.TLS == nil {
+				t.Fatalf("https://127.0.0.1:8443/healthz: %s %q", resp.Status, body)
+			}
+			t.Logf("HTTPS %s, %s", resp.Status, tls.VersionName(resp.TLS.Version))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no HTTPS answer from the README's podman line in 60 s: %v\npodman's output:\n%s", err, out.String())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// writeSitesAndTLS makes dir/sites (empty: the image's own server) and dir/tls: a
+// self-signed certificate for localhost and README.md's tls.conf.
+func writeSitesAndTLS(t *testing.T, dir string) {
+	t.Helper()
+	for _, d := range []string{"sites", "tls"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"}, DNSNames: []string{"localhost"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	from := strings.Index(doc, "  ```nginx\n")
+	to := strings.Index(doc[from+1:], "  ```\n")
+	if from < 0 || to < 0 {
+		t.Fatal("README.md shows no tls.conf block")
+	}
+	var conf strings.Builder
+	for _, l := range strings.Split(doc[from+len("  ```nginx\n"):from+1+to], "\n") {
+		conf.WriteString(strings.TrimPrefix(l, "  ") + "\n")
+	}
+	files := map[string][]byte{
+		"tls/tls.crt":  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		"tls/tls.key":  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
+		"tls/tls.conf": []byte(conf.String()),
+	}
+	for name, data := range files {
+		// World-readable: nginx reads them as uid 65532 through the read-only bind mount.
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitOrExit waits up to d for cmd to exit early (a refused start) and returns its error;
+// nil when it is still running.
+func waitOrExit(cmd *exec.Cmd, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if err := syscall.Kill(cmd.Process.Pid, 0); err != nil {
+			return err
+		}
+		var ws syscall.WaitStatus
+		if pid, _ := syscall.Wait4(cmd.Process.Pid, &ws, syscall.WNOHANG, nil); pid == cmd.Process.Pid {
+			return fmt.Errorf("exited: %d", ws.ExitStatus())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return nil
+}
