@@ -171,15 +171,25 @@ func newBuildFixture(t *testing.T, edit func(string) string) *buildFixture {
 	dir := t.TempDir()
 	f.Repo = filepath.Join(dir, "repo")
 	copyTracked(t, root, f.Repo)
+	p := filepath.Join(f.Repo, ".github", "workflows", "build.yml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	// act v0.2.89 validates a workflow against its own schema before it runs any of it, and
+	// that schema predates the permission artifact-metadata (GitHub's and actionlint's know
+	// it): with it, act refuses the whole of build.yml. The fixture's copy drops that one line
+	// of the attest job, which these scenarios do not run.
+	if strings.Count(text, actUnknownPermission) != 1 {
+		t.Fatalf("build.yml does not have %q once", actUnknownPermission)
+	}
+	text = strings.Replace(text, actUnknownPermission, "", 1)
 	if edit != nil {
-		p := filepath.Join(f.Repo, ".github", "workflows", "build.yml")
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(edit(string(b))), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		text = edit(text)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	git(t, f.Repo, "init", "-q", "-b", "main")
 	git(t, f.Repo, "add", "-A")
@@ -188,8 +198,8 @@ func newBuildFixture(t *testing.T, edit func(string) string) *buildFixture {
 	return f
 }
 
-// image is the repository build.yml names (IMAGE_NAME, lower-cased) in the fixture.
-func (f *buildFixture) image() string { return f.Registry.Host + "/nginx-forge/nginx-forge/nginx" }
+// actUnknownPermission is the line of build.yml that act's schema refuses (newBuildFixture).
+const actUnknownPermission = "      artifact-metadata: write # the storage record the attest actions create for a pushed attestation (create-storage-record)\n"
 
 // vars are the repository variables that point build.yml at the stand-ins: REGISTRY, and
 // BUILD_INPUT_FLAGS, ci build's flags per variant (a JSON object).
