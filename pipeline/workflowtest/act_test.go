@@ -262,11 +262,14 @@ func runAct(t *testing.T, fixture, workflow, event string, vars map[string]strin
 // actOptions is one act run: runAct's arguments, and what the build scenarios add.
 type actOptions struct {
 	Fixture, Workflow, Event string
-	Vars                     map[string]string // repository variables
-	Secrets                  map[string]string // secrets besides GITHUB_TOKEN
-	Env                      []string
-	Args                     []string      // more act arguments (--matrix, --eventpath)
-	Timeout                  time.Duration // actRunTimeout when zero
+	// WorkflowFile, when set, is the file act runs instead of the fixture's
+	// .github/workflows/Workflow (the checkout the jobs see keeps the fixture's own).
+	WorkflowFile string
+	Vars         map[string]string // repository variables
+	Secrets      map[string]string // secrets besides GITHUB_TOKEN
+	Env          []string
+	Args         []string      // more act arguments (--matrix, --eventpath)
+	Timeout      time.Duration // actRunTimeout when zero
 	// ToolCache adds tools to act's tool cache beside Go: name -> version -> file (a
 	// binary, linked as tool_cache/NAME/VERSION/x64/NAME), as a runner image has them.
 	ToolCache map[string]map[string]string
@@ -281,7 +284,12 @@ func runActWith(t *testing.T, o actOptions) actRun {
 		timeout = actRunTimeout
 	}
 	act := actBinary(t)
-	text, err := os.ReadFile(filepath.Join(fixture, ".github", "workflows", workflow))
+	workflowFile := filepath.Join(".github", "workflows", workflow) // relative to the fixture
+	read := filepath.Join(fixture, workflowFile)
+	if o.WorkflowFile != "" {
+		workflowFile, read = o.WorkflowFile, o.WorkflowFile
+	}
+	text, err := os.ReadFile(read)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +323,7 @@ func runActWith(t *testing.T, o actOptions) actRun {
 			}
 		}
 	}
-	args := []string{event, "-W", filepath.Join(".github", "workflows", workflow),
+	args := []string{event, "-W", workflowFile,
 		"-P", "ubuntu-24.04=-self-hosted", "-P", "ubuntu-24.04-arm=-self-hosted",
 		"--action-cache-path", actCache, "--action-offline-mode",
 		"--artifact-server-path", filepath.Join(scratch, "artifacts"),

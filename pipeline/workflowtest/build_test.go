@@ -160,6 +160,7 @@ type buildFixture struct {
 	Registry *registrytest.Registry
 	Mirror   string
 	Lab      *daggerLab
+	Workflow string // the build.yml act runs (see newBuildFixture)
 }
 
 func newBuildFixture(t *testing.T, edit func(string) string) *buildFixture {
@@ -171,16 +172,16 @@ func newBuildFixture(t *testing.T, edit func(string) string) *buildFixture {
 	dir := t.TempDir()
 	f.Repo = filepath.Join(dir, "repo")
 	copyTracked(t, root, f.Repo)
-	p := filepath.Join(f.Repo, ".github", "workflows", "build.yml")
-	b, err := os.ReadFile(p)
+	// act v0.2.89 validates a workflow against its own schema before it runs any of it, and
+	// that schema predates the permission artifact-metadata (GitHub's and actionlint's know
+	// it): with it, act refuses the whole of build.yml. act runs a copy outside the checkout
+	// without that one line of the attest job (which these scenarios do not run); the
+	// checkout keeps build.yml as it is, which the test job's rule tests read.
+	b, err := os.ReadFile(filepath.Join(f.Repo, ".github", "workflows", "build.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(b)
-	// act v0.2.89 validates a workflow against its own schema before it runs any of it, and
-	// that schema predates the permission artifact-metadata (GitHub's and actionlint's know
-	// it): with it, act refuses the whole of build.yml. The fixture's copy drops that one line
-	// of the attest job, which these scenarios do not run.
 	if strings.Count(text, actUnknownPermission) != 1 {
 		t.Fatalf("build.yml does not have %q once", actUnknownPermission)
 	}
@@ -188,7 +189,8 @@ func newBuildFixture(t *testing.T, edit func(string) string) *buildFixture {
 	if edit != nil {
 		text = edit(text)
 	}
-	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+	f.Workflow = filepath.Join(dir, "build.yml")
+	if err := os.WriteFile(f.Workflow, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	git(t, f.Repo, "init", "-q", "-b", "main")
@@ -234,7 +236,7 @@ var amd64Only = []string{"--matrix", "arch:amd64"}
 func (f *buildFixture) runPullRequest(t *testing.T, args ...string) actRun {
 	t.Helper()
 	t.Logf("build.yml's arm64 legs are not run: no arm64 runner here (act --matrix arch:amd64)")
-	return runActWith(t, actOptions{Fixture: f.Repo, Workflow: "build.yml", Event: "pull_request",
+	return runActWith(t, actOptions{Fixture: f.Repo, Workflow: "build.yml", WorkflowFile: f.Workflow, Event: "pull_request",
 		Vars: f.vars(t), Env: f.Lab.Env, Timeout: buildRunTimeout,
 		Args: append(append([]string{"--eventpath", pullRequestEvent(t)}, amd64Only...), args...)})
 }
