@@ -256,8 +256,40 @@ type actRun struct {
 // the pinned actions from their local copies; vars are repository variables.
 func runAct(t *testing.T, fixture, workflow, event string, vars map[string]string, env []string) actRun {
 	t.Helper()
+	return runActWith(t, actOptions{Fixture: fixture, Workflow: workflow, Event: event, Vars: vars, Env: env})
+}
+
+// actOptions is one act run: runAct's arguments, and what the build scenarios add.
+type actOptions struct {
+	Fixture, Workflow, Event string
+	// WorkflowFile, when set, is the file act runs instead of the fixture's
+	// .github/workflows/Workflow (the checkout the jobs see keeps the fixture's own).
+	WorkflowFile string
+	Vars         map[string]string // repository variables
+	Secrets      map[string]string // secrets besides GITHUB_TOKEN
+	Env          []string
+	Args         []string      // more act arguments (--matrix, --eventpath)
+	Timeout      time.Duration // actRunTimeout when zero
+	// ToolCache adds tools to act's tool cache beside Go: name -> version -> file (a
+	// binary, linked as tool_cache/NAME/VERSION/x64/NAME), as a runner image has them.
+	ToolCache map[string]map[string]string
+}
+
+// runActWith runs one act run (see runAct).
+func runActWith(t *testing.T, o actOptions) actRun {
+	t.Helper()
+	fixture, workflow, event, vars, env := o.Fixture, o.Workflow, o.Event, o.Vars, o.Env
+	timeout := o.Timeout
+	if timeout == 0 {
+		timeout = actRunTimeout
+	}
 	act := actBinary(t)
-	text, err := os.ReadFile(filepath.Join(fixture, ".github", "workflows", workflow))
+	workflowFile := filepath.Join(".github", "workflows", workflow) // relative to the fixture
+	read := filepath.Join(fixture, workflowFile)
+	if o.WorkflowFile != "" {
+		workflowFile, read = o.WorkflowFile, o.WorkflowFile
+	}
+	text, err := os.ReadFile(read)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +309,21 @@ func runAct(t *testing.T, fixture, workflow, event string, vars map[string]strin
 	if err := os.WriteFile(filepath.Join(tc, "x64.complete"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{event, "-W", filepath.Join(".github", "workflows", workflow),
+	for name, versions := range o.ToolCache {
+		for version, file := range versions {
+			d := filepath.Join(actCache, "tool_cache", name, version)
+			if err := os.MkdirAll(filepath.Join(d, "x64"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(file, filepath.Join(d, "x64", name)); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, "x64.complete"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	args := []string{event, "-W", workflowFile,
 		"-P", "ubuntu-24.04=-self-hosted", "-P", "ubuntu-24.04-arm=-self-hosted",
 		"--action-cache-path", actCache, "--action-offline-mode",
 		"--artifact-server-path", filepath.Join(scratch, "artifacts"),
@@ -288,10 +334,14 @@ func runAct(t *testing.T, fixture, workflow, event string, vars map[string]strin
 	for k, v := range vars {
 		args = append(args, "--var", k+"="+v)
 	}
+	for k, v := range o.Secrets {
+		args = append(args, "-s", k+"="+v)
+	}
+	args = append(args, o.Args...)
 	args = append(args, localRepositories(t, string(text))...)
 	gocache := strings.TrimSpace(run(t, "", nil, "go", "env", "GOCACHE"))
 	gomodcache := strings.TrimSpace(run(t, "", nil, "go", "env", "GOMODCACHE"))
-	ctx, cancel := context.WithTimeout(context.Background(), actRunTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, act, args...)
 	cmd.Dir = fixture
