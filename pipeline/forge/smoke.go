@@ -111,6 +111,7 @@ func expectOf(l *lock.Lock, p *plan.Plan) (smoke.Expect, error) {
 			*c.dst = comp.Version
 		}
 	}
+	e.Arch = p.Platform.Arch
 	var err error
 	e.Modules, err = configureFlags(p.Modules)
 	return e, err

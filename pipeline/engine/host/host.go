@@ -124,13 +124,22 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]str
 // run builds a plan whose input was checked (Run, or engine.Checked around Engine.Build).
 
 func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, report engine.Progress) (*Result, error) {
-	if p.Platform.OS != "linux" || p.Platform.Arch != runtime.GOARCH {
-		return nil, fmt.Errorf("host executor: plan is for %s but this machine is linux/%s: use the container executor, or plan for linux/%s", p.Platform, runtime.GOARCH, runtime.GOARCH)
+	if p.Platform.OS != "linux" {
+		return nil, fmt.Errorf("host executor: plan is for %s but this machine is linux/%s: plan for linux/amd64 or linux/arm64", p.Platform, runtime.GOARCH)
+	}
+	// This machine is the builder: a plan for another architecture cross-compiles (see
+	// plan.Cross); a native plan is run as it is.
+	p, err := p.ForBuild(runtime.GOARCH)
+	if err != nil {
+		return nil, fmt.Errorf("host executor: %w", err)
 	}
 	if err := CheckTools(p); err != nil {
 		return nil, err
 	}
-	cc, err := compilerVersion()
+	if err := CheckEmulation(p); err != nil {
+		return nil, err
+	}
+	cc, err := compilerVersion(p)
 	if err != nil {
 		return nil, err
 	}
@@ -181,9 +190,9 @@ func CheckTools(p *plan.Plan) error {
 			pkgs[t.Package] = true
 		}
 	}
-	if _, err := exec.LookPath("cc"); err == nil {
+	if _, err := exec.LookPath(p.CC()); err == nil {
 		for _, l := range p.HostLibraries {
-			out, err := exec.Command("cc", "-print-file-name="+l.Command).Output()
+			out, err := exec.Command(p.CC(), "-print-file-name="+l.Command).Output()
 			if err != nil || !filepath.IsAbs(strings.TrimSpace(string(out))) {
 				missing = append(missing, fmt.Sprintf("%s (package %s)", l.Command, l.Package))
 				pkgs[l.Package] = true
@@ -198,15 +207,60 @@ func CheckTools(p *plan.Plan) error {
 		list = append(list, p)
 	}
 	sort.Strings(list)
+	if p.Cross != nil {
+		return fmt.Errorf("host executor: missing build tools to cross-compile for %s: %s: run `apt-get install %s` (a NAME:%s package needs `dpkg --add-architecture %s` and `apt-get update` first; .ci/install-deps does all of it)",
+			p.Platform, strings.Join(missing, ", "), strings.Join(list, " "), p.Platform.Arch, p.Platform.Arch)
+	}
 	return fmt.Errorf("host executor: missing build tools: %s: run `apt-get install %s`",
 		strings.Join(missing, ", "), strings.Join(list, " "))
 }
 
+// binfmtDir is where the kernel lists the binfmt_misc handlers.
+var binfmtDir = "/proc/sys/fs/binfmt_misc"
+
+// CheckEmulation is nil for a native plan, and for a cross plan when the kernel runs the
+// target's programs through qemu (binfmt_misc, the handler enabled with the F flag, so the
+// interpreter is found in containers and build directories alike): nginx's configure runs
+// its test programs (see plan.Cross).
+func CheckEmulation(p *plan.Plan) error {
+	if p.Cross == nil {
+		return nil
+	}
+	return EmulationReady(p.Cross.Emulator)
+}
+
+// EmulationReady is nil when the binfmt_misc handler name (qemu-aarch64) is registered,
+// enabled and has the F flag; otherwise it says what is missing and how to get it.
+func EmulationReady(name string) error {
+	fix := "run .ci/install-deps as root (it mounts binfmt_misc when it is not mounted and installs qemu-user-static and binfmt-support, which register " + name + "), or `mount -t binfmt_misc binfmt_misc " + binfmtDir + " && apt-get install qemu-user-static binfmt-support && update-binfmts --enable " + name + "`"
+	if _, err := os.Stat(filepath.Join(binfmtDir, "register")); err != nil {
+		return fmt.Errorf("running %s programs needs binfmt_misc, which is not mounted at %s: %s", strings.TrimPrefix(name, "qemu-"), binfmtDir, fix)
+	}
+	b, err := os.ReadFile(filepath.Join(binfmtDir, name))
+	if err != nil {
+		return fmt.Errorf("running %s programs needs the binfmt_misc handler %s, which is not registered: %s", strings.TrimPrefix(name, "qemu-"), name, fix)
+	}
+	text := string(b)
+	if !strings.HasPrefix(text, "enabled\n") {
+		return fmt.Errorf("the binfmt_misc handler %s is disabled: %s", name, fix)
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if flags, ok := strings.CutPrefix(line, "flags: "); ok && strings.Contains(flags, "F") {
+			return nil
+		}
+	}
+	return fmt.Errorf("the binfmt_misc handler %s lacks the F flag (the interpreter is then looked up in each container's own root, where it is not): register it with F (Debian's qemu-user-static does): %s", name, fix)
+}
+
 // compilerVersion identifies the toolchain for the cache key: a new compiler may produce
 // different code from the same inputs.
-func compilerVersion() (string, error) {
+func compilerVersion(p *plan.Plan) (string, error) {
 	var b strings.Builder
-	for _, args := range [][]string{{"cc", "--version"}, {"ld", "--version"}} {
+	ld := "ld"
+	if p.Cross != nil {
+		ld = p.Cross.Triple + "-ld"
+	}
+	for _, args := range [][]string{{p.CC(), "--version"}, {ld, "--version"}} {
 		out, err := exec.Command(args[0], args[1:]...).Output()
 		if err != nil {
 			return "", fmt.Errorf("host executor: running `%s`: %w", strings.Join(args, " "), err)
