@@ -28,7 +28,7 @@ func init() {
 // the in-engine client's (pipeline/smoke's Flag*), so one argv serves both.
 func smokeFlags(fs *flag.FlagSet) runFunc {
 	var req forge.SmokeRequest
-	fs.StringVar(&req.Image, "image", "", "image `REF` to test (tag or digest)")
+	fs.StringVar(&req.Image, "image", "", "image `REF` to test (tag or digest), or docker-archive:FILE.tar (a tarball ci build --output wrote)")
 	engineName := fs.String("engine", "host", "where --image runs: host (runc on this machine, as deployed: read-only root, tmpfs, no capabilities) or dagger (a service on the Dagger engine, as ci build --engine dagger smoke-tests)")
 	fs.StringVar(&req.ExpectLock, "expect-lock", "", "lock `file` whose nginx, OpenSSL and PCRE2 versions the image must have (default: the versions the image records; not compared when it records none)")
 	fs.StringVar(&req.Modules, "modules", "", "comma-separated nginx `modules` the image was built with, as for build --modules (default: the modules the image records, else the default set; \"any\" to skip the comparison)")

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
@@ -170,17 +171,9 @@ func PrepareImageSmoke(ctx context.Context, r SmokeRequest) (*ImageSmoke, error)
 	if err := r.Validate(); err != nil { // before the pull, not after it
 		return nil, err
 	}
-	var nopts []name.Option
-	if r.Insecure {
-		nopts = append(nopts, name.Insecure)
-	}
-	ref, err := name.ParseReference(r.Image, nopts...)
+	img, err := r.loadImage(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("--image %q: parsing reference: %w", r.Image, err)
-	}
-	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(image.Keychain()))
-	if err != nil {
-		return nil, fmt.Errorf("pulling image %s: %w", r.Image, err)
+		return nil, err
 	}
 	digest, err := img.Digest()
 	if err != nil {
@@ -239,4 +232,33 @@ func (r SmokeRequest) imageExpectations(img v1.Image) (smoke.Expect, string, err
 		from += ", modules from --modules"
 	}
 	return e, from, nil
+}
+
+// DockerArchivePrefix names an image in a tarball `ci build --output FILE.tar` wrote (docker
+// load's format), as skopeo spells it: --image docker-archive:FILE.tar.
+const DockerArchivePrefix = "docker-archive:"
+
+// loadImage is r.Image from its registry, or from a tarball (DockerArchivePrefix): a built
+// image can be smoke-tested before it is pushed anywhere.
+func (r SmokeRequest) loadImage(ctx context.Context) (v1.Image, error) {
+	if file, ok := strings.CutPrefix(r.Image, DockerArchivePrefix); ok {
+		img, err := tarball.ImageFromPath(file, nil)
+		if err != nil {
+			return nil, fmt.Errorf("--image %s: reading the image tarball %s (written by ci build --output FILE.tar): %w", r.Image, file, err)
+		}
+		return img, nil
+	}
+	var nopts []name.Option
+	if r.Insecure {
+		nopts = append(nopts, name.Insecure)
+	}
+	ref, err := name.ParseReference(r.Image, nopts...)
+	if err != nil {
+		return nil, fmt.Errorf("--image %q: parsing reference: %w", r.Image, err)
+	}
+	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(image.Keychain()))
+	if err != nil {
+		return nil, fmt.Errorf("pulling image %s: %w", r.Image, err)
+	}
+	return img, nil
 }
