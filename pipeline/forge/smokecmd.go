@@ -234,14 +234,14 @@ func (r SmokeRequest) imageExpectations(img v1.Image) (smoke.Expect, string, err
 	return e, from, nil
 }
 
-// DockerArchivePrefix names an image in a tarball `ci build --output FILE.tar` wrote (docker
+// dockerArchivePrefix names an image in a tarball `ci build --output FILE.tar` wrote (docker
 // load's format), as skopeo spells it: --image docker-archive:FILE.tar.
-const DockerArchivePrefix = "docker-archive:"
+const dockerArchivePrefix = "docker-archive:"
 
-// loadImage is r.Image from its registry, or from a tarball (DockerArchivePrefix): a built
+// loadImage is r.Image from its registry, or from a tarball (dockerArchivePrefix): a built
 // image can be smoke-tested before it is pushed anywhere.
 func (r SmokeRequest) loadImage(ctx context.Context) (v1.Image, error) {
-	if file, ok := strings.CutPrefix(r.Image, DockerArchivePrefix); ok {
+	if file, ok := strings.CutPrefix(r.Image, dockerArchivePrefix); ok {
 		img, err := tarball.ImageFromPath(file, nil)
 		if err != nil {
 			return nil, fmt.Errorf("--image %s: reading the image tarball %s (written by ci build --output FILE.tar): %w", r.Image, file, err)

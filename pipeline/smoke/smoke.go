@@ -190,7 +190,7 @@ type Options struct {
 	StartTimeout, CheckTimeout time.Duration
 	// Emulated says the image runs under emulation (qemu-user through binfmt_misc: an arm64
 	// image on an amd64 machine): StartTimeout and CheckTimeout are then scaled by
-	// EmulationTimeoutFactor, here and nowhere else.
+	// emulationTimeoutFactor, here and nowhere else.
 	Emulated bool
 	// Logf receives progress; nil is quiet.
 	Logf func(format string, args ...any)
@@ -216,16 +216,16 @@ func (o *Options) defaults() {
 		o.CheckTimeout = 15 * time.Second
 	}
 	if o.Emulated {
-		o.StartTimeout *= EmulationTimeoutFactor
-		o.CheckTimeout *= EmulationTimeoutFactor
+		o.StartTimeout *= emulationTimeoutFactor
+		o.CheckTimeout *= emulationTimeoutFactor
 	}
 }
 
-// EmulationTimeoutFactor scales the smoke timeouts for an image run under qemu-user: the
+// emulationTimeoutFactor scales the smoke timeouts for an image run under qemu-user: the
 // emulated nginx starts and answers several times slower than natively (TLS handshakes
 // are the slowest part: public-key arithmetic, interpreted instruction by instruction).
 // The checks' work is the same; only the time they may take grows.
-const EmulationTimeoutFactor = 5
+const emulationTimeoutFactor = 5
 
 // Check names, stable for scripts and tests.
 const (

@@ -60,7 +60,7 @@ func (e *Engine) Builder(ctx context.Context, p *plan.Plan) (engine.Builder, err
 		if err := CheckTools(bp); err != nil {
 			return engine.Builder{}, err
 		}
-		if err := CheckEmulation(bp); err != nil {
+		if err := checkEmulation(bp); err != nil {
 			return engine.Builder{}, err
 		}
 	}
