@@ -110,6 +110,7 @@ func expectOf(l *lock.Lock, p *plan.Plan) (smoke.Expect, error) {
 			*c.dst = comp.Version
 		}
 	}
+	e.Arch = p.Platform.Arch
 	var err error
 	e.Modules, err = plan.ConfigureFlags(p.Modules)
 	return e, err

@@ -214,6 +214,20 @@ func PrepareImageSmoke(ctx context.Context, r SmokeRequest) (*ImageSmoke, error)
 // ImageExpectations are what img is compared with (see PrepareImageSmoke), and where they
 // came from.
 func (r SmokeRequest) ImageExpectations(img v1.Image) (smoke.Expect, string, error) {
+	e, from, err := r.imageExpectations(img)
+	if err != nil {
+		return e, from, err
+	}
+	// The binary must be built for the architecture the image says it is for.
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return smoke.Expect{}, "", fmt.Errorf("--image: reading its config: %w", err)
+	}
+	e.Arch = cf.Architecture
+	return e, from, nil
+}
+
+func (r SmokeRequest) imageExpectations(img v1.Image) (smoke.Expect, string, error) {
 	flagExpect, err := r.Expectations()
 	if err != nil {
 		return smoke.Expect{}, "", err

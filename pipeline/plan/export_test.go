@@ -13,3 +13,11 @@ const (
 	StageOpenSSLInstrumented = stageOpenSSLInstrumented
 	StagePGOProfile          = stagePGOProfile
 )
+
+// CrossEdits are the script lines a cross build rewrites (TestCrossEditsApply).
+func CrossEdits() (from, to []string) {
+	for _, e := range crossEdits {
+		from, to = append(from, e.from), append(to, e.to)
+	}
+	return from, to
+}

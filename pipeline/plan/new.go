@@ -17,6 +17,8 @@ type options struct {
 	jobs     int
 	modules  []string
 	optimize string
+	// buildArch is the builder's architecture when it is not the target's (ForBuild).
+	buildArch string
 	// training: NewTraining's plan, up to the training stage, never from a recorded profile.
 	training bool
 }
@@ -69,6 +71,18 @@ var shipped embed.FS
 
 // New returns the plan that builds l's components for the options' platform.
 func New(l *lock.Lock, opts ...Option) (*Plan, error) {
+	p, err := newPlan(l, opts)
+	if err != nil {
+		return nil, err
+	}
+	if p.lock == nil {
+		// What ForBuild makes the builder's plan from: the same lock and options.
+		p.lock, p.opts = l, append([]Option(nil), opts...)
+	}
+	return p, nil
+}
+
+func newPlan(l *lock.Lock, opts []Option) (*Plan, error) {
 	if l == nil {
 		return nil, fmt.Errorf("plan: no lock given")
 	}
@@ -85,8 +99,12 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 	if err := st.checkOptimize(o.optimize); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	if o.optimize == OptimizeAuto && !st.defaultLibraries() {
+	cross := o.buildArch != "" && o.buildArch != o.platform.Arch
+	if o.optimize == OptimizeAuto && (!st.defaultLibraries() || cross) {
 		o.optimize = OptimizeNone
+	}
+	if cross && o.optimize != OptimizeNone {
+		return nil, fmt.Errorf("plan: optimize %q cannot be cross-compiled for %s from a linux/%s builder: use --optimize none, or build on a %s machine", o.optimize, o.platform, o.buildArch, o.platform)
 	}
 	if o.optimize == OptimizeAuto && !o.training {
 		return newAuto(l, opts)
@@ -111,7 +129,7 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 			return nil, fmt.Errorf("plan: %w", err)
 		}
 		if done { // the training plan ends at the training
-			return b.p, nil
+			return b.p, b.crossify()
 		}
 	}
 	b.p.Stages = append(b.p.Stages, Stage{
@@ -122,7 +140,7 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 		Files:  b.files,
 		Script: b.nginxScript,
 	})
-	return b.p, nil
+	return b.p, b.crossify()
 }
 
 // resolveCPU fills in the platform's default CPU level and checks the level can be built

@@ -20,7 +20,11 @@ package plan
 // The Dagger executor uses the fixed paths below so that container builds are identical
 // wherever they run; the host executor uses directories of its own. Scripts must keep these
 // paths out of their outputs (the scripts' -ffile-prefix-map maps $WORK to /build/<stage>).
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+)
 
 const (
 	ContainerSrcDir  = "/src"  // SRC = /src/<file name>
@@ -32,6 +36,9 @@ const (
 // Plan is a complete, engine-independent build description.
 type Plan struct {
 	Platform Platform
+	// Cross is how the stages cross-compile for Platform on another architecture (ForBuild);
+	// nil in a plan the target's own architecture builds.
+	Cross *Cross
 	// CPU is the named -march level every stage compiles for (see CPULevels).
 	CPU string
 	// Native is true when CPU is "native": the binary then only runs on CPUs like the build
@@ -68,6 +75,20 @@ type Plan struct {
 	Stages []Stage
 	// Final names the stage whose OUT is the install tree the image is made of.
 	Final string
+
+	// lock and opts are what New made the plan from, for ForBuild.
+	lock *lock.Lock
+	opts []Option
+}
+
+// CC is the C compiler command the stages compile with: cc, or the cross toolchain's gcc. An
+// executor identifies the toolchain by it (its version is part of a host stage's key) and
+// asks it where the static libraries are (HostLibraries).
+func (p *Plan) CC() string {
+	if p.Cross != nil {
+		return p.Cross.tool("gcc")
+	}
+	return "cc"
 }
 
 // Platform is an OS/architecture pair, e.g. linux/amd64.

@@ -12,6 +12,9 @@ import (
 func (p *Plan) Render() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "platform: %s\n", p.Platform)
+	if p.Cross != nil {
+		fmt.Fprintf(&b, "cross: from %s with %s (qemu prefix %s)\n", p.Cross.Build, p.Cross.Triple, p.Cross.Sysroot)
+	}
 	fmt.Fprintf(&b, "cpu: %s\n", p.CPU)
 	fmt.Fprintf(&b, "modules: %s\n", strings.Join(p.Modules, " "))
 	fmt.Fprintf(&b, "jobs: %d\n", p.Jobs)

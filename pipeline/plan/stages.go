@@ -46,6 +46,7 @@ func newBuilder(l *lock.Lock, o options, st stack, modNames []string) *builder {
 			HostTools:       hostTools,
 			HostLibraries:   hostLibraries,
 			Final:           lock.Nginx,
+			Cross:           newCross(o),
 		},
 		nginxDeps:    []string{st.zlib, lock.PCRE2, st.tls},
 		shippedNames: []string{"nginx.conf", "index.html"},

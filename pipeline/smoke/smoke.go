@@ -168,6 +168,10 @@ type Expect struct {
 	// these --with-* and --add-module flags. nil skips the comparison (the list found is
 	// reported).
 	Modules []string
+	// Arch is the architecture (GOARCH: amd64, arm64) the binary must be built for: its ELF
+	// machine, and that architecture's flags in its configure arguments (see checkArch). ""
+	// reports what the binary is without comparing.
+	Arch string
 }
 
 // Options configure Run.
@@ -184,6 +188,10 @@ type Options struct {
 	// StartTimeout bounds the wait for nginx to listen (default 20s); CheckTimeout bounds
 	// every other check (default 15s).
 	StartTimeout, CheckTimeout time.Duration
+	// Emulated says the image runs under emulation (qemu-user through binfmt_misc: an arm64
+	// image on an amd64 machine): StartTimeout and CheckTimeout are then scaled by
+	// emulationTimeoutFactor, here and nowhere else.
+	Emulated bool
 	// Logf receives progress; nil is quiet.
 	Logf func(format string, args ...any)
 }
@@ -207,7 +215,17 @@ func (o *Options) defaults() {
 	if o.CheckTimeout == 0 {
 		o.CheckTimeout = 15 * time.Second
 	}
+	if o.Emulated {
+		o.StartTimeout *= emulationTimeoutFactor
+		o.CheckTimeout *= emulationTimeoutFactor
+	}
 }
+
+// emulationTimeoutFactor scales the smoke timeouts for an image run under qemu-user: the
+// emulated nginx starts and answers several times slower than natively (TLS handshakes
+// are the slowest part: public-key arithmetic, interpreted instruction by instruction).
+// The checks' work is the same; only the time they may take grows.
+const emulationTimeoutFactor = 5
 
 // Check names, stable for scripts and tests.
 const (
@@ -217,6 +235,7 @@ const (
 	CheckCanary       = "binary: stack canary"
 	CheckNX           = "binary: NX stack"
 	CheckFortify      = "binary: fortified calls"
+	CheckArch         = "binary: architecture"
 	CheckDynamicNeeds = "dynamic needs"
 	CheckConfig       = "nginx -t"
 	CheckVersions     = "nginx -V versions"
@@ -298,6 +317,7 @@ func (r *runner) checks() []check {
 		{CheckCanary, elfCheck(checkCanary)},
 		{CheckNX, elfCheck(checkNX)},
 		{CheckFortify, elfCheck(checkFortify)},
+		{CheckArch, checkArch},
 		{CheckDynamicNeeds, checkDynamicNeeds},
 		{CheckConfig, checkConfig},
 		{CheckVersions, checkVersions},

@@ -232,6 +232,10 @@ func SingleLayerImage(layer v1.Layer, arch string, created v1.Time, h v1.History
 	}
 	cf = cf.DeepCopy()
 	cf.Architecture, cf.OS = arch, "linux"
+	if arch == "arm64" {
+		// As distroless's arm64 images (and the OCI image spec's platform list) name it.
+		cf.Variant = "v8"
+	}
 	cf.Created = created
 	cf.Config = config
 	return mutate.ConfigFile(img, cf)

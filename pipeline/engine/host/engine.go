@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -49,6 +50,20 @@ func (e *Engine) Preflight(ctx context.Context, smoke bool) error {
 // Builder is this machine: its glibc, which the binary links against, and no image (the
 // compilers are the machine's own).
 func (e *Engine) Builder(ctx context.Context, p *plan.Plan) (engine.Builder, error) {
+	// A cross build (plan.Cross) needs the cross toolchain and qemu: say so now, before
+	// anything is fetched, naming the packages.
+	bp, err := p.ForBuild(runtime.GOARCH)
+	if err != nil {
+		return engine.Builder{}, err
+	}
+	if bp.Cross != nil {
+		if err := CheckTools(bp); err != nil {
+			return engine.Builder{}, err
+		}
+		if err := checkEmulation(bp); err != nil {
+			return engine.Builder{}, err
+		}
+	}
 	argv := plan.GlibcVersionCommand()
 	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
 	if err != nil {
@@ -77,6 +92,12 @@ func (e *Engine) Build(ctx context.Context, p *plan.Plan, sources map[string]str
 
 // PackageVersion is the version of an installed package on this machine (dpkg-query).
 func (e *Engine) PackageVersion(ctx context.Context, p *plan.Plan, pkg string) (string, error) {
+	if pkg == plan.LibcryptPackage {
+		// A cross build links the target architecture's libcrypt.a (plan.Cross).
+		if bp, err := p.ForBuild(runtime.GOARCH); err == nil {
+			pkg = bp.LibcryptPackageOf()
+		}
+	}
 	argv := plan.PackageVersionCommand(pkg)
 	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
 	if err != nil {

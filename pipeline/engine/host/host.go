@@ -134,13 +134,22 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]str
 // run builds a plan whose input was checked (Run, or engine.Checked around Engine.Build).
 
 func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, report engine.Progress) (*Result, error) {
-	if p.Platform.OS != "linux" || p.Platform.Arch != runtime.GOARCH {
-		return nil, fmt.Errorf("host executor: plan is for %s but this machine is linux/%s: use the container executor, or plan for linux/%s", p.Platform, runtime.GOARCH, runtime.GOARCH)
+	if p.Platform.OS != "linux" {
+		return nil, fmt.Errorf("host executor: plan is for %s but this machine is linux/%s: plan for linux/amd64 or linux/arm64", p.Platform, runtime.GOARCH)
+	}
+	// This machine is the builder: a plan for another architecture cross-compiles (see
+	// plan.Cross); a native plan is run as it is.
+	p, err := p.ForBuild(runtime.GOARCH)
+	if err != nil {
+		return nil, fmt.Errorf("host executor: %w", err)
 	}
 	if err := CheckTools(p); err != nil {
 		return nil, err
 	}
-	cc, err := compilerVersion()
+	if err := checkEmulation(p); err != nil {
+		return nil, err
+	}
+	cc, err := compilerVersion(p)
 	if err != nil {
 		return nil, err
 	}
@@ -191,9 +200,9 @@ func CheckTools(p *plan.Plan) error {
 			pkgs[t.Package] = true
 		}
 	}
-	if _, err := exec.LookPath("cc"); err == nil {
+	if _, err := exec.LookPath(p.CC()); err == nil {
 		for _, l := range p.HostLibraries {
-			out, err := exec.Command("cc", "-print-file-name="+l.Command).Output()
+			out, err := exec.Command(p.CC(), "-print-file-name="+l.Command).Output()
 			if err != nil || !filepath.IsAbs(strings.TrimSpace(string(out))) {
 				missing = append(missing, fmt.Sprintf("%s (package %s)", l.Command, l.Package))
 				pkgs[l.Package] = true
@@ -208,15 +217,23 @@ func CheckTools(p *plan.Plan) error {
 		list = append(list, p)
 	}
 	sort.Strings(list)
+	if p.Cross != nil {
+		return fmt.Errorf("host executor: missing build tools to cross-compile for %s: %s: run `apt-get install %s` (a NAME:%s package needs `dpkg --add-architecture %s` and `apt-get update` first; .ci/install-deps does all of it)",
+			p.Platform, strings.Join(missing, ", "), strings.Join(list, " "), p.Platform.Arch, p.Platform.Arch)
+	}
 	return fmt.Errorf("host executor: missing build tools: %s: run `apt-get install %s`",
 		strings.Join(missing, ", "), strings.Join(list, " "))
 }
 
 // compilerVersion identifies the toolchain for the cache key: a new compiler may produce
 // different code from the same inputs.
-func compilerVersion() (string, error) {
+func compilerVersion(p *plan.Plan) (string, error) {
 	var b strings.Builder
-	for _, args := range [][]string{{"cc", "--version"}, {"ld", "--version"}} {
+	ld := "ld"
+	if p.Cross != nil {
+		ld = p.Cross.Triple + "-ld"
+	}
+	for _, args := range [][]string{{p.CC(), "--version"}, {ld, "--version"}} {
 		out, err := exec.Command(args[0], args[1:]...).Output()
 		if err != nil {
 			return "", fmt.Errorf("host executor: running `%s`: %w", strings.Join(args, " "), err)

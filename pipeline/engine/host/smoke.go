@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -31,6 +32,24 @@ type SmokeOptions struct {
 // the suite's table. The error is for failures to get that far (unpack, a missing tls.conf
 // block); failed checks are in the report (Report.Err).
 func SmokeImage(ctx context.Context, img v1.Image, o SmokeOptions) (smoke.Report, error) {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return smoke.Report{}, fmt.Errorf("reading the image's config: %w", err)
+	}
+	if cf.Architecture != runtime.GOARCH {
+		// Another architecture's image runs here under qemu-user (binfmt_misc), slower.
+		emu, ok := emulators[cf.Architecture]
+		if !ok {
+			return smoke.Report{}, fmt.Errorf("the image is %s/%s, which this linux/%s machine cannot run", cf.OS, cf.Architecture, runtime.GOARCH)
+		}
+		if err := EmulationReady(emu); err != nil {
+			return smoke.Report{}, fmt.Errorf("smoke-testing a %s image on this linux/%s machine: %w", cf.Architecture, runtime.GOARCH, err)
+		}
+		o.Emulated = true
+	}
+	if o.Expect.Arch == "" {
+		o.Expect.Arch = cf.Architecture
+	}
 	opts := []ocirun.Option{ocirun.WithLogger(o.Logf)}
 	if o.WorkDir != "" {
 		opts = append(opts, ocirun.WithDir(o.WorkDir))
@@ -42,6 +61,9 @@ func SmokeImage(ctx context.Context, img v1.Image, o SmokeOptions) (smoke.Report
 	defer b.Close()
 	return smokeBundle(ctx, b, o)
 }
+
+// emulators are the binfmt_misc handlers that run another architecture's images here.
+var emulators = map[string]string{"arm64": "qemu-aarch64", "amd64": "qemu-x86_64"}
 
 // nginxConf is the image's nginx.conf (the runtime contract), which documents tls.conf.
 const nginxConf = "/etc/nginx/nginx.conf"

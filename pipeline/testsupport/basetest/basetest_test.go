@@ -154,3 +154,30 @@ func TestPushStandInToRealRegistry(t *testing.T) {
 		t.Errorf("pulled %s, pushed %s", gd, d.DigestStr())
 	}
 }
+
+// The arm64 stand-in (the runtime base of the arm64 tests): Debian trixie's arm64 packages,
+// an AArch64 loader and libc, configured linux/arm64/v8 as distroless's arm64 images are.
+func TestStandInBaseARM64(t *testing.T) {
+	img, r := For(t, Options{Arch: "arm64"})
+	t.Logf("rootfs %s: %v", r.Dir, r.Versions)
+	files := imageFiles(t, img)
+	for _, p := range []string{"usr/lib/aarch64-linux-gnu/libc.so.6", "usr/lib/ld-linux-aarch64.so.1", "etc/ssl/certs/ca-certificates.crt"} {
+		if _, ok := files[p]; !ok {
+			t.Errorf("arm64 stand-in base lacks %s", p)
+		}
+	}
+	if _, ok := files["usr/lib/x86_64-linux-gnu/libc.so.6"]; ok {
+		t.Error("arm64 stand-in base has amd64's libc")
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.OS != "linux" || cf.Architecture != "arm64" || cf.Variant != "v8" || cf.Config.User != "65532" {
+		t.Errorf("config %s/%s/%s user %q, want linux/arm64/v8 user 65532", cf.OS, cf.Architecture, cf.Variant, cf.Config.User)
+	}
+	amd, _ := For(t, Options{})
+	if cf, _ := amd.ConfigFile(); cf.Variant != "" {
+		t.Errorf("the amd64 stand-in gained variant %q", cf.Variant)
+	}
+}
