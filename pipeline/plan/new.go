@@ -82,12 +82,6 @@ func New(l *lock.Lock, opts ...Option) (*Plan, error) {
 		}
 	}
 	st := stackOf(l)
-	if err := st.checkOptimize(o.optimize); err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
-	}
-	if o.optimize == OptimizeAuto && !st.defaultLibraries() {
-		o.optimize = OptimizeNone
-	}
 	if o.optimize == OptimizeAuto && !o.training {
 		return newAuto(l, opts)
 	}
