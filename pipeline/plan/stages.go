@@ -133,6 +133,14 @@ func (b *builder) libraryScript(name string) string {
 	return libraryStageScripts[name]
 }
 
+// profileUseFor is the profile-use flags of library name's stage.
+func (b *builder) profileUseFor(name string) []string {
+	if name == lock.OpenSSL {
+		return []string{profileUse}
+	}
+	return []string{profileUse, profileUseAbsPaths}
+}
+
 // isProfiled reports whether library name is one of the stack's profiled libraries.
 func (b *builder) isProfiled(name string) bool {
 	for _, p := range b.st.profiled() {
@@ -260,7 +268,7 @@ func (b *builder) pgoStages() (done bool, err error) {
 			Name:   name,
 			Source: b.src(name),
 			Deps:   []string{profile},
-			Env:    b.libraryEnv(name, profileUse),
+			Env:    b.libraryEnv(name, b.profileUseFor(name)...),
 			Script: profileScript(name, profile, b.libraryScript(name)),
 		})
 	}

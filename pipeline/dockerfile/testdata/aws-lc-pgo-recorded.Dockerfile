@@ -84,7 +84,7 @@ COPY --from=pgo-profile /out/pgo-profile/ /deps/pgo-profile/
 ENV SOURCE_DATE_EPOCH="1723593600" \
     TZ="UTC" \
     LC_ALL="C" \
-    CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile" \
+    CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile -Wno-error=coverage-mismatch" \
     AR="gcc-ar" \
     RANLIB="gcc-ranlib" \
     NM="gcc-nm" \
@@ -132,7 +132,7 @@ COPY --from=pgo-profile /out/pgo-profile/ /deps/pgo-profile/
 ENV SOURCE_DATE_EPOCH="1723593600" \
     TZ="UTC" \
     LC_ALL="C" \
-    CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile" \
+    CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile -Wno-error=coverage-mismatch" \
     LDFLAGS="-pie -Wl,-z,relro,-z,now -Wl,--as-needed" \
     AR="gcc-ar" \
     RANLIB="gcc-ranlib" \
@@ -197,7 +197,7 @@ COPY --from=pgo-profile /out/pgo-profile/ /deps/pgo-profile/
 ENV SOURCE_DATE_EPOCH="1723593600" \
     TZ="UTC" \
     LC_ALL="C" \
-    CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile" \
+    CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile -Wno-error=coverage-mismatch" \
     LDFLAGS="-pie -Wl,-z,relro,-z,now -Wl,--as-needed" \
     AR="gcc-ar" \
     RANLIB="gcc-ranlib" \

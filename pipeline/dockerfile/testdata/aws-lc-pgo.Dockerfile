@@ -728,7 +728,7 @@ COPY --from=pgo-train /out/pgo-train/ /deps/pgo-train/
 ENV SOURCE_DATE_EPOCH="1723593600" \
     TZ="UTC" \
     LC_ALL="C" \
-    CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile" \
+    CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile -Wno-error=coverage-mismatch" \
     AR="gcc-ar" \
     RANLIB="gcc-ranlib" \
     NM="gcc-nm" \
@@ -776,7 +776,7 @@ COPY --from=pgo-train /out/pgo-train/ /deps/pgo-train/
 ENV SOURCE_DATE_EPOCH="1723593600" \
     TZ="UTC" \
     LC_ALL="C" \
-    CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile" \
+    CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile -Wno-error=coverage-mismatch" \
     LDFLAGS="-pie -Wl,-z,relro,-z,now -Wl,--as-needed" \
     AR="gcc-ar" \
     RANLIB="gcc-ranlib" \
@@ -841,7 +841,7 @@ COPY --from=pgo-train /out/pgo-train/ /deps/pgo-train/
 ENV SOURCE_DATE_EPOCH="1723593600" \
     TZ="UTC" \
     LC_ALL="C" \
-    CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile" \
+    CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile -Wno-error=coverage-mismatch" \
     LDFLAGS="-pie -Wl,-z,relro,-z,now -Wl,--as-needed" \
     AR="gcc-ar" \
     RANLIB="gcc-ranlib" \
