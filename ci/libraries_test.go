@@ -25,7 +25,6 @@ func TestLibraryChoiceRefusedBeforeAnyDownload(t *testing.T) {
 		{"unknown TLS library", []string{"--tls", "boringssl"}, []string{`--tls "boringssl": use one of openssl, aws-lc`}},
 		{"lock without AWS-LC", []string{"--tls", "aws-lc", "--lock", testLockPath}, []string{"--tls aws-lc: the lock " + testLockPath + " builds with openssl", "pipeline/lock/aws-lc.lock.json (aws-lc, zlib-ng)"}},
 		{"no shipped pair", []string{"--tls", "openssl", "--zlib", "zlib-ng"}, []string{"no shipped lock builds with --tls openssl --zlib zlib-ng", "--lock"}},
-		{"lto with AWS-LC", []string{"--tls", "aws-lc", "--optimize", "lto"}, []string{`optimize "lto" is set up for OpenSSL and zlib`, "--optimize none"}},
 		{"AWS-LC with nginx 1.26", []string{"--lock", filepath.Join("testdata", "aws-lc-nginx-1.26.lock.json")}, []string{"nginx 1.26.3 cannot be built with AWS-LC", "from 1.29.2"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

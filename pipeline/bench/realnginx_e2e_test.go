@@ -466,3 +466,35 @@ func startTestServer(t *testing.T, bin string, k Knobs) *server {
 	})
 	return s
 }
+
+// Like for like, the gzip scenario's report gives each server's bytes per response: the
+// same nginx at gzip level 1 and level 9 (knob GzipCompLevel) sends gzip both times, level 9
+// strictly fewer bytes, and the text report prints both sizes.
+func TestRunReportsGzipBytesLikeForLike(t *testing.T) {
+	nginx := testenvTool(t)
+	sc, _ := SelectScenarios("http-keepalive,gzip")
+	fast, best := DefaultKnobs(), DefaultKnobs()
+	fast.GzipCompLevel, best.GzipCompLevel = 1, 9
+	rep, err := Run(context.Background(), []Target{{Name: "level1", Binary: nginx, Knobs: fast}, {Name: "level9", Binary: nginx, Knobs: best}}, 0,
+		Options{Scenarios: sc, Duration: time.Second, Rounds: 1, Warmup: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Mode != ModeLikeForLike {
+		t.Fatalf("mode %q", rep.Mode)
+	}
+	if k := rep.Scenarios[0].Results[0]; k.ContentEncoding != "" || k.BodyBytes != 0 {
+		t.Errorf("http-keepalive asks for no compression, yet reports %q, %d bytes", k.ContentEncoding, k.BodyBytes)
+	}
+	g := rep.Scenarios[1].Results
+	if g[0].ContentEncoding != "gzip" || g[1].ContentEncoding != "gzip" || g[1].BodyBytes <= 0 || g[1].BodyBytes >= g[0].BodyBytes {
+		t.Errorf("gzip as served: level 1 %q %d bytes, level 9 %q %d bytes", g[0].ContentEncoding, g[0].BodyBytes, g[1].ContentEncoding, g[1].BodyBytes)
+	}
+	var out strings.Builder
+	if err := rep.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("level1 gzip, %d bytes; level9 gzip, %d bytes", g[0].BodyBytes, g[1].BodyBytes); !strings.Contains(out.String(), want) {
+		t.Errorf("the report lacks %q:\n%s", want, out.String())
+	}
+}

@@ -100,8 +100,9 @@ type Result struct {
 	P50           Stat `json:"p50_ms"`
 	P99           Stat `json:"p99_ms"`
 	CPUPerRequest Stat `json:"cpu_us_per_request"`
-	// ContentEncoding and BodyBytes say how an out-of-box server served the scenario's
-	// response (a config may not compress what another does).
+	// ContentEncoding and BodyBytes say how the server served the scenario's response: for
+	// every scenario out of the box (a config may not compress what another does), and for the
+	// scenarios that ask for compression in both modes (bytes on the wire per response).
 	ContentEncoding string `json:"content_encoding,omitempty"`
 	BodyBytes       int    `json:"body_bytes,omitempty"`
 }

@@ -8,8 +8,8 @@ import (
 	"text/tabwriter"
 )
 
-// writeExtras prints what the report has beyond the timed figures: how out-of-box servers
-// served each scenario, system calls per request, and memory. md selects Markdown tables.
+// writeExtras prints what the report has beyond the timed figures: how each server served
+// the scenarios that ask for compression (and, out of the box, every scenario), system calls per request, and memory. md selects Markdown tables.
 func (r *Report) writeExtras(w io.Writer, md bool) error {
 	var served []string
 	for _, s := range r.Scenarios {
@@ -24,7 +24,7 @@ func (r *Report) writeExtras(w io.Writer, md bool) error {
 		}
 	}
 	if len(served) > 0 {
-		fmt.Fprint(w, "\nResponses as served (out of the box, a config may not compress what another does; CPU per request then compares different work):\n\n")
+		fmt.Fprint(w, "\nResponses as served, bytes of the body (compare CPU per request at equal or fewer bytes; out of the box a config may not compress what another does, and CPU per request then compares different work):\n\n")
 		for _, l := range served {
 			if md {
 				fmt.Fprintf(w, "- %s\n", l)

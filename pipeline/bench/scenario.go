@@ -184,3 +184,14 @@ func (s Scenario) Check(c Config) error {
 	}
 	return nil
 }
+
+// asksForCompression reports whether the scenario's requests accept a compressed response
+// (an Accept-Encoding header): its report then gives the bytes of the response as served.
+func (s Scenario) asksForCompression() bool {
+	for _, h := range s.Headers {
+		if k, _, ok := strings.Cut(h, ":"); ok && strings.EqualFold(strings.TrimSpace(k), "Accept-Encoding") {
+			return true
+		}
+	}
+	return false
+}

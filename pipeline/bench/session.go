@@ -157,6 +157,15 @@ func (r *session) start(i int, t Target) error {
 		if err := sc.Check(c); err != nil {
 			return fmt.Errorf("target %s: %w", t.Name, err)
 		}
+		if sc.asksForCompression() {
+			// Compressed bytes per response: CPU per request of two compressors compares
+			// like with like only at equal or fewer bytes on the wire.
+			enc, size, err := checkAsServed(sc, c)
+			if err != nil {
+				return fmt.Errorf("target %s: %w", t.Name, err)
+			}
+			r.served[[2]int{si, i}] = servedAs{enc, size}
+		}
 	}
 	r.opts.Logf("started %s: nginx %s (%s) pid %d on 127.0.0.1:%d/%d", t.Name, info.Version, info.OpenSSL, s.PID(), c.HTTPPort, c.HTTPSPort)
 	return nil

@@ -276,7 +276,8 @@ func TestDockerfileSourceMirror(t *testing.T) {
 // TestDockerfileGoldenPGO keeps the pgo renderings of the default lock under testdata/, so
 // the training and profile steps (and any change to them) are reviewed as a Dockerfile too:
 // pgo.Dockerfile trains during the build (no recorded profile), pgo-recorded.Dockerfile
-// fetches a recorded profile by URL and checksum and trains nothing. Regenerate: go test
+// fetches a recorded profile by URL and checksum and trains nothing; aws-lc-pgo*.Dockerfile
+// are the same for the AWS-LC variant's lock (an in-repository profile for the second). Regenerate: go test
 // ./pipeline/dockerfile -run DockerfileGoldenPGO -update
 func TestDockerfileGoldenPGO(t *testing.T) {
 	l := lock.Default()
@@ -287,6 +288,17 @@ func TestDockerfileGoldenPGO(t *testing.T) {
 	recorded := *l
 	recorded.Profiles = []lock.Profile{{Platform: "linux/amd64", Training: trained.TrainingKey,
 		URL: "https://pgo.example.org/nginx-forge/nginx-forge-pgo-amd64.tar.gz", SHA256: strings.Repeat("5e", 32)}}
+	// The AWS-LC variant (the shipped variant lock): zlib-ng, PCRE2 and AWS-LC instrumented
+	// and compiled with the profile too.
+	vb, _ := lock.BuiltinAt(lock.AWSLCPath)
+	variant := vb.Lock()
+	vtrained, err := plan.New(variant, plan.WithOptimize(plan.OptimizePGO))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vrecorded := *variant
+	vrecorded.Profiles = []lock.Profile{{Platform: "linux/amd64", Training: vtrained.TrainingKey,
+		URL: "profiles/linux-amd64-" + vtrained.TrainingKey + ".tar.gz", SHA256: strings.Repeat("7a", 32)}}
 	for _, tc := range []struct {
 		file  string
 		lock  *lock.Lock
@@ -294,6 +306,9 @@ func TestDockerfileGoldenPGO(t *testing.T) {
 	}{
 		{"pgo.Dockerfile", l, []string{"FROM builder AS openssl-instrumented", "FROM builder AS pgo-train", `. "$WORK/files/train/train.sh"`, "-fprofile-generate=/pgo/nginx", "-fprofile-use"}},
 		{"pgo-recorded.Dockerfile", &recorded, []string{"FROM builder AS pgo-profile", "ADD --checksum=sha256:" + strings.Repeat("5e", 32) + " https://pgo.example.org/nginx-forge/nginx-forge-pgo-amd64.tar.gz", "-fprofile-use"}},
+		{"aws-lc-pgo.Dockerfile", variant, []string{"FROM builder AS aws_lc-instrumented", "FROM builder AS zlib_ng-instrumented", "FROM builder AS pcre2-instrumented",
+			`export DEP_AWS_LC="$DEP_AWS_LC_INSTRUMENTED"`, "-fprofile-generate=/pgo/aws_lc", `-DCMAKE_AR="$(command -v "$AR")"`, "-fprofile-use"}},
+		{"aws-lc-pgo-recorded.Dockerfile", &vrecorded, []string{"FROM builder AS pgo-profile", `"$DEP_PGO_PROFILE/pgo/aws_lc"/*.gcda`, `"$DEP_PGO_PROFILE/pgo/zlib_ng"/*.gcda`, "-fprofile-use"}},
 	} {
 		p, err := plan.New(tc.lock, plan.WithOptimize(plan.OptimizePGO))
 		if err != nil {

@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
@@ -24,19 +25,18 @@ func stackOf(l *lock.Lock) stack {
 	return st
 }
 
-// defaultLibraries reports whether the stack is the default one (OpenSSL and zlib), the only
-// one the lto and pgo modes are set up for.
-func (st stack) defaultLibraries() bool { return st.zlib == lock.Zlib && st.tls == lock.OpenSSL }
-
-// checkOptimize refuses lto and pgo for another TLS library or zlib: their stages (the
-// instrumented OpenSSL, the profile's OpenSSL counters, the gcc-ar archives of zlib's and
-// OpenSSL's builds) are written for OpenSSL and zlib. AWS-LC's and zlib-ng's hot paths are
-// their own assembly and SIMD code, which neither mode reaches; auto builds them with none.
-func (st stack) checkOptimize(mode string) error {
-	if st.defaultLibraries() || mode == OptimizeNone || mode == OptimizeAuto {
-		return nil
+// profiled are the library stages the pgo mode instruments and compiles with the profile,
+// besides nginx. The default stack (OpenSSL and zlib) profiles OpenSSL, as it always has: its
+// recorded profiles and their training keys stay valid. Any other stack profiles all three
+// libraries: zlib-ng's and AWS-LC's hot paths are their own assembly and SIMD kernels, which
+// no profile changes, but what calls them (deflate's match finding and block logic, the TLS
+// state machine, record layer and certificate code, which are C and C++) is steered by it,
+// and LTO inlines that glue into nginx's calls.
+func (st stack) profiled() []string {
+	if st.zlib == lock.Zlib && st.tls == lock.OpenSSL {
+		return []string{lock.OpenSSL}
 	}
-	return fmt.Errorf("optimize %q is set up for OpenSSL and zlib, and this lock builds with %s and %s: use --optimize none (auto is none for it); AWS-LC's and zlib-ng's hot paths are their own assembly and SIMD code, which LTO and PGO do not reach", mode, st.tls, st.zlib)
+	return []string{st.zlib, lock.PCRE2, st.tls}
 }
 
 // Pin is what identifies a stage's source in stage identities (training key, host cache):
@@ -84,6 +84,21 @@ mkdir -p "$OUT/usr/lib" "$OUT/usr/include"
 install -m 0644 build/ssl/libssl.a build/crypto/libcrypto.a "$OUT/usr/lib/"
 cp -R include/openssl "$OUT/usr/include/openssl"
 ` + licenseScript(lock.AWSLC) + epilogue
+
+// awsLCArchiver makes CMake archive with the LTO plugin: CMake reads CMAKE_AR and
+// CMAKE_RANLIB, not the AR and RANLIB the lto mode puts in every stage's environment, and
+// an archive of GIMPLE objects without the plugin's symbol index links as if empty.
+const awsLCArchiver = ` \
+  -DCMAKE_AR="$(command -v "$AR")" -DCMAKE_RANLIB="$(command -v "$RANLIB")"
+`
+
+// awsLCScriptFor is AWS-LC's script for the mode: with lto, CMake archives through gcc-ar.
+func awsLCScriptFor(lto bool) string {
+	if !lto {
+		return awsLCScript
+	}
+	return strings.Replace(awsLCScript, "-DDISABLE_PERL=ON\n", "-DDISABLE_PERL=ON"+awsLCArchiver, 1)
+}
 
 // cmakePackages and cmakeTools are what AWS-LC's build needs beyond the default builder:
 // CMake, and the C++ compiler (build-essential has g++).

@@ -96,11 +96,8 @@ func newPlan(l *lock.Lock, opts []Option) (*Plan, error) {
 		}
 	}
 	st := stackOf(l)
-	if err := st.checkOptimize(o.optimize); err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
-	}
 	cross := o.buildArch != "" && o.buildArch != o.platform.Arch
-	if o.optimize == OptimizeAuto && (!st.defaultLibraries() || cross) {
+	if o.optimize == OptimizeAuto && cross {
 		o.optimize = OptimizeNone
 	}
 	if cross && o.optimize != OptimizeNone {

@@ -13,22 +13,26 @@ import (
 //   - lto: link-time optimization. Every stage compiles with -flto=auto (GIMPLE in the objects,
 //     "auto" lets GCC run the link-time jobs in parallel; the output does not depend on how
 //     many), the static libraries are made with gcc-ar/gcc-ranlib (AR, RANLIB, NM in the
-//     stages' environment; zlib's configure, PCRE2's libtool and OpenSSL's Configure read
-//     them), and nginx's link optimizes the whole program: nginx, OpenSSL, PCRE2, zlib.
+//     stages' environment; zlib's and zlib-ng's configure, PCRE2's libtool and OpenSSL's
+//     Configure read them; AWS-LC's CMake is given them as CMAKE_AR and CMAKE_RANLIB), and
+//     nginx's link optimizes the whole program: nginx, the TLS library, PCRE2, zlib.
 //     nginx links with -Wl,-E (its dynamic modules need the symbols), which keeps every
 //     global symbol alive: LTO inlines across files and libraries but removes little.
-//   - pgo: lto plus GCC's profile-guided optimization of OpenSSL and nginx, from a profile
-//     that is either recorded in the lock or trained during the build:
+//   - pgo: lto plus GCC's profile-guided optimization of nginx and the stack's profiled
+//     libraries (stack.profiled: OpenSSL in the default stack; zlib-ng, PCRE2 and AWS-LC in
+//     the variant), from a profile that is either recorded in the lock or trained during the
+//     build:
 //     recorded (lock: profiles, made by `ci pgo-profile`; the plan's TrainingKey must match
-//     the recorded one): stage pgo-profile unpacks it, and stages openssl and nginx build as
-//     in lto with -fprofile-use and the profile copied next to each object file. The same
-//     lock then gives the same binary.
+//     the recorded one): stage pgo-profile unpacks it, and the profiled libraries' stages and
+//     nginx build as in lto with -fprofile-use and the profile copied next to each object
+//     file. The same lock then gives the same binary.
 //     trained (no matching recorded profile; NOT reproducible, see Plan.Warnings): stage
-//     openssl-instrumented builds OpenSSL with -fprofile-generate; stage pgo-train builds
-//     nginx the same way against it, runs it on loopback with a fixed workload
-//     (files/train/train.sh) and keeps only the profile (OUT/pgo/{openssl,nginx}/*.gcda and
-//     OUT/pgo/compiler); openssl and nginx then use it as above. `ci pgo-profile` runs the
-//     plan up to pgo-train (NewTraining) and records its output.
+//     <library>-instrumented builds each profiled library with -fprofile-generate; stage
+//     pgo-train builds nginx the same way against them, runs it on loopback with a fixed
+//     workload (files/train/train.sh) and keeps only the profile
+//     (OUT/pgo/{<library>...,nginx}/*.gcda and OUT/pgo/compiler); the libraries and nginx
+//     then use it as above. `ci pgo-profile` runs the plan up to pgo-train (NewTraining) and
+//     records its output.
 //     Either way the profile travels as a stage output, so every engine (host, Dagger, the
 //     Dockerfile) runs the same steps.
 //
@@ -75,7 +79,7 @@ func WithOptimize(mode string) Option {
 
 // Stage names of the pgo mode.
 const (
-	stageOpenSSLInstrumented = "openssl-instrumented"
+	stageOpenSSLInstrumented = "openssl-instrumented" // instrumentedStage(lock.OpenSSL)
 	StagePGOTrain            = "pgo-train"
 )
 
@@ -99,6 +103,16 @@ func profileGenerate(component string) string {
 // rest on these flags: it needs the same profile, which a recorded one is.
 const profileUse = "-fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile"
 
+// profileUseAbsPaths is added to profileUse for the libraries whose builds compile sources by
+// absolute path (zlib-ng's per-architecture makefiles, AWS-LC's CMake; PCRE2's libtool, for
+// the same flags on the three): GCC checksums a function's source locations with the file
+// name as compiled, before -ffile-prefix-map, and the host engine builds each stage in a
+// directory of its own, so the instrumented and the optimizing builds name the same file
+// differently. GCC then still uses the counters (only a changed control flow discards them)
+// but, by default, fails the compile; this keeps that a warning. OpenSSL and nginx compile
+// by relative paths and do not need it.
+const profileUseAbsPaths = "-Wno-error=coverage-mismatch"
+
 // gcovPrefixBuild keeps what programs compiled during a build (nginx's configure tests)
 // write away from /pgo: GCOV_PREFIX is prepended to the profile path at run time.
 const gcovPrefixBuild = `export GCOV_PREFIX="$WORK/gcov-build"
@@ -117,34 +131,57 @@ done
 `
 }
 
-// opensslInstrumentedScript is opensslScript with the counters' path prefix.
-var opensslInstrumentedScript = prelude + gcovPrefixBuild + `export CFLAGS="$CFLAGS -fprofile-prefix-path=$WORK/src"
-` + strings.TrimPrefix(opensslScript, prelude)
+// instrumentedStage is the name of library name's instrumented stage ("openssl-instrumented").
+func instrumentedStage(name string) string { return name + "-instrumented" }
 
-// opensslProfileScript is opensslScript with the profile from stage in place.
-func opensslProfileScript(stage string) string {
-	return prelude + profileCopy(lock.OpenSSL, stage) + strings.TrimPrefix(opensslScript, prelude)
+// instrumentedScript is a library's script with the counters' path prefix.
+func instrumentedScript(script string) string {
+	return prelude + gcovPrefixBuild + `export CFLAGS="$CFLAGS -fprofile-prefix-path=$WORK/src"
+` + strings.TrimPrefix(script, prelude)
+}
+
+// profileScript is component's script with its profile from stage in place.
+func profileScript(component, stage, script string) string {
+	return prelude + profileCopy(component, stage) + strings.TrimPrefix(script, prelude)
 }
 
 // pgoTrainScript builds the instrumented nginx (configured exactly as the final one) and runs
 // the training; OUT gets the profile only.
 func pgoTrainScript(st stack, moduleFlags, moduleNames []string) string {
 	build, _ := nginxBuild(st, moduleFlags, moduleNames)
-	return prelude + gcovPrefixBuild + `# nginx is linked against the instrumented OpenSSL.
-export DEP_OPENSSL="$DEP_OPENSSL_INSTRUMENTED"
-export NGINX_CC_OPT="$NGINX_CC_OPT -fprofile-prefix-path=$WORK/src"
+	libs := st.profiled()
+	var link strings.Builder
+	if len(libs) == 1 && libs[0] == lock.OpenSSL {
+		link.WriteString("# nginx is linked against the instrumented OpenSSL.\n")
+	} else {
+		link.WriteString("# nginx is linked against the instrumented libraries.\n")
+	}
+	for _, name := range libs {
+		fmt.Fprintf(&link, "export %s=\"$%s\"\n", DepVar(name), DepVar(instrumentedStage(name)))
+	}
+	return prelude + gcovPrefixBuild + link.String() + `export NGINX_CC_OPT="$NGINX_CC_OPT -fprofile-prefix-path=$WORK/src"
 ` + build + `make -j"$JOBS"
 export GCOV_PREFIX="$WORK/gcov"
 . "$WORK/files/train/train.sh"
 # Keep the profile only, and the compiler that can read it (a recorded profile is checked
 # against the builder's: stage pgo-profile).
-mkdir -p "$OUT/pgo/openssl" "$OUT/pgo/nginx"
-for c in openssl nginx; do
+mkdir -p` + pgoDirs(libs) + `
+for c in ` + strings.Join(append(append([]string(nil), libs...), lock.Nginx), " ") + `; do
   ls "$WORK/gcov/pgo/$c"/*.gcda > /dev/null
   cp "$WORK/gcov/pgo/$c"/*.gcda "$OUT/pgo/$c/"
 done
 ` + compilerLine + ` > "$OUT/pgo/compiler"
 ` + epilogue
+}
+
+// pgoDirs are the profile's directories in OUT, one per profiled component, as the
+// training's mkdir names them.
+func pgoDirs(libs []string) string {
+	var b strings.Builder
+	for _, c := range append(append([]string(nil), libs...), lock.Nginx) {
+		fmt.Fprintf(&b, ` "$OUT/pgo/%s"`, c)
+	}
+	return b.String()
 }
 
 // stagePGOProfile unpacks a recorded profile (lock: profiles).

@@ -438,24 +438,90 @@ func TestCompressionModules(t *testing.T) {
 	}
 }
 
-// LTO and PGO are set up for OpenSSL and zlib: asked for with AWS-LC they are refused with
-// the fix, and auto builds without them.
+// The AWS-LC variant's optimization modes: lto compiles zlib-ng, PCRE2 and AWS-LC with -flto
+// and archives them through gcc-ar (CMake told so: it ignores AR); pgo instruments all three
+// and nginx, trains nginx against the instrumented libraries, and compiles all four with the
+// profile, from a recorded one without any training stage; auto is none until the lock
+// records a profile for the plan, then pgo.
 func TestOptimizeWithAWSLC(t *testing.T) {
 	l, err := lock.Load(testenv.AWSLCTestLockPath())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []string{plan.OptimizeLTO, plan.OptimizePGO} {
-		if _, err := plan.New(l, plan.WithOptimize(mode)); err == nil || !strings.Contains(err.Error(), "use --optimize none") {
-			t.Errorf("optimize %s: err = %v, want a refusal naming --optimize none", mode, err)
+	envOf := func(s plan.Stage, name string) string {
+		for _, e := range s.Env {
+			if e.Name == name {
+				return e.Value
+			}
 		}
+		return ""
+	}
+	lto, err := plan.New(l, plan.WithOptimize(plan.OptimizeLTO))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{lock.ZlibNG, lock.PCRE2, lock.AWSLC} {
+		s, ok := lto.Stage(name)
+		if !ok || !strings.Contains(envOf(s, "CFLAGS"), "-flto=auto") || envOf(s, "AR") != "gcc-ar" {
+			t.Errorf("lto: stage %s does not compile with -flto through gcc-ar: %+v", name, s.Env)
+		}
+	}
+	if s, _ := lto.Stage(lock.AWSLC); !strings.Contains(s.Script, `-DCMAKE_AR="$(command -v "$AR")"`) {
+		t.Error("lto: AWS-LC's CMake archives without the LTO plugin")
+	}
+	none, _ := plan.New(l, plan.WithOptimize(plan.OptimizeNone))
+	if s, _ := none.Stage(lock.AWSLC); strings.Contains(s.Script, "CMAKE_AR") || strings.Contains(envOf(s, "CFLAGS"), "-flto") {
+		t.Error("none: AWS-LC's stage has the lto mode's archiver or flag")
+	}
+
+	pgo, err := plan.New(l, plan.WithOptimize(plan.OptimizePGO))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range pgo.Stages {
+		names = append(names, s.Name)
+	}
+	if got, want := strings.Join(names, " "), "zlib_ng-instrumented pcre2-instrumented aws_lc-instrumented pgo-train zlib_ng pcre2 aws_lc nginx"; got != want {
+		t.Errorf("pgo stages: %s, want %s", got, want)
+	}
+	train, _ := pgo.Stage(plan.StagePGOTrain)
+	for _, name := range []string{lock.ZlibNG, lock.PCRE2, lock.AWSLC} {
+		in, _ := pgo.Stage(name + "-instrumented")
+		if !strings.Contains(envOf(in, "CFLAGS"), "-fprofile-generate=/pgo/"+name) || !strings.Contains(in.Script, "-fprofile-prefix-path=$WORK/src") {
+			t.Errorf("stage %s-instrumented is not instrumented: %q", name, envOf(in, "CFLAGS"))
+		}
+		if !strings.Contains(train.Script, "export "+plan.DepVar(name)+`="$`+plan.DepVar(name+"-instrumented")+`"`) {
+			t.Errorf("pgo-train does not link the instrumented %s", name)
+		}
+		s, _ := pgo.Stage(name)
+		if !strings.Contains(envOf(s, "CFLAGS"), "-fprofile-use") || !strings.Contains(s.Script, `"$DEP_PGO_TRAIN/pgo/`+name+`"/*.gcda`) {
+			t.Errorf("stage %s does not compile with the profile", name)
+		}
+	}
+	if !strings.Contains(train.Script, "for c in zlib_ng pcre2 aws_lc nginx; do") {
+		t.Errorf("pgo-train does not keep every component's counters:\n%s", train.Script)
+	}
+
+	if auto, _ := plan.New(l); auto.Optimize != plan.OptimizeNone {
+		t.Errorf("auto with AWS-LC and no recorded profile is %q, want none", auto.Optimize)
+	}
+	withProfile := *l
+	withProfile.Profiles = []lock.Profile{{Platform: "linux/amd64", Training: pgo.TrainingKey, URL: "https://example.org/pgo/variant-amd64.tar.gz", SHA256: strings.Repeat("cd", 32)}}
+	auto, err := plan.New(&withProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names = nil
+	for _, s := range auto.Stages {
+		names = append(names, s.Name)
+	}
+	if got, want := strings.Join(names, " "), "pgo-profile zlib_ng pcre2 aws_lc nginx"; auto.Optimize != plan.OptimizePGO || auto.ProfileSHA256 == "" || got != want || len(auto.Warnings) != 0 {
+		t.Errorf("auto with the variant's recorded profile: mode %q, stages %s (want %s), warnings %q", auto.Optimize, got, want, auto.Warnings)
 	}
 	p, err := plan.New(l)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if p.Optimize != plan.OptimizeNone {
-		t.Errorf("auto with AWS-LC is %q, want none", p.Optimize)
 	}
 	s, _ := p.Stage(lock.Nginx)
 	if !strings.Contains(s.Script, "./auto/configure \\\n") || !strings.Contains(s.Script, `$DEP_AWS_LC/usr/include`) {

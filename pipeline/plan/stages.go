@@ -89,23 +89,67 @@ func (b *builder) src(name string) Source {
 }
 
 // opensslEnv is OpenSSL's environment, with extra compile flags (profile generation or use).
-func (b *builder) opensslEnv(extra ...string) []EnvVar {
+func (b *builder) opensslEnv(extra ...string) []EnvVar { return b.libraryEnv(lock.OpenSSL, extra...) }
+
+// libraryEnv is the environment of the stage of library name (zlib or zlib-ng, PCRE2,
+// OpenSSL or AWS-LC): its CFLAGS with the mode's LTO flag and extra (profile generation or
+// use) appended, LDFLAGS where its build links programs, OpenSSL's target, and the LTO
+// archiver.
+func (b *builder) libraryEnv(name string, extra ...string) []EnvVar {
 	cflags := b.f.cflags()
+	if name == lock.Zlib {
+		cflags = b.f.zlibCFlags()
+	}
 	if b.lto {
 		cflags += " " + ltoFlag
 	}
 	for _, e := range extra {
 		cflags += " " + e
 	}
-	env := b.common(
-		EnvVar{"CFLAGS", cflags},
-		EnvVar{"LDFLAGS", b.f.ldflags()},
-		EnvVar{"OPENSSL_TARGET", opensslTarget(b.o.platform.Arch)},
-	)
+	env := []EnvVar{{"CFLAGS", cflags}}
+	if name != lock.Zlib && name != lock.ZlibNG {
+		env = append(env, EnvVar{"LDFLAGS", b.f.ldflags()})
+	}
+	if name == lock.OpenSSL {
+		env = append(env, EnvVar{"OPENSSL_TARGET", opensslTarget(b.o.platform.Arch)})
+	}
 	if b.lto {
 		env = append(env, ltoTools...)
 	}
-	return env
+	return b.common(env...)
+}
+
+// libraryScript is the script of library name's stage in the plan's mode.
+func (b *builder) libraryScript(name string) string {
+	switch name {
+	case lock.Zlib:
+		return zlibScript
+	case lock.PCRE2:
+		return pcre2Script
+	case lock.OpenSSL:
+		return opensslScript
+	case lock.AWSLC:
+		return awsLCScriptFor(b.lto)
+	}
+	return libraryStageScripts[name]
+}
+
+// profileUseFor is the profile-use flags of library name's stage.
+func (b *builder) profileUseFor(name string) []string {
+	if name == lock.OpenSSL {
+		return []string{profileUse}
+	}
+	return []string{profileUse, profileUseAbsPaths}
+}
+
+// isProfiled reports whether library name is one of the stack's profiled libraries.
+func (b *builder) isProfiled(name string) bool {
+	for _, p := range b.st.profiled() {
+		if p == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *builder) nginxEnv(cc, ld string) []EnvVar {
@@ -113,46 +157,21 @@ func (b *builder) nginxEnv(cc, ld string) []EnvVar {
 }
 
 // libraryStages adds the stages of the libraries nginx links: zlib (or zlib-ng), PCRE2 and
-// the TLS library (OpenSSL, instrumented in the pgo mode, or AWS-LC built with cmake).
+// the TLS library (OpenSSL, or AWS-LC built with cmake). In the pgo mode the stack's profiled
+// libraries are built instrumented here (stage <name>-instrumented), and again with the
+// profile by pgoStages.
 func (b *builder) libraryStages() {
-	st, f := b.st, b.f
-	zlibStage := Stage{Name: st.zlib, Source: b.src(st.zlib), Env: b.common(EnvVar{"CFLAGS", f.cflags()}), Script: libraryStageScripts[st.zlib]}
-	if st.zlib == lock.Zlib {
-		zlibStage.Env, zlibStage.Script = b.common(b.opt(f.zlibCFlags(), EnvVar{"CFLAGS", f.zlibCFlags()})...), zlibScript
+	b.p.Stages = nil
+	for _, name := range []string{b.st.zlib, lock.PCRE2, b.st.tls} {
+		s := Stage{Name: name, Source: b.src(name), Env: b.libraryEnv(name), Script: b.libraryScript(name)}
+		if b.pgo && b.isProfiled(name) {
+			s.Name, s.Env, s.Script = instrumentedStage(name), b.libraryEnv(name, profileGenerate(name)), instrumentedScript(s.Script)
+		}
+		b.p.Stages = append(b.p.Stages, s)
 	}
-	b.p.Stages = []Stage{
-		zlibStage,
-		{
-			Name:   lock.PCRE2,
-			Source: b.src(lock.PCRE2),
-			Env:    b.common(b.opt(f.cflags(), EnvVar{"CFLAGS", f.cflags()}, EnvVar{"LDFLAGS", f.ldflags()})...),
-			Script: pcre2Script,
-		},
-	}
-	switch {
-	case st.tls != lock.OpenSSL:
-		b.p.Stages = append(b.p.Stages, Stage{
-			Name:   st.tls,
-			Source: b.src(st.tls),
-			Env:    b.common(EnvVar{"CFLAGS", f.cflags()}, EnvVar{"LDFLAGS", f.ldflags()}),
-			Script: libraryStageScripts[st.tls],
-		})
+	if b.st.tls != lock.OpenSSL {
 		b.p.BuildPackages = append(append([]string(nil), b.p.BuildPackages...), cmakePackages...)
 		b.p.HostTools = append(append([]Tool(nil), b.p.HostTools...), cmakeTools...)
-	case !b.pgo:
-		b.p.Stages = append(b.p.Stages, Stage{
-			Name:   lock.OpenSSL,
-			Source: b.src(lock.OpenSSL),
-			Env:    b.opensslEnv(),
-			Script: opensslScript,
-		})
-	default:
-		b.p.Stages = append(b.p.Stages, Stage{
-			Name:   stageOpenSSLInstrumented,
-			Source: b.src(lock.OpenSSL),
-			Env:    b.opensslEnv(profileGenerate(lock.OpenSSL)),
-			Script: opensslInstrumentedScript,
-		})
 	}
 }
 
@@ -231,7 +250,7 @@ func (b *builder) shippedFiles() error {
 
 // pgoStages adds the pgo mode's stages: train with nginx's own build (same configure,
 // modules and flags, instrumented), or take the lock's recorded profile of exactly that
-// training; then build OpenSSL and nginx with the profile. It reports done for the
+// training; then build the profiled libraries (stack.profiled) and nginx with the profile. It reports done for the
 // training plan (NewTraining), which ends at the training.
 func (b *builder) pgoStages() (done bool, err error) {
 	if err := b.trainingStage(); err != nil {
@@ -245,13 +264,15 @@ func (b *builder) pgoStages() (done bool, err error) {
 		return true, nil
 	}
 	profile := b.profileStage()
-	b.p.Stages = append(b.p.Stages, Stage{
-		Name:   lock.OpenSSL,
-		Source: b.src(lock.OpenSSL),
-		Deps:   []string{profile},
-		Env:    b.opensslEnv(profileUse),
-		Script: opensslProfileScript(profile),
-	})
+	for _, name := range b.st.profiled() {
+		b.p.Stages = append(b.p.Stages, Stage{
+			Name:   name,
+			Source: b.src(name),
+			Deps:   []string{profile},
+			Env:    b.libraryEnv(name, b.profileUseFor(name)...),
+			Script: profileScript(name, profile, b.libraryScript(name)),
+		})
+	}
 	b.nginxDeps = append(b.nginxDeps, profile)
 	b.ccOpt += " " + profileUse
 	b.ldOpt += " " + profileUse
@@ -260,10 +281,18 @@ func (b *builder) pgoStages() (done bool, err error) {
 }
 
 // trainingStage adds the instrumented nginx build that runs the training (against the
-// instrumented OpenSSL).
+// instrumented libraries).
 func (b *builder) trainingStage() error {
 	gen := profileGenerate(lock.Nginx)
-	trainDeps := append([]string{stageOpenSSLInstrumented}, without(b.nginxDeps, lock.OpenSSL)...)
+	var trainDeps []string
+	for _, name := range b.st.profiled() {
+		trainDeps = append(trainDeps, instrumentedStage(name))
+	}
+	for _, d := range b.nginxDeps {
+		if !b.isProfiled(d) {
+			trainDeps = append(trainDeps, d)
+		}
+	}
 	trainFiles := append([]File(nil), b.files...)
 	for _, name := range []string{"nginx.conf", "train.sh", "ecdsa.crt", "ecdsa.key", "rsa.crt", "rsa.key"} {
 		data, err := shipped.ReadFile("files/train/" + name)
@@ -305,7 +334,11 @@ func (b *builder) profileStage() string {
 		b.p.Warnings = append(b.p.Warnings, w)
 		return StagePGOTrain
 	}
-	b.p.Stages = withoutStages(b.p.Stages, stageOpenSSLInstrumented, StagePGOTrain)
+	drop := []string{StagePGOTrain}
+	for _, name := range b.st.profiled() {
+		drop = append(drop, instrumentedStage(name))
+	}
+	b.p.Stages = withoutStages(b.p.Stages, drop...)
 	s := rec.Source()
 	b.p.Stages = append(b.p.Stages, Stage{
 		Name:   stagePGOProfile,
