@@ -428,10 +428,16 @@ func checkErrorLog(ctx context.Context, r *runner) (Status, string) {
 	}
 	logs := string(out)
 	var bad []string
+	tolerated := 0
 	for _, l := range strings.Split(logs, "\n") {
-		if strings.Contains(l, "[emerg]") || strings.Contains(l, "[alert]") || strings.Contains(l, "[crit]") {
-			bad = append(bad, l)
+		if !strings.Contains(l, "[emerg]") && !strings.Contains(l, "[alert]") && !strings.Contains(l, "[crit]") {
+			continue
 		}
+		if r.o.Emulated && strings.Contains(l, emulatorAIOLine) {
+			tolerated++
+			continue
+		}
+		bad = append(bad, l)
 	}
 	if len(bad) > 0 {
 		return Fail, strings.Join(bad, "\n")
@@ -439,6 +445,15 @@ func checkErrorLog(ctx context.Context, r *runner) (Status, string) {
 	if why := r.notRunning(); why != "" {
 		return Fail, why
 	}
-	n := strings.Count(logs, "\n")
-	return Pass, fmt.Sprintf("%d lines, no emerg/alert/crit", n)
+	detail := fmt.Sprintf("%d lines, no emerg/alert/crit", strings.Count(logs, "\n"))
+	if tolerated > 0 {
+		detail += fmt.Sprintf(" (under emulation, %d %q lines: qemu-user has no Linux AIO; nginx then serves without it)", tolerated, emulatorAIOLine)
+	}
+	return Pass, detail
 }
+
+// emulatorAIOLine is what nginx built --with-file-aio logs once per worker when the kernel
+// has no Linux AIO, as qemu-user (which runs another architecture's image here) does not
+// implement io_setup: nginx then serves without AIO. Only an emulated run (Options.Emulated)
+// tolerates it; on a real kernel it is a finding.
+const emulatorAIOLine = "io_setup() failed (38: Function not implemented)"
