@@ -20,6 +20,18 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
+// needPGOTest skips a test that trains and builds with PGO unless it is asked for
+// (NGINX_FORGE_PGO_TEST=1, which .ci/test sets), and always under -short; cost says why.
+func needPGOTest(t *testing.T, cost string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("skipped in -short mode: %s", cost)
+	}
+	if os.Getenv("NGINX_FORGE_PGO_TEST") != "1" {
+		t.Skipf("skipped: set NGINX_FORGE_PGO_TEST=1 to run it (%s; .ci/test sets it)", cost)
+	}
+}
+
 // TestPGOBuildFromRecordedProfileIsReproducible is the pgo mode's reproducibility, end to
 // end with the real stack: `ci pgo-profile --in-repo --write` trains once and records the
 // profile in a copy of the test lock, as a file beside it (profiles/<file>, the way the
@@ -30,12 +42,7 @@ import (
 // it): about 7 minutes on 2 cores, 13 with the training, so it runs only when asked,
 // NGINX_FORGE_PGO_TEST=1 (.ci/test sets it), and never under -short.
 func TestPGOBuildFromRecordedProfileIsReproducible(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipped in -short mode: it builds the stack with PGO three times")
-	}
-	if os.Getenv("NGINX_FORGE_PGO_TEST") != "1" {
-		t.Skip("skipped: set NGINX_FORGE_PGO_TEST=1 to run it (it trains once and builds the stack with PGO twice from empty caches, 7 to 13 minutes on 2 cores; .ci/test sets it)")
-	}
+	needPGOTest(t, "it trains once and builds the stack with PGO twice from empty caches, 7 to 13 minutes on 2 cores")
 	mirror := testenv.MirrorDir(t)
 	reg := registrytest.Start(t)
 	base := basetest.PushFor(t, reg.Host, "distroless/base-nossl-debian13", basetest.Options{})

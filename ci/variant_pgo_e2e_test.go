@@ -35,12 +35,7 @@ import (
 // LTO and the profile (about 6 minutes on 2 cores); cold, the training and a second compile
 // more. It runs when asked, NGINX_FORGE_PGO_TEST=1 (.ci/test sets it), never under -short.
 func TestAWSLCVariantPGOIsReproducible(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipped in -short mode: it trains the variant and builds it with PGO twice")
-	}
-	if os.Getenv("NGINX_FORGE_PGO_TEST") != "1" {
-		t.Skip("skipped: set NGINX_FORGE_PGO_TEST=1 to run it (it trains the AWS-LC variant once and builds it with PGO twice, once from an empty cache; .ci/test sets it)")
-	}
+	needPGOTest(t, "it trains the AWS-LC variant once and builds it with PGO twice, once from an empty cache")
 	testenv.SharedUpstream(t)
 	mirror := testenv.MirrorDir(t)
 	if _, err := os.Stat(filepath.Join(mirror, "aws-lc-5.5.0-git.tar.gz")); err != nil {

@@ -37,14 +37,15 @@ func (t limitedTarget) MountInfo(context.Context) (string, error)    { return ""
 func (t limitedTarget) Logs() ([]byte, error)                        { return t.logs() }
 func (t limitedTarget) Exited() (bool, string)                       { return false, "" }
 
-// TestUnsupportedBecomesSkip: what a runtime cannot observe is skipped with the runtime's
-// own reason, through the Target alone; a real error or a real finding still fails.
-func TestUnsupportedBecomesSkip(t *testing.T) {
+// closingListener is a TCP listener on loopback that accepts and at once closes every
+// connection, so that a check against it fails fast; closed when the test ends.
+func closingListener(t *testing.T) net.Listener {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -54,6 +55,13 @@ func TestUnsupportedBecomesSkip(t *testing.T) {
 			c.Close()
 		}
 	}()
+	return l
+}
+
+// TestUnsupportedBecomesSkip: what a runtime cannot observe is skipped with the runtime's
+// own reason, through the Target alone; a real error or a real finding still fails.
+func TestUnsupportedBecomesSkip(t *testing.T) {
+	l := closingListener(t)
 	mat, err := smoke.NewTLS()
 	if err != nil {
 		t.Fatal(err)
@@ -93,20 +101,7 @@ func TestUnsupportedBecomesSkip(t *testing.T) {
 // AIO) nginx's io_setup line passes the error log check and says why; the same line on a
 // real kernel, and any other emerg line under emulation, fail.
 func TestEmulatedRunToleratesOnlyTheMissingAIO(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	l := closingListener(t)
 	aio := "2026/12/06 05:02:03 [emerg] 14#14: io_setup() failed (38: Function not implemented)\n"
 	other := "2026/12/06 05:02:03 [emerg] 14#14: bind() failed (98: Address already in use)\n"
 	for _, tc := range []struct {
