@@ -8,23 +8,38 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
+// amd64CCOpt is what an amd64 nginx of this project records as its --with-cc-opt (its
+// configure arguments, which nginx -V prints from the binary): the architecture check's
+// input.
+const amd64CCOpt = "-O2 -march=x86-64-v3 -fstack-protector-strong -fcf-protection=full"
+
 // compile builds a tiny C program with the given flags into root/usr/sbin/nginx. It calls
 // memcpy and sprintf with sizes the compiler knows, so fortification has work to do, and
-// keeps a local array, so the stack protector does.
+// keeps a local array, so the stack protector does. It carries configure arguments with
+// amd64CCOpt, as nginx does.
 func compile(t *testing.T, root string, flags ...string) {
+	t.Helper()
+	compileWithCCOpt(t, root, amd64CCOpt, flags...)
+}
+
+// compileWithCCOpt is compile with the configure arguments' --with-cc-opt given.
+func compileWithCCOpt(t *testing.T, root, ccOpt string, flags ...string) {
 	t.Helper()
 	cc := testenv.Tool(t, "gcc", "build-essential")
 	src := filepath.Join(t.TempDir(), "main.c")
 	prog := `#include <stdio.h>
 #include <string.h>
+static const char configure[] = "configure arguments: --prefix=/etc/nginx --with-cc-opt='` + ccOpt + `'";
 int main(int argc, char **argv) {
 	char buf[64];
+	if (argc > 5) puts(configure);
 	memcpy(buf, argv[0], strlen(argv[0]) % 32);
 	sprintf(buf, "%d", argc);
 	puts(buf);
@@ -46,14 +61,55 @@ int main(int argc, char **argv) {
 
 func staticReport(t *testing.T, root string) Report {
 	t.Helper()
-	r := &runner{t: NotStarted(root, errors.New("static test")), o: Options{}}
+	return staticReportFor(t, root, Options{})
+}
+
+// staticChecks are the checks that read the image's files only, no running server.
+var staticChecks = []string{CheckNoShell, CheckPIE, CheckRELRO, CheckCanary, CheckNX, CheckFortify, CheckArch, CheckDynamicNeeds}
+
+// staticReportFor runs the static checks on root with o.
+func staticReportFor(t *testing.T, root string, o Options) Report {
+	t.Helper()
+	r := &runner{t: NotStarted(root, errors.New("static test")), o: o}
 	r.o.defaults()
 	var rep Report
-	for _, c := range r.checks()[:7] { // the static checks come first
+	for _, c := range r.checks() {
+		if !slices.Contains(staticChecks, c.name) {
+			continue
+		}
 		st, d := c.run(context.Background(), r)
 		rep.Results = append(rep.Results, Result{Name: c.name, Status: st, Detail: d})
 	}
+	if len(rep.Results) != len(staticChecks) {
+		t.Fatalf("ran %d static checks, want %d (%q)", len(rep.Results), len(staticChecks), staticChecks)
+	}
 	return rep
+}
+
+// TestArchitectureCheckOnRealBinaries: an amd64 binary with this project's amd64 flags in
+// its configure arguments passes, also when amd64 is expected; expected as arm64, or without
+// the amd64 control-flow flag (with -march=native, which counts as a -march), it fails naming why.
+func TestArchitectureCheckOnRealBinaries(t *testing.T) {
+	if _, err := os.Stat("/lib/x86_64-linux-gnu/libc.so.6"); err != nil {
+		t.Skip("needs an amd64 Debian host")
+	}
+	arch := func(root string, o Options) Result {
+		r, _ := staticReportFor(t, root, o).Result(CheckArch)
+		return r
+	}
+	root := hostRoot(t)
+	compile(t, root, "-O2")
+	if r := arch(root, Options{Expect: Expect{Arch: "amd64"}}); r.Status != Pass || !strings.Contains(r.Detail, "EM_X86_64") {
+		t.Errorf("amd64 binary, amd64 expected: %s %q", r.Status, r.Detail)
+	}
+	if r := arch(root, Options{Expect: Expect{Arch: "arm64"}}); r.Status != Fail || !strings.Contains(r.Detail, "a amd64 binary in a arm64 image") {
+		t.Errorf("amd64 binary, arm64 expected: %s %q, want FAIL naming both", r.Status, r.Detail)
+	}
+	root = hostRoot(t)
+	compileWithCCOpt(t, root, "-O2 -march=native", "-O2")
+	if r := arch(root, Options{}); r.Status != Fail || !strings.Contains(r.Detail, "-fcf-protection") {
+		t.Errorf("no -fcf-protection: %s %q, want FAIL naming it", r.Status, r.Detail)
+	}
 }
 
 // hostRoot makes a root filesystem laid out like a merged-/usr Debian image (/lib a link
