@@ -33,16 +33,7 @@ import (
 // moves the variant's suffixed tags, writes an SBOM naming AWS-LC by its git commit; then
 // `ci smoke --image DIGEST` passes under runc, and a second build gives the same digest.
 func TestAWSLCVariantEndToEnd(t *testing.T) {
-	testenv.SharedUpstream(t)
-	mirror := testenv.MirrorDir(t)
-	if _, err := os.Stat(filepath.Join(mirror, "aws-lc-5.5.0-git.tar.gz")); err != nil {
-		testenv.Missing(t, "aws-lc-5.5.0-git.tar.gz in the mirror", "run .ci/fetch-sources again (it copies ../shared/upstream's archives)")
-	}
-	needHostSmoke(t)
-	reg := registrytest.Start(t)
-	base := basetest.PushFor(t, reg.Host, "distroless/base-nossl-debian13", basetest.Options{})
-	srv := httptest.NewServer(http.FileServer(http.Dir(mirror)))
-	defer srv.Close()
+	mirrorURL, reg, base := variantE2E(t)
 	lockFile := testenv.AWSLCTestLockPath()
 	l, err := lock.Load(lockFile)
 	if err != nil {
@@ -56,7 +47,7 @@ func TestAWSLCVariantEndToEnd(t *testing.T) {
 	build := func(output string) (name.Digest, string) {
 		t.Helper()
 		args := []string{"build", "--engine", "host", "--tls", "aws-lc", "--zlib", "zlib-ng", "--lock", lockFile,
-			"--mirror", srv.URL, "--cache", testenv.BuildCacheDir(), "--runtime-image", base.String(),
+			"--mirror", mirrorURL, "--cache", testenv.BuildCacheDir(), "--runtime-image", base.String(),
 			"--push", "--image", repo, "--revision", rev, "--output", output, "-v"}
 		var stdout, stderr bytes.Buffer
 		if code := run(ctx, args, &stdout, &stderr); code != 0 {
@@ -143,4 +134,22 @@ func checkVariantSBOM(t *testing.T, file string) {
 	for n := range want {
 		t.Errorf("SBOM has no package %s", n)
 	}
+}
+
+// variantE2E is where the AWS-LC variant's end-to-end tests start: the shared upstream
+// mirror (AWS-LC's git archive in it) served on loopback, runc for the smoke tests, and a
+// registry holding the stand-in base. Everything is stopped when the test ends.
+func variantE2E(t *testing.T) (mirrorURL string, reg *registrytest.Registry, base name.Digest) {
+	t.Helper()
+	testenv.SharedUpstream(t)
+	mirror := testenv.MirrorDir(t)
+	if _, err := os.Stat(filepath.Join(mirror, "aws-lc-5.5.0-git.tar.gz")); err != nil {
+		testenv.Missing(t, "aws-lc-5.5.0-git.tar.gz in the mirror", "run .ci/fetch-sources again (it copies ../shared/upstream's archives)")
+	}
+	needHostSmoke(t)
+	reg = registrytest.Start(t)
+	base = basetest.PushFor(t, reg.Host, "distroless/base-nossl-debian13", basetest.Options{})
+	srv := httptest.NewServer(http.FileServer(http.Dir(mirror)))
+	t.Cleanup(srv.Close)
+	return srv.URL, reg, base
 }

@@ -8,8 +8,6 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,8 +16,6 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
-	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/basetest"
-	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/registrytest"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
@@ -36,16 +32,7 @@ import (
 // more. It runs when asked, NGINX_FORGE_PGO_TEST=1 (.ci/test sets it), never under -short.
 func TestAWSLCVariantPGOIsReproducible(t *testing.T) {
 	needPGOTest(t, "it trains the AWS-LC variant once and builds it with PGO twice, once from an empty cache")
-	testenv.SharedUpstream(t)
-	mirror := testenv.MirrorDir(t)
-	if _, err := os.Stat(filepath.Join(mirror, "aws-lc-5.5.0-git.tar.gz")); err != nil {
-		testenv.Missing(t, "aws-lc-5.5.0-git.tar.gz in the mirror", "run .ci/fetch-sources again (it copies ../shared/upstream's archives)")
-	}
-	needHostSmoke(t)
-	reg := registrytest.Start(t)
-	base := basetest.PushFor(t, reg.Host, "distroless/base-nossl-debian13", basetest.Options{})
-	srv := httptest.NewServer(http.FileServer(http.Dir(mirror)))
-	defer srv.Close()
+	mirrorURL, _, base := variantE2E(t)
 	work := t.TempDir()
 	lockFile := filepath.Join(work, "aws-lc.lock.json")
 	b, err := os.ReadFile(testenv.AWSLCTestLockPath())
@@ -57,7 +44,7 @@ func TestAWSLCVariantPGOIsReproducible(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
 	defer cancel()
-	variant := []string{"--engine", "host", "--tls", "aws-lc", "--zlib", "zlib-ng", "--lock", lockFile, "--mirror", srv.URL}
+	variant := []string{"--engine", "host", "--tls", "aws-lc", "--zlib", "zlib-ng", "--lock", lockFile, "--mirror", mirrorURL}
 
 	start := time.Now()
 	args := append(append([]string{"pgo-profile"}, variant...), "--cache", testenv.BuildCacheDir(), "--dir", filepath.Join(work, "pgo"), "--in-repo", "--write")
