@@ -27,8 +27,13 @@ var ContainerAptCacheDirs = []string{"/var/cache/apt", "/var/lib/apt"}
 // It writes a record like a stage's (ContainerBuilderRecord), so the setup's cache hit and
 // time are reported like a stage's.
 func (p *Plan) ContainerSetupScript() string {
+	cross := ""
+	if p.Cross != nil {
+		cross = "dpkg --add-architecture " + p.Platform.Arch + "\n" +
+			p.Cross.crossAptSplit(p.Platform.Arch, "/etc/apt", ContainerTargetAptDir)
+	}
 	return recordStart + `rm -f /etc/apt/apt.conf.d/docker-clean
-echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' > /etc/apt/apt.conf.d/keep-cache
+` + cross + `echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' > /etc/apt/apt.conf.d/keep-cache
 export DEBIAN_FRONTEND=noninteractive
 apt-get update
 apt-get install -y --no-install-recommends ` + strings.Join(p.BuildPackages, " ") + "\n" +

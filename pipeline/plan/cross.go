@@ -218,3 +218,46 @@ func (b *builder) crossify() error {
 	}
 	return nil
 }
+
+// The target architecture's packages (libcrypt-dev:arm64) come from the builder's apt
+// sources with the architecture added (dpkg --add-architecture). A Debian image's sources
+// serve every architecture from the same URLs, but an Ubuntu image's do not: amd64 and
+// arm64 are different archives, so each platform's image names its own. A container
+// executor that can read the builder image's target-platform variant mounts that variant's
+// /etc/apt at ContainerTargetAptDir when its sources differ; the setup then keeps the
+// builder's sources to its own architecture and adds the target's for the target's. The
+// repository names no archive: both come from the images.
+
+// ContainerTargetAptDir is where a cross builder finds the /etc/apt of its image's
+// target-platform variant, when the executor mounts it (only when its sources differ).
+const ContainerTargetAptDir = "/nginx-forge/target-apt"
+
+// CrossAptSources are the files of an image's /etc/apt that name its package sources: what
+// an executor compares between the builder image's two platform variants.
+var CrossAptSources = []string{"sources.list", "sources.list.d"}
+
+// crossAptSplit, when targetDir holds the target variant's apt sources, keeps the builder's
+// sources (in aptDir: /etc/apt in a builder; a test runs it on a copy) to the builder's
+// architecture and adds the target's for the target's architecture (see
+// ContainerTargetAptDir). deb822 stanzas get an Architectures field, one-line entries an
+// arch= option.
+func (c *Cross) crossAptSplit(target, aptDir, targetDir string) string {
+	oneLine := func(arch string) string {
+		return `-e '/^deb(-src)? \[/{/arch=/!s/^(deb(-src)?) \[/\1 [arch=` + arch + ` /;b;}' -e 's/^(deb(-src)?) /\1 [arch=` + arch + `] /'`
+	}
+	return fmt.Sprintf(`if [ -d %[4]s ]; then
+  for f in %[3]s/sources.list.d/*.sources; do
+    if [ -e "$f" ] && ! grep -q '^Architectures:' "$f"; then sed -i '/^Types:/a Architectures: %[2]s' "$f"; fi
+  done
+  for f in %[3]s/sources.list %[3]s/sources.list.d/*.list; do
+    if [ -e "$f" ]; then sed -i -E %[6]s "$f"; fi
+  done
+  for f in %[4]s/sources.list.d/*.sources; do
+    if [ -e "$f" ]; then sed '/^Architectures:/d; /^Types:/a Architectures: %[1]s' "$f" > %[3]s/sources.list.d/nginx-forge-target-"$(basename "$f")"; fi
+  done
+  for f in %[4]s/sources.list %[4]s/sources.list.d/*.list; do
+    if [ -e "$f" ]; then sed -E %[5]s "$f"; fi
+  done > %[3]s/sources.list.d/nginx-forge-target.list
+fi
+`, target, c.Build.Arch, aptDir, targetDir, oneLine(target), oneLine(c.Build.Arch))
+}

@@ -145,8 +145,15 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 	if err := e.Connect(ctx); err != nil {
 		return nil, err
 	}
+	p, err := e.buildPlan(ctx, p)
+	if err != nil {
+		return nil, err
+	}
 
-	builder := e.builder(p)
+	builder, err := e.builder(ctx, p)
+	if err != nil {
+		return nil, err
+	}
 	ctrs := map[string]*dagger.Container{}
 	outs := map[string]*dagger.Directory{}
 	for _, s := range p.Stages {
@@ -216,12 +223,57 @@ func stderrTail(err error) string {
 	return fmt.Sprintf(" (exit code %d); the step's last output:\n%s", ee.ExitCode, toolbox.TailLines(ee.Stderr, 40))
 }
 
+// buildPlan is the plan this engine's builders run for p (plan.ForBuild): p itself when the
+// engine's own platform is p's, else p cross-compiled by a builder of the engine's platform,
+// so the compilers run natively and only nginx's configure tests are emulated.
+func (e *Executor) buildPlan(ctx context.Context, p *plan.Plan) (*plan.Plan, error) {
+	arch, err := e.engineArch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return p.ForBuild(arch)
+}
+
+// engineArch is the architecture of the engine's own platform (amd64 of linux/amd64).
+func (e *Executor) engineArch(ctx context.Context) (string, error) {
+	pl, err := e.client.DefaultPlatform(ctx)
+	if err != nil {
+		return "", fmt.Errorf("dagger executor: asking the engine for its platform: %w", err)
+	}
+	os, arch, _ := strings.Cut(string(pl), "/")
+	arch, _, _ = strings.Cut(arch, "/") // linux/arm64/v8: the architecture
+	if os != "linux" || arch == "" {
+		return "", fmt.Errorf("dagger executor: the engine runs on %q, not a linux platform", pl)
+	}
+	return arch, nil
+}
+
+// builderPlatform is the platform p's builder container runs on: the build machine's in a
+// cross plan.
+func builderPlatform(p *plan.Plan) string {
+	if p.Cross != nil {
+		return p.Cross.Build.String()
+	}
+	return p.Platform.String()
+}
+
 // builder is the plan's builder image with its build packages installed. The apt caches are
 // cache volumes (per builder image and platform: package lists of different releases must
-// not mix) mounted only for this step, so no stage depends on their contents.
-func (e *Executor) builder(p *plan.Plan) *dagger.Container {
-	c := e.client.Container(dagger.ContainerOpts{Platform: dagger.Platform(p.Platform.String())}).
+// not mix) mounted only for this step, so no stage depends on their contents. A cross
+// builder also gets its image's target-platform apt sources when they differ from its own
+// (plan.ContainerTargetAptDir).
+func (e *Executor) builder(ctx context.Context, p *plan.Plan) (*dagger.Container, error) {
+	c := e.client.Container(dagger.ContainerOpts{Platform: dagger.Platform(builderPlatform(p))}).
 		From(p.BuilderImage)
+	if p.Cross != nil {
+		target, err := e.targetAptSources(ctx, p, c)
+		if err != nil {
+			return nil, err
+		}
+		if target != nil {
+			c = c.WithDirectory(plan.ContainerTargetAptDir, target)
+		}
+	}
 	for _, dir := range plan.ContainerAptCacheDirs {
 		c = c.WithMountedCache(dir, e.client.CacheVolume(cacheKey(p.BuilderImage, p.Platform.String(), dir)),
 			dagger.ContainerWithMountedCacheOpts{Sharing: dagger.CacheSharingModeLocked})
@@ -230,8 +282,38 @@ func (e *Executor) builder(p *plan.Plan) *dagger.Container {
 	for _, dir := range plan.ContainerAptCacheDirs {
 		c = c.WithoutMount(dir)
 	}
-	return c
+	return c, nil
 }
+
+// targetAptSources is the apt sources of the builder image's variant for a cross plan's
+// target, when the image has that variant and its sources differ from the builder's own (an
+// Ubuntu image: another archive per architecture); nil otherwise (a Debian image, or an
+// image of one platform, whose sources then serve the target too).
+func (e *Executor) targetAptSources(ctx context.Context, p *plan.Plan, builder *dagger.Container) (*dagger.Directory, error) {
+	target := e.client.Container(dagger.ContainerOpts{Platform: dagger.Platform(p.Platform.String())}).From(p.BuilderImage)
+	if _, err := target.ImageRef(ctx); err != nil {
+		e.logf("dagger: the builder %s has no %s variant (%v): its own apt sources serve %s", p.BuilderImage, p.Platform, firstLine(nil, err), p.Platform.Arch)
+		return nil, nil
+	}
+	pick := func(c *dagger.Container) *dagger.Directory {
+		return e.client.Directory().WithDirectory(".", c.Directory("/etc/apt"), dagger.DirectoryWithDirectoryOpts{Include: plan.CrossAptSources})
+	}
+	own, err := pick(builder).Digest(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dagger executor: reading the apt sources of the builder %s: %w", p.BuilderImage, err)
+	}
+	dir := pick(target)
+	theirs, err := dir.Digest(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dagger executor: reading the apt sources of the builder %s for %s: %w", p.BuilderImage, p.Platform, err)
+	}
+	if own == theirs {
+		return nil, nil
+	}
+	e.logf("dagger: the builder %s names other apt sources for %s: each architecture keeps to its own", p.BuilderImage, p.Platform)
+	return dir, nil
+}
+
 
 // stage is one plan stage: its own chain from the builder, so its cache key is exactly the
 // builder, its source (the archive pipeline/source packed from the verified files), its dependencies' outputs, its files, its environment and its script.
@@ -272,7 +354,18 @@ func (e *Executor) PackageVersion(ctx context.Context, p *plan.Plan, pkg string)
 	if err := e.Connect(ctx); err != nil {
 		return "", err
 	}
-	out, err := e.builder(p).WithExec(plan.PackageVersionCommand(pkg)).Stdout(ctx)
+	p, err := e.buildPlan(ctx, p)
+	if err != nil {
+		return "", err
+	}
+	if pkg == plan.LibcryptPackage {
+		pkg = p.LibcryptPackageOf() // the target's own in a cross plan
+	}
+	builder, err := e.builder(ctx, p)
+	if err != nil {
+		return "", err
+	}
+	out, err := builder.WithExec(plan.PackageVersionCommand(pkg)).Stdout(ctx)
 	if err != nil {
 		return "", fmt.Errorf("reading the version of %s in the builder %s: %w%s", pkg, p.BuilderImage, err, stderrTail(err))
 	}

@@ -33,7 +33,11 @@ func (e *Executor) Builder(ctx context.Context, p *plan.Plan) (engine.Builder, e
 	if err := e.Connect(ctx); err != nil {
 		return engine.Builder{}, err
 	}
-	from := e.client.Container(dagger.ContainerOpts{Platform: dagger.Platform(p.Platform.String())}).From(p.BuilderImage)
+	p, err := e.buildPlan(ctx, p)
+	if err != nil {
+		return engine.Builder{}, err
+	}
+	from := e.client.Container(dagger.ContainerOpts{Platform: dagger.Platform(builderPlatform(p))}).From(p.BuilderImage)
 	ref, err := from.ImageRef(ctx)
 	if err != nil {
 		return engine.Builder{}, fmt.Errorf("pulling the builder %s: %w", p.BuilderImage, err)

@@ -48,6 +48,22 @@ func (e *Executor) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smok
 	if err := e.Connect(ctx); err != nil {
 		return smoke.Report{}, err
 	}
+	// Another architecture's image runs in the engine under qemu-user (binfmt_misc on the
+	// engine's machine), slower: the suite scales its timeouts (smoke.Options.Emulated).
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return smoke.Report{}, fmt.Errorf("dagger smoke: reading the image's config: %w", err)
+	}
+	arch, err := e.engineArch(ctx)
+	if err != nil {
+		return smoke.Report{}, err
+	}
+	if cf.Architecture != arch {
+		o.Emulated = true
+	}
+	if o.Expect.Arch == "" {
+		o.Expect.Arch = cf.Architecture
+	}
 	e.logf("dagger smoke: building the smoke client for %s in the engine from %s", p.Platform, root)
 	client, err := e.smokeClient(p, root).Sync(ctx)
 	if err != nil {
