@@ -314,7 +314,6 @@ func (e *Executor) targetAptSources(ctx context.Context, p *plan.Plan, builder *
 	return dir, nil
 }
 
-
 // stage is one plan stage: its own chain from the builder, so its cache key is exactly the
 // builder, its source (the archive pipeline/source packed from the verified files), its dependencies' outputs, its files, its environment and its script.
 // Its OUT is the returned container's plan.ContainerOut(s.Name).
