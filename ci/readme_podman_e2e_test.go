@@ -39,22 +39,8 @@ import (
 func TestReadmePodmanLine(t *testing.T) {
 	testenv.Tool(t, "podman", "podman")
 	testenv.Root(t)
-	var line string
-	for _, l := range readmeShellLines(t, "podman") {
-		if strings.Contains(l, "/etc/nginx/tls") {
-			line = l
-		}
-	}
-	if line == "" {
-		t.Fatal("README.md has no podman line mounting /etc/nginx/tls")
-	}
-	for _, port := range []string{"8080", "8443"} {
-		ln, err := net.Listen("tcp", "127.0.0.1:"+port)
-		if err != nil {
-			testenv.Missing(t, "a free port "+port+" for the README's -p "+port+" ("+err.Error()+")", "stop what listens there")
-		}
-		ln.Close()
-	}
+	line := readmePodmanTLSLine(t)
+	needPorts(t, "8080", "8443")
 	dir := t.TempDir()
 	tarball := filepath.Join(dir, "nginx.tar")
 	l, err := lock.Load(testenv.TestLockPath())
@@ -70,50 +56,114 @@ func TestReadmePodmanLine(t *testing.T) {
 	if err := image.WriteOutput(tarball, img, ref, nil, time.Unix(0, 0)); err != nil {
 		t.Fatal(err)
 	}
+	runReadmePodmanLine(t, line, tarball, "podman load -i "+tarball)
+}
+
+// readmePodmanTLSLine is README.md's podman line with sites and a certificate.
+func readmePodmanTLSLine(t *testing.T) string {
+	t.Helper()
+	for _, l := range readmeShellLines(t, "podman") {
+		if strings.Contains(l, "/etc/nginx/tls") {
+			return l
+		}
+	}
+	t.Fatal("README.md has no podman line mounting /etc/nginx/tls")
+	return ""
+}
+
+// needPorts skips (fails under NGINX_FORGE_E2E=1) unless the README's published ports are free.
+func needPorts(t *testing.T, ports ...string) {
+	t.Helper()
+	for _, port := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+		if err != nil {
+			testenv.Missing(t, "a free port "+port+" for the README's -p "+port+" ("+err.Error()+")", "stop what listens there")
+		}
+		ln.Close()
+	}
+}
+
+// runReadmePodmanLine loads the image tarball with load (a `podman load -i FILE` command
+// line, run with podman's storage in a directory of the test, so the machine's is
+// untouched), runs line (a README podman line, IMAGE its placeholder) as typed with sites and
+// a certificate in its working directory, and wants HTTPS back on 8443.
+//
+// Podman 4.3 gives a container default limits of its own and refuses to start one on a
+// machine whose hard limits are below them (`error setting rlimit`, as README.md says): there
+// the line is run again with a containers.conf of the test's (CONTAINERS_CONF) whose
+// default_ulimits are the machine's hard limits, the README's fix, the line itself unchanged.
+func runReadmePodmanLine(t *testing.T, line, tarball, load string) {
+	t.Helper()
+	dir := t.TempDir()
 	undoPodmanNetwork(t)
 	store := filepath.Join(dir, "podman")
 	podman := []string{"podman", "--root", filepath.Join(store, "root"), "--runroot", filepath.Join(store, "run"), "--storage-driver", "vfs"}
-	podmanRun := func(args ...string) string {
-		out, err := exec.Command(podman[0], append(podman[1:], args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("podman %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
+	var env []string
+	podmanCmd := func(args ...string) *exec.Cmd {
+		c := exec.Command(podman[0], append(podman[1:], args...)...)
+		c.Env = append(os.Environ(), env...)
+		return c
 	}
-	podmanRun("load", "-i", tarball)
-	t.Cleanup(func() { exec.Command(podman[0], append(podman[1:], "rm", "--all", "--force", "--time", "2")...).Run() })
+	typedLoad := strings.Replace(load, "podman load", strings.Join(podman, " ")+" load", 1)
+	out, err := exec.Command("bash", "-c", typedLoad).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v: %s", typedLoad, err, out)
+	}
+	m := regexp.MustCompile(`(?m)^Loaded image(?:\(s\))?: (\S+)$`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("%s printed no loaded image name:\n%s", typedLoad, out)
+	}
+	ref := string(m[1])
+	t.Cleanup(func() { podmanCmd("rm", "--all", "--force", "--time", "2").Run() })
 
 	writeSitesAndTLS(t, dir)
 	// As typed, with IMAGE the loaded image and podman's storage flags after "podman".
 	typed := regexp.MustCompile(`\bIMAGE$`).ReplaceAllString(line, ref)
 	typed = strings.Replace(typed, "podman run", strings.Join(podman, " ")+" run --name readme-line", 1)
-	cmd := exec.Command("bash", "-c", typed)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PWD="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		exec.Command(podman[0], append(podman[1:], "stop", "--time", "2", "readme-line")...).Run()
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		cmd.Wait()
-	})
 	t.Logf("README line as run: %s", typed)
+
+	start := func() (*exec.Cmd, *strings.Builder) {
+		cmd := exec.Command("bash", "-c", typed)
+		cmd.Dir = dir
+		cmd.Env = append(append(os.Environ(), "PWD="+dir), env...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			podmanCmd("stop", "--time", "2", "readme-line").Run()
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			cmd.Wait()
+		})
+		return cmd, &out
+	}
+	cmd, cmdOut := start()
+	if err := waitOrExit(cmd, 3*time.Second); err != nil && strings.Contains(cmdOut.String(), "error setting rlimit") {
+		conf := filepath.Join(dir, "containers.conf")
+		var nofile, nproc syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Getrlimit(6 /* RLIMIT_NPROC */, &nproc); err != nil {
+			t.Fatal(err)
+		}
+		data := fmt.Sprintf("[containers]\ndefault_ulimits = [\"nofile=%d:%d\", \"nproc=%d:%d\"]\n", nofile.Max, nofile.Max, nproc.Max, nproc.Max)
+		if err := os.WriteFile(conf, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("podman refused the machine's hard limits (%s); again with CONTAINERS_CONF=%s: %s",
+			strings.TrimSpace(cmdOut.String()), conf, strings.TrimSpace(data))
+		env = []string{"CONTAINERS_CONF=" + conf}
+		podmanCmd("rm", "--force", "readme-line").Run()
+		cmd, cmdOut = start()
+	}
 
 	pool := x509.NewCertPool()
 	caPEM, _ := os.ReadFile(filepath.Join(dir, "tls", "tls.crt"))
 	pool.AppendCertsFromPEM(caPEM)
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "localhost"}}}
-	if err := waitOrExit(cmd, 3*time.Second); err != nil && strings.Contains(out.String(), "error setting rlimit") {
-		// Not a missing install (.ci/install-deps cannot change a machine's hard limits, and
-		// the README line is run as typed, without --ulimit nproc): a skip with podman's words
-		// also under NGINX_FORGE_E2E=1.
-		t.Skipf("skipped: this machine's hard limits are below podman's default container limits, so podman runs no container here as typed (podman: %s); raise the hard limits (nofile, nproc) or set default_ulimits in containers.conf",
-			strings.TrimSpace(out.String()))
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for {
@@ -129,7 +179,7 @@ func TestReadmePodmanLine(t *testing.T) {
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("no HTTPS answer from the README's podman line in 60 s: %v\npodman's output:\n%s", err, out.String())
+			t.Fatalf("no HTTPS answer from the README's podman line in 60 s: %v\npodman's output:\n%s", err, cmdOut.String())
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
