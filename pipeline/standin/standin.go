@@ -196,10 +196,8 @@ func Image(r *Rootfs, arch string) (v1.Image, error) {
 	}
 	// distroless stamps its layers at the epoch; so does the stand-in.
 	epoch := time.Unix(0, 0).UTC()
-	layer, err := image.TreeLayer(r.Dir, image.TreeOptions{
-		ModTime: epoch,
-		Owners:  map[string]image.Owner{"home/nonroot": image.Nonroot},
-	})
+	layer, err := image.TreeLayer(r.Dir, image.WithModTime(epoch),
+		image.WithOwners(map[string]image.Owner{"home/nonroot": image.Nonroot}))
 	if err != nil {
 		return nil, fmt.Errorf("making the base layer: %w", err)
 	}
