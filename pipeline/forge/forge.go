@@ -63,7 +63,7 @@ type build struct {
 	sink     progress.Sink
 	warnings func(*lock.Lock) []string
 	signer   signature.SignerVerifier // --sign-key's, loaded before anything is built
-	regOpts  []image.Option    // every registry access's options (registryOptions)
+	regOpts  []image.Option           // every registry access's options (registryOptions)
 }
 
 // target is one platform's build: its plan, base, and (once built) its image.
