@@ -32,8 +32,7 @@ type Options struct {
 	// Sink receives the build's progress as typed events (pipeline/progress): steps, the
 	// engine's stages, pushes, tags, smoke results, and Notes (Info for a person, Warning,
 	// Detail for downloads, verification, registry steps and the smoke table). The command
-	// gives the engines a printf function that sends to the same Sink, so one -v shows
-	// everything. Nil discards.
+	// gives the engines the same Sink, so one -v shows everything. Nil discards.
 	Sink progress.Sink
 	// BranchWarnings is what every build warns about the lock's upstream branches (superseded,
 	// past their support): the command passes pipeline/upstream's calendar, which this
