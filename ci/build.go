@@ -274,7 +274,7 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	res, err := forge.Run(ctx, eng, rs, forge.Options{Sink: sink, BranchWarnings: branchWarnings})
+	res, err := forge.Run(ctx, eng, rs, forge.WithProgress(sink), forge.WithBranchWarnings(branchWarnings))
 	closeGroups()
 	if inActions && res != nil {
 		for _, w := range res.Warnings {

@@ -114,7 +114,7 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	res, err := forge.Run(ctx, eng, rs, forge.Options{Sink: sink})
+	res, err := forge.Run(ctx, eng, rs, forge.WithProgress(sink))
 	if err != nil {
 		return err
 	}
