@@ -33,8 +33,7 @@ machine's apt is neither read nor changed.
 The image is written to --output as an OCI layout directory, or a docker-archive tarball
 when the path ends in .tar, and its --runtime-image spelling is printed on standard output:
 ci build --runtime-image oci:DIR builds on it.`,
-		checksUsage: true,
-		flags: func(fs *flag.FlagSet) runFunc {
+		checked: func(fs *flag.FlagSet) (func() error, func(context.Context, io.Writer, io.Writer) error) {
 			var o standin.Options
 			fs.StringVar(&o.Mirror, "mirror", "", "the Debian archive `URL` (http://HOST/debian: a mirror, or a copy served over http)")
 			fs.StringVar(&o.Suite, "suite", "trixie", "Debian `suite` (distroless -debian13 is trixie; the builder's glibc must not be newer than the suite's)")
@@ -42,9 +41,10 @@ ci build --runtime-image oci:DIR builds on it.`,
 			output := fs.String("output", "", "write the image to `PATH`: an OCI layout directory, or a docker-archive tarball if it ends in .tar (must not exist)")
 			cache := fs.String("cache", "", "cache `DIR` for apt's private state and the unpacked packages (default: "+standin.DefaultCacheDir+" as root, else $XDG_CACHE_HOME/nginx-forge/base)")
 			verbose := fs.Bool("v", false, "verbose: show apt's steps")
-			return usageChecked("base", func() error { return checkBaseFlags(&o, *output) }, func(ctx context.Context, stdout, stderr io.Writer) error {
+			check := func() error { return checkBaseFlags(&o, *output) }
+			return check, func(ctx context.Context, stdout, stderr io.Writer) error {
 				return makeBase(ctx, o, *output, *cache, *verbose, stdout, stderr)
-			})
+			}
 		},
 	})
 }

@@ -52,7 +52,7 @@ func init() {
 		summary: "Train the pgo build once and record its profile into the lock (reproducible pgo builds)",
 		usage:   "--dir DIR [--url BASE [--write]] [flags]",
 		long:    pgoProfileHelp,
-		flags: func(fs *flag.FlagSet) runFunc {
+		checked: func(fs *flag.FlagSet) (func() error, func(context.Context, io.Writer, io.Writer) error) {
 			var f pgoProfileFlags
 			fs.StringVar(&f.dir, "dir", "", "write the profile tarballs into `DIR`")
 			fs.StringVar(&f.baseURL, "url", "", "https `BASE` URL the tarballs will be served from: print the lock entries with BASE/<file name>")
@@ -61,11 +61,10 @@ func init() {
 			f.build.stackFlags(fs)
 			fs.BoolVar(&f.build.verbose, "v", false, "verbose")
 			check := func() error { _, err := f.validRequest(); return err }
-			return usageChecked("pgo-profile", check, func(ctx context.Context, stdout, stderr io.Writer) error {
+			return check, func(ctx context.Context, stdout, stderr io.Writer) error {
 				return runPGOProfile(ctx, f, stdout, stderr)
-			})
+			}
 		},
-		checksUsage: true,
 	})
 }
 
