@@ -97,11 +97,10 @@ func makeBase(ctx context.Context, o standin.Options, output, cache string, verb
 		return err
 	}
 	o.CacheDir = dir
-	if verbose {
-		o.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
-	}
+	sink, _ := newLog(stderr, verbose, false)
+	o.Progress = sink
 	start := time.Now()
-	fmt.Fprintf(stderr, "base: %s %s/%s from %s\n", strings.Join(standin.Packages, " "), o.Suite, o.Arch, o.Mirror)
+	say(sink, "base: %s %s/%s from %s", strings.Join(standin.Packages, " "), o.Suite, o.Arch, o.Mirror)
 	r, err := standin.Build(ctx, o)
 	if err != nil {
 		return fmt.Errorf("making the stand-in base: %w", err)
@@ -125,7 +124,7 @@ func makeBase(ctx context.Context, o standin.Options, output, cache string, verb
 	if strings.HasSuffix(output, ".tar") {
 		scheme = image.SchemeDockerArchive
 	}
-	fmt.Fprintf(stderr, "base: %s (%s) in %s\n", abs, d, time.Since(start).Round(time.Second))
+	say(sink, "base: %s (%s) in %s", abs, d, time.Since(start).Round(time.Second))
 	fmt.Fprintf(stdout, "%s:%s\n", scheme, abs)
 	return nil
 }

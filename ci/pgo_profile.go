@@ -127,7 +127,7 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 			e.URL = lock.ProfilesDir + "/" + forge.ProfileFileName(e)
 		}
 		entries = append(entries, e)
-		fmt.Fprintf(stderr, "profile %s: %s (sha256 %s)\n", e.Platform, p.File, e.SHA256)
+		say(sink, "profile %s: %s (sha256 %s)", e.Platform, p.File, e.SHA256)
 	}
 	b, err := json.MarshalIndent(struct {
 		Profiles []lock.Profile `json:"profiles"`
@@ -138,7 +138,7 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 	fmt.Fprintln(stdout, string(b))
 	if !f.write {
 		if f.baseURL == "" {
-			fmt.Fprintln(stderr, "serve the tarballs over https and record them: --url BASE --write (or add the entries above with their url to the lock's \"profiles\")")
+			say(sink, "serve the tarballs over https and record them: --url BASE --write (or add the entries above with their url to the lock's \"profiles\")")
 		}
 		return nil
 	}
@@ -163,11 +163,11 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 		return err
 	}
 	if f.inRepo {
-		fmt.Fprintf(stderr, "recorded %d profile(s) in %s, files under %s: commit them together\n", len(entries), lockFile,
+		say(sink, "recorded %d profile(s) in %s, files under %s: commit them together", len(entries), lockFile,
 			filepath.Join(filepath.Dir(lockFile), lock.ProfilesDir))
 		return nil
 	}
-	fmt.Fprintf(stderr, "recorded %d profile(s) in %s: serve each file at its url before building\n", len(entries), lockFile)
+	say(sink, "recorded %d profile(s) in %s: serve each file at its url before building", len(entries), lockFile)
 	return nil
 }
 
