@@ -191,7 +191,7 @@ func emit(stderr io.Writer, w string) {
 }
 func main() { run(os.Stderr) }
 `,
-		"pipeline/source/planted.go":             "package source\nfunc WithLogf(logf func(string, ...any)) {}\n",
+		"pipeline/source/planted.go":              "package source\nfunc WithLogf(logf func(string, ...any)) {}\n",
 		"pipeline/testsupport/planted/planted.go": "package planted\nimport \"os\"\nvar logf func(string, ...any) = nil\nvar w = os.Stderr\n",
 		"ci/log.go": `package main
 func (s *lineSink) note(stderr io.Writer) { fmt.Fprintln(stderr, "x") }
