@@ -33,8 +33,7 @@ machine's apt is neither read nor changed.
 The image is written to --output as an OCI layout directory, or a docker-archive tarball
 when the path ends in .tar, and its --runtime-image spelling is printed on standard output:
 ci build --runtime-image oci:DIR builds on it.`,
-		checksUsage: true,
-		flags: func(fs *flag.FlagSet) runFunc {
+		checked: func(fs *flag.FlagSet) (func() error, func(context.Context, io.Writer, io.Writer) error) {
 			var o standin.Options
 			fs.StringVar(&o.Mirror, "mirror", "", "the Debian archive `URL` (http://HOST/debian: a mirror, or a copy served over http)")
 			fs.StringVar(&o.Suite, "suite", "trixie", "Debian `suite` (distroless -debian13 is trixie; the builder's glibc must not be newer than the suite's)")
@@ -42,9 +41,10 @@ ci build --runtime-image oci:DIR builds on it.`,
 			output := fs.String("output", "", "write the image to `PATH`: an OCI layout directory, or a docker-archive tarball if it ends in .tar (must not exist)")
 			cache := fs.String("cache", "", "cache `DIR` for apt's private state and the unpacked packages (default: "+standin.DefaultCacheDir+" as root, else $XDG_CACHE_HOME/nginx-forge/base)")
 			verbose := fs.Bool("v", false, "verbose: show apt's steps")
-			return usageChecked("base", func() error { return checkBaseFlags(&o, *output) }, func(ctx context.Context, stdout, stderr io.Writer) error {
+			check := func() error { return checkBaseFlags(&o, *output) }
+			return check, func(ctx context.Context, stdout, stderr io.Writer) error {
 				return makeBase(ctx, o, *output, *cache, *verbose, stdout, stderr)
-			})
+			}
 		},
 	})
 }
@@ -97,11 +97,10 @@ func makeBase(ctx context.Context, o standin.Options, output, cache string, verb
 		return err
 	}
 	o.CacheDir = dir
-	if verbose {
-		o.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
-	}
+	sink, _ := newLog(stderr, verbose, false)
+	o.Progress = sink
 	start := time.Now()
-	fmt.Fprintf(stderr, "base: %s %s/%s from %s\n", strings.Join(standin.Packages, " "), o.Suite, o.Arch, o.Mirror)
+	say(sink, "base: %s %s/%s from %s", strings.Join(standin.Packages, " "), o.Suite, o.Arch, o.Mirror)
 	r, err := standin.Build(ctx, o)
 	if err != nil {
 		return fmt.Errorf("making the stand-in base: %w", err)
@@ -125,7 +124,7 @@ func makeBase(ctx context.Context, o standin.Options, output, cache string, verb
 	if strings.HasSuffix(output, ".tar") {
 		scheme = image.SchemeDockerArchive
 	}
-	fmt.Fprintf(stderr, "base: %s (%s) in %s\n", abs, d, time.Since(start).Round(time.Second))
+	say(sink, "base: %s (%s) in %s", abs, d, time.Since(start).Round(time.Second))
 	fmt.Fprintf(stdout, "%s:%s\n", scheme, abs)
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/actions"
 	"github.com/nginx-forge/nginx-forge/pipeline/bench"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
@@ -179,6 +180,7 @@ func (o *benchOpts) checkUsage(cmd string, args []string) error {
 }
 
 func (o *benchOpts) options(stderr io.Writer) (bench.Options, error) {
+	sink, _ := newLog(stderr, *o.verbose, false)
 	sc, err := bench.SelectScenarios(*o.scenarios)
 	if err != nil {
 		return bench.Options{}, usageErrorf("--scenarios: %v", err)
@@ -198,10 +200,7 @@ func (o *benchOpts) options(stderr io.Writer) (bench.Options, error) {
 		warm = -1
 	}
 	opts := bench.Options{Scenarios: sc, Duration: *o.duration, Warmup: warm, Connections: *o.connections,
-		Threads: *o.thr, Rounds: *o.rounds, Wrk: *o.wrk, NoPin: *o.noPin, SyscallRequests: sysReq, Strace: *o.strace}
-	if *o.verbose {
-		opts.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }
-	}
+		Threads: *o.thr, Rounds: *o.rounds, Wrk: *o.wrk, NoPin: *o.noPin, SyscallRequests: sysReq, Strace: *o.strace, Progress: sink}
 	return opts, nil
 }
 
@@ -211,8 +210,8 @@ func runBounded[T any](ctx context.Context, opts bench.Options, timeout time.Dur
 	if limit <= 0 {
 		limit = 2*opts.Estimate(targets) + 2*time.Minute
 	}
-	if opts.Logf != nil {
-		opts.Logf("estimated %v; giving up after %v", opts.Estimate(targets).Round(time.Second), limit.Round(time.Second))
+	if opts.Progress != nil {
+		opts.Progress.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf("estimated %v; giving up after %v", opts.Estimate(targets).Round(time.Second), limit.Round(time.Second))})
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()

@@ -120,7 +120,7 @@ func init() {
 		summary: "Build the image from the lock, smoke-test it, and write or publish it",
 		usage:   "[--push --image REPO[:TAG,...]] [--output PATH] [--tree DIR] [flags]",
 		long:    buildHelp,
-		flags: func(fs *flag.FlagSet) runFunc {
+		checked: func(fs *flag.FlagSet) (func() error, func(context.Context, io.Writer, io.Writer) error) {
 			f := declareBuildFlags(fs)
 			check := func() error {
 				if err := f.checkRegistryTimeout(); err != nil {
@@ -129,14 +129,13 @@ func init() {
 				_, err := f.resolve()
 				return err
 			}
-			return usageChecked("build", check, func(ctx context.Context, stdout, stderr io.Writer) error {
+			return check, func(ctx context.Context, stdout, stderr io.Writer) error {
 				if err := f.checkRegistryTimeout(); err != nil {
 					return err
 				}
 				return runBuild(ctx, *f, stdout, stderr)
-			})
+			}
 		},
-		checksUsage: true,
 	})
 }
 
@@ -274,7 +273,7 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	res, err := forge.Run(ctx, eng, rs, forge.Options{Sink: sink, BranchWarnings: branchWarnings})
+	res, err := forge.Run(ctx, eng, rs, forge.WithProgress(sink), forge.WithBranchWarnings(branchWarnings))
 	closeGroups()
 	if inActions && res != nil {
 		for _, w := range res.Warnings {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -164,8 +163,8 @@ var placeholder = regexp.MustCompile(`\b[A-Z][A-Z0-9_]*[A-Z]\b`)
 
 // checkDocCommand runs a documented command line through main's own code: run itself
 // (exit status 0 wanted) for what is not a command (help, --version), and, with a context
-// from usageCheckOnly, for a whole line of a command that checks its usage alone
-// (command.checksUsage; placeholders in capitals lowered: ghcr.io/OWNER/nginx is a
+// through checkUsage, for a whole line of a command that checks its usage alone
+// (command.checked; placeholders in capitals lowered: ghcr.io/OWNER/nginx is a
 // repository once OWNER is one); otherwise the command's flag parsing (parseFlags) only,
 // all a mention in prose gets, which may also end in a flag whose value it leaves out.
 func checkDocCommand(c docCommand) error {
@@ -173,7 +172,7 @@ func checkDocCommand(c docCommand) error {
 		return nil // "go run ./ci" lists the commands
 	}
 	cmd, isCommand := commands[c.args[0]]
-	if !isCommand || (cmd.checksUsage && !c.partial) {
+	if !isCommand || (cmd.checked != nil && !c.partial) {
 		args := c.args
 		if !c.partial {
 			args = make([]string, len(c.args))
@@ -182,7 +181,7 @@ func checkDocCommand(c docCommand) error {
 			}
 		}
 		var stderr strings.Builder
-		if code := run(usageCheckOnly(context.Background()), args, io.Discard, &stderr); code != 0 {
+		if code := checkUsage(args, &stderr); code != 0 {
 			first, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n")
 			return fmt.Errorf("exit status %d: %s", code, first)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/dockerfile"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 func init() {
@@ -62,8 +63,9 @@ test fails when it drifts; regenerate it with:
 				case err != nil:
 					return err
 				}
+				sink, _ := newLog(stderr, false, false)
 				for _, w := range warnings {
-					fmt.Fprintln(stderr, "warning:", w)
+					sink.Send(progress.Note{Level: progress.Warning, Text: w})
 				}
 				if *out == "" {
 					_, err = stdout.Write(b)

@@ -76,7 +76,7 @@ func TestDockerfileBuildsAndPassesSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := host.SmokeImage(ctx, img, host.SmokeOptions{Options: smoke.Options{Expect: expect}})
+	rep, err := host.SmokeImage(ctx, img, smoke.Options{Expect: expect})
 	if err == nil {
 		err = printSmoke(rep, "image "+ref, false, &table)
 	}

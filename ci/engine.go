@@ -47,14 +47,13 @@ type engineConfig struct {
 // newEngine is the engine --engine names: the one place that chooses, for ci build and ci
 // smoke alike. Every engine builds, serves and smoke-tests through engine.Engine.
 func newEngine(c engineConfig) (engine.Engine, error) {
-	logf := progress.Logf(c.sink, progress.Detail)
 	switch c.name {
 	case hostEngine:
 		dir, err := cacheDir(c.cache)
 		if err != nil {
 			return nil, err
 		}
-		opts := []host.Option{host.WithCacheDir(dir), host.WithJobs(c.jobs), host.WithLogf(logf)}
+		opts := []host.Option{host.WithCacheDir(dir), host.WithJobs(c.jobs), host.WithProgress(c.sink)}
 		if c.confD != "" {
 			opts = append(opts, host.WithSmokeConfD(c.confD))
 		}
@@ -63,9 +62,9 @@ func newEngine(c engineConfig) (engine.Engine, error) {
 		}
 		return host.NewEngine(opts...), nil
 	case daggerEngine:
-		opts := []daggerexec.Option{daggerexec.WithLogf(logf)}
+		opts := []daggerexec.Option{daggerexec.WithProgress(c.sink)}
 		if c.verbose {
-			opts = append(opts, daggerexec.WithEngineOutput(logf))
+			opts = append(opts, daggerexec.WithEngineOutput(c.sink))
 		}
 		return daggerexec.New(opts...), nil
 	}

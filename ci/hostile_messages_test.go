@@ -207,7 +207,7 @@ func TestTimeoutFlagsAreCheckedAsFlags(t *testing.T) {
 	var found []timeoutFlag
 	for name, c := range commands {
 		fs := flag.NewFlagSet(name, flag.ContinueOnError)
-		c.flags(fs)
+		c.declare(fs)
 		fs.VisitAll(func(f *flag.Flag) {
 			if f.Name == "timeout" || strings.HasSuffix(f.Name, "-timeout") {
 				found = append(found, timeoutFlag{name, f.Name})

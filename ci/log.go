@@ -16,8 +16,8 @@ import (
 // line each (Detail notes and the smoke table only with -v, a failed suite's table always),
 // a step as "STEP: started" and "STEP: done in D[, from cache]"; in GitHub Actions each
 // top-level step's lines are one collapsible group (::group::/::endgroup::, which do not
-// nest). It is the only logging the commands give the library: the engines' printf
-// functions send Detail notes to it (progress.Logf).
+// nest). It is the only logging the commands give the library: the engines, the image
+// publisher and the smoke suite send their notes and checks to it.
 type lineSink struct {
 	mu      sync.Mutex
 	w       io.Writer
@@ -57,6 +57,10 @@ func (s *lineSink) Send(e progress.Event) {
 		}
 		if e.OK {
 			fmt.Fprintf(s.w, "smoke (%s): %d passed, %d failed, %d skipped\n", e.Platform, e.Passed, e.Failed, e.Skipped)
+		}
+	case progress.Checked:
+		if s.verbose {
+			fmt.Fprintf(s.w, "%s: %s (%s) %s\n", e.Name, e.Status, e.Duration, e.Detail)
 		}
 	case progress.Pushed:
 		state := "pushed"
@@ -107,6 +111,12 @@ func (s *lineSink) note(n progress.Note) {
 	default:
 		fmt.Fprintln(s.w, n.Text)
 	}
+}
+
+// say sends a line a person should see (an Info note) to s: the commands' own lines, which
+// reach the terminal through the renderer like the library's.
+func say(s progress.Sink, format string, args ...any) {
+	s.Send(progress.Note{Level: progress.Info, Text: fmt.Sprintf(format, args...)})
 }
 
 func (s *lineSink) closeGroups() {

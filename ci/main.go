@@ -31,9 +31,11 @@ type command struct {
 	long    string // paragraphs shown by NAME --help, before the flags
 	// flags declares the subcommand's flags on fs and returns the function that runs it.
 	flags func(fs *flag.FlagSet) runFunc
-	// checksUsage: given a context from usageCheckOnly, the run function returns after the
-	// checks it makes before any work.
-	checksUsage bool
+	// checked is flags for a command that takes no arguments and judges its flags before any
+	// work (build, base, pgo-profile): it returns that judgement (check: nothing fetched,
+	// built, written or contacted; exit status 0 or 2) apart from the work, which makes it
+	// again first. The tests run the README's command lines through check alone.
+	checked func(fs *flag.FlagSet) (check func() error, work func(ctx context.Context, stdout, stderr io.Writer) error)
 }
 
 // runFunc runs a subcommand with its arguments. It writes only to the stdout and stderr it
@@ -167,20 +169,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Run 'go run ./ci %s --help' for its flags.\n", c.name)
 		return 2
 	}
-	if err := runFn(ctx, fs.Args(), stdout, stderr); err != nil {
-		err, badInput := inputFlagError(fs, err)
-		// The one redaction rule: a server may have echoed a credential into the error.
-		fmt.Fprintf(stderr, "ci %s: %s\n", c.name, safeio.Redact(err.Error(), knownSecrets(fs)...))
-		var ee *exitError
-		switch {
-		case badInput, isUsage(err):
-			return 2
-		case errors.As(err, &ee):
-			return ee.code
-		}
-		return 1
+	return exitStatus(c, fs, runFn(ctx, fs.Args(), stdout, stderr), stderr)
+}
+
+// exitStatus prints err, if any, as c's failure and returns the exit status it means: 2 for a
+// usage error, an exitError's own, 1 for any other.
+func exitStatus(c *command, fs *flag.FlagSet, err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
 	}
-	return 0
+	err, badInput := inputFlagError(fs, err)
+	// The one redaction rule: a server may have echoed a credential into the error.
+	fmt.Fprintf(stderr, "ci %s: %s\n", c.name, safeio.Redact(err.Error(), knownSecrets(fs)...))
+	var ee *exitError
+	switch {
+	case badInput, isUsage(err):
+		return 2
+	case errors.As(err, &ee):
+		return ee.code
+	}
+	return 1
 }
 
 // parseFlags declares c's flags and parses args (what follows the command's name) as
@@ -189,27 +197,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func parseFlags(c *command, args []string, stderr io.Writer) (*flag.FlagSet, runFunc, error) {
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	runFn := c.flags(fs)
+	runFn := c.declare(fs)
 	// flag prints a parse error itself, then calls Usage: keep that short (run prints the
 	// whole usage once, to standard output, when it was asked for).
 	fs.Usage = func() {}
 	return fs, runFn, fs.Parse(args)
 }
 
-// usageCheckOnlyKey marks a context from usageCheckOnly.
-type usageCheckOnlyKey struct{}
-
-// usageCheckOnly asks the commands that can (command.checksUsage) to check their flags and
-// arguments as they do before any work, and to stop there: nothing fetched, built, written
-// or contacted, exit status 0 or 2. The tests run the README's command lines this way.
-func usageCheckOnly(ctx context.Context) context.Context {
-	return context.WithValue(ctx, usageCheckOnlyKey{}, true)
-}
-
-// checkingUsageOnly: ctx came from usageCheckOnly.
-func checkingUsageOnly(ctx context.Context) bool {
-	only, _ := ctx.Value(usageCheckOnlyKey{}).(bool)
-	return only
+// declare declares c's flags on fs and returns the function that runs it.
+func (c *command) declare(fs *flag.FlagSet) runFunc {
+	if c.checked == nil {
+		return c.flags(fs)
+	}
+	_, work := c.checked(fs)
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if err := noArgs(c.name, args); err != nil {
+			return err
+		}
+		return work(ctx, stdout, stderr)
+	}
 }
 
 // noArgs refuses arguments to the command cmd, which takes none.
@@ -218,21 +224,6 @@ func noArgs(cmd string, args []string) error {
 		return usageErrorf("%s takes no arguments, got %q", cmd, args)
 	}
 	return nil
-}
-
-// usageChecked is the run function of a command cmd that takes no arguments and checks its
-// usage (command.checksUsage): check is that check, run the work, which a context from
-// usageCheckOnly stops short of.
-func usageChecked(cmd string, check func() error, run func(ctx context.Context, stdout, stderr io.Writer) error) runFunc {
-	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if err := noArgs(cmd, args); err != nil {
-			return err
-		}
-		if checkingUsageOnly(ctx) {
-			return check()
-		}
-		return run(ctx, stdout, stderr)
-	}
 }
 
 func printCommands(w io.Writer) {

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"flag"
+	"io"
 	"strings"
 	"testing"
 )
@@ -30,4 +33,33 @@ func TestUnknownFlagIsAUsageError(t *testing.T) {
 	if !strings.Contains(stderr.String(), "-bogus") || !strings.Contains(stderr.String(), "build --help") {
 		t.Errorf("stderr = %q, want the flag named and a pointer to --help", stderr.String())
 	}
+}
+
+// checkUsage runs the command line args (what follows "ci") as run does, except that a
+// command that judges its flags before any work (command.checked: build, base, pgo-profile)
+// stops after that judgement: nothing fetched, built, written or contacted. It returns the
+// exit status run would have given for a line that fails there, and prints the same error.
+// Any other line runs whole through run.
+func checkUsage(args []string, stderr io.Writer) int {
+	var c *command
+	if len(args) > 0 {
+		c = commands[args[0]]
+	}
+	if c == nil || c.checked == nil {
+		return run(context.Background(), args, io.Discard, stderr)
+	}
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {}
+	check, _ := c.checked(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if err := noArgs(c.name, fs.Args()); err != nil {
+		return exitStatus(c, fs, err, stderr)
+	}
+	return exitStatus(c, fs, check(), stderr)
 }

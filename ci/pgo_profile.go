@@ -52,7 +52,7 @@ func init() {
 		summary: "Train the pgo build once and record its profile into the lock (reproducible pgo builds)",
 		usage:   "--dir DIR [--url BASE [--write]] [flags]",
 		long:    pgoProfileHelp,
-		flags: func(fs *flag.FlagSet) runFunc {
+		checked: func(fs *flag.FlagSet) (func() error, func(context.Context, io.Writer, io.Writer) error) {
 			var f pgoProfileFlags
 			fs.StringVar(&f.dir, "dir", "", "write the profile tarballs into `DIR`")
 			fs.StringVar(&f.baseURL, "url", "", "https `BASE` URL the tarballs will be served from: print the lock entries with BASE/<file name>")
@@ -61,11 +61,10 @@ func init() {
 			f.build.stackFlags(fs)
 			fs.BoolVar(&f.build.verbose, "v", false, "verbose")
 			check := func() error { _, err := f.validRequest(); return err }
-			return usageChecked("pgo-profile", check, func(ctx context.Context, stdout, stderr io.Writer) error {
+			return check, func(ctx context.Context, stdout, stderr io.Writer) error {
 				return runPGOProfile(ctx, f, stdout, stderr)
-			})
+			}
 		},
-		checksUsage: true,
 	})
 }
 
@@ -114,7 +113,7 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	res, err := forge.Run(ctx, eng, rs, forge.Options{Sink: sink})
+	res, err := forge.Run(ctx, eng, rs, forge.WithProgress(sink))
 	if err != nil {
 		return err
 	}
@@ -128,7 +127,7 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 			e.URL = lock.ProfilesDir + "/" + forge.ProfileFileName(e)
 		}
 		entries = append(entries, e)
-		fmt.Fprintf(stderr, "profile %s: %s (sha256 %s)\n", e.Platform, p.File, e.SHA256)
+		say(sink, "profile %s: %s (sha256 %s)", e.Platform, p.File, e.SHA256)
 	}
 	b, err := json.MarshalIndent(struct {
 		Profiles []lock.Profile `json:"profiles"`
@@ -139,7 +138,7 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 	fmt.Fprintln(stdout, string(b))
 	if !f.write {
 		if f.baseURL == "" {
-			fmt.Fprintln(stderr, "serve the tarballs over https and record them: --url BASE --write (or add the entries above with their url to the lock's \"profiles\")")
+			say(sink, "serve the tarballs over https and record them: --url BASE --write (or add the entries above with their url to the lock's \"profiles\")")
 		}
 		return nil
 	}
@@ -164,11 +163,11 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 		return err
 	}
 	if f.inRepo {
-		fmt.Fprintf(stderr, "recorded %d profile(s) in %s, files under %s: commit them together\n", len(entries), lockFile,
+		say(sink, "recorded %d profile(s) in %s, files under %s: commit them together", len(entries), lockFile,
 			filepath.Join(filepath.Dir(lockFile), lock.ProfilesDir))
 		return nil
 	}
-	fmt.Fprintf(stderr, "recorded %d profile(s) in %s: serve each file at its url before building\n", len(entries), lockFile)
+	say(sink, "recorded %d profile(s) in %s: serve each file at its url before building", len(entries), lockFile)
 	return nil
 }
 

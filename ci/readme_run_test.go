@@ -108,7 +108,7 @@ func TestReadmeFirstScreen(t *testing.T) {
 	for _, c := range docCommands(doc[:start+6+end]) {
 		if !c.partial {
 			var stderr strings.Builder
-			if code := run(usageCheckOnly(t.Context()), c.args, &strings.Builder{}, &stderr); code != 0 {
+			if code := checkUsage(c.args, &stderr); code != 0 {
 				t.Errorf("README.md %s as typed: exit %d: %s", c, code, stderr.String())
 			}
 		}

@@ -66,14 +66,10 @@ func smokeFlags(fs *flag.FlagSet) runFunc {
 		// With -v each step and check is a line of the one progress renderer (ci/log.go, with
 		// its redaction), the Dagger engine's own output included; without it, only the table.
 		sink, _ := newLog(stderr, *verbose, false)
-		var logf func(string, ...any)
-		if *verbose {
-			logf = progress.Logf(sink, progress.Detail)
-		}
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
 		if req.Address != "" {
-			rep, err := forge.SmokeServer(ctx, req, logf)
+			rep, err := forge.SmokeServer(ctx, req, sink)
 			if err != nil {
 				return err
 			}
@@ -84,7 +80,7 @@ func smokeFlags(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer e.Close()
-		return smokeImage(ctx, req, e, logf, *asJSON, stdout)
+		return smokeImage(ctx, req, e, sink, *asJSON, stdout)
 	}
 }
 
@@ -109,16 +105,14 @@ func smokeArgs(req *forge.SmokeRequest, start bool, args []string, eng engineNam
 
 // smokeImage pulls the image once and runs the suite on it on the engine --engine chose:
 // runc on this machine (host) or a service on the Dagger engine.
-func smokeImage(ctx context.Context, req forge.SmokeRequest, e engine.Engine, logf func(string, ...any), asJSON bool, stdout io.Writer) error {
+func smokeImage(ctx context.Context, req forge.SmokeRequest, e engine.Engine, sink progress.Sink, asJSON bool, stdout io.Writer) error {
 	prep, err := forge.PrepareImageSmoke(ctx, req)
 	if err != nil {
 		return err
 	}
-	if logf != nil {
-		logf("expectations from %s", prep.From)
-	}
+	sink.Send(progress.Note{Level: progress.Detail, Text: "expectations from " + prep.From})
 	o := prep.Options
-	o.Logf = logf
+	o.Progress = sink
 	rep, err := e.Smoke(ctx, prep.Plan, prep.Image, o)
 	if err != nil {
 		return err

@@ -36,9 +36,10 @@ says so on standard error and exits 0.`,
 				if err := image.CheckRevision(*revision); err != nil {
 					return usageErrorf("--revision %v", err)
 				}
+				sink, _ := newLog(stderr, false, false)
 				if strings.HasPrefix(*ref, "refs/pull/") {
 					// A pull request builds and smoke-tests, and publishes nothing (README: Tags).
-					fmt.Fprintf(stderr, "ci tags: --ref %s is a pull request: it moves no tag\n", *ref)
+					say(sink, "ci tags: --ref %s is a pull request: it moves no tag", *ref)
 					return nil
 				}
 				tags, err := forge.Request{LockFile: *lockFile, TLS: *tls, Zlib: *zlib, Ref: *ref, Revision: *revision, Latest: *latest}.PublishTags()
@@ -47,7 +48,7 @@ says so on standard error and exits 0.`,
 				}
 				if len(tags) == 0 {
 					// Nothing to move is an answer, not a failure: a script reads an empty line.
-					fmt.Fprintf(stderr, "ci tags: --ref %q without --revision moves no tag\n", *ref)
+					say(sink, "ci tags: --ref %q without --revision moves no tag", *ref)
 					return nil
 				}
 				fmt.Fprintln(stdout, strings.Join(tags, ","))

@@ -79,8 +79,8 @@ func TestRegistryTimeoutRange(t *testing.T) {
 		}
 	}
 	for _, v := range []string{"1s", "2m", "1h"} {
-		var stdout, stderr bytes.Buffer
-		code := run(usageCheckOnly(context.Background()), []string{"build", "--engine", "host", "--no-smoke", "--tree", filepath.Join(t.TempDir(), "tree"), "--registry-timeout", v}, &stdout, &stderr)
+		var stderr bytes.Buffer
+		code := checkUsage([]string{"build", "--engine", "host", "--no-smoke", "--tree", filepath.Join(t.TempDir(), "tree"), "--registry-timeout", v}, &stderr)
 		if code != 0 {
 			t.Errorf("--registry-timeout %s: exit %d, want it accepted\n%s", v, code, stderr.String())
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,8 +40,8 @@ func TestOutOfRangeFlagsRefused(t *testing.T) {
 	}
 	// The bounds themselves pass build's usage checks.
 	for _, v := range []string{"1", "1048576"} {
-		var stdout, stderr bytes.Buffer
-		if code := run(usageCheckOnly(context.Background()), []string{"build", "--engine", "host", "--no-smoke", "--tree", tree(), "--max-source-size", v}, &stdout, &stderr); code != 0 {
+		var stderr bytes.Buffer
+		if code := checkUsage([]string{"build", "--engine", "host", "--no-smoke", "--tree", tree(), "--max-source-size", v}, &stderr); code != 0 {
 			t.Errorf("--max-source-size %s: exit %d\n%s", v, code, stderr.String())
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // Target is one server under test: a binary and the knobs its config is rendered with.
@@ -54,8 +55,14 @@ type Options struct {
 	SyscallRequests int
 	// Strace is the strace binary; default "strace" from PATH.
 	Strace string
-	// Logf reports progress; nil is quiet.
-	Logf func(format string, args ...any)
+	// Progress receives each server start, warm-up, round and syscall count as a Detail
+	// note; nil discards.
+	Progress progress.Sink
+}
+
+// note sends one line of progress as a Detail note.
+func (o *Options) note(format string, args ...any) {
+	o.Progress.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
 }
 
 func (o *Options) defaults() {
@@ -71,8 +78,8 @@ func (o *Options) defaults() {
 	if o.Rounds <= 0 {
 		o.Rounds = 3
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Progress == nil {
+		o.Progress = progress.Discard
 	}
 	if o.SyscallRequests == 0 {
 		o.SyscallRequests = 2000

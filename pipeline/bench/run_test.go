@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
@@ -31,7 +32,7 @@ func TestRunDebianAgainstItself(t *testing.T) {
 	k := DefaultKnobs()
 	var log strings.Builder
 	rep, err := Run(context.Background(), []Target{{Name: "A", Binary: nginx, Knobs: k}, {Name: "B", Binary: nginx, Knobs: k}}, 1,
-		Options{Duration: time.Second, Rounds: 2, Warmup: -1, SyscallRequests: 50, Logf: func(f string, a ...any) { log.WriteString(f + "\n") }})
+		Options{Duration: time.Second, Rounds: 2, Warmup: -1, SyscallRequests: 50, Progress: progress.SinkFunc(func(e progress.Event) { log.WriteString(e.(progress.Note).Text + "\n") })})
 	if err != nil {
 		t.Fatal(err)
 	}

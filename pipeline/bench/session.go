@@ -167,7 +167,7 @@ func (r *session) start(i int, t Target) error {
 			r.served[[2]int{si, i}] = servedAs{enc, size}
 		}
 	}
-	r.opts.Logf("started %s: nginx %s (%s) pid %d on 127.0.0.1:%d/%d", t.Name, info.Version, info.OpenSSL, s.PID(), c.HTTPPort, c.HTTPSPort)
+	r.opts.note("started %s: nginx %s (%s) pid %d on 127.0.0.1:%d/%d", t.Name, info.Version, info.OpenSSL, s.PID(), c.HTTPPort, c.HTTPSPort)
 	return nil
 }
 
@@ -225,11 +225,11 @@ func (r *session) warmUp() error {
 	}
 	for si, sc := range r.opts.Scenarios {
 		for ti := range r.targets {
-			r.opts.Logf("warm-up: %s on %s", sc.Name, r.targets[ti].Name)
+			r.opts.note("warm-up: %s on %s", sc.Name, r.targets[ti].Name)
 			if _, err := r.wrkRun(si, ti, r.opts.Warmup); errors.Is(err, errNoRequests) {
 				// On a loaded machine a second may not be enough for the first TLS
 				// handshakes of many connections; the warm-up is not recorded anyway.
-				r.opts.Logf("warm-up: %s on %s completed no requests", sc.Name, r.targets[ti].Name)
+				r.opts.note("warm-up: %s on %s completed no requests", sc.Name, r.targets[ti].Name)
 			} else if err != nil {
 				return fmt.Errorf("warm-up: %w", err)
 			}
@@ -253,7 +253,7 @@ func (r *session) rounds() (map[[2]int][]RunResult, error) {
 				rr.Round = round + 1
 				rr.Order = k + 1
 				runs[[2]int{si, ti}] = append(runs[[2]int{si, ti}], rr)
-				r.opts.Logf("round %d/%d %s %s: %.0f req/s, p50 %v, p99 %v, %v CPU/req",
+				r.opts.note("round %d/%d %s %s: %.0f req/s, p50 %v, p99 %v, %v CPU/req",
 					round+1, r.opts.Rounds, sc.Name, r.targets[ti].Name, rr.RequestsSec, rr.P50, rr.P99, rr.CPUPerRequest)
 			}
 		}
@@ -276,7 +276,7 @@ func (r *session) syscallPasses() (map[[2]int]SyscallCount, error) {
 			}
 			c.Target = s.Name
 			syscalls[[2]int{si, ti}] = c
-			r.opts.Logf("syscalls %s %s: %.1f per request over %d requests (%s)", sc.Name, s.Name, c.PerRequest, c.Requests, c.Top(5))
+			r.opts.note("syscalls %s %s: %.1f per request over %d requests (%s)", sc.Name, s.Name, c.PerRequest, c.Requests, c.Top(5))
 		}
 	}
 	return syscalls, nil

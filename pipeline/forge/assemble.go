@@ -50,7 +50,7 @@ func (b *build) buildTarget(ctx context.Context, t *target) error {
 	b.logf("build: install tree for %s (cpu %s) took %s", p.Platform, p.CPU, time.Since(start).Round(time.Second))
 	if b.req.Tree != "" {
 		if b.req.Bundle {
-			if err := writeBundle(b.req.Tree, b.logf); err != nil {
+			if err := b.writeBundle(b.req.Tree); err != nil {
 				return err
 			}
 		}
@@ -98,7 +98,7 @@ func (b *build) buildTarget(ctx context.Context, t *target) error {
 }
 
 // writeBundle adds the bare-metal files (systemd unit, sysusers.d, sysctl.d) to the tree.
-func writeBundle(tree string, logf func(string, ...any)) error {
+func (b *build) writeBundle(tree string) error {
 	conf, err := os.ReadFile(tree + "/etc/nginx/nginx.conf")
 	if err != nil {
 		return fmt.Errorf("--bundle: reading the tree's nginx.conf: %w", err)
@@ -107,6 +107,6 @@ func writeBundle(tree string, logf func(string, ...any)) error {
 	if err != nil {
 		return fmt.Errorf("--bundle: %w", err)
 	}
-	logf("bundle: %s", strings.Join(files, ", "))
+	b.logf("bundle: %s", strings.Join(files, ", "))
 	return nil
 }

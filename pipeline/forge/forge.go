@@ -27,29 +27,41 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
-// Options are how Run reports and what it asks the caller; the zero value is a quiet build.
-type Options struct {
-	// Sink receives the build's progress as typed events (pipeline/progress): steps, the
-	// engine's stages, pushes, tags, smoke results, and Notes (Info for a person, Warning,
-	// Detail for downloads, verification, registry steps and the smoke table). The command
-	// gives the engines a printf function that sends to the same Sink, so one -v shows
-	// everything. Nil discards.
-	Sink progress.Sink
-	// BranchWarnings is what every build warns about the lock's upstream branches (superseded,
-	// past their support): the command passes pipeline/upstream's calendar, which this
-	// package does not import. Nil warns about none.
-	BranchWarnings func(*lock.Lock) []string
+// Option configures Run: how it reports and what it asks the caller; none is a quiet build.
+type Option func(*options)
+
+type options struct {
+	sink     progress.Sink
+	warnings func(*lock.Lock) []string
 }
 
-// withDefaults is o with every unset field at its default, applied once by Run.
-func (o Options) withDefaults() Options {
-	if o.Sink == nil {
-		o.Sink = progress.Discard
+// makeOptions applies opts over the defaults, here and nowhere else: no progress, no branch
+// warnings.
+func makeOptions(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
-	if o.BranchWarnings == nil {
-		o.BranchWarnings = func(*lock.Lock) []string { return nil }
+	if o.sink == nil {
+		o.sink = progress.Discard
+	}
+	if o.warnings == nil {
+		o.warnings = func(*lock.Lock) []string { return nil }
 	}
 	return o
+}
+
+// WithProgress sends the build's progress to sink as typed events (pipeline/progress):
+// steps, the engine's stages, pushes, tags, smoke results, and Notes (Info for a person,
+// Warning, Detail for downloads, verification, registry steps and the smoke table). The
+// command gives the engines the same Sink, so one -v shows everything.
+func WithProgress(sink progress.Sink) Option { return func(o *options) { o.sink = sink } }
+
+// WithBranchWarnings gives what every build warns about the lock's upstream branches
+// (superseded, past their support): the command passes pipeline/upstream's calendar, which
+// this package does not import.
+func WithBranchWarnings(f func(*lock.Lock) []string) Option {
+	return func(o *options) { o.warnings = f }
 }
 
 // build is one Run's state.
@@ -63,7 +75,7 @@ type build struct {
 	sink     progress.Sink
 	warnings func(*lock.Lock) []string
 	signer   signature.SignerVerifier // --sign-key's, loaded before anything is built
-	regOpts  []image.PublishOption    // every registry access's options (registryOptions)
+	regOpts  []image.Option           // every registry access's options (registryOptions)
 }
 
 // target is one platform's build: its plan, base, and (once built) its image.
@@ -78,10 +90,10 @@ type target struct {
 
 // Run does the build rs resolved (Request.Resolve) on eng, which it closes. The Result says
 // what was done, also when err is not nil (the steps that ran).
-func Run(ctx context.Context, eng engine.Engine, rs *Resolved, o Options) (*Result, error) {
-	o = o.withDefaults()
+func Run(ctx context.Context, eng engine.Engine, rs *Resolved, opts ...Option) (*Result, error) {
+	o := makeOptions(opts)
 	defer eng.Close()
-	b := &build{req: rs.req, res: &Result{Repo: rs.req.Repo}, sink: o.Sink, warnings: o.BranchWarnings, eng: engine.Checked(eng)}
+	b := &build{req: rs.req, res: &Result{Repo: rs.req.Repo}, sink: o.sink, warnings: o.warnings, eng: engine.Checked(eng)}
 	b.regOpts = registryOptions(b.sink, b.req.Insecure, b.req.RegistryTimeout)
 	if b.req.SignKey != "" {
 		// A key that cannot sign fails now, not after a build of several minutes, and

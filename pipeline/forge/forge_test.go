@@ -271,7 +271,7 @@ func TestPublishesOnlyAfterSmoke(t *testing.T) {
 	branches := func(*lock.Lock) []string {
 		return []string{"nginx 1.26.2 is on a superseded branch: run go run ./ci check-updates --write", "openssl 3.3.1 is past its end of life"}
 	}
-	res, err := runBuild(eng, w.request(dir), forge.Options{Sink: textSink(&log), BranchWarnings: branches})
+	res, err := runBuild(eng, w.request(dir), forge.WithProgress(textSink(&log)), forge.WithBranchWarnings(branches))
 	if err != nil {
 		t.Fatalf("build: %v\n%s", err, log.String())
 	}
@@ -331,7 +331,7 @@ func TestFailedStepsLeaveNothing(t *testing.T) {
 			before := w.fetches
 			req := w.request(dir)
 			req.Push = tc.push
-			_, err := runBuild(tc.eng, req, forge.Options{})
+			_, err := runBuild(tc.eng, req)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
@@ -351,7 +351,7 @@ func TestPushRefusesUnexplainedUnsigned(t *testing.T) {
 	w := newWorld(t)
 	w.lock.Components[0].Unsigned = ""
 	dir := t.TempDir()
-	_, err := runBuild(&fakeEngine{j: w.j}, w.request(dir), forge.Options{})
+	_, err := runBuild(&fakeEngine{j: w.j}, w.request(dir))
 	if err == nil || !strings.Contains(err.Error(), w.lock.Components[0].Name) || !strings.Contains(err.Error(), "unsigned") {
 		t.Fatalf("err = %v, want a refusal naming %s and the unsigned field", err, w.lock.Components[0].Name)
 	}
@@ -380,7 +380,7 @@ func TestHTTP3SkipPassesWithoutTheModule(t *testing.T) {
 	req := w.request(t.TempDir())
 	req.Push, req.Modules = false, mods
 	var log strings.Builder
-	if _, err := runBuild(&fakeEngine{j: w.j, smokeSkips: smoke.CheckHTTP3}, req, forge.Options{Sink: textSink(&log)}); err != nil {
+	if _, err := runBuild(&fakeEngine{j: w.j, smokeSkips: smoke.CheckHTTP3}, req, forge.WithProgress(textSink(&log))); err != nil {
 		t.Fatalf("build without http_v3: %v\n%s", err, log.String())
 	}
 	if !strings.Contains(log.String(), "1 passed, 0 failed, 1 skipped") {
@@ -389,13 +389,13 @@ func TestHTTP3SkipPassesWithoutTheModule(t *testing.T) {
 }
 
 // runBuild resolves req and runs it, as the command does.
-func runBuild(eng engine.Engine, req forge.Request, o forge.Options) (*forge.Result, error) {
+func runBuild(eng engine.Engine, req forge.Request, opts ...forge.Option) (*forge.Result, error) {
 	rs, err := req.Resolve()
 	if err != nil {
 		eng.Close()
 		return nil, err
 	}
-	return forge.Run(context.Background(), eng, rs, o)
+	return forge.Run(context.Background(), eng, rs, opts...)
 }
 
 // textSink writes the build's events as text, every note, for the tests to read.

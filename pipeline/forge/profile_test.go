@@ -39,7 +39,7 @@ func TestRecordedProfileIsFetchedAndVerified(t *testing.T) {
 		}
 		w.serve("nginx-forge-pgo-amd64.tar.gz", body)
 		req := forge.Request{Lock: &l, Mirror: w.mirror, Optimize: plan.OptimizePGO, Tree: t.TempDir()}
-		_, err = runBuild(&fakeEngine{j: w.j}, req, forge.Options{})
+		_, err = runBuild(&fakeEngine{j: w.j}, req)
 		fetched, built := w.j.first("fetch /nginx-forge-pgo-amd64.tar.gz"), w.j.first("build ")
 		if tampered {
 			var ce *source.ChecksumError
@@ -69,7 +69,7 @@ func TestRecordProfile(t *testing.T) {
 	var sums []string
 	for i := 0; i < 2; i++ {
 		dir := t.TempDir()
-		res, err := runBuild(&fakeEngine{j: w.j}, forge.Request{Lock: w.lock, Mirror: w.mirror, ProfileDir: dir}, forge.Options{})
+		res, err := runBuild(&fakeEngine{j: w.j}, forge.Request{Lock: w.lock, Mirror: w.mirror, ProfileDir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func TestRecordProfile(t *testing.T) {
 			t.Errorf("%+v: Resolve = %v, want the profile request refused", bad, err)
 		}
 		before := len(w.j.list())
-		if _, err := runBuild(&fakeEngine{j: w.j}, bad, forge.Options{}); err == nil || len(w.j.list()) != before {
+		if _, err := runBuild(&fakeEngine{j: w.j}, bad); err == nil || len(w.j.list()) != before {
 			t.Errorf("%+v: Run = %v (journal %q), want it refused before the engine is asked anything", bad, err, w.j.list()[before:])
 		}
 	}

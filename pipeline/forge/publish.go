@@ -58,11 +58,11 @@ func (b *build) publish(ctx context.Context) error {
 // registryOptions are the registry options every pull and push uses, a build's and ci
 // manifest's alike: the one keychain, registry steps as Detail notes on sink, plain HTTP
 // when insecure, and the stall deadline when stall is set (0 keeps image's default).
-func registryOptions(sink progress.Sink, insecure bool, stall time.Duration) []image.PublishOption {
+func registryOptions(sink progress.Sink, insecure bool, stall time.Duration) []image.Option {
 	if sink == nil {
 		sink = progress.Discard
 	}
-	opts := []image.PublishOption{image.WithKeychain(image.Keychain()), image.WithLogf(progress.Logf(sink, progress.Detail)), image.WithStallTimeout(stall)}
+	opts := []image.Option{image.WithKeychain(image.Keychain()), image.WithProgress(sink), image.WithStallTimeout(stall)}
 	if insecure {
 		opts = append(opts, image.WithInsecure())
 	}
@@ -139,7 +139,7 @@ func (r *registry) publish(ctx context.Context, targets []*target) error {
 func (r *registry) pushImage(ctx context.Context, t *target, tags []string) (*image.Published, error) {
 	b := r.b
 	created := time.Unix(b.l.SourceDateEpoch, 0).UTC()
-	opts := append(append([]image.PublishOption{}, b.regOpts...), image.WithVerify(r.verifier(t)), image.WithSBOM(t.sbom, created))
+	opts := append(append([]image.Option{}, b.regOpts...), image.WithVerify(r.verifier(t)), image.WithSBOM(t.sbom, created))
 	opts = append(opts, r.signOptions(t)...)
 	step := fmt.Sprintf("push (%s)", t.plan.Platform)
 	b.stepStarted(step)
@@ -161,12 +161,12 @@ func (r *registry) pushImage(ctx context.Context, t *target, tags []string) (*im
 // a tag to either finds a signature) with --sign-key's key, and attach as signed attestations
 // the SBOM of each of ts (the image's own; each platform's for the index) and the provenance
 // of their builds, through the one sign hook (image.WithSign); without a key they do nothing.
-func (r *registry) signOptions(ts ...*target) []image.PublishOption {
+func (r *registry) signOptions(ts ...*target) []image.Option {
 	b := r.b
 	if b.signer == nil {
 		return nil
 	}
-	return []image.PublishOption{image.WithSign(func(ctx context.Context, ref name.Digest, ropts []remote.Option) error {
+	return []image.Option{image.WithSign(func(ctx context.Context, ref name.Digest, ropts []remote.Option) error {
 		sboms, build, err := b.attestations(ts)
 		if err != nil {
 			return err

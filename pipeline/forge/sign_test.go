@@ -42,7 +42,7 @@ func TestPushSignsWhatTheTagsName(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log strings.Builder
-	res, err := runBuild(&fakeEngine{j: w.j}, req, forge.Options{Sink: textSink(&log)})
+	res, err := runBuild(&fakeEngine{j: w.j}, req, forge.WithProgress(textSink(&log)))
 	if err != nil {
 		t.Fatalf("build: %v\n%s", err, log.String())
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
@@ -134,8 +135,8 @@ func (r SmokeRequest) Expectations() (smoke.Expect, error) {
 }
 
 // SmokeServer runs the suite against the server at r.Address (starting r.Start first, if
-// given); logf, when not nil, receives each step.
-func SmokeServer(ctx context.Context, r SmokeRequest, logf func(string, ...any)) (smoke.Report, error) {
+// given); sink receives each check as it ends (nil discards).
+func SmokeServer(ctx context.Context, r SmokeRequest, sink progress.Sink) (smoke.Report, error) {
 	expect, err := r.Expectations()
 	if err != nil {
 		return smoke.Report{}, err
@@ -143,7 +144,7 @@ func SmokeServer(ctx context.Context, r SmokeRequest, logf func(string, ...any))
 	if r.ExpectFlags != nil {
 		expect.Modules = r.ExpectFlags
 	}
-	o := smoke.Options{Expect: expect, UID: r.UID, HTTPPort: r.HTTPPort, HTTPSPort: r.HTTPSPort, Logf: logf}
+	o := smoke.Options{Expect: expect, UID: r.UID, HTTPPort: r.HTTPPort, HTTPSPort: r.HTTPSPort, Progress: sink}
 	if r.TLSCAFile != "" {
 		if o.TLS, err = r.trustedTLS(); err != nil {
 			return smoke.Report{}, err

@@ -13,8 +13,8 @@ import (
 // image. Pass the same ref to WithBaseRef so the annotations name what was asked for
 // (the pinned index digest), not the per-platform manifest. Layers are fetched lazily,
 // when the image is written.
-func PullBase(ctx context.Context, ref string, platform v1.Platform, opts ...PublishOption) (v1.Image, error) {
-	o := newPublishOptions(opts)
+func PullBase(ctx context.Context, ref string, platform v1.Platform, opts ...Option) (v1.Image, error) {
+	o := makeOptions(opts)
 	var nopts []name.Option
 	if o.insecure {
 		nopts = append(nopts, name.Insecure)

@@ -106,7 +106,7 @@ func syntheticBase(t testing.TB, arch string) v1.Image {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "etc"), 0o755)
 	os.WriteFile(filepath.Join(dir, "etc/passwd"), []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"), 0o644)
-	l, err := TreeLayer(dir, TreeOptions{ModTime: time.Unix(0, 0)})
+	l, err := TreeLayer(dir, WithModTime(time.Unix(0, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func syntheticDebianBase(t testing.TB, arch string) v1.Image {
 			t.Fatal(err)
 		}
 	}
-	l, err := TreeLayer(dir, TreeOptions{ModTime: time.Unix(0, 0)})
+	l, err := TreeLayer(dir, WithModTime(time.Unix(0, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,8 +280,8 @@ func (c *countingRegistry) reset() {
 }
 
 // quick is for tests: anonymous, short retries.
-func quick(extra ...PublishOption) []PublishOption {
-	return append([]PublishOption{
+func quick(extra ...Option) []Option {
+	return append([]Option{
 		WithKeychain(authn.NewMultiKeychain()),
 		withRetryBackoff(remote.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: 3}),
 	}, extra...)

@@ -49,21 +49,6 @@ const (
 // annotations and in the SBOM, and the directory of its licence under /usr/share/licenses.
 const Libcrypt = plan.LibcryptLicense
 
-type options struct {
-	epoch    *int64
-	source   string
-	revision string
-	baseRef  string
-	libcrypt string
-	version  string
-	optimize string
-	profile  string
-	modules  []string // WithModules; nil: the plan's default modules for the lock
-}
-
-// Option configures Assemble (and SBOM, which reads the same provenance).
-type Option func(*options)
-
 // WithRevision sets org.opencontainers.image.revision (the git commit); empty leaves it out.
 func WithRevision(rev string) Option { return func(o *options) { o.revision = rev } }
 
@@ -104,11 +89,10 @@ const AnnotationModules = AnnotationPrefix + "modules"
 // ProfileTrained is WithProfile's value for a profile trained during the build.
 const ProfileTrained = "trained-in-build"
 
+// resolve is makeOptions with what the lock decides when no option did: the epoch, the
+// version and the base reference.
 func resolve(l *lock.Lock, opts []Option) options {
-	o := options{source: defaultSource}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := *makeOptions(opts)
 	if o.epoch == nil {
 		e := l.SourceDateEpoch
 		o.epoch = &e
@@ -167,7 +151,7 @@ func appendInstallTree(base v1.Image, installTree string, created time.Time, l *
 	for _, d := range rt.WritableDirs {
 		owners[d] = Owner{UID: rt.UID(), GID: rt.GID()}
 	}
-	layer, err := TreeLayer(installTree, TreeOptions{ModTime: created, Owners: owners, NormalizeModes: true})
+	layer, err := treeLayer(installTree, layerSpec{modTime: created, owners: owners, normalizeModes: true})
 	if err != nil {
 		return nil, fmt.Errorf("assembling image from %s: %w", installTree, err)
 	}

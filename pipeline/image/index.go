@@ -18,11 +18,11 @@ import (
 // read from that image's config, entries are sorted by platform so the index digest does
 // not depend on argument order, and two images of the same platform are refused. Only
 // reads the registry.
-func BuildIndex(ctx context.Context, digestRefs []string, opts ...PublishOption) (v1.ImageIndex, error) {
+func BuildIndex(ctx context.Context, digestRefs []string, opts ...Option) (v1.ImageIndex, error) {
 	if len(digestRefs) == 0 {
 		return nil, fmt.Errorf("building index: no per-platform digests given")
 	}
-	o := newPublishOptions(opts)
+	o := makeOptions(opts)
 	ropts := o.remoteOptions(ctx)
 	var nopts []name.Option
 	if o.insecure {
@@ -79,8 +79,8 @@ func BuildIndex(ctx context.Context, digestRefs []string, opts ...PublishOption)
 // publishIndex publishes an index like Publish publishes an image: by digest first (the
 // per-platform images must already be in repo, or are copied there), then the verify
 // function, then the tags.
-func publishIndex(ctx context.Context, idx v1.ImageIndex, repo string, tags []string, opts ...PublishOption) (*Published, error) {
-	o := newPublishOptions(opts)
+func publishIndex(ctx context.Context, idx v1.ImageIndex, repo string, tags []string, opts ...Option) (*Published, error) {
+	o := makeOptions(opts)
 	if o.sbom != nil {
 		return nil, fmt.Errorf("publishing index: SBOMs are attached to the per-platform images, not the index")
 	}
@@ -90,7 +90,7 @@ func publishIndex(ctx context.Context, idx v1.ImageIndex, repo string, tags []st
 }
 
 // Index builds the index from per-platform digests and publishes it under tags.
-func Index(ctx context.Context, repo string, digestRefs []string, tags []string, opts ...PublishOption) (*Published, error) {
+func Index(ctx context.Context, repo string, digestRefs []string, tags []string, opts ...Option) (*Published, error) {
 	idx, err := BuildIndex(ctx, digestRefs, opts...)
 	if err != nil {
 		return nil, &PublishError{Step: StepPrepare, Err: err}

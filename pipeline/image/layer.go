@@ -29,26 +29,27 @@ type Owner struct{ UID, GID int }
 // owner of the runtime contract's writable directories, and of a stand-in base's home.
 var Nonroot = Owner{UID: plan.Runtime.UID(), GID: plan.Runtime.GID()}
 
-// TreeOptions say how a directory becomes a layer. Everything that could differ between
-// two checkouts or two builds of the same content (mtimes, the builder's uid, its umask,
-// directory read order, hard links) is replaced by what these options say, so the same
-// content always gives the same layer digest.
-type TreeOptions struct {
-	// ModTime is stamped on every entry (SOURCE_DATE_EPOCH).
-	ModTime time.Time
-	// Owners maps a slash-separated path relative to the tree ("var/cache/nginx") to the
-	// owner of that entry and everything beneath it; the longest matching prefix wins.
-	// Everything else is owned by 0:0.
-	Owners map[string]Owner
-	// Modes maps a path to its exact permission bits (including sticky/setgid bits), for
-	// the entry itself only. It wins over NormalizeModes.
-	Modes map[string]fs.FileMode
-	// NormalizeModes replaces permissions with 0755 for directories and files with any
+// layerSpec says how a directory becomes a layer (WithModTime, WithOwners; Assemble also
+// normalizes the modes). Everything that could differ between two checkouts or two builds of
+// the same content (mtimes, the builder's uid, its umask, directory read order, hard links)
+// is replaced by what it says, so the same content always gives the same layer digest.
+type layerSpec struct {
+	modTime time.Time
+	owners  map[string]Owner
+	// normalizeModes replaces permissions with 0755 for directories and files with any
 	// execute bit, 0644 for other files, so the builder's umask cannot leak into the
 	// image. Without it, the permission bits on disk are kept (the base rootfs extracted
 	// from .debs needs that: /tmp is 1777, /root 0700).
-	NormalizeModes bool
+	normalizeModes bool
 }
+
+// WithModTime stamps every entry of a TreeLayer (SOURCE_DATE_EPOCH); default the zero time.
+func WithModTime(t time.Time) Option { return func(o *options) { o.layer.modTime = t } }
+
+// WithOwners maps a slash-separated path relative to a TreeLayer's tree ("var/cache/nginx")
+// to the owner of that entry and everything beneath it; the longest matching prefix wins.
+// Everything else is owned by 0:0.
+func WithOwners(owners map[string]Owner) Option { return func(o *options) { o.layer.owners = owners } }
 
 // TreeLayer writes dir as an uncompressed tar in a fixed order (lexical by path, parents
 // before children), then returns it as an OCI gzip layer compressed at the best level.
@@ -56,7 +57,11 @@ type TreeOptions struct {
 // fifos are refused (an install tree has no business holding them). Hard links are
 // stored as separate regular files, which keeps the result independent of how the tree
 // was copied.
-func TreeLayer(dir string, o TreeOptions) (v1.Layer, error) {
+func TreeLayer(dir string, opts ...Option) (v1.Layer, error) {
+	return treeLayer(dir, makeOptions(opts).layer)
+}
+
+func treeLayer(dir string, o layerSpec) (v1.Layer, error) {
 	var buf bytes.Buffer
 	if err := writeTree(&buf, dir, o); err != nil {
 		return nil, err
@@ -72,12 +77,12 @@ func TreeLayer(dir string, o TreeOptions) (v1.Layer, error) {
 }
 
 // writeTree writes dir to w as a deterministic tar stream (see TreeLayer).
-func writeTree(w io.Writer, dir string, o TreeOptions) error {
+func writeTree(w io.Writer, dir string, o layerSpec) error {
 	paths, err := treePaths(dir)
 	if err != nil {
 		return err
 	}
-	mtime := o.ModTime.UTC()
+	mtime := o.modTime.UTC()
 	tw := tar.NewWriter(w)
 	for _, rel := range paths {
 		full := filepath.Join(dir, filepath.FromSlash(rel))
@@ -135,13 +140,13 @@ func treePaths(dir string) ([]string, error) {
 
 // treeHeader is the tar header of rel (below dir): its type, the owner and mode o gives
 // it, dated mtime.
-func treeHeader(dir, rel string, mtime time.Time, o TreeOptions) (*tar.Header, error) {
+func treeHeader(dir, rel string, mtime time.Time, o layerSpec) (*tar.Header, error) {
 	full := filepath.Join(dir, filepath.FromSlash(rel))
 	fi, err := os.Lstat(full)
 	if err != nil {
 		return nil, fmt.Errorf("reading %q: %w", full, err)
 	}
-	own := ownerOf(rel, o.Owners)
+	own := ownerOf(rel, o.owners)
 	hdr := &tar.Header{
 		Name:    rel,
 		ModTime: mtime,
@@ -154,13 +159,13 @@ func treeHeader(dir, rel string, mtime time.Time, o TreeOptions) (*tar.Header, e
 	case fi.Mode().IsDir():
 		hdr.Typeflag = tar.TypeDir
 		hdr.Name += "/"
-		if o.NormalizeModes {
+		if o.normalizeModes {
 			perm = 0o755
 		}
 	case fi.Mode().IsRegular():
 		hdr.Typeflag = tar.TypeReg
 		hdr.Size = fi.Size()
-		if o.NormalizeModes {
+		if o.normalizeModes {
 			perm = 0o644
 			if fi.Mode()&0o111 != 0 {
 				perm = 0o755
@@ -174,9 +179,6 @@ func treeHeader(dir, rel string, mtime time.Time, o TreeOptions) (*tar.Header, e
 		perm = 0o777
 	default:
 		return nil, fmt.Errorf("tree %q: %s is a %s; only files, directories and symlinks can go into the image", dir, rel, fi.Mode().Type())
-	}
-	if m, ok := o.Modes[rel]; ok {
-		perm = m
 	}
 	hdr.Mode = tarMode(perm)
 	return hdr, nil

@@ -14,63 +14,48 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/registryauth"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // VerifyFunc checks the image at exactly ref (a digest reference) before any tag moves:
 // the smoke tests. A non-nil error stops the publish with every tag where it was.
 type VerifyFunc func(ctx context.Context, ref name.Digest) error
 
-type publishOptions struct {
-	verify      VerifyFunc
-	sign        SignFunc
-	sbom        []byte
-	sbomCreated time.Time
-	keychain    registryauth.Source
-	logf        func(string, ...any)
-	backoff     *remote.Backoff
-	jobs        int // concurrent uploads; 0 is go-containerregistry's default
-	stall       time.Duration
-	insecure    bool
-}
-
-// PublishOption configures Publish and Index.
-type PublishOption func(*publishOptions)
-
 // WithVerify runs f on the pushed digest before tags move (see VerifyFunc).
-func WithVerify(f VerifyFunc) PublishOption { return func(o *publishOptions) { o.verify = f } }
+func WithVerify(f VerifyFunc) Option { return func(o *options) { o.verify = f } }
 
 // WithSBOM attaches doc (from SBOM) as a referrer of the image once it is verified and
 // before tags move; created stamps the artifact (SOURCE_DATE_EPOCH).
-func WithSBOM(doc []byte, created time.Time) PublishOption {
-	return func(o *publishOptions) { o.sbom, o.sbomCreated = doc, created }
+func WithSBOM(doc []byte, created time.Time) Option {
+	return func(o *options) { o.sbom, o.sbomCreated = doc, created }
 }
 
 // WithKeychain replaces the default keychain (Keychain()).
-func WithKeychain(k registryauth.Source) PublishOption {
-	return func(o *publishOptions) { o.keychain = k }
+func WithKeychain(k registryauth.Source) Option {
+	return func(o *options) { o.keychain = k }
 }
 
-// WithLogf receives one line per step. Lines name references and digests, never
-// credentials.
-func WithLogf(f func(format string, args ...any)) PublishOption {
-	return func(o *publishOptions) { o.logf = f }
+// WithProgress sends one Detail note per registry step to sink (default: discarded).
+// Notes name references and digests, never credentials.
+func WithProgress(sink progress.Sink) Option {
+	return func(o *options) { o.sink = sink }
 }
 
 // withRetryBackoff sets how transient registry errors (5xx, 429, resets, EOF) are
 // retried; the default is go-containerregistry's (1s, x3, 3 tries).
-func withRetryBackoff(b remote.Backoff) PublishOption {
-	return func(o *publishOptions) { o.backoff = &b }
+func withRetryBackoff(b remote.Backoff) Option {
+	return func(o *options) { o.backoff = &b }
 }
 
 // withJobs sets how many blobs are uploaded at once: one, for a test that stops the
 // registry between two uploads and must not catch it in the middle of another.
-func withJobs(n int) PublishOption { return func(o *publishOptions) { o.jobs = n } }
+func withJobs(n int) Option { return func(o *options) { o.jobs = n } }
 
 // WithInsecure allows plain HTTP to a registry that is not on loopback (loopback and
 // *.local always use HTTP).
-func WithInsecure() PublishOption { return func(o *publishOptions) { o.insecure = true } }
+func WithInsecure() Option { return func(o *options) { o.insecure = true } }
 
-func (o *publishOptions) remoteOptions(ctx context.Context) []remote.Option {
+func (o *options) remoteOptions(ctx context.Context) []remote.Option {
 	opts := []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(o.keychain),
@@ -84,17 +69,6 @@ func (o *publishOptions) remoteOptions(ctx context.Context) []remote.Option {
 		opts = append(opts, remote.WithJobs(o.jobs))
 	}
 	return opts
-}
-
-func newPublishOptions(opts []PublishOption) *publishOptions {
-	o := &publishOptions{logf: func(string, ...any) {}, stall: DefaultStallTimeout}
-	for _, opt := range opts {
-		opt(o)
-	}
-	if o.keychain == nil {
-		o.keychain = registryauth.Keychain()
-	}
-	return o
 }
 
 // Keychain is the credentials source every registry access uses by default
@@ -199,14 +173,14 @@ type target interface {
 // where it was: a failure while moving tags puts the tags already moved back where they
 // were and deletes the ones it created (a registry that refuses to delete a tag keeps it,
 // and the error lists it under Moved). The error is a *PublishError.
-func Publish(ctx context.Context, img v1.Image, repo string, tags []string, opts ...PublishOption) (*Published, error) {
-	o := newPublishOptions(opts)
+func Publish(ctx context.Context, img v1.Image, repo string, tags []string, opts ...Option) (*Published, error) {
+	o := makeOptions(opts)
 	return publish(ctx, img, repo, tags, o, func(ref name.Digest, ropts []remote.Option) error {
 		return remote.Write(ref, img, ropts...)
 	})
 }
 
-func publish(ctx context.Context, t target, repoStr string, tagNames []string, o *publishOptions, push func(name.Digest, []remote.Option) error) (*Published, error) {
+func publish(ctx context.Context, t target, repoStr string, tagNames []string, o *options, push func(name.Digest, []remote.Option) error) (*Published, error) {
 	p, err := newPublication(ctx, t, repoStr, tagNames, o)
 	if err != nil {
 		return nil, err
@@ -234,13 +208,13 @@ type publication struct {
 	repo  name.Repository
 	ref   name.Digest
 	tags  []name.Tag
-	o     *publishOptions
+	o     *options
 	ropts []remote.Option
 	perr  *PublishError
 	res   *Published
 }
 
-func newPublication(ctx context.Context, t target, repoStr string, tagNames []string, o *publishOptions) (*publication, error) {
+func newPublication(ctx context.Context, t target, repoStr string, tagNames []string, o *options) (*publication, error) {
 	h, err := t.Digest()
 	if err != nil {
 		return nil, &PublishError{Step: StepPrepare, Err: fmt.Errorf("computing digest: %w", err)}
@@ -280,11 +254,11 @@ func (p *publication) fail(step string, err error) error {
 func (p *publication) pushByDigest(push func(name.Digest, []remote.Option) error) error {
 	if d, err := remote.Head(p.ref, p.ropts...); err == nil && d.Digest == p.h {
 		p.res.AlreadyPresent = true
-		p.o.logf("%s already present, not pushed again", p.ref)
+		p.o.note("%s already present, not pushed again", p.ref)
 	} else if err != nil && !isNotFound(err) {
 		return p.fail(StepPush, fmt.Errorf("checking whether %s exists: %w", p.ref, err))
 	} else {
-		p.o.logf("pushing %s", p.ref)
+		p.o.note("pushing %s", p.ref)
 		if err := push(p.ref, p.ropts); err != nil {
 			return p.fail(StepPush, fmt.Errorf("pushing %s: %w", p.ref, err))
 		}
@@ -295,9 +269,9 @@ func (p *publication) pushByDigest(push func(name.Digest, []remote.Option) error
 
 func (p *publication) verify() error {
 	if p.o.verify == nil {
-		p.o.logf("no verification configured for %s", p.ref)
+		p.o.note("no verification configured for %s", p.ref)
 	} else {
-		p.o.logf("verifying %s", p.ref)
+		p.o.note("verifying %s", p.ref)
 		if err := p.o.verify(p.ctx, p.ref); err != nil {
 			return p.fail(StepVerify, err)
 		}
@@ -323,7 +297,7 @@ func (p *publication) attachSBOM() error {
 		return p.fail(StepSBOM, err)
 	}
 	aref := p.repo.Digest(ad.String())
-	p.o.logf("attaching SBOM %s", aref)
+	p.o.note("attaching SBOM %s", aref)
 	if err := remote.Write(aref, art, p.ropts...); err != nil {
 		return p.fail(StepSBOM, fmt.Errorf("pushing SBOM %s: %w", aref, err))
 	}
@@ -335,7 +309,7 @@ func (p *publication) sign() error {
 	if p.o.sign == nil {
 		return nil
 	}
-	p.o.logf("signing %s", p.ref)
+	p.o.note("signing %s", p.ref)
 	if err := p.o.sign(p.ctx, p.ref, p.ropts); err != nil {
 		return p.fail(StepSign, fmt.Errorf("signing %s: %w", p.ref, err))
 	}
@@ -357,7 +331,7 @@ func (p *publication) moveTags() error {
 		}
 	}
 	for i, tag := range p.tags {
-		p.o.logf("tagging %s -> %s", tag, p.h)
+		p.o.note("tagging %s -> %s", tag, p.h)
 		if err := remote.Tag(tag, p.t, p.ropts...); err != nil {
 			p.rollBackTags(i, prev, fmt.Errorf("moving tag %s to %s: %w", tag, p.h, err))
 			return p.perr

@@ -3,7 +3,6 @@ package image
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // variant assembles a synthetic image whose nginx.conf says which variant it is, so tests
@@ -44,16 +45,16 @@ func digestOf(t testing.TB, img v1.Image) string {
 	return d.String()
 }
 
-// logs collects WithLogf lines.
+// logs collects the notes WithProgress sends.
 type logs struct {
 	mu    sync.Mutex
 	lines []string
 }
 
-func (l *logs) logf(format string, args ...any) {
+func (l *logs) Send(e progress.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+	l.lines = append(l.lines, e.(progress.Note).Text)
 }
 
 func (l *logs) String() string {
@@ -84,7 +85,7 @@ func TestPublishRoundTripInProcess(t *testing.T) {
 			return err
 		}),
 		WithSBOM(sbom, time.Unix(l.SourceDateEpoch, 0)),
-		WithLogf(lg.logf),
+		WithProgress(&lg),
 	)...)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +149,7 @@ func TestPublishAlreadyPresent(t *testing.T) {
 	}
 	reg.reset()
 	var lg logs
-	res, err := Publish(context.Background(), img, repo, []string{"1.26.3", "latest"}, quick(WithLogf(lg.logf))...)
+	res, err := Publish(context.Background(), img, repo, []string{"1.26.3", "latest"}, quick(WithProgress(&lg))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,11 +233,11 @@ func TestPublishNeverPrintsCredentials(t *testing.T) {
 		return staticKeychain{authn.FromConfig(authn.AuthConfig{Username: user, Password: pass})}
 	}
 	var lg logs
-	if _, err := Publish(context.Background(), img, repo, []string{"t"}, quick(WithKeychain(keys(secret)), WithLogf(lg.logf))...); err != nil {
+	if _, err := Publish(context.Background(), img, repo, []string{"t"}, quick(WithKeychain(keys(secret)), WithProgress(&lg))...); err != nil {
 		t.Fatalf("publish with the right credentials: %v", err)
 	}
 	wrong := secret + "-wrong"
-	_, err := Publish(context.Background(), variant(t, "b", "amd64"), repo, []string{"t"}, quick(WithKeychain(keys(wrong)), WithLogf(lg.logf))...)
+	_, err := Publish(context.Background(), variant(t, "b", "amd64"), repo, []string{"t"}, quick(WithKeychain(keys(wrong)), WithProgress(&lg))...)
 	if err == nil {
 		t.Fatal("publish with wrong credentials succeeded")
 	}

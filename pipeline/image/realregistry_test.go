@@ -69,7 +69,7 @@ type faultCase struct {
 	heal func(t *testing.T, p *registrytest.Proxy, reg *registrytest.Registry)
 	step string
 	// opts are added to the publish under the fault.
-	opts []PublishOption
+	opts []Option
 }
 
 // Each fault, at each step that talks to the registry, leaves every tag where it was
@@ -122,7 +122,7 @@ func TestPublishFaultsRealRegistry(t *testing.T) {
 			// left with that blob half-written, which it answers with a 500 ("invalid
 			// checksum digest format") ever after, so no retry could succeed. The fault
 			// under test is a registry gone between two blobs.
-			opts: []PublishOption{withJobs(1)},
+			opts: []Option{withJobs(1)},
 		},
 		{
 			name: "500 on the manifest put",
@@ -173,7 +173,7 @@ func TestPublishFaultsRealRegistry(t *testing.T) {
 			verify := WithVerify(func(ctx context.Context, ref name.Digest) error { verified++; return nil })
 
 			tc.arm(proxy, reg)
-			_, err := Publish(context.Background(), next, repo, tags, quick(append([]PublishOption{verify}, tc.opts...)...)...)
+			_, err := Publish(context.Background(), next, repo, tags, quick(append([]Option{verify}, tc.opts...)...)...)
 			var perr *PublishError
 			if !errors.As(err, &perr) {
 				t.Fatalf("publish under fault: got %v, want a *PublishError\nproxy log:\n%s", err, strings.Join(proxy.Log(), "\n"))

@@ -14,4 +14,4 @@ import (
 type SignFunc func(ctx context.Context, ref name.Digest, ropts []remote.Option) error
 
 // WithSign makes Publish and Index sign what they push (see SignFunc).
-func WithSign(f SignFunc) PublishOption { return func(o *publishOptions) { o.sign = f } }
+func WithSign(f SignFunc) Option { return func(o *options) { o.sign = f } }

@@ -25,8 +25,8 @@ const stallProgress = 1 << 10
 
 // WithStallTimeout replaces DefaultStallTimeout for every request of a pull, push, index or
 // signature; d <= 0 keeps the default.
-func WithStallTimeout(d time.Duration) PublishOption {
-	return func(o *publishOptions) {
+func WithStallTimeout(d time.Duration) Option {
+	return func(o *options) {
 		if d > 0 {
 			o.stall = d
 		}

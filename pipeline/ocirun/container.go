@@ -23,7 +23,7 @@ type Container struct {
 	b    *Bundle
 	id   string
 	dir  string
-	opts runOptions
+	opts options
 	pid  int // host pid of the container's init (the entrypoint), 0 if it never ran
 
 	logs *logBuffer
@@ -44,8 +44,8 @@ type Container struct {
 // runc runs in the foreground as our child (not `runc run -d`): it then reports the
 // container's exit status, and the container's init is never reparented to the host's
 // init, where its exit status would be lost.
-func (b *Bundle) Start(ctx context.Context, opts ...RunOption) (*Container, error) {
-	c, err := b.launch(ctx, newRunOptions(opts), nil, nil)
+func (b *Bundle) Start(ctx context.Context, opts ...Option) (*Container, error) {
+	c, err := b.launch(ctx, makeOptions(opts), nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (b *Bundle) Start(ctx context.Context, opts ...RunOption) (*Container, erro
 
 // launch starts `runc run` for a new container; stdout/stderr nil means both go to the
 // container's log buffer.
-func (b *Bundle) launch(ctx context.Context, o runOptions, stdout, stderr *bytes.Buffer) (*Container, error) {
+func (b *Bundle) launch(ctx context.Context, o options, stdout, stderr *bytes.Buffer) (*Container, error) {
 	b.mu.Lock()
 	closed := b.closed
 	b.mu.Unlock()
@@ -248,11 +248,11 @@ func (c *Container) Exec(ctx context.Context, argv ...string) (stdout, stderr []
 
 // Run runs argv to completion in a new container (like `docker run --rm --entrypoint`),
 // with the bundle's defaults changed by opts, and returns its output and exit status.
-func (b *Bundle) Run(ctx context.Context, argv []string, opts ...RunOption) (stdout, stderr []byte, exitCode int, err error) {
-	return b.run(ctx, newRunOptions(opts), argv)
+func (b *Bundle) Run(ctx context.Context, argv []string, opts ...Option) (stdout, stderr []byte, exitCode int, err error) {
+	return b.run(ctx, makeOptions(opts), argv)
 }
 
-func (b *Bundle) run(ctx context.Context, o runOptions, argv []string) ([]byte, []byte, int, error) {
+func (b *Bundle) run(ctx context.Context, o options, argv []string) ([]byte, []byte, int, error) {
 	o.args = argv
 	// A one-off command never needs the host's ports, even when the server does.
 	o.hostNetwork = false

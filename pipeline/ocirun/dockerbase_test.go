@@ -56,7 +56,7 @@ func TestImageOnDockerBaseRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b, err := ocirun.Pull(ctx, ref.String(), ocirun.WithLogger(t.Logf))
+	b, err := ocirun.Pull(ctx, ref.String(), ocirun.WithProgress(testenv.Progress(t)))
 	if err != nil {
 		t.Fatalf("pulling and unpacking %s: %v", ref, err)
 	}

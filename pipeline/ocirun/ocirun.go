@@ -42,6 +42,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/registryauth"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // runcRoot is runc's state directory for our containers (runc --root). It is not runc's
@@ -49,26 +50,18 @@ import (
 // be found with `runc --root /run/nginx-forge/runc list`.
 const runcRoot = "/run/nginx-forge/runc"
 
-// Option configures Pull and Prepare.
-type Option func(*options)
-
-type options struct {
-	dir  string
-	logf func(string, ...any)
-}
-
-// WithDir sets the directory under which the bundle's directory is made (default os.TempDir()).
+// WithDir sets the directory under which Pull and Prepare make the bundle's directory
+// (default os.TempDir()).
 func WithDir(dir string) Option { return func(o *options) { o.dir = dir } }
 
-// WithLogger receives progress messages (the runc and umoci commands run); nil is quiet.
-func WithLogger(logf func(format string, args ...any)) Option {
-	return func(o *options) { o.logf = logf }
-}
+// WithProgress sends the runc and umoci commands a bundle runs to sink as Detail notes
+// (default: discarded).
+func WithProgress(sink progress.Sink) Option { return func(o *options) { o.sink = sink } }
 
 // Bundle is an unpacked image: a root filesystem and the runtime configuration for it.
 type Bundle struct {
 	dir      string
-	logf     func(string, ...any)
+	sink     progress.Sink
 	spec     map[string]any // umoci's config.json, as generated
 	config   v1.Config      // the image's config
 	digest   v1.Hash
@@ -83,7 +76,7 @@ type Bundle struct {
 // registryauth.Keychain (loopback registries are reached over plain HTTP, as
 // go-containerregistry does for them), and prepares it like Prepare.
 func Pull(ctx context.Context, ref string, opts ...Option) (*Bundle, error) {
-	o := newOptions(opts)
+	o := makeOptions(opts)
 	r, err := name.ParseReference(ref)
 	if err != nil {
 		return nil, fmt.Errorf("parsing image reference %q: %w", ref, err)
@@ -99,7 +92,7 @@ func Pull(ctx context.Context, ref string, opts ...Option) (*Bundle, error) {
 // Prepare writes img as an OCI layout, unpacks it with umoci and returns the bundle. The
 // caller must Close it.
 func Prepare(ctx context.Context, img v1.Image, opts ...Option) (b *Bundle, err error) {
-	o := newOptions(opts)
+	o := makeOptions(opts)
 	for _, tool := range []string{"runc", "umoci"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return nil, fmt.Errorf("preparing image: %s is not installed: apt-get install %s (or run .ci/install-deps)", tool, tool)
@@ -165,7 +158,7 @@ func Prepare(ctx context.Context, img v1.Image, opts ...Option) (b *Bundle, err 
 	}
 	return &Bundle{
 		dir:        dir,
-		logf:       o.logf,
+		sink:       o.sink,
 		spec:       spec,
 		config:     cf.Config,
 		digest:     digest,
@@ -175,24 +168,12 @@ func Prepare(ctx context.Context, img v1.Image, opts ...Option) (b *Bundle, err 
 	}, nil
 }
 
-func newOptions(opts []Option) options {
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return o
-}
-
 func (o options) log(format string, args ...any) {
-	if o.logf != nil {
-		o.logf(format, args...)
-	}
+	o.sink.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
 }
 
 func (b *Bundle) log(format string, args ...any) {
-	if b.logf != nil {
-		b.logf(format, args...)
-	}
+	b.sink.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
 }
 
 // RootFS is the image's unpacked root filesystem on the host: what the image contains,

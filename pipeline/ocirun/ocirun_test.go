@@ -57,7 +57,7 @@ func nginxImage(t *testing.T) v1.Image {
 
 func prepare(t *testing.T, ctx context.Context, img v1.Image) *ocirun.Bundle {
 	t.Helper()
-	b, err := ocirun.Prepare(ctx, img, ocirun.WithLogger(t.Logf))
+	b, err := ocirun.Prepare(ctx, img, ocirun.WithProgress(testenv.Progress(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestPullFromRegistry(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b, err := ocirun.Pull(ctx, d.String(), ocirun.WithLogger(t.Logf))
+	b, err := ocirun.Pull(ctx, d.String(), ocirun.WithProgress(testenv.Progress(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

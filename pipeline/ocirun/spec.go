@@ -9,12 +9,16 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
-// RunOption configures one container (Start, Run).
-type RunOption func(*runOptions)
+// Option configures what takes options here, each reading its own: Pull and Prepare (the
+// bundle's directory, progress), Start and Run (mounts, network, limits).
+type Option func(*options)
 
-type runOptions struct {
+type options struct {
+	dir           string // Pull, Prepare: WithDir
+	sink          progress.Sink
 	mounts        []mount
 	tmpfs         []string
 	hostNetwork   bool
@@ -36,22 +40,23 @@ type mount struct {
 
 // WithMount binds a host file or directory into the container (read-only if ro), like
 // `docker run -v src:dst:ro`. The destination need not exist in the image.
-func WithMount(src, dst string, ro bool) RunOption {
-	return func(o *runOptions) {
+func WithMount(src, dst string, ro bool) Option {
+	return func(o *options) {
 		o.mounts = append(o.mounts, mount{source: src, destination: dst, readOnly: ro})
 	}
 }
 
 // withHostNetwork shares the host's network namespace instead of a fresh one. The image's
 // exposed ports must then be free on the host; Start checks.
-func withHostNetwork() RunOption { return func(o *runOptions) { o.hostNetwork = true } }
+func withHostNetwork() Option { return func(o *options) { o.hostNetwork = true } }
 
-// newRunOptions applies opts over the defaults. RLIMIT_NOFILE is soft 1024 and hard 524288,
+// makeOptions applies opts over the defaults, here and nowhere else: no progress, and for a
+// container the runtime contract's tmpfs mounts and the descriptor limit. RLIMIT_NOFILE is soft 1024 and hard 524288,
 // what Docker 25+ and containerd give a container (so a config that needs more than 1024
 // descriptors must raise its own limit, as nginx's worker_rlimit_nofile does), with the
 // hard limit lowered to ours when ours is lower: runc sets limits after dropping
 // capabilities, so it cannot raise them above what it has.
-func newRunOptions(opts []RunOption) runOptions {
+func makeOptions(opts []Option) options {
 	hard := uint64(524288)
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Max < hard {
@@ -59,9 +64,12 @@ func newRunOptions(opts []RunOption) runOptions {
 	}
 	// The tmpfs mounts come from the runtime contract: nothing in an image's config says
 	// where it writes, and a read-only root needs them to start.
-	o := runOptions{tmpfs: plan.Runtime.Tmpfs(), noFile: [2]uint64{min(1024, hard), hard}}
+	o := options{sink: progress.Discard, tmpfs: plan.Runtime.Tmpfs(), noFile: [2]uint64{min(1024, hard), hard}}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.sink == nil {
+		o.sink = progress.Discard
 	}
 	return o
 }
@@ -69,7 +77,7 @@ func newRunOptions(opts []RunOption) runOptions {
 // writeSpec writes dir/config.json: umoci's configuration of the image, hardened and
 // adjusted for o. umoci's config is kept as a generic JSON document so fields this package
 // does not know survive untouched.
-func (b *Bundle) writeSpec(dir string, o runOptions) error {
+func (b *Bundle) writeSpec(dir string, o options) error {
 	raw, err := json.Marshal(b.spec)
 	if err != nil {
 		return fmt.Errorf("copying runtime config: %w", err)
@@ -112,7 +120,7 @@ func (b *Bundle) writeSpec(dir string, o runOptions) error {
 
 // hardenProcess sets the process section the way a hardened deployment runs the image: no
 // terminal, no capabilities, no new privileges, the descriptor limit of o.
-func hardenProcess(proc map[string]any, o runOptions) {
+func hardenProcess(proc map[string]any, o options) {
 	// No terminal: the container's stdout and stderr are pipes we read, as under Docker
 	// without -t or Kubernetes.
 	proc["terminal"] = false

@@ -12,10 +12,10 @@ import (
 
 // tmpfsMounts writes the runtime spec a container of b gets with opts and returns its
 // tmpfs mounts by destination, with their options.
-func tmpfsMounts(t *testing.T, b *Bundle, opts ...RunOption) map[string][]string {
+func tmpfsMounts(t *testing.T, b *Bundle, opts ...Option) map[string][]string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := b.writeSpec(dir, newRunOptions(opts)); err != nil {
+	if err := b.writeSpec(dir, makeOptions(opts)); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
@@ -82,7 +82,7 @@ func TestDefaultTmpfsIsTheContract(t *testing.T) {
 		t.Errorf("tmpfs mounts %v, want the %d writable directories and /tmp", got, len(plan.Runtime.WritableDirs))
 	}
 	// The tmpfs list, not a fixed set, makes the mounts.
-	only := func(o *runOptions) { o.tmpfs = []string{"/data"} }
+	only := func(o *options) { o.tmpfs = []string{"/data"} }
 	if got := tmpfsMounts(t, fakeBundle(t, 65532, 65532), only); len(got) != 1 || got["/data"] == nil {
 		t.Errorf("tmpfs [/data]: tmpfs mounts %v", got)
 	}

@@ -32,7 +32,7 @@ const SmokeClientMain = "pipeline/smoke/cmd/smokeclient"
 // main and every package of this module it imports (a test keeps this equal to `go list
 // -deps`). Their directories, tests and testdata excluded, are all of the source the build
 // step sees.
-var smokeClientPackages = []string{"pipeline/internal/toolbox", "pipeline/lock", "pipeline/plan", "pipeline/safeio", "pipeline/smoke", SmokeClientMain}
+var smokeClientPackages = []string{"pipeline/internal/toolbox", "pipeline/lock", "pipeline/plan", "pipeline/progress", "pipeline/safeio", "pipeline/smoke", SmokeClientMain}
 
 // smokeClientModules are the other modules the client's packages import from (a test keeps
 // this equal to `go list -deps`): the download step fetches only these.

@@ -5,10 +5,7 @@
 // repository, so every emitter can use it (compare go-containerregistry's remote.WithProgress).
 package progress
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Event is one report. The types below are all there are; a Sink switches on them.
 type Event interface{ event() }
@@ -30,12 +27,6 @@ func (f SinkFunc) Send(e Event) {
 
 // Discard is the Sink of a caller that wants no progress.
 var Discard Sink = SinkFunc(nil)
-
-// Logf is a printf function that sends each line to s as a Note at level: for the leaf
-// packages that take one (pipeline/source, pipeline/image, the engines).
-func Logf(s Sink, level Level) func(string, ...any) {
-	return func(format string, a ...any) { s.Send(Note{Level: level, Text: fmt.Sprintf(format, a...)}) }
-}
 
 // Cache says whether a step's result came from a cache.
 type Cache int
@@ -96,6 +87,13 @@ type Smoked struct {
 	OK                      bool
 }
 
+// Checked: one smoke check ended with Status (PASS, FAIL, SKIP) after Duration; Detail is
+// the first line of what it found. Smoked reports the whole suite.
+type Checked struct {
+	Name, Status, Detail string
+	Duration             time.Duration
+}
+
 // Level is how much a Note matters.
 type Level int
 
@@ -121,4 +119,5 @@ func (IndexPushed) event() {}
 func (Signed) event()      {}
 func (Tagged) event()      {}
 func (Smoked) event()      {}
+func (Checked) event()     {}
 func (Note) event()        {}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // Target is a started container of the image under test.
@@ -192,11 +193,15 @@ type Options struct {
 	// image on an amd64 machine): StartTimeout and CheckTimeout are then scaled by
 	// emulationTimeoutFactor, here and nowhere else.
 	Emulated bool
-	// Logf receives progress; nil is quiet.
-	Logf func(format string, args ...any)
+	// Progress receives each check's result as it ends (progress.Checked) and, on the host
+	// engine, the runc and umoci commands; nil discards.
+	Progress progress.Sink
 }
 
 func (o *Options) defaults() {
+	if o.Progress == nil {
+		o.Progress = progress.Discard
+	}
 	if o.UID == 0 {
 		o.UID = plan.Runtime.UID()
 	}
@@ -291,9 +296,7 @@ func Run(ctx context.Context, t Target, o Options) Report {
 		rec.hit = false
 		st, detail := c.run(cctx, r)
 		cancel()
-		if o.Logf != nil {
-			o.Logf("%s: %s (%s) %s", c.name, st, time.Since(start).Round(time.Millisecond), firstLine(detail))
-		}
+		o.Progress.Send(progress.Checked{Name: c.name, Status: st.String(), Duration: time.Since(start).Round(time.Millisecond), Detail: firstLine(detail)})
 		rep.Results = append(rep.Results, Result{Name: c.name, Status: st, Detail: detail, Unobservable: st == Skip && rec.hit})
 	}
 	return rep

@@ -71,7 +71,7 @@ func (a aptDir) update(ctx context.Context) error {
 	if st, err := os.Stat(stamp); err == nil && !changed && time.Since(st.ModTime()) < a.o.MaxListAge {
 		return nil
 	}
-	a.o.Logf("apt-get update (%s %s, private state in %s)", a.o.Mirror, a.o.Suite, a.root)
+	a.o.note("apt-get update (%s %s, private state in %s)", a.o.Mirror, a.o.Suite, a.root)
 	if err := a.run(ctx, "", "apt-get", "update"); err != nil {
 		return fmt.Errorf("fetching the %s package lists from %s: %w (is the Debian mirror reachable from here, and does it carry %s?)", a.o.Suite, a.o.Mirror, err, a.o.Suite)
 	}

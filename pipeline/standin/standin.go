@@ -39,6 +39,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // DefaultCacheDir holds the private apt state and the unpacked root filesystems.
@@ -70,8 +71,8 @@ type Options struct {
 	// NoLibc leaves glibc out: an image that cannot run a dynamically linked binary, for
 	// tests proving the smoke checks catch it.
 	NoLibc bool
-	// Logf receives progress; nil is quiet.
-	Logf func(format string, args ...any)
+	// Progress receives apt's and the cache's steps as Detail notes; nil discards.
+	Progress progress.Sink
 	// MaxListAge is how old the cached package lists may get before apt-get update runs
 	// again; default 24h. The lists decide the versions, hence the cache key.
 	MaxListAge time.Duration
@@ -88,12 +89,17 @@ func (o *Options) Defaults() {
 	if o.Arch == "" {
 		o.Arch = "amd64"
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Progress == nil {
+		o.Progress = progress.Discard
 	}
 	if o.MaxListAge == 0 {
 		o.MaxListAge = 24 * time.Hour
 	}
+}
+
+// note sends one step as a Detail note.
+func (o *Options) note(format string, args ...any) {
+	o.Progress.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
 }
 
 // CheckMirror refuses a missing or malformed Mirror, naming the fix.
@@ -148,10 +154,10 @@ func Build(ctx context.Context, o Options) (*Rootfs, error) {
 	key := cacheKey(o, versions)
 	dest := filepath.Join(o.CacheDir, key)
 	if _, err := os.Stat(filepath.Join(dest, "packages.txt")); err == nil {
-		o.Logf("base rootfs %s (cached)", dest)
+		o.note("base rootfs %s (cached)", dest)
 		return &Rootfs{Dir: filepath.Join(dest, "rootfs"), Versions: versions, Key: key}, nil
 	}
-	o.Logf("making base rootfs %s from %s", dest, strings.Join(sortedPairs(versions), " "))
+	o.note("making base rootfs %s from %s", dest, strings.Join(sortedPairs(versions), " "))
 	tmp, err := os.MkdirTemp(o.CacheDir, ".build-")
 	if err != nil {
 		return nil, err
@@ -196,10 +202,8 @@ func Image(r *Rootfs, arch string) (v1.Image, error) {
 	}
 	// distroless stamps its layers at the epoch; so does the stand-in.
 	epoch := time.Unix(0, 0).UTC()
-	layer, err := image.TreeLayer(r.Dir, image.TreeOptions{
-		ModTime: epoch,
-		Owners:  map[string]image.Owner{"home/nonroot": image.Nonroot},
-	})
+	layer, err := image.TreeLayer(r.Dir, image.WithModTime(epoch),
+		image.WithOwners(map[string]image.Owner{"home/nonroot": image.Nonroot}))
 	if err != nil {
 		return nil, fmt.Errorf("making the base layer: %w", err)
 	}

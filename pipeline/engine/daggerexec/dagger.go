@@ -46,8 +46,8 @@ import (
 
 // Executor runs plans on a Dagger engine. Create it with New; Close it when done.
 type Executor struct {
-	logf   func(format string, args ...any)
-	output *lineLogf // the engine's own progress output, nil when not asked for
+	sink   progress.Sink
+	output *lineNotes // the engine's own progress output, nil when not asked for
 	client *dagger.Client
 	// runID names this executor's run in the stage records (plan.StageRunVar): a record
 	// naming another run is one the engine took from its cache.
@@ -57,16 +57,22 @@ type Executor struct {
 // Option configures an Executor.
 type Option func(*Executor)
 
-// WithLogf receives this package's progress lines (default: quiet).
-func WithLogf(logf func(format string, args ...any)) Option {
-	return func(e *Executor) { e.logf = logf }
+// WithProgress sends this package's progress lines to sink as Detail notes (default:
+// discarded).
+func WithProgress(sink progress.Sink) Option {
+	return func(e *Executor) { e.sink = sink }
 }
 
-// WithEngineOutput receives the Dagger engine's own progress output, one line a call
-// (default: discarded); the command gives it the same Detail notes as WithLogf, so the
-// engine's output goes through the one progress sink (and its redaction) too.
-func WithEngineOutput(logf func(format string, args ...any)) Option {
-	return func(e *Executor) { e.output = &lineLogf{logf: logf} }
+// WithEngineOutput sends the Dagger engine's own progress output to sink, one Detail note a
+// line (default: discarded), so the engine's output goes through the one progress sink (and
+// its redaction) too.
+func WithEngineOutput(sink progress.Sink) Option {
+	return func(e *Executor) { e.output = &lineNotes{sink: sink} }
+}
+
+// logf sends one progress line as a Detail note.
+func (e *Executor) logf(format string, args ...any) {
+	e.sink.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
 }
 
 // New returns an executor; it connects on first use (or on Connect).
@@ -75,8 +81,8 @@ func New(opts ...Option) *Executor {
 	for _, o := range opts {
 		o(e)
 	}
-	if e.logf == nil {
-		e.logf = func(string, ...any) {}
+	if e.sink == nil {
+		e.sink = progress.Discard
 	}
 	var id [16]byte
 	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails (Go 1.24+)

@@ -3,17 +3,23 @@ package daggerexec
 import (
 	"bytes"
 	"sync"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
-// lineLogf is an io.Writer (the Dagger SDK's log output) that hands each complete line to
-// logf; a last line without its newline is handed over by flush.
-type lineLogf struct {
+// lineNotes is an io.Writer (the Dagger SDK's log output) that sends each complete line to
+// sink as a Detail note; a last line without its newline is sent by flush.
+type lineNotes struct {
 	mu   sync.Mutex
-	logf func(format string, args ...any)
+	sink progress.Sink
 	buf  []byte
 }
 
-func (w *lineLogf) Write(p []byte) (int, error) {
+func (w *lineNotes) note(line []byte) {
+	w.sink.Send(progress.Note{Level: progress.Detail, Text: string(line)})
+}
+
+func (w *lineNotes) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf = append(w.buf, p...)
@@ -22,17 +28,17 @@ func (w *lineLogf) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		w.logf("%s", bytes.TrimRight(w.buf[:i], "\r"))
+		w.note(bytes.TrimRight(w.buf[:i], "\r"))
 		w.buf = w.buf[i+1:]
 	}
 	return len(p), nil
 }
 
-func (w *lineLogf) flush() {
+func (w *lineNotes) flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.buf) > 0 {
-		w.logf("%s", w.buf)
+		w.note(w.buf)
 		w.buf = nil
 	}
 }

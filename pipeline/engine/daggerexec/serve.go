@@ -24,15 +24,9 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
-// ServeOptions configure Serve.
-type ServeOptions struct {
-	// TLSDir is a host directory mounted at plan.Runtime.TLSDir (what smoke.TLS.WriteDir
-	// writes: tls.crt, tls.key, tls.conf), owned by the image's user; "" mounts nothing.
-	TLSDir string
-	// ReadyTimeout bounds the wait for the service to answer HTTP (default 2 minutes: the
-	// engine may first have to load the image).
-	ReadyTimeout time.Duration
-}
+// serveReadyTimeout bounds Serve's wait for the service to answer HTTP: the engine may
+// first have to load the image.
+const serveReadyTimeout = 2 * time.Minute
 
 // Target is the assembled image running as a Dagger service, with its ports forwarded to
 // this machine. It implements pipeline/smoke's Target, so the same smoke suite that tests
@@ -52,14 +46,13 @@ type Target struct {
 
 // Serve imports img into the engine, starts it as a service (its own entrypoint, as
 // `docker run` would), forwards each of plan.Runtime's TCP ports to a free port on this
-// machine, and polls until the first one answers HTTP. The image is the one pipeline/image
+// machine, and polls until the first one answers HTTP. tlsDir is a host directory mounted
+// at plan.Runtime.TLSDir (what smoke.TLS.WriteDir writes: tls.crt, tls.key, tls.conf),
+// owned by the image's user; "" mounts nothing. The image is the one pipeline/image
 // assembled from Run's install tree; nothing is rebuilt here.
-func (e *Executor) Serve(ctx context.Context, p *plan.Plan, img v1.Image, o ServeOptions) (_ *Target, err error) {
+func (e *Executor) Serve(ctx context.Context, p *plan.Plan, img v1.Image, tlsDir string) (_ *Target, err error) {
 	if err := e.Connect(ctx); err != nil {
 		return nil, err
-	}
-	if o.ReadyTimeout == 0 {
-		o.ReadyTimeout = 2 * time.Minute
 	}
 	t := &Target{forward: map[portKey]string{}}
 	if t.tmp, err = os.MkdirTemp("", "nginx-forge-dagger-smoke-"); err != nil {
@@ -71,10 +64,10 @@ func (e *Executor) Serve(ctx context.Context, p *plan.Plan, img v1.Image, o Serv
 		}
 	}()
 
-	if err := e.importImage(ctx, t, p, img, o.TLSDir); err != nil {
+	if err := e.importImage(ctx, t, p, img, tlsDir); err != nil {
 		return nil, err
 	}
-	if err := e.startService(ctx, t, o.ReadyTimeout); err != nil {
+	if err := e.startService(ctx, t, serveReadyTimeout); err != nil {
 		return nil, err
 	}
 	return t, nil

@@ -70,7 +70,7 @@ func (e *Executor) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smok
 		return smoke.Report{}, fmt.Errorf("dagger smoke: building the in-engine smoke client (%s) from %s: %w%s", plan.SmokeClientMain, root, err, stderrTail(err))
 	}
 
-	t, err := e.Serve(ctx, p, img, ServeOptions{TLSDir: dir})
+	t, err := e.Serve(ctx, p, img, dir)
 	if err != nil {
 		return smoke.Report{}, err
 	}

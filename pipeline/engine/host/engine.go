@@ -109,9 +109,7 @@ func (e *Engine) PackageVersion(ctx context.Context, p *plan.Plan, pkg string) (
 // Smoke runs img in runc here (see SmokeImage), with the engine's conf.d and TLS choices
 // (WithSmokeConfD, WithSmokeNoTLS).
 func (e *Engine) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smoke.Options) (smoke.Report, error) {
-	so := e.ex.smoke
-	so.Options = o
-	return SmokeImage(ctx, img, so)
+	return smokeImage(ctx, img, o, e.ex.options)
 }
 
 // Close does nothing: the host engine holds no session.

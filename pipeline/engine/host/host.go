@@ -32,52 +32,21 @@ const DefaultCacheDir = "/var/cache/nginx-forge/build"
 
 // Executor runs plans on the host.
 type Executor struct {
-	cacheDir string
-	workDir  string
-	logf     func(format string, args ...any)
-	jobs     int
-	// smoke is how the host engine's Smoke runs an image beyond the suite's options
-	// (ci smoke's --conf-d and --no-tls).
-	smoke SmokeOptions
+	options
+	workDir string
 }
-
-// Option configures an Executor.
-type Option func(*Executor)
-
-// WithCacheDir sets the directory stage outputs are cached in (default DefaultCacheDir).
-// Several processes may share it: a lock per stage key makes the first one build and the
-// others wait and reuse its output.
-func WithCacheDir(dir string) Option { return func(e *Executor) { e.cacheDir = dir } }
-
-// WithLogf sets the progress logger (default: quiet).
-func WithLogf(logf func(format string, args ...any)) Option {
-	return func(e *Executor) { e.logf = logf }
-}
-
-// WithJobs sets the make parallelism; it overrides the plan's Jobs. 0 means the plan's, or
-// the number of CPUs.
-func WithJobs(n int) Option { return func(e *Executor) { e.jobs = n } }
-
-// WithSmokeConfD mounts dir read-only at /etc/nginx/conf.d when the engine smoke-tests an
-// image (SmokeOptions.ConfD).
-func WithSmokeConfD(dir string) Option { return func(e *Executor) { e.smoke.ConfD = dir } }
-
-// WithSmokeNoTLS smoke-tests images without the generated certificate (SmokeOptions.NoTLS).
-func WithSmokeNoTLS() Option { return func(e *Executor) { e.smoke.NoTLS = true } }
 
 // New returns an executor.
 func New(opts ...Option) *Executor {
-	e := &Executor{cacheDir: DefaultCacheDir, logf: func(string, ...any) {}}
-	for _, o := range opts {
-		o(e)
-	}
+	o := makeOptions(opts)
 	// Stages build in <cache dir>/tmp: on the cache dir's file system, since finished
 	// outputs are renamed into the cache.
-	e.workDir = filepath.Join(e.cacheDir, "tmp")
-	if e.logf == nil {
-		e.logf = func(string, ...any) {}
-	}
-	return e
+	return &Executor{options: o, workDir: filepath.Join(o.cacheDir, "tmp")}
+}
+
+// note sends one line about a stage as a Detail note.
+func (e *Executor) note(format string, args ...any) {
+	e.sink.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
 }
 
 // Result is what a Run did.
@@ -297,7 +266,7 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 		sr.Cached = true
 		sr.Wall = time.Since(start)
 		sr.Built = m.Timing
-		e.logf("stage %s: cached (key %s)", s.Name, key[:12])
+		e.note("stage %s: cached (key %s)", s.Name, key[:12])
 		return sr, nil
 	}
 	tmp, err := e.scratchDir(key, s.Name)
@@ -316,7 +285,7 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 	}
 	defer logFile.Close()
 	env := stageEnv(s, epoch, src, work, out, jobs, outs)
-	e.logf("stage %s: building (key %s, log %s)", s.Name, key[:12], logPath)
+	e.note("stage %s: building (key %s, log %s)", s.Name, key[:12], logPath)
 	ps, runErr := runScript(ctx, script, work, env, logFile)
 	sr.Wall = time.Since(start)
 	if ps != nil {
@@ -337,7 +306,7 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 	if err := commitStage(tmp, final, meta{Stage: s.Name, Key: key, Timing: sr.Built}); err != nil {
 		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
 	}
-	e.logf("stage %s: built in %s (user %s sys %s)", s.Name, sr.Wall.Round(time.Second),
+	e.note("stage %s: built in %s (user %s sys %s)", s.Name, sr.Wall.Round(time.Second),
 		sr.User.Round(time.Second), sr.Sys.Round(time.Second))
 	return sr, nil
 }
@@ -420,7 +389,7 @@ func (e *Executor) keepFailedLog(stage, logPath string) string {
 	kept := filepath.Join(e.cacheDir, fmt.Sprintf("failed-%s-%s.log", stage, time.Now().UTC().Format("20060102T150405.000Z")))
 	_ = copyFile(logPath, kept, 0o644)
 	if err := pruneFailedLogs(e.cacheDir, keepFailedLogs); err != nil {
-		e.logf("stage %s: %v", stage, err)
+		e.note("stage %s: %v", stage, err)
 	}
 	return kept
 }

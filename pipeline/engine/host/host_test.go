@@ -17,6 +17,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
@@ -98,10 +99,13 @@ type logs struct {
 	lines []string
 }
 
-func (l *logs) logf(format string, a ...any) {
+// Send keeps the text of each note the executor sends (WithProgress).
+func (l *logs) Send(e progress.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.lines = append(l.lines, strings.TrimSpace(sprintf(format, a...)))
+	if n, ok := e.(progress.Note); ok {
+		l.lines = append(l.lines, strings.TrimSpace(n.Text))
+	}
 }
 
 func (l *logs) String() string {
@@ -115,7 +119,7 @@ func TestRunContractAndCache(t *testing.T) {
 	src, sha := tarball(t, "hello world\n")
 	cache := filepath.Join(t.TempDir(), "cache")
 	var lg logs
-	ex := host.New(host.WithCacheDir(cache), host.WithJobs(3), host.WithLogf(lg.logf))
+	ex := host.New(host.WithCacheDir(cache), host.WithJobs(3), host.WithProgress(&lg))
 	ctx := context.Background()
 
 	res, err := ex.Run(ctx, smallPlan(sha), sources(src))

@@ -14,24 +14,18 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
 
-// SmokeOptions configure SmokeImage: the suite's options plus how to run the image.
-type SmokeOptions struct {
-	smoke.Options
-	// ConfD, when set, is a host directory mounted read-only at /etc/nginx/conf.d: test your
-	// server blocks against the image (a broken one fails "nginx -t").
-	ConfD string
-	// NoTLS runs without the generated certificate (the TLS checks are then skipped).
-	NoTLS bool
-	// WorkDir holds the unpacked image and the TLS directory (default os.TempDir()).
-	WorkDir string
-}
-
 // SmokeImage runs img in runc the way it is meant to run (its user, read-only root, tmpfs
 // on the writable directories, no capabilities, an isolated network namespace), with
 // smoke.PrepareTLS's certificate and tls.conf mounted at plan.Runtime.TLSDir, and returns
 // the suite's table. The error is for failures to get that far (unpack, a missing tls.conf
 // block); failed checks are in the report (Report.Err).
-func SmokeImage(ctx context.Context, img v1.Image, o SmokeOptions) (smoke.Report, error) {
+// opts are the engine's options that concern it (WithSmokeConfD, WithSmokeNoTLS); the
+// runc and umoci commands go to o.Progress.
+func SmokeImage(ctx context.Context, img v1.Image, o smoke.Options, opts ...Option) (smoke.Report, error) {
+	return smokeImage(ctx, img, o, makeOptions(opts))
+}
+
+func smokeImage(ctx context.Context, img v1.Image, o smoke.Options, eo options) (smoke.Report, error) {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return smoke.Report{}, fmt.Errorf("reading the image's config: %w", err)
@@ -50,16 +44,12 @@ func SmokeImage(ctx context.Context, img v1.Image, o SmokeOptions) (smoke.Report
 	if o.Expect.Arch == "" {
 		o.Expect.Arch = cf.Architecture
 	}
-	opts := []ocirun.Option{ocirun.WithLogger(o.Logf)}
-	if o.WorkDir != "" {
-		opts = append(opts, ocirun.WithDir(o.WorkDir))
-	}
-	b, err := ocirun.Prepare(ctx, img, opts...)
+	b, err := ocirun.Prepare(ctx, img, ocirun.WithProgress(o.Progress))
 	if err != nil {
 		return smoke.Report{}, err
 	}
 	defer b.Close()
-	return smokeBundle(ctx, b, o)
+	return smokeBundle(ctx, b, o, eo)
 }
 
 // emulators are the binfmt_misc handlers that run another architecture's images here.
@@ -68,12 +58,12 @@ var emulators = map[string]string{"arm64": "qemu-aarch64", "amd64": "qemu-x86_64
 // nginxConf is the image's nginx.conf (the runtime contract), which documents tls.conf.
 const nginxConf = "/etc/nginx/nginx.conf"
 
-func smokeBundle(ctx context.Context, b *ocirun.Bundle, o SmokeOptions) (smoke.Report, error) {
-	var runOpts []ocirun.RunOption
-	if o.ConfD != "" {
-		runOpts = append(runOpts, ocirun.WithMount(o.ConfD, plan.Runtime.ConfDir, true))
+func smokeBundle(ctx context.Context, b *ocirun.Bundle, o smoke.Options, eo options) (smoke.Report, error) {
+	var runOpts []ocirun.Option
+	if eo.confD != "" {
+		runOpts = append(runOpts, ocirun.WithMount(eo.confD, plan.Runtime.ConfDir, true))
 	}
-	if !o.NoTLS {
+	if !eo.noTLS {
 		mat, dir, err := prepareTLS(ctx, b, o)
 		if err != nil {
 			return smoke.Report{}, err
@@ -86,9 +76,9 @@ func smokeBundle(ctx context.Context, b *ocirun.Bundle, o SmokeOptions) (smoke.R
 	if err != nil {
 		// Nothing runs, but the image's files can still be checked, and every runtime
 		// check says why it failed.
-		return smoke.Run(ctx, smoke.NotStarted(b.RootFS(), err), o.Options), nil
+		return smoke.Run(ctx, smoke.NotStarted(b.RootFS(), err), o), nil
 	}
-	rep := smoke.Run(ctx, ctr, o.Options)
+	rep := smoke.Run(ctx, ctr, o)
 	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := ctr.Stop(stopCtx); err != nil {
@@ -100,7 +90,7 @@ func smokeBundle(ctx context.Context, b *ocirun.Bundle, o SmokeOptions) (smoke.R
 // prepareTLS reads the image's nginx.conf from the unpacked root filesystem and asks
 // smoke.PrepareTLS for the directory to mount; whether tls.conf keeps its QUIC lines comes
 // from the expected modules or, when none are expected, the image's own `nginx -V`.
-func prepareTLS(ctx context.Context, b *ocirun.Bundle, o SmokeOptions) (*smoke.TLS, string, error) {
+func prepareTLS(ctx context.Context, b *ocirun.Bundle, o smoke.Options) (*smoke.TLS, string, error) {
 	conf, err := smoke.ReadImageFile(b.RootFS(), nginxConf)
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the image's nginx.conf: %w", err)
@@ -125,9 +115,9 @@ func prepareTLS(ctx context.Context, b *ocirun.Bundle, o SmokeOptions) (*smoke.T
 		return nil, "", runErr
 	}
 	uid, gid := b.User()
-	mat, dir, err := smoke.PrepareTLS(conf, http3, o.WorkDir, uid, gid)
+	mat, dir, err := smoke.PrepareTLS(conf, http3, "", uid, gid)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w (set NoTLS to skip the TLS checks)", err)
+		return nil, "", fmt.Errorf("%w (ci smoke --no-tls, host.WithSmokeNoTLS, skips the TLS checks)", err)
 	}
 	return mat, dir, nil
 }

@@ -112,7 +112,7 @@ func TestShippedImagePasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := host.SmokeImage(ctx, pulled, host.SmokeOptions{Options: smoke.Options{Expect: expect(t, l), Logf: t.Logf}})
+	rep, err := host.SmokeImage(ctx, pulled, smoke.Options{Expect: expect(t, l), Progress: testenv.Progress(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,10 +141,8 @@ func TestBrokenServerBlockFails(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	rep, err := host.SmokeImage(ctx, img, host.SmokeOptions{
-		Options: smoke.Options{Expect: expect(t, l), Logf: t.Logf, StartTimeout: 10 * time.Second},
-		ConfD:   confD,
-	})
+	rep, err := host.SmokeImage(ctx, img, smoke.Options{Expect: expect(t, l), Progress: testenv.Progress(t), StartTimeout: 10 * time.Second},
+		host.WithSmokeConfD(confD))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +193,7 @@ func TestBaseWithoutLibcMovesNoTag(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		rep, err := host.NewEngine().Smoke(ctx, p, pushed, smoke.Options{Expect: expect(t, l), Logf: t.Logf, StartTimeout: 10 * time.Second})
+		rep, err := host.NewEngine().Smoke(ctx, p, pushed, smoke.Options{Expect: expect(t, l), Progress: testenv.Progress(t), StartTimeout: 10 * time.Second})
 		if err != nil {
 			return err
 		}

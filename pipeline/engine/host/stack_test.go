@@ -376,7 +376,7 @@ func TestRebuildWithNothingChangedIsCached(t *testing.T) {
 	}
 	var lg logs
 	start := time.Now()
-	res, err := host.New(host.WithCacheDir(testenv.BuildCacheDir()), host.WithLogf(lg.logf)).Run(context.Background(), p, sourcesFor(t, l))
+	res, err := host.New(host.WithCacheDir(testenv.BuildCacheDir()), host.WithProgress(&lg)).Run(context.Background(), p, sourcesFor(t, l))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +413,7 @@ func TestNginxOnlyChangeRebuildsOnlyNginx(t *testing.T) {
 		}
 	}
 	var lg logs
-	res, err := host.New(host.WithCacheDir(testenv.BuildCacheDir()), host.WithLogf(lg.logf)).Run(context.Background(), p, sourcesFor(t, l))
+	res, err := host.New(host.WithCacheDir(testenv.BuildCacheDir()), host.WithProgress(&lg)).Run(context.Background(), p, sourcesFor(t, l))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,5 @@
 package host_test
 
-import (
-	"fmt"
-	"runtime"
-)
-
-func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }
+import "runtime"
 
 func hostArch() string { return runtime.GOARCH }

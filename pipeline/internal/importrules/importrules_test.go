@@ -111,7 +111,7 @@ func rules() []rule {
 				return imp == module+"/pipeline/engine/host" || imp == module+"/pipeline/engine/daggerexec"
 			}},
 		// A build does not look for releases: the branch calendar reaches it as a function
-		// (forge.Options.BranchWarnings), and publishing needs no GitHub API.
+		// (forge.WithBranchWarnings), and publishing needs no GitHub API.
 		{"forge imports neither upstream nor the GitHub clients",
 			func(dir string) bool { return dir == "pipeline/forge" },
 			func(imp string) bool {

@@ -16,7 +16,7 @@ import (
 func TestBuilderImage(t *testing.T) {
 	testenv.Tool(t, "debootstrap", "debootstrap")
 	testenv.Root(t)
-	img, err := BuilderImage(context.Background(), Options{Logf: t.Logf})
+	img, err := BuilderImage(context.Background(), Options{Progress: testenv.Progress(t)})
 	if err != nil {
 		testenv.Missing(t, "the stand-in builder image ("+err.Error()+")", "let the machine reach the Debian mirror from the apt sources (or set "+testenv.DebianMirrorEnv+")")
 	}

@@ -35,8 +35,8 @@ func For(t testing.TB, o Options) (v1.Image, *Rootfs) {
 	t.Helper()
 	testenv.Tool(t, "apt-get", "apt")
 	testenv.Tool(t, "dpkg-deb", "dpkg")
-	if o.Logf == nil {
-		o.Logf = t.Logf
+	if o.Progress == nil {
+		o.Progress = testenv.Progress(t)
 	}
 	err := findMirror(&o)
 	var r *Rootfs
@@ -73,8 +73,8 @@ func BuilderFor(t testing.TB, host, repo string, o Options) name.Digest {
 	t.Helper()
 	testenv.Tool(t, "debootstrap", "debootstrap")
 	testenv.Root(t)
-	if o.Logf == nil {
-		o.Logf = t.Logf
+	if o.Progress == nil {
+		o.Progress = testenv.Progress(t)
 	}
 	img, err := BuilderImage(context.Background(), o)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
@@ -58,7 +59,11 @@ func main() {
 	for name, v := range verified {
 		paths[name] = v.Prepared
 	}
-	res, err := host.New(host.WithCacheDir(*cache), host.WithLogf(logger.Printf)).Run(ctx, p, paths)
+	res, err := host.New(host.WithCacheDir(*cache), host.WithProgress(progress.SinkFunc(func(e progress.Event) {
+		if n, ok := e.(progress.Note); ok {
+			logger.Print(n.Text)
+		}
+	}))).Run(ctx, p, paths)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			os.Exit(130)
