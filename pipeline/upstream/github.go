@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/netfail"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
@@ -219,7 +220,7 @@ func (c *client) ghGet(ctx context.Context, u *url.URL) (*http.Response, []byte,
 			return nil, nil, err
 		}
 		if err == nil {
-			err = &source.HTTPStatusError{What: "GET " + u.Redacted(), Code: resp.StatusCode}
+			err = &netfail.HTTPStatusError{What: "GET " + u.Redacted(), Code: resp.StatusCode}
 		}
 		c.logf("GET %s failed (%v); retrying in %s", u.Redacted(), err, wait)
 		select {
@@ -255,7 +256,7 @@ func ghError(what string, resp *http.Response, body []byte, authed bool) error {
 		}
 		return fmt.Errorf("%s: %w (%s): %s", what, errRateLimited, detail, fix)
 	}
-	return &source.HTTPStatusError{What: what, Code: resp.StatusCode, Detail: detail}
+	return &netfail.HTTPStatusError{What: what, Code: resp.StatusCode, Detail: detail}
 }
 
 var linkRE = regexp.MustCompile(`<([^>]+)>\s*;\s*rel="?([a-z]+)"?`)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/netfail"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
@@ -74,10 +75,10 @@ func fixFor(name string, err error) string {
 // network timeout, a connection cut off or a server's own failure clears by itself.
 func retryFix(err error) string {
 	const again = "go run ./ci check-updates"
-	if source.Retryable(err) {
+	if netfail.Transient(err) {
 		return "transient (a network timeout, a connection cut off or a server error): run " + again + " again (the next scheduled run does), or give a longer --timeout"
 	}
-	var se *source.HTTPStatusError
+	var se *netfail.HTTPStatusError
 	if errors.As(err, &se) {
 		switch se.Code {
 		case http.StatusUnauthorized, http.StatusForbidden:
