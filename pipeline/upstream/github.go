@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/netfail"
-	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
@@ -184,7 +183,7 @@ func (c *client) ghList(ctx context.Context, path string, into any) error {
 	return nil
 }
 
-// ghGet does one GET of an API page, retrying network errors and 5xx answers (GitHub has
+// ghGet does one GET of an API page, retrying transient network errors and 5xx answers (GitHub has
 // brief outages; a daily job should not fail on one). Other statuses are returned as they are.
 func (c *client) ghGet(ctx context.Context, u *url.URL) (*http.Response, []byte, error) {
 	wait := c.backoff
@@ -211,8 +210,10 @@ func (c *client) ghGet(ctx context.Context, u *url.URL) (*http.Response, []byte,
 				return resp, body, nil
 			}
 		}
-		// A redirect loop is followed the same way on every try.
-		if attempt >= c.retries || ctx.Err() != nil || errors.As(err, new(*redirects.LoopError)) {
+		// Only what the one rule calls transient is tried again: a redirect loop is followed
+		// the same way on every try, a name that does not resolve or a certificate not
+		// trusted fails the same way (netfail.Transient).
+		if attempt >= c.retries || ctx.Err() != nil || (err != nil && !netfail.Transient(err)) {
 			if err == nil {
 				// A 5xx after the last try: ghError describes it with what the server said.
 				return resp, body, nil

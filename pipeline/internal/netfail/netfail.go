@@ -88,8 +88,8 @@ func (f Failure) Connection() bool {
 	return f.Kind != None && f.Kind != Status && f.Host != ""
 }
 
-// String is "HOST: KIND (CAUSE), transient" or "..., not transient".
-func (f Failure) String() string {
+// Describe is "HOST: KIND (CAUSE)".
+func (f Failure) Describe() string {
 	s := f.Kind.String()
 	if f.Cause != "" && f.Cause != s {
 		s += " (" + f.Cause + ")"
@@ -97,6 +97,12 @@ func (f Failure) String() string {
 	if f.Host != "" {
 		s = f.Host + ": " + s
 	}
+	return s
+}
+
+// String is Describe with ", transient" or ", not transient".
+func (f Failure) String() string {
+	s := f.Describe()
 	if f.Transient {
 		return s + ", transient"
 	}
