@@ -334,7 +334,7 @@ func (f *Fetcher) fetch(ctx context.Context, c lock.Component) (Verified, error)
 // FetchAll fetches and verifies every component of the lock before returning, so that a
 // build can stop before any compiler runs. Components are fetched concurrently; every
 // failure is reported (joined), not only the first, and a server that none of them reached
-// once (*UnreachableError). The map is keyed by component name.
+// once (*unreachableError). The map is keyed by component name.
 func (f *Fetcher) FetchAll(ctx context.Context, l *lock.Lock) (map[string]Verified, error) {
 	if l == nil {
 		return nil, errors.New("fetching sources: no lock")

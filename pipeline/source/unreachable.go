@@ -8,12 +8,12 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/netfail"
 )
 
-// UnreachableError is one server that the downloads of several components could not reach
+// unreachableError is one server that the downloads of several components could not reach
 // the same way (its name does not resolve, it refuses connections, its certificate is not
 // trusted, it does not answer): said once, with the components, whether it was retried and
 // the way out, instead of once per file (issue 40: an offline build printed the same DNS
 // failure for each of seven sources, each "gave up after 4 attempts").
-type UnreachableError struct {
+type unreachableError struct {
 	Failure netfail.Failure
 	// Components are the downloads that failed this way ("zlib 1.3.1").
 	Components []string
@@ -24,7 +24,7 @@ type UnreachableError struct {
 	Errs []error
 }
 
-func (e *UnreachableError) Error() string {
+func (e *unreachableError) Error() string {
 	tried := "not retried"
 	if e.Tries > 1 {
 		tried = fmt.Sprintf("tried %d times", e.Tries)
@@ -33,14 +33,14 @@ func (e *UnreachableError) Error() string {
 }
 
 // Unwrap gives errors.Is and errors.As each download's own error.
-func (e *UnreachableError) Unwrap() []error { return e.Errs }
+func (e *unreachableError) Unwrap() []error { return e.Errs }
 
 // groupUnreachable turns the failed downloads (component label, error; in the order to
-// report them) into one *UnreachableError per server and kind of failure, in the order the
+// report them) into one *unreachableError per server and kind of failure, in the order the
 // servers were first named, and leaves the other errors as they are, in order.
 func (f *Fetcher) groupUnreachable(labels []string, errs []error) []error {
 	var out []error
-	groups := map[string]*UnreachableError{}
+	groups := map[string]*unreachableError{}
 	for i, err := range errs {
 		causes := netfail.Causes(err)
 		var fails []netfail.Failure
@@ -61,7 +61,7 @@ func (f *Fetcher) groupUnreachable(labels []string, errs []error) []error {
 			if fl.Transient {
 				tries = f.retries + 1
 			}
-			g = &UnreachableError{Failure: fl, Tries: tries, Fix: f.unreachableFix(fl)}
+			g = &unreachableError{Failure: fl, Tries: tries, Fix: f.unreachableFix(fl)}
 			groups[key] = g
 			out = append(out, g)
 		}
