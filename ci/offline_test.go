@@ -39,14 +39,14 @@ func offlineDNS(t *testing.T) *atomic.Int64 {
 			}
 		}
 	}()
-	old := *net.DefaultResolver
+	oldGo, oldDial := net.DefaultResolver.PreferGo, net.DefaultResolver.Dial
 	net.DefaultResolver.PreferGo = true
 	net.DefaultResolver.Dial = func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
 	}
 	t.Cleanup(func() {
-		net.DefaultResolver.PreferGo, net.DefaultResolver.Dial = old.PreferGo, old.Dial
+		net.DefaultResolver.PreferGo, net.DefaultResolver.Dial = oldGo, oldDial
 		pc.Close()
 	})
 	return &asked
