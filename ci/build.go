@@ -39,6 +39,7 @@ type buildFlags struct {
 	cache     string
 	maxSource int64 // MiB
 	verbose   bool
+	quiet     bool
 
 	image        string // REPO[:TAG[,TAG...]]
 	push         bool
@@ -147,6 +148,7 @@ func declareBuildFlags(fs *flag.FlagSet) *buildFlags {
 	fs.StringVar(&f.output, "output", "", "write the image to `PATH`: an OCI layout directory, or a tarball if it ends in .tar")
 	fs.StringVar(&f.optimize, "optimize", plan.DefaultOptimize, "optimization `mode`: "+strings.Join(plan.OptimizeModes, ", ")+" (auto: pgo when the lock records a PGO profile for this build (ci pgo-profile), else none; lto: link-time optimization of nginx with OpenSSL, PCRE2, zlib; pgo: lto plus a profile of OpenSSL and nginx: the lock's recorded one, else trained on loopback during this build, which is then not reproducible)")
 	fs.BoolVar(&f.verbose, "v", false, "verbose: show downloads, verification, registry steps and the smoke table")
+	fs.BoolVar(&f.quiet, "q", false, "quiet: no \"still running\" line every 15 s while a step (a download, a compile, a push) runs")
 	fs.StringVar(&f.image, "image", "", "`REPO[:TAG[,TAG...]]` to publish to (with --push) and to name --output's tarball")
 	fs.BoolVar(&f.push, "push", false, "push by digest, smoke-test that digest, then move the tags")
 	fs.BoolVar(&f.digestOnly, "digest-only", false, "with --push: move no tag (print the digest for 'ci manifest')")
@@ -269,6 +271,9 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 	inActions := gha.InActions()
 	sink, closeGroups := newLog(stderr, f.verbose, inActions)
 	defer closeGroups()
+	if !f.quiet {
+		defer sink.heartbeat()()
+	}
 	eng, err := newEngine(engineConfig{name: f.engine, cache: f.cache, jobs: f.jobs, sink: sink, verbose: f.verbose})
 	if err != nil {
 		return err

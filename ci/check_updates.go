@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -201,17 +202,59 @@ func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdate
 	if err := reportUpdates(rep, cfg, o); err != nil {
 		return err
 	}
+	// A server that could not be reached is one line, whatever the number of components
+	// that needed it; every other refusal one line, with its fix. They are the error the
+	// command ends with (standard error); in Actions each is also an error annotation.
+	var lines []string
 	if o.WriteErr != nil {
-		rep.Errorf("%s", strings.ReplaceAll(o.WriteErr.Error(), "\n", "; "))
+		lines = append(lines, strings.ReplaceAll(o.WriteErr.Error(), "\n", "; "))
 	}
-	for _, r := range o.Refused {
-		rep.Errorf("refused %s; to resolve: %s", strings.ReplaceAll(r.Error(), "\n", "; "), r.Fix)
+	hosts, rest := run.GroupUnreachable(o.Refused)
+	for _, h := range hosts {
+		lines = append(lines, h.String())
+	}
+	for _, r := range rest {
+		lines = append(lines, fmt.Sprintf("refused %s; to resolve: %s", strings.ReplaceAll(r.Error(), "\n", "; "), r.Fix))
+	}
+	if rep.InActions() {
+		for _, l := range lines {
+			rep.Errorf("%s", l)
+		}
 	}
 	err = o.Err(&run)
+	if err == nil {
+		return nil
+	}
+	err = &shownError{err: err, text: outcomeSummary(o, &run) + ":\n" + strings.Join(lines, "\n")}
 	if errors.As(err, new(*upstream.PartialError)) {
 		return &exitError{code: exitPartial, err: err}
 	}
 	return err
+}
+
+// shownError is an Outcome's error as the command words it: each unreachable server once,
+// each other refusal with its fix (the Outcome's own error would name a server once per
+// component).
+type shownError struct {
+	err  error
+	text string
+}
+
+func (e *shownError) Error() string { return e.text }
+func (e *shownError) Unwrap() error { return e.err }
+
+// outcomeSummary is the first line of check-updates' error: what became of the lock.
+func outcomeSummary(o *upstream.Outcome, run *upstream.Run) string {
+	n := len(o.Refused)
+	switch {
+	case o.WriteErr != nil:
+		return fmt.Sprintf("updating %s failed; it is unchanged", run.LockFile)
+	case n > 0 && o.Written:
+		return fmt.Sprintf("refused %d; the other updates were written to %s", n, run.LockFile)
+	case n > 0 && run.Write:
+		return fmt.Sprintf("refused %d; %s is unchanged", n, run.LockFile)
+	}
+	return fmt.Sprintf("checking for updates: %d lookups failed", n)
 }
 
 // reportUpdates writes the summary, step outputs, the pull request body and the lines that
@@ -251,12 +294,20 @@ func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, o *upstream.Ou
 	}
 	outputs["new_keys"] = strings.Join(keys, " ")
 	summary := rows
+	hosts, _ := cfg.run.GroupUnreachable(refused)
 	for _, r := range refused {
 		what := "refused"
 		if r.Target == "" {
 			what = "failed"
 		}
-		summary = append(summary, actions.Row{Component: r.Name, Old: what, New: r.Target, EOL: r.Fix})
+		// In the terminal each refusal is an error line of its own, with its fix, under the
+		// table: a row would say it again. The step summary keeps the row; a server that
+		// could not be reached is named there, its fix once in the error annotation.
+		row := actions.Row{Component: r.Name, Old: what, New: r.Target, EOL: r.Fix, SummaryOnly: true}
+		if h, ok := unreachableFor(hosts, r); ok {
+			row.EOL = h.Host + ": " + h.What
+		}
+		summary = append(summary, row)
 	}
 	if err := rep.UpdateSummary("Upstream updates ("+lockFile+")", summary); err != nil {
 		return err
@@ -283,6 +334,20 @@ func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, o *upstream.Ou
 		fmt.Fprintln(rep.Writer(), "everything is up to date")
 	}
 	return nil
+}
+
+// unreachableFor is the server r's failure is grouped under, if it is.
+func unreachableFor(hosts []upstream.Unreachable, r upstream.Refusal) (upstream.Unreachable, bool) {
+	name := r.Name
+	if r.Target != "" {
+		name += " " + r.Target
+	}
+	for _, h := range hosts {
+		if slices.Contains(h.Names, name) {
+			return h, true
+		}
+	}
+	return upstream.Unreachable{}, false
 }
 
 func appliedHow(a upstream.Applied) string {

@@ -20,7 +20,7 @@ import (
 )
 
 // Issue 29, class "messages that mislead": a failure that another run cannot fix must not
-// be called transient, and a transient one must say so. One rule (source.Retryable) decides.
+// be called transient, and a transient one must say so. One rule (netfail.Transient) decides.
 func TestPermanentFailuresAreNotCalledTransient(t *testing.T) {
 	notInActions(t)
 	for _, c := range []struct {

@@ -24,6 +24,67 @@ type lineSink struct {
 	verbose bool
 	groups  bool
 	depth   int
+	// running are the steps started and not done yet, in the order they started: what the
+	// heartbeat names.
+	running []runningStep
+}
+
+type runningStep struct {
+	step  string
+	start time.Time
+}
+
+// heartbeatEvery is how often the heartbeat says which steps are still running (issue 40:
+// OpenSSL's compile ran a minute and a half without a line).
+const heartbeatEvery = 15 * time.Second
+
+// Test seams: the clock a step's start is read from, and the heartbeat's ticker (a channel
+// of the times to report at, and its stop). Tests tick by hand instead of waiting.
+var (
+	logNow        = time.Now
+	heartbeatTick = func() (<-chan time.Time, func()) {
+		t := time.NewTicker(heartbeatEvery)
+		return t.C, t.Stop
+	}
+)
+
+// heartbeat prints, every heartbeatEvery until stop is called, one line naming each step
+// still running and how long it has run ("still running: openssl (linux/amd64) 1m30s"), so
+// that a long compile, download or push is never silent. Nothing when no step runs.
+func (s *lineSink) heartbeat() (stop func()) {
+	tick, stopTick := heartbeatTick()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-tick:
+				s.beat(now)
+			}
+		}
+	}()
+	return func() {
+		stopTick()
+		close(done)
+		wg.Wait()
+	}
+}
+
+func (s *lineSink) beat(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.running) == 0 {
+		return
+	}
+	parts := make([]string, len(s.running))
+	for i, r := range s.running {
+		parts[i] = fmt.Sprintf("%s %s", r.step, now.Sub(r.start).Round(time.Second))
+	}
+	fmt.Fprintf(s.w, "still running: %s\n", strings.Join(parts, ", "))
 }
 
 // newLog is the sink a command gives the library, and a function that closes a group left
@@ -46,6 +107,7 @@ func (s *lineSink) Send(e progress.Event) {
 			fmt.Fprintf(s.w, "::group::%s\n", e.Step)
 		}
 		s.depth++
+		s.running = append(s.running, runningStep{e.Step, logNow()})
 		fmt.Fprintf(s.w, "%s: started\n", e.Step)
 	case progress.StepDone:
 		s.stepDone(e)
@@ -84,6 +146,12 @@ func (s *lineSink) Send(e progress.Event) {
 }
 
 func (s *lineSink) stepDone(e progress.StepDone) {
+	for i, r := range s.running {
+		if r.step == e.Step {
+			s.running = append(s.running[:i], s.running[i+1:]...)
+			break
+		}
+	}
 	d := e.Duration.Round(100 * time.Millisecond)
 	switch {
 	case e.Failed:
@@ -126,6 +194,7 @@ func (s *lineSink) closeGroups() {
 		fmt.Fprintln(s.w, "::endgroup::")
 	}
 	s.depth = 0
+	s.running = nil
 }
 
 // redactingWriter is the log's sink: each write (one line of the renderer) goes through the

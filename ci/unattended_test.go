@@ -362,6 +362,10 @@ func TestCheckUpdatesBlackHoleFailsAtTheDeadline(t *testing.T) {
 	if took > 20*time.Second {
 		t.Errorf("took %s with a 3s deadline", took)
 	}
+	// One line for the server (issue 40), its kind and the way out.
+	if l := linesNaming(errb.String(), ln.Addr().String()+": timeout ("); len(l) != 1 || !strings.Contains(l[0], ", transient: failed for zlib, pcre2, openssl, nginx") {
+		t.Errorf("want one line naming the timeout at %s and the four lookups:\n%s", ln.Addr(), errb.String())
+	}
 	for _, want := range []string{ln.Addr().String(), "3s deadline", "--timeout"} {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errb.String())

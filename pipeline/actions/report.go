@@ -3,7 +3,6 @@ package actions
 import (
 	"fmt"
 	"strings"
-	"text/tabwriter"
 )
 
 // Row is one line of an update summary: a component (or base image), its locked and newest
@@ -12,6 +11,9 @@ type Row struct {
 	Component string
 	Old, New  string
 	EOL       string
+	// SummaryOnly rows are left out of the terminal's table (a failed lookup: the terminal
+	// says it on an error line of its own).
+	SummaryOnly bool
 }
 
 // Changed reports whether the row's newest version differs from the locked one.
@@ -45,17 +47,16 @@ func UpdateTableMarkdown(title string, rows []Row) string {
 	return b.String()
 }
 
-// updateTableText renders rows as an aligned plain-text table.
+// updateTableText renders rows (but those only for the summary) as an aligned plain-text
+// table that fits a terminal of textWidth columns, long cells wrapped.
 func updateTableText(title string, rows []Row) string {
-	var b strings.Builder
-	b.WriteString(title + "\n")
-	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "COMPONENT\tOLD\tNEW\tEOL")
+	cells := [][]string{{"COMPONENT", "OLD", "NEW", "EOL"}}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Component, short(orDash(r.Old)), short(r.newText()), orDash(r.EOL))
+		if !r.SummaryOnly {
+			cells = append(cells, []string{r.Component, short(orDash(r.Old)), short(r.newText()), orDash(r.EOL)})
+		}
 	}
-	tw.Flush()
-	return b.String()
+	return title + "\n" + renderTable(cells, textWidth)
 }
 
 // UpdateSummary writes the table to the step summary in Actions, as text elsewhere.

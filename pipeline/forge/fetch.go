@@ -8,10 +8,24 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
+// fetch is a step of the progress like the stages: a cold download of OpenSSL's tarball
+// over a slow link takes minutes, and the renderer's heartbeat names the step that runs.
 func (b *build) fetch(ctx context.Context) error {
+	b.stepStarted("fetch")
+	start := time.Now()
+	if err := b.fetchSources(ctx); err != nil {
+		b.sink.Send(progress.StepDone{Step: "fetch", Duration: time.Since(start), Failed: true})
+		return err
+	}
+	b.stepDone("fetch", time.Since(start), progress.Built)
+	return nil
+}
+
+func (b *build) fetchSources(ctx context.Context) error {
 	opts := []source.Option{source.WithLogf(b.vlogf)}
 	if b.req.Mirror != "" {
 		opts = append(opts, source.WithMirror(b.req.Mirror))

@@ -20,11 +20,11 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/netfail"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/sign"
-	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
 // Option configures Run: how it reports and what it asks the caller; none is a quiet build.
@@ -146,7 +146,7 @@ func (b *build) preflight(ctx context.Context) error {
 		b.sink.Send(progress.StepDone{Step: "preflight", Duration: time.Since(start), Failed: true})
 		// A registry that went quiet is not fixed by a flag. (errors.As, as the registry
 		// client joins its attempts in a type that Retryable cannot look into.)
-		if errors.As(err, new(*image.StallError)) || source.Retryable(err) {
+		if errors.As(err, new(*image.StallError)) || netfail.Transient(err) {
 			return err
 		}
 		return &PreflightError{Err: err}

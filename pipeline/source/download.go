@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/netfail"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
@@ -142,8 +143,10 @@ func (f *Fetcher) get(ctx context.Context, src string, limit int64) ([]byte, err
 	return buf.Bytes(), err
 }
 
-// retry runs attempt until it succeeds, fails permanently, or the retries run out, waiting
-// with exponential backoff between attempts.
+// retry runs attempt until it succeeds, fails in a way that is not transient (the one rule,
+// netfail.Transient: a host name that does not resolve or a certificate this machine does
+// not trust is not tried again), or the retries run out, waiting with exponential backoff
+// between attempts.
 func (f *Fetcher) retry(ctx context.Context, src string, attempt func() error) error {
 	wait := f.backoff
 	for i := 0; ; i++ {
@@ -151,8 +154,7 @@ func (f *Fetcher) retry(ctx context.Context, src string, attempt func() error) e
 		if err == nil {
 			return nil
 		}
-		var pe *permanentError
-		if errors.As(err, &pe) || ctx.Err() != nil {
+		if !netfail.Transient(err) || ctx.Err() != nil {
 			return err
 		}
 		if i >= f.retries {
@@ -214,7 +216,7 @@ func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit in
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		err := &HTTPStatusError{What: "GET " + shown, Code: resp.StatusCode}
+		err := &netfail.HTTPStatusError{What: "GET " + shown, Code: resp.StatusCode}
 		if err.Retryable() {
 			return 0, err
 		}

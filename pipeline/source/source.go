@@ -333,7 +333,8 @@ func (f *Fetcher) fetch(ctx context.Context, c lock.Component) (Verified, error)
 
 // FetchAll fetches and verifies every component of the lock before returning, so that a
 // build can stop before any compiler runs. Components are fetched concurrently; every
-// failure is reported (joined), not only the first. The map is keyed by component name.
+// failure is reported (joined), not only the first, and a server that none of them reached
+// once (*unreachableError). The map is keyed by component name.
 func (f *Fetcher) FetchAll(ctx context.Context, l *lock.Lock) (map[string]Verified, error) {
 	if l == nil {
 		return nil, errors.New("fetching sources: no lock")
@@ -365,11 +366,12 @@ func (f *Fetcher) FetchAll(ctx context.Context, l *lock.Lock) (map[string]Verifi
 			names = append(names, n)
 		}
 		sort.Slice(names, func(i, j int) bool { return order(names[i]) < order(names[j]) })
-		list := make([]error, 0, len(names))
+		list, labels := make([]error, 0, len(names)), make([]string, 0, len(names))
 		for _, n := range names {
 			list = append(list, errs[n])
+			labels = append(labels, n+" "+l.MustComponent(n).Version)
 		}
-		return nil, errors.Join(list...)
+		return nil, errors.Join(f.groupUnreachable(labels, list)...)
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/netfail"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
@@ -104,7 +105,7 @@ func (c *client) NginxOrgReleases(ctx context.Context) ([]version, error) {
 		return nil, fmt.Errorf("reading nginx.org download page: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, &source.HTTPStatusError{What: "reading nginx.org download page " + strconv.Quote(u), Code: resp.StatusCode}
+		return nil, &netfail.HTTPStatusError{What: "reading nginx.org download page " + strconv.Quote(u), Code: resp.StatusCode}
 	}
 	seen := map[string]version{}
 	for _, m := range nginxDownloadRE.FindAllSubmatch(body, -1) {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/netfail"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
@@ -183,7 +183,7 @@ func (c *client) ghList(ctx context.Context, path string, into any) error {
 	return nil
 }
 
-// ghGet does one GET of an API page, retrying network errors and 5xx answers (GitHub has
+// ghGet does one GET of an API page, retrying transient network errors and 5xx answers (GitHub has
 // brief outages; a daily job should not fail on one). Other statuses are returned as they are.
 func (c *client) ghGet(ctx context.Context, u *url.URL) (*http.Response, []byte, error) {
 	wait := c.backoff
@@ -210,8 +210,10 @@ func (c *client) ghGet(ctx context.Context, u *url.URL) (*http.Response, []byte,
 				return resp, body, nil
 			}
 		}
-		// A redirect loop is followed the same way on every try.
-		if attempt >= c.retries || ctx.Err() != nil || errors.As(err, new(*redirects.LoopError)) {
+		// Only what the one rule calls transient is tried again: a redirect loop is followed
+		// the same way on every try, a name that does not resolve or a certificate not
+		// trusted fails the same way (netfail.Transient).
+		if attempt >= c.retries || ctx.Err() != nil || (err != nil && !netfail.Transient(err)) {
 			if err == nil {
 				// A 5xx after the last try: ghError describes it with what the server said.
 				return resp, body, nil
@@ -219,7 +221,7 @@ func (c *client) ghGet(ctx context.Context, u *url.URL) (*http.Response, []byte,
 			return nil, nil, err
 		}
 		if err == nil {
-			err = &source.HTTPStatusError{What: "GET " + u.Redacted(), Code: resp.StatusCode}
+			err = &netfail.HTTPStatusError{What: "GET " + u.Redacted(), Code: resp.StatusCode}
 		}
 		c.logf("GET %s failed (%v); retrying in %s", u.Redacted(), err, wait)
 		select {
@@ -255,7 +257,7 @@ func ghError(what string, resp *http.Response, body []byte, authed bool) error {
 		}
 		return fmt.Errorf("%s: %w (%s): %s", what, errRateLimited, detail, fix)
 	}
-	return &source.HTTPStatusError{What: what, Code: resp.StatusCode, Detail: detail}
+	return &netfail.HTTPStatusError{What: what, Code: resp.StatusCode, Detail: detail}
 }
 
 var linkRE = regexp.MustCompile(`<([^>]+)>\s*;\s*rel="?([a-z]+)"?`)

@@ -10,6 +10,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/netfail"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/registryauth"
 )
 
@@ -76,7 +77,7 @@ func (r *ImageResolver) IndexPlatforms(ctx context.Context, ref, digest string, 
 	if _, err := v1.NewHash(digest); err != nil {
 		return nil, fmt.Errorf("image %s: digest %q: %w", ref, digest, err)
 	}
-	desc, err := remote.Get(d, remote.WithContext(ctx), remote.WithTransport(r.transport), remote.WithAuthFromKeychain(r.keychain))
+	desc, err := remote.Get(d, remote.WithContext(ctx), remote.WithTransport(r.transport), remote.WithAuthFromKeychain(r.keychain), remote.WithRetryPredicate(netfail.Transient))
 	if err != nil {
 		return nil, fmt.Errorf("reading image %s: %w", d.String(), err)
 	}
@@ -134,7 +135,7 @@ func (r *ImageResolver) Digest(ctx context.Context, ref string) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	desc, err := remote.Head(tag, remote.WithContext(ctx), remote.WithTransport(r.transport), remote.WithAuthFromKeychain(r.keychain))
+	desc, err := remote.Head(tag, remote.WithContext(ctx), remote.WithTransport(r.transport), remote.WithAuthFromKeychain(r.keychain), remote.WithRetryPredicate(netfail.Transient))
 	if err != nil {
 		return "", fmt.Errorf("looking up image %q: %w", tag.String(), err)
 	}

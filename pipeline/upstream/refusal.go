@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/netfail"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
@@ -70,14 +71,24 @@ func fixFor(name string, err error) string {
 	return retryFix(err)
 }
 
-// retryFix says whether running again can help, by the one rule of source.Retryable: only a
-// network timeout, a connection cut off or a server's own failure clears by itself.
+// retryFix says whether running again can help, by the one rule of netfail.Transient: only a
+// timeout, a connection refused or cut off, or a server's own failure clears by itself.
+// (A refusal whose every cause is an unreachable server is said once per server instead:
+// Run.GroupUnreachable.)
 func retryFix(err error) string {
 	const again = "go run ./ci check-updates"
-	if source.Retryable(err) {
-		return "transient (a network timeout, a connection cut off or a server error): run " + again + " again (the next scheduled run does), or give a longer --timeout"
+	f := netfail.Classify(err)
+	if netfail.Transient(err) {
+		what := "a timeout, a connection refused or cut off, or a server error"
+		if f.Kind != netfail.None && len(netfail.Causes(err)) == 1 {
+			what = f.Describe()
+		}
+		return "transient (" + what + "): run " + again + " again (the next scheduled run does), or give a longer --timeout"
 	}
-	var se *source.HTTPStatusError
+	if f.Kind == netfail.DNS || f.Kind == netfail.TLS {
+		return "not transient: " + f.String() + ": check this machine's network, DNS and trusted certificates, or the host named in --github-api, --nginx-org or --mirror, then run " + again + " again"
+	}
+	var se *netfail.HTTPStatusError
 	if errors.As(err, &se) {
 		switch se.Code {
 		case http.StatusUnauthorized, http.StatusForbidden:
@@ -95,7 +106,7 @@ func retryFix(err error) string {
 	if errors.Is(err, errRateLimited) {
 		return "not transient until the rate limit resets: give a GitHub token (GITHUB_TOKEN or --github-token-env), or run again after the reset time above"
 	}
-	return "not transient: running again gives the same answer until what the error names is fixed (a flag, the cache directory, HOME or XDG_CACHE_HOME, the lock, a file upstream published); fix it, then run " + again + " again"
+	return "not transient: running again gives the same answer until what the error names is fixed; fix it, then run " + again + " again"
 }
 
 // refusedError is UpdateFile's error when something was refused: every refusal, and whether

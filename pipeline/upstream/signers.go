@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/netfail"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
@@ -71,7 +72,7 @@ func (u *updater) published(ctx context.Context, raw string) (bool, error) {
 	case http.StatusNotFound, http.StatusGone:
 		return false, nil
 	}
-	return false, &source.HTTPStatusError{What: "looking for a signature at " + shown, Code: resp.StatusCode}
+	return false, &netfail.HTTPStatusError{What: "looking for a signature at " + shown, Code: resp.StatusCode}
 }
 
 func mustURLPath(raw string) string {

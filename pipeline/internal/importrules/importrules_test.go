@@ -136,6 +136,11 @@ func rules() []rule {
 		{"safeio imports nothing of ours",
 			func(dir string) bool { return dir == "pipeline/safeio" },
 			func(imp string) bool { return strings.HasPrefix(imp, module+"/") }},
+		// The one rule for failures to reach a server is shared by source (build) and
+		// upstream (check-updates): it stays below both, so neither can bend it its own way.
+		{"netfail imports nothing of ours",
+			func(dir string) bool { return dir == "pipeline/internal/netfail" },
+			func(imp string) bool { return strings.HasPrefix(imp, module+"/") }},
 		// The suite is what is checked; running an image in runc is the host engine's runner
 		// (pipeline/engine/host), so the Dagger executor, which runs the suite, links no runc code.
 		{"the smoke suite does not import ocirun",
@@ -188,6 +193,7 @@ func TestPlantedImportsBreakRules(t *testing.T) {
 		{"pipeline/dockerfile", "github.com/google/go-containerregistry/pkg/v1", "the Dockerfile renderer needs neither Dagger nor go-containerregistry"},
 		{"pipeline/lock", module + "/pipeline/plan", "lock imports nothing of ours but safeio"},
 		{"pipeline/safeio", module + "/pipeline/lock", "safeio imports nothing of ours"},
+		{"pipeline/internal/netfail", module + "/pipeline/source", "netfail imports nothing of ours"},
 		{"pipeline/smoke", module + "/pipeline/ocirun", "the smoke suite does not import ocirun"},
 		{"pipeline/smoke", "github.com/opencontainers/runc/libcontainer", "the smoke suite does not import ocirun"},
 	}

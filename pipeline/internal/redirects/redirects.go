@@ -31,7 +31,7 @@ func (e *LoopError) Error() string {
 	return fmt.Sprintf("too many redirects: %s was redirected %d times, the last to %s (a redirect loop through changing URLs?): fix the server's redirects, or give a URL that answers directly", e.From, e.Hops, e.To)
 }
 
-// Retryable is false: the next try follows the same redirects (see source.Retryable).
+// Retryable is false: the next try follows the same redirects (see netfail.Transient).
 func (e *LoopError) Retryable() bool { return false }
 
 // Check is an http.Client's CheckRedirect: it refuses a redirect to a URL already in the
