@@ -116,6 +116,9 @@ func TestDaggerTwoPlatformPush(t *testing.T) {
 		t.Fatalf("the index %s holds %v, want exactly linux/amd64 and linux/arm64/v8", idxRef, got)
 	}
 	checkAArch64(t, got["linux/arm64/v8"])
+	for pl, d := range got {
+		checkPlatformSBOM(t, d, strings.Split(pl, "/")[1])
+	}
 
 	// Each platform's image as a user checks it: ci smoke --image by digest, under runc here
 	// (the arm64 one under qemu).
@@ -128,5 +131,46 @@ func TestDaggerTwoPlatformPush(t *testing.T) {
 		} else {
 			t.Logf("ci smoke --image %s (%s): all %d checks passed", d, pl, len(smoke.Checks()))
 		}
+	}
+}
+
+// checkPlatformSBOM reads the SBOM attached to one platform's image (its only referrer) and
+// wants it to describe that image: the base's Debian packages of arch, none of another.
+func checkPlatformSBOM(t *testing.T, d name.Digest, arch string) {
+	t.Helper()
+	refs, err := remote.Referrers(d)
+	if err != nil {
+		t.Fatalf("referrers of %s: %v", d, err)
+	}
+	rm, err := refs.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rm.Manifests) != 1 {
+		t.Fatalf("referrers of %s: %+v, want its SBOM only", d, rm.Manifests)
+	}
+	art, err := remote.Image(d.Context().Digest(rm.Manifests[0].Digest.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := art.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("the SBOM artifact of %s: %d layers, %v", d, len(layers), err)
+	}
+	rc, err := layers[0].Compressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var doc bytes.Buffer
+	if _, err := doc.ReadFrom(rc); err != nil {
+		t.Fatal(err)
+	}
+	other := map[string]string{"amd64": "arm64", "arm64": "amd64"}[arch]
+	if !strings.Contains(doc.String(), "arch="+arch) || strings.Contains(doc.String(), "arch="+other) {
+		t.Errorf("the SBOM of %s (%s) does not describe its own platform's packages: arch=%s %v, arch=%s %v",
+			d, arch, arch, strings.Contains(doc.String(), "arch="+arch), other, strings.Contains(doc.String(), "arch="+other))
+	} else {
+		t.Logf("the SBOM of %s names %s packages only", d, arch)
 	}
 }
