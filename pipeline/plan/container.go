@@ -30,7 +30,7 @@ func (p *Plan) ContainerSetupScript() string {
 	cross := ""
 	if p.Cross != nil {
 		cross = "dpkg --add-architecture " + p.Platform.Arch + "\n" +
-			p.Cross.crossAptSplit(p.Platform.Arch, "/etc/apt", ContainerTargetAptDir)
+			p.Cross.crossAptSplit(p.Platform.Arch, ContainerAptDir, ContainerTargetAptDir)
 	}
 	return recordStart + `rm -f /etc/apt/apt.conf.d/docker-clean
 ` + cross + `echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' > /etc/apt/apt.conf.d/keep-cache

@@ -232,8 +232,11 @@ func (b *builder) crossify() error {
 // target-platform variant, when the executor mounts it (only when its sources differ).
 const ContainerTargetAptDir = "/nginx-forge/target-apt"
 
-// CrossAptSources are the files of an image's /etc/apt that name its package sources: what
-// an executor compares between the builder image's two platform variants.
+// ContainerAptDir is apt's configuration directory in a builder image.
+const ContainerAptDir = "/etc/apt"
+
+// CrossAptSources are the files of an image's ContainerAptDir that name its package sources:
+// what an executor compares between the builder image's two platform variants.
 var CrossAptSources = []string{"sources.list", "sources.list.d"}
 
 // crossAptSplit, when targetDir holds the target variant's apt sources, keeps the builder's

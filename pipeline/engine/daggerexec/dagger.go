@@ -298,25 +298,25 @@ func (e *Executor) builder(ctx context.Context, p *plan.Plan) (*dagger.Container
 func (e *Executor) targetAptSources(ctx context.Context, p *plan.Plan, builder *dagger.Container) (*dagger.Directory, error) {
 	target := e.client.Container(dagger.ContainerOpts{Platform: dagger.Platform(p.Platform.String())}).From(p.BuilderImage)
 	if _, err := target.ImageRef(ctx); err != nil {
-		e.logf("dagger: the builder %s has no %s variant (%v): its own apt sources serve %s", p.BuilderImage, p.Platform, firstLine(nil, err), p.Platform.Arch)
+		e.logf("dagger: the builder %s has no %s variant (%v): its own package sources serve %s", p.BuilderImage, p.Platform, firstLine(nil, err), p.Platform.Arch)
 		return nil, nil
 	}
 	pick := func(c *dagger.Container) *dagger.Directory {
-		return e.client.Directory().WithDirectory(".", c.Directory("/etc/apt"), dagger.DirectoryWithDirectoryOpts{Include: plan.CrossAptSources})
+		return c.Directory(plan.ContainerAptDir).Filter(dagger.DirectoryFilterOpts{Include: plan.CrossAptSources})
 	}
 	own, err := pick(builder).Digest(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("dagger executor: reading the apt sources of the builder %s: %w", p.BuilderImage, err)
+		return nil, fmt.Errorf("dagger executor: reading the package sources of the builder %s: %w", p.BuilderImage, err)
 	}
 	dir := pick(target)
 	theirs, err := dir.Digest(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("dagger executor: reading the apt sources of the builder %s for %s: %w", p.BuilderImage, p.Platform, err)
+		return nil, fmt.Errorf("dagger executor: reading the package sources of the builder %s for %s: %w", p.BuilderImage, p.Platform, err)
 	}
 	if own == theirs {
 		return nil, nil
 	}
-	e.logf("dagger: the builder %s names other apt sources for %s: each architecture keeps to its own", p.BuilderImage, p.Platform)
+	e.logf("dagger: the builder %s names other package sources for %s: each architecture keeps to its own", p.BuilderImage, p.Platform)
 	return dir, nil
 }
 
