@@ -64,6 +64,7 @@ func parseClientArgs(args []string) (ClientRequest, Options, error) {
 	fs.BoolVar(&start, FlagStart, false, "start the command after -- and observe it")
 	fs.StringVar(&req.WatchRoot, FlagWatchRoot, "", "the `directory` that must not change while the server runs")
 	fs.BoolVar(&asJSON, FlagJSON, false, "print the report as JSON (the only output)")
+	fs.BoolVar(&req.Emulated, FlagEmulated, false, "the server runs under qemu-user: longer timeouts, and its missing Linux AIO tolerated")
 	if err := fs.Parse(args); err != nil {
 		return ClientRequest{}, Options{}, err
 	}
@@ -80,7 +81,7 @@ func parseClientArgs(args []string) (ClientRequest, Options, error) {
 	if start {
 		req.Start = fs.Args()
 	}
-	o := Options{Expect: Expect{Modules: req.ExpectModules}, UID: req.UID, HTTPPort: req.HTTPPort, HTTPSPort: req.HTTPSPort}
+	o := Options{Expect: Expect{Modules: req.ExpectModules}, UID: req.UID, HTTPPort: req.HTTPPort, HTTPSPort: req.HTTPSPort, Emulated: req.Emulated}
 	if req.TLSCA != "" {
 		pem, err := readBounded(req.TLSCA, maxCertFile)
 		if err != nil {

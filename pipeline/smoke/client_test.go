@@ -30,6 +30,7 @@ func TestClientArgsRoundTrip(t *testing.T) {
 		{Address: smoke.LoopbackHost, ExpectModules: []string{}, HTTPPort: 18080, HTTPSPort: 18443,
 			Start: []string{"/usr/sbin/nginx", "-g", "daemon off;"}, WatchRoot: "/srv"},
 		{Address: "127.0.0.2"},
+		{Address: "nginx", UID: 65532, Emulated: true},
 	} {
 		got, o, err := smoke.ParseClientArgs(req.Args())
 		if err != nil {
@@ -38,7 +39,7 @@ func TestClientArgsRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got, req) {
 			t.Errorf("round trip of %q:\n got %+v\nwant %+v", req.Args(), got, req)
 		}
-		if !reflect.DeepEqual(o.Expect.Modules, req.ExpectModules) || o.UID != req.UID || o.HTTPPort != req.HTTPPort || o.HTTPSPort != req.HTTPSPort {
+		if !reflect.DeepEqual(o.Expect.Modules, req.ExpectModules) || o.UID != req.UID || o.HTTPPort != req.HTTPPort || o.HTTPSPort != req.HTTPSPort || o.Emulated != req.Emulated {
 			t.Errorf("options of %q: %+v", req.Args(), o)
 		}
 		if o.Expect.Nginx != "" || o.Expect.OpenSSL != "" {

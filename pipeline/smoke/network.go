@@ -112,6 +112,7 @@ const (
 	FlagStart         = "start"
 	FlagWatchRoot     = "watch-root"
 	FlagJSON          = "json"
+	FlagEmulated      = "emulated"
 	flagArgsSentinel  = "--"
 )
 
@@ -134,6 +135,9 @@ type ClientRequest struct {
 	Start []string
 	// WatchRoot is the directory whose files must not change while Start runs ("/").
 	WatchRoot string
+	// Emulated says the server runs under qemu-user (Options.Emulated): the client scales
+	// its timeouts and tolerates the emulator's missing Linux AIO as the host's run does.
+	Emulated bool
 }
 
 // Args is the argv after the program name: `--address HOST ... --json [--start -- START...]`.
@@ -155,6 +159,9 @@ func (c ClientRequest) Args() []string {
 	}
 	if c.HTTPSPort != 0 {
 		args = append(args, flag(FlagHTTPSPort), strconv.Itoa(c.HTTPSPort))
+	}
+	if c.Emulated {
+		args = append(args, flag(FlagEmulated))
 	}
 	args = append(args, flag(FlagJSON))
 	if len(c.Start) > 0 {

@@ -67,12 +67,12 @@ const (
 // inEngineExecs is the mapping of the in-engine smoke: a pure function of the plan, so a
 // test can check it without an engine. uid is the user the server must run as; modules
 // are the configure flags the suite expects (smoke.Expect.Modules).
-func inEngineExecs(p *plan.Plan, uid int, modules []string) []inEngineExec {
+func inEngineExecs(p *plan.Plan, uid int, modules []string, emulated bool) []inEngineExec {
 	ca := path.Join(plan.Runtime.TLSDir, smoke.TLSCertFile)
 	client := inEngineMount{Path: plan.SmokeClientPath, Source: clientBinary}
-	binding := smoke.ClientRequest{Address: plan.SmokeServiceAlias, TLSCA: ca, ExpectModules: modules, UID: uid}
+	binding := smoke.ClientRequest{Address: plan.SmokeServiceAlias, TLSCA: ca, ExpectModules: modules, UID: uid, Emulated: emulated}
 	observer := smoke.ClientRequest{Address: smoke.LoopbackHost, TLSCA: ca, ExpectModules: modules, UID: uid,
-		Start: plan.Runtime.Entrypoint}
+		Start: plan.Runtime.Entrypoint, Emulated: emulated}
 	obs := inEngineExec{Where: whereObserver, Mounts: []inEngineMount{client},
 		Argv: append([]string{plan.SmokeClientPath}, observer.Args()...)}
 	for _, dir := range plan.Runtime.Tmpfs() {
@@ -125,7 +125,7 @@ func (x inEngineExec) run(ctx context.Context, c *dagger.Client, base *dagger.Co
 // inEngine runs every in-engine observer against t's service (concurrently) and combines
 // their reports into host's, in the order inEngineExecs gives.
 func (e *Executor) inEngine(ctx context.Context, p *plan.Plan, t *Target, client *dagger.File, o smoke.Options, host smoke.Report) (smoke.Report, error) {
-	execs := inEngineExecs(p, o.UID, o.Expect.Modules)
+	execs := inEngineExecs(p, o.UID, o.Expect.Modules, o.Emulated)
 	reps := make([]smoke.Report, len(execs))
 	errs := make([]error, len(execs))
 	var wg sync.WaitGroup

@@ -36,7 +36,7 @@ func TestInEngineMapping(t *testing.T) {
 	p, _ := lockPlan(t)
 	uid := plan.Runtime.UID()
 	modules := []string{"--with-http_ssl_module", "--with-http_v3_module"}
-	execs := inEngineExecs(p, uid, modules)
+	execs := inEngineExecs(p, uid, modules, false)
 	if len(execs) != 2 {
 		t.Fatalf("%d in-engine execs, want the binding and the observer", len(execs))
 	}
@@ -78,5 +78,15 @@ func TestInEngineMapping(t *testing.T) {
 	// The suite's expected modules reach the client (HTTP/3 needs to know QUIC is expected).
 	if !slices.Contains(bind.Argv, "--"+smoke.FlagExpectModules+"="+strings.Join(modules, ",")) {
 		t.Errorf("the expected modules do not reach the client: %q", bind.Argv)
+	}
+	// An emulated image's run reaches both clients (their timeouts and the AIO line), and
+	// only an emulated one's.
+	if slices.Contains(bind.Argv, "--"+smoke.FlagEmulated) {
+		t.Errorf("a native run's client is told it is emulated: %q", bind.Argv)
+	}
+	for _, x := range inEngineExecs(p, uid, modules, true) {
+		if !slices.Contains(x.Argv, "--"+smoke.FlagEmulated) {
+			t.Errorf("%s: an emulated run's client is not told so: %q", x.Where, x.Argv)
+		}
 	}
 }
