@@ -83,7 +83,7 @@ func TestDaggerTwoPlatformPush(t *testing.T) {
 	for _, pl := range []string{"linux/amd64", "linux/arm64"} {
 		checkAllSmoke(t, log, pl)
 	}
-	for _, want := range []string{"cross: from linux/amd64", "binary: architecture"} {
+	for _, want := range []string{"dagger: cross-compiling for linux/arm64 on a linux/amd64 builder", "binary: architecture"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the build log lacks %q", want)
 		}

@@ -155,6 +155,9 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 	if err != nil {
 		return nil, err
 	}
+	if p.Cross != nil {
+		e.logf("dagger: cross-compiling for %s on a %s builder (%s toolchain; nginx's configure tests through %s)", p.Platform, p.Cross.Build, p.Cross.Triple, p.Cross.Emulator)
+	}
 
 	builder, err := e.builder(ctx, p)
 	if err != nil {
