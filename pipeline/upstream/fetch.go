@@ -1,6 +1,9 @@
 package upstream
 
-import "github.com/nginx-forge/nginx-forge/pipeline/source"
+import (
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
+)
 
 // FetchConfig says where new releases are downloaded from and cached, as plain values
 // (`ci check-updates` flags).
@@ -12,14 +15,15 @@ type FetchConfig struct {
 	Keyservers []string
 	// KeysDir holds reviewed keys trusted like the vendored ones (source.WithKeysDir).
 	KeysDir string
-	Logf    func(format string, args ...any)
+	// Sink receives the fetcher's lines (source.WithSink); nil discards them.
+	Sink progress.Sink
 }
 
 // NewFetcher is pipeline/source's verifying downloader configured by c.
 func NewFetcher(c FetchConfig) Fetcher {
 	var opts []source.Option
-	if c.Logf != nil {
-		opts = append(opts, source.WithLogf(c.Logf))
+	if c.Sink != nil {
+		opts = append(opts, source.WithSink(c.Sink))
 	}
 	if c.Mirror != "" {
 		opts = append(opts, source.WithMirror(c.Mirror))
