@@ -8,6 +8,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
 // detail sends one Detail note to s (nil discards): the lookups' and the update's lines,
@@ -28,7 +29,7 @@ type Run struct {
 	// KeysDir is where reviewed signer keys are trusted from and a pinned signer's key is
 	// vendored; "" is lock.KeysDirBeside(LockFile).
 	KeysDir string
-	// Mirror, CacheDir and Keyservers are where files come from (FetchConfig).
+	// Mirror, CacheDir and Keyservers are where files come from (fetcher).
 	Mirror, CacheDir string
 	Keyservers       []string
 	// GitHubAPI, NginxOrg and Token are the release lists' roots and the optional GitHub
@@ -133,8 +134,7 @@ func (r *Run) Do(ctx context.Context) (*Outcome, error) {
 	}
 	o.WriteErr = step("Downloading and verifying new releases", func() error {
 		u := &updater{
-			Fetcher: NewFetcher(FetchConfig{Mirror: r.Mirror, CacheDir: r.CacheDir, Sink: sink,
-				Keyservers: r.Keyservers, KeysDir: keysDir}),
+			Fetcher:  r.fetcher(sink, keysDir),
 			Images:   checker.Images,
 			Vendored: r.Vendored,
 			Mirror:   r.Mirror,
@@ -161,6 +161,21 @@ func (r *Run) ResolvedKeysDir() string {
 		return r.KeysDir
 	}
 	return lock.KeysDirBeside(r.LockFile)
+}
+
+// fetcher is pipeline/source's verifying downloader for the run's new releases: r.Mirror
+// serves every file as Mirror/<file name> instead of upstream (same checks), r.CacheDir ("":
+// source's default) caches them, r.Keyservers replace source's default key servers, and the
+// reviewed keys in keysDir are trusted like the vendored ones.
+func (r *Run) fetcher(sink progress.Sink, keysDir string) Fetcher {
+	opts := []source.Option{source.WithSink(sink), source.WithMirror(r.Mirror), source.WithKeysDir(keysDir)}
+	if r.CacheDir != "" {
+		opts = append(opts, source.WithCacheDir(r.CacheDir))
+	}
+	if r.Keyservers != nil {
+		opts = append(opts, source.WithKeyserver(r.Keyservers...))
+	}
+	return source.New(opts...)
 }
 
 func (r *Run) checker(sink progress.Sink) *checker {

@@ -146,7 +146,7 @@ type updater struct {
 	// Platforms a base image index must cover (nil: imagePlatforms).
 	Platforms []string
 	// Mirror, when set, is where the signature of an unsigned component's new release is
-	// looked for (Mirror/<file name>), as the fetcher does (FetchConfig.Mirror).
+	// looked for (Mirror/<file name>), as the fetcher does (Run.Mirror).
 	Mirror string
 	// HTTP is the client for that look-up (default: 60 s timeout).
 	HTTP *http.Client
