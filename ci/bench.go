@@ -139,6 +139,7 @@ type benchOpts struct {
 	connections, thr *int
 	rounds           *int
 	noPin, verbose   *bool
+	quiet            *bool
 	wrk              *string
 	timeout          *time.Duration
 	syscallRequests  *int
@@ -162,6 +163,7 @@ func benchFlags(fs *flag.FlagSet, scenarios string, duration time.Duration, repo
 		wrk:             fs.String("wrk", "wrk", "wrk `binary`"),
 		timeout:         fs.Duration("timeout", 0, "give up after this long (0: twice the estimated run time plus 2 minutes)"),
 		verbose:         fs.Bool("v", false, "print each run as it completes"),
+		quiet:           fs.Bool("q", false, "quiet: no \"still running\" line every 15 s while a warm-up, a round or the syscall pass runs"),
 		syscallRequests: fs.Int("syscall-requests", 2000, "requests per scenario and server in the syscall pass after the timed rounds (strace -c of the workers; 0 skips it)"),
 		strace:          fs.String("strace", "strace", "strace `binary` for the syscall pass"),
 	}
@@ -181,6 +183,7 @@ func (o *benchOpts) checkUsage(cmd string, args []string) error {
 
 func (o *benchOpts) options(stderr io.Writer) (bench.Options, error) {
 	sink, _ := newLog(stderr, *o.verbose, false)
+	sink.quiet = *o.quiet
 	sc, err := bench.SelectScenarios(*o.scenarios)
 	if err != nil {
 		return bench.Options{}, usageErrorf("--scenarios: %v", err)
@@ -212,6 +215,11 @@ func runBounded[T any](ctx context.Context, opts bench.Options, timeout time.Dur
 	}
 	if opts.Progress != nil {
 		opts.Progress.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf("estimated %v; giving up after %v", opts.Estimate(targets).Round(time.Second), limit.Round(time.Second))})
+	}
+	// The run's warm-ups, rounds and syscall passes are steps (pipeline/bench): the renderer
+	// names the one still running every 15 s, unless -q (lineSink.quiet).
+	if s, ok := opts.Progress.(*lineSink); ok {
+		defer s.heartbeat()()
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()

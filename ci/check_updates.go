@@ -185,8 +185,11 @@ func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdate
 	run := cfg.run
 	// In Actions the detail goes into collapsed log groups, where it costs nothing and helps
 	// when a scheduled run fails; on a terminal it waits for -v.
+	// The lookups' lines are Detail notes, rendered by the one renderer (log.go) on the
+	// reporter's stream, through the reporter's redaction (the token and cfg.secrets) on top
+	// of the renderer's own.
 	if cfg.verbose || rep.InActions() {
-		run.Logf = rep.Logf
+		run.Sink, _ = newLog(redactingWriter{rep.Writer(), append([]string{cfg.run.Token}, cfg.secrets...)}, true, false)
 	}
 	run.Step = rep.Group
 	run.Vendored = testVendoredKeys

@@ -47,8 +47,11 @@ commit both files in one pull request for review.`,
 				if !lock.IsFingerprint(fpr) {
 					return usageErrorf("%q is not a key fingerprint: give all 40 hex digits of the primary key (not a 16-digit key ID)", args[2])
 				}
-				f := upstream.NewFetcher(upstream.FetchConfig{Mirror: *mirror, Keyservers: splitList(*keyserver)})
-				return trustSigner(ctx, stdout, *lockFile, name, fpr, f)
+				opts := []source.Option{source.WithMirror(*mirror)}
+				if ks := splitList(*keyserver); ks != nil {
+					opts = append(opts, source.WithKeyserver(ks...))
+				}
+				return trustSigner(ctx, stdout, *lockFile, name, fpr, source.New(opts...))
 			}
 		},
 	})

@@ -23,7 +23,9 @@ type lineSink struct {
 	w       io.Writer
 	verbose bool
 	groups  bool
-	depth   int
+	// quiet: heartbeat prints nothing (-q of bench and tune, whose runBounded starts it).
+	quiet bool
+	depth int
 	// running are the steps started and not done yet, in the order they started: what the
 	// heartbeat names.
 	running []runningStep
@@ -52,6 +54,9 @@ var (
 // still running and how long it has run ("still running: openssl (linux/amd64) 1m30s"), so
 // that a long compile, download or push is never silent. Nothing when no step runs.
 func (s *lineSink) heartbeat() (stop func()) {
+	if s.quiet {
+		return func() {}
+	}
 	tick, stopTick := heartbeatTick()
 	done := make(chan struct{})
 	var wg sync.WaitGroup

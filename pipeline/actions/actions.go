@@ -181,8 +181,3 @@ func (r *Reporter) Mask(secret string) {
 		_ = call("add-mask", func() { r.gha.AddMask(line) })
 	}
 }
-
-// Logf returns a printf-style logger that writes to the reporter's stream (for -v progress).
-func (r *Reporter) Logf(format string, args ...any) {
-	fmt.Fprintf(r.out, "%s\n", r.redact(fmt.Sprintf(format, args...)))
-}

@@ -2,6 +2,7 @@ package actions
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,7 +70,7 @@ func TestOutsideActionsPlainText(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Mask("super-secret-token")
-	if err := r.Group("Looking up", func() error { r.Logf("GET %s", "https://example.test"); return nil }); err != nil {
+	if err := r.Group("Looking up", func() error { fmt.Fprintf(r.Writer(), "GET %s\n", "https://example.test"); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	r.Warningf("OpenSSL %s reached end of life", "3.3")

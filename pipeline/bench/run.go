@@ -65,6 +65,19 @@ func (o *Options) note(format string, args ...any) {
 	o.Progress.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
 }
 
+// step runs f as one progress step, "NAME (MODE)": StepStarted, then StepDone with how long
+// it took (Failed on an error). The warm-up, each timed round and the syscall pass run for
+// minutes with nothing else to say, and the command's renderer names the step still running
+// every 15 s (issue 40).
+func (o Options) step(name, mode string, f func() error) error {
+	name = fmt.Sprintf("%s (%s)", name, mode)
+	o.Progress.Send(progress.StepStarted{Step: name})
+	start := time.Now()
+	err := f()
+	o.Progress.Send(progress.StepDone{Step: name, Duration: time.Since(start), Cache: progress.Built, Failed: err != nil})
+	return err
+}
+
 func (o *Options) defaults() {
 	if len(o.Scenarios) == 0 {
 		o.Scenarios = Scenarios

@@ -218,11 +218,15 @@ func (r *session) wrkRun(si, ti int, d time.Duration) (RunResult, error) {
 	return rr, nil
 }
 
-// warmUp runs every scenario on every server once, unrecorded.
+// warmUp runs every scenario on every server once, unrecorded, as one progress step.
 func (r *session) warmUp() error {
 	if r.opts.Warmup <= 0 {
 		return nil
 	}
+	return r.opts.step("warm-up", r.rep.Mode, r.warmUpRuns)
+}
+
+func (r *session) warmUpRuns() error {
 	for si, sc := range r.opts.Scenarios {
 		for ti := range r.targets {
 			r.opts.note("warm-up: %s on %s", sc.Name, r.targets[ti].Name)
@@ -243,22 +247,32 @@ func (r *session) warmUp() error {
 func (r *session) rounds() (map[[2]int][]RunResult, error) {
 	runs := map[[2]int][]RunResult{}
 	for round := range r.opts.Rounds {
-		for si, sc := range r.opts.Scenarios {
-			for k := range r.targets {
-				ti := (k + round) % len(r.targets)
-				rr, err := r.wrkRun(si, ti, r.opts.Duration)
-				if err != nil {
-					return nil, err
-				}
-				rr.Round = round + 1
-				rr.Order = k + 1
-				runs[[2]int{si, ti}] = append(runs[[2]int{si, ti}], rr)
-				r.opts.note("round %d/%d %s %s: %.0f req/s, p50 %v, p99 %v, %v CPU/req",
-					round+1, r.opts.Rounds, sc.Name, r.targets[ti].Name, rr.RequestsSec, rr.P50, rr.P99, rr.CPUPerRequest)
-			}
+		name := fmt.Sprintf("round %d/%d", round+1, r.opts.Rounds)
+		if err := r.opts.step(name, r.rep.Mode, func() error { return r.round(round, runs) }); err != nil {
+			return nil, err
 		}
 	}
 	return runs, nil
+}
+
+// round runs every scenario on every server once, in round's order, into runs (one
+// progress step).
+func (r *session) round(round int, runs map[[2]int][]RunResult) error {
+	for si, sc := range r.opts.Scenarios {
+		for k := range r.targets {
+			ti := (k + round) % len(r.targets)
+			rr, err := r.wrkRun(si, ti, r.opts.Duration)
+			if err != nil {
+				return err
+			}
+			rr.Round = round + 1
+			rr.Order = k + 1
+			runs[[2]int{si, ti}] = append(runs[[2]int{si, ti}], rr)
+			r.opts.note("round %d/%d %s %s: %.0f req/s, p50 %v, p99 %v, %v CPU/req",
+				round+1, r.opts.Rounds, sc.Name, r.targets[ti].Name, rr.RequestsSec, rr.P50, rr.P99, rr.CPUPerRequest)
+		}
+	}
+	return nil
 }
 
 // syscallPasses counts each server's system calls per scenario (none when the options
@@ -268,18 +282,26 @@ func (r *session) syscallPasses() (map[[2]int]SyscallCount, error) {
 	if r.opts.SyscallRequests <= 0 {
 		return syscalls, nil
 	}
+	if err := r.opts.step("syscall pass", r.rep.Mode, func() error { return r.countSyscalls(syscalls) }); err != nil {
+		return nil, err
+	}
+	return syscalls, nil
+}
+
+// countSyscalls is the syscall pass, into syscalls.
+func (r *session) countSyscalls(syscalls map[[2]int]SyscallCount) error {
 	for si, sc := range r.opts.Scenarios {
 		for ti, s := range r.servers {
 			c, err := syscallPass(r.ctx, s, sc, r.opts)
 			if err != nil {
-				return nil, fmt.Errorf("target %s: %w", s.Name, err)
+				return fmt.Errorf("target %s: %w", s.Name, err)
 			}
 			c.Target = s.Name
 			syscalls[[2]int{si, ti}] = c
 			r.opts.note("syscalls %s %s: %.1f per request over %d requests (%s)", sc.Name, s.Name, c.PerRequest, c.Requests, c.Top(5))
 		}
 	}
-	return syscalls, nil
+	return nil
 }
 
 // scenarioReports summarizes the runs of each scenario per target, with the ratios to the

@@ -18,29 +18,35 @@ import (
 	"text/template"
 )
 
-// Options describe the installed layout. The defaults are the runtime contract's paths
-// (the install tree copied onto /).
-type Options struct {
-	// Name is the unit and user name (default "nginx-forge").
-	Name string
-	// Binary and Config are the absolute paths of nginx and its nginx.conf on the target
-	// (default /usr/sbin/nginx and /etc/nginx/nginx.conf).
-	Binary, Config string
-	// NginxConf is the content of the config the unit runs; LimitNOFILE is taken from its
-	// worker_rlimit_nofile (see nofileLimit).
-	NginxConf []byte
+// options describe the installed layout.
+type options struct {
+	// name is the unit and user name.
+	name string
+	// binary and config are the absolute paths of nginx and its nginx.conf on the target.
+	binary, config string
 }
 
-func (o *Options) defaults() {
-	if o.Name == "" {
-		o.Name = "nginx-forge"
+// Option changes the installed layout from the runtime contract's (the install tree copied
+// onto /). The program writes that layout; the package's tests move the binary and config
+// into their own tree, where systemd-analyze verifies the unit against a real nginx.
+type Option func(*options)
+
+// withName sets the unit and user name (default "nginx-forge").
+func withName(n string) Option { return func(o *options) { o.name = n } }
+
+// withPaths sets the absolute paths of nginx and its nginx.conf on the target (default
+// /usr/sbin/nginx and /etc/nginx/nginx.conf).
+func withPaths(binary, config string) Option {
+	return func(o *options) { o.binary, o.config = binary, config }
+}
+
+// makeOptions is the one place the defaults are applied.
+func makeOptions(opts []Option) options {
+	o := options{name: "nginx-forge", binary: "/usr/sbin/nginx", config: "/etc/nginx/nginx.conf"}
+	for _, opt := range opts {
+		opt(&o)
 	}
-	if o.Binary == "" {
-		o.Binary = "/usr/sbin/nginx"
-	}
-	if o.Config == "" {
-		o.Config = "/etc/nginx/nginx.conf"
-	}
+	return o
 }
 
 // The writable directories of the runtime contract, relative to /run, /var/cache and /var/log.
@@ -160,24 +166,24 @@ SystemCallErrorNumber=EPERM
 WantedBy=multi-user.target
 `))
 
-// renderUnit renders the systemd unit.
-func renderUnit(o Options) ([]byte, error) {
-	o.defaults()
-	if !nameRE.MatchString(o.Name) {
-		return nil, fmt.Errorf("bundle: name %q is not a valid user and unit name (lower case letters, digits, - and _)", o.Name)
+// renderUnit renders the systemd unit that runs nginxConf (LimitNOFILE is taken from its
+// worker_rlimit_nofile, see nofileLimit).
+func renderUnit(nginxConf []byte, o options) ([]byte, error) {
+	if !nameRE.MatchString(o.name) {
+		return nil, fmt.Errorf("bundle: name %q is not a valid user and unit name (lower case letters, digits, - and _)", o.name)
 	}
-	for _, p := range []struct{ flag, v string }{{"binary", o.Binary}, {"config", o.Config}} {
+	for _, p := range []struct{ flag, v string }{{"binary", o.binary}, {"config", o.config}} {
 		if !filepath.IsAbs(p.v) || strings.ContainsAny(p.v, " '\"\\%$") {
 			return nil, fmt.Errorf("bundle: %s path %q must be absolute, without spaces, quotes, %% or $", p.flag, p.v)
 		}
 	}
-	nofile, err := nofileLimit(o.NginxConf)
+	nofile, err := nofileLimit(nginxConf)
 	if err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
 	var b bytes.Buffer
 	err = unitTemplate.Execute(&b, map[string]any{
-		"Name": o.Name, "Binary": o.Binary, "Config": o.Config, "Nofile": nofile,
+		"Name": o.name, "Binary": o.binary, "Config": o.config, "Nofile": nofile,
 		"RuntimeDir": runtimeDir, "CacheDir": cacheDir, "LogsDir": logsDir,
 	})
 	if err != nil {
@@ -188,9 +194,8 @@ func renderUnit(o Options) ([]byte, error) {
 
 // sysusersEntry is the sysusers.d entry that creates the service's system user and group
 // (systemd-sysusers runs it at boot and on package install; run it by hand after copying).
-func sysusersEntry(o Options) []byte {
-	o.defaults()
-	return []byte(fmt.Sprintf("# The %[1]s service's own user: no login shell, no home.\nu %[1]s - \"nginx-forge web server\" /nonexistent /usr/sbin/nologin\n", o.Name))
+func sysusersEntry(o options) []byte {
+	return []byte(fmt.Sprintf("# The %[1]s service's own user: no login shell, no home.\nu %[1]s - \"nginx-forge web server\" /nonexistent /usr/sbin/nologin\n", o.name))
 }
 
 // setting is one kernel parameter of the sysctl file.
@@ -243,10 +248,11 @@ func sysctlPath(name string) string   { return filepath.Join("etc", "sysctl.d", 
 
 // Write writes the unit, the sysusers.d entry and the sysctl.d file under root at their
 // system paths (root/etc/systemd/system/..., root/usr/lib/sysusers.d/..., root/etc/sysctl.d/...),
-// so that copying root onto / installs them. It returns the paths written.
-func Write(root string, o Options) ([]string, error) {
-	o.defaults()
-	unit, err := renderUnit(o)
+// so that copying root onto / installs them. The unit runs nginxConf, the content of the
+// config at the layout's config path. It returns the paths written.
+func Write(root string, nginxConf []byte, opts ...Option) ([]string, error) {
+	o := makeOptions(opts)
+	unit, err := renderUnit(nginxConf, o)
 	if err != nil {
 		return nil, err
 	}
@@ -254,9 +260,9 @@ func Write(root string, o Options) ([]string, error) {
 		rel  string
 		data []byte
 	}{
-		{unitPath(o.Name), unit},
-		{sysusersPath(o.Name), sysusersEntry(o)},
-		{sysctlPath(o.Name), sysctlConf()},
+		{unitPath(o.name), unit},
+		{sysusersPath(o.name), sysusersEntry(o)},
+		{sysctlPath(o.name), sysctlConf()},
 	}
 	var written []string
 	for _, f := range files {

@@ -37,13 +37,13 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestGolden(t *testing.T) {
-	unit, err := renderUnit(Options{NginxConf: []byte(sampleConf)})
+	unit, err := renderUnit([]byte(sampleConf), makeOptions(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "nginx-forge.service", unit)
 	golden(t, "sysctl.conf", sysctlConf())
-	golden(t, "sysusers.conf", sysusersEntry(Options{}))
+	golden(t, "sysusers.conf", sysusersEntry(makeOptions(nil)))
 }
 
 func TestNofileLimit(t *testing.T) {
@@ -61,21 +61,26 @@ func TestNofileLimit(t *testing.T) {
 	if _, err := nofileLimit([]byte("worker_rlimit_nofile lots;")); err == nil || !strings.Contains(err.Error(), "worker_rlimit_nofile") {
 		t.Errorf("NofileLimit(bad) = %v", err)
 	}
-	unit, err := renderUnit(Options{NginxConf: []byte(sampleConf)})
+	unit, err := renderUnit([]byte(sampleConf), makeOptions(nil))
 	if err != nil || !bytes.Contains(unit, []byte("\nLimitNOFILE=65536\n")) {
 		t.Errorf("unit does not carry the config's worker_rlimit_nofile: %v\n%s", err, unit)
 	}
 }
 
 func TestUnitRejectsBadOptions(t *testing.T) {
-	for _, o := range []Options{
-		{Name: "Nginx Forge"},
-		{Binary: "usr/sbin/nginx"},
-		{Config: "/etc/nginx/my nginx.conf"},
-		{Binary: "/opt/$HOME/nginx"},
+	for _, opt := range []Option{
+		withName("Nginx Forge"),
+		withPaths("usr/sbin/nginx", "/etc/nginx/nginx.conf"),
+		withPaths("/usr/sbin/nginx", "/etc/nginx/my nginx.conf"),
+		withPaths("/opt/$HOME/nginx", "/etc/nginx/nginx.conf"),
 	} {
-		if _, err := renderUnit(o); err == nil {
-			t.Errorf("Unit(%+v) accepted", o)
+		o := makeOptions([]Option{opt})
+		if _, err := Write(t.TempDir(), []byte(sampleConf), opt); err == nil {
+			t.Errorf("Write with %+v accepted", o)
 		}
+	}
+	// The same layout, each default kept, is accepted: the refusals above are the options'.
+	if _, err := Write(t.TempDir(), []byte(sampleConf)); err != nil {
+		t.Errorf("Write with the defaults: %v", err)
 	}
 }

@@ -29,7 +29,7 @@ func TestSystemdAcceptsUnit(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(sampleConf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	paths, err := Write(root, Options{Binary: nginx, Config: conf, NginxConf: []byte(sampleConf)})
+	paths, err := Write(root, []byte(sampleConf), withPaths(nginx, conf))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestExecLinesRunNginx(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(c), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	unit, err := renderUnit(Options{Binary: nginx, Config: conf, NginxConf: []byte(c)})
+	unit, err := renderUnit([]byte(c), makeOptions([]Option{withPaths(nginx, conf)}))
 	if err != nil {
 		t.Fatal(err)
 	}

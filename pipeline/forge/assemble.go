@@ -103,7 +103,7 @@ func (b *build) writeBundle(tree string) error {
 	if err != nil {
 		return fmt.Errorf("--bundle: reading the tree's nginx.conf: %w", err)
 	}
-	files, err := bundle.Write(tree, bundle.Options{NginxConf: conf})
+	files, err := bundle.Write(tree, conf)
 	if err != nil {
 		return fmt.Errorf("--bundle: %w", err)
 	}

@@ -26,7 +26,7 @@ func (b *build) fetch(ctx context.Context) error {
 }
 
 func (b *build) fetchSources(ctx context.Context) error {
-	opts := []source.Option{source.WithLogf(b.vlogf)}
+	opts := []source.Option{source.WithSink(b.sink)}
 	if b.req.Mirror != "" {
 		opts = append(opts, source.WithMirror(b.req.Mirror))
 	}

@@ -34,13 +34,15 @@ func WithStallTimeout(d time.Duration) Option {
 }
 
 // StallError is a registry request that sent and received nothing for After. It is
-// transient (running again may help: source.Retryable), but go-containerregistry does not
-// retry it within the run: a registry that went quiet once is not waited for again.
+// transient (running again may help: its Retryable method says so to netfail.Transient, the
+// one rule), but go-containerregistry does not retry it within the run: a registry that went
+// quiet once is not waited for again.
 type StallError struct {
 	Host  string
 	After time.Duration
 }
 
+// Retryable is true: netfail.Transient honours it (a stall is worth another run).
 func (e *StallError) Retryable() bool { return true }
 
 func (e *StallError) Error() string {

@@ -65,7 +65,7 @@ func fastFetcher(t *testing.T, cache, mirror string, opts ...source.Option) *sou
 	return source.New(append([]source.Option{
 		source.WithCacheDir(cache),
 		source.WithMirror(mirror),
-		source.WithLogf(t.Logf),
+		source.WithSink(testenv.Progress(t)),
 		source.WithBackoff(time.Millisecond),
 	}, opts...)...)
 }

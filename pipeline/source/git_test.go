@@ -52,7 +52,7 @@ func gitComponent(repo, commit, tree string) lock.Component {
 func TestGitSourceFetchedByCommit(t *testing.T) {
 	repo, commit, tree := gitUpstream(t)
 	cache := t.TempDir()
-	f := source.New(source.WithCacheDir(cache), source.WithLogf(t.Logf))
+	f := source.New(source.WithCacheDir(cache), source.WithSink(testenv.Progress(t)))
 	c := gitComponent(repo, commit, tree)
 	v, err := f.Fetch(context.Background(), c)
 	if err != nil {

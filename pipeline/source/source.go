@@ -26,6 +26,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/unpack"
 )
@@ -58,7 +59,7 @@ type Fetcher struct {
 	keyservers    []string
 	keyserversSet bool
 	client        *http.Client
-	logf          func(format string, args ...any)
+	sink          progress.Sink
 	maxSize       int64
 	retries       int
 	backoff       time.Duration
@@ -115,14 +116,21 @@ func WithKeyserver(urls ...string) Option {
 // lock, so that the lock builds without a key server before the program is rebuilt.
 func WithKeysDir(dir string) Option { return func(f *Fetcher) { f.keysDir = dir } }
 
-// WithLogf receives progress lines. The default is quiet. FetchAll fetches components
-// concurrently, so logf may be called from several goroutines at once.
-func WithLogf(logf func(format string, args ...any)) Option {
+// WithSink receives what the fetcher does (cache hits, downloads, verifications, retries) as
+// Detail notes: lines a person sees with -v. The default discards them. FetchAll fetches
+// components concurrently, so the sink's Send may be called from several goroutines at once
+// (progress.Sink).
+func WithSink(s progress.Sink) Option {
 	return func(f *Fetcher) {
-		if logf != nil {
-			f.logf = logf
+		if s != nil {
+			f.sink = s
 		}
 	}
+}
+
+// logf sends one Detail note: the fetcher's lines are shown with -v (ci/log.go).
+func (f *Fetcher) logf(format string, args ...any) {
+	f.sink.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
 }
 
 // WithMaxSize caps the size of a downloaded tarball in bytes (default DefaultMaxSize).
@@ -150,7 +158,7 @@ func withNow(now func() time.Time) Option { return func(f *Fetcher) { f.now = no
 func New(opts ...Option) *Fetcher {
 	f := &Fetcher{
 		keyservers: defaultKeyservers,
-		logf:       func(string, ...any) {},
+		sink:       progress.Discard,
 		maxSize:    DefaultMaxSize,
 		retries:    defaultRetries,
 		backoff:    time.Second,

@@ -892,9 +892,8 @@ func TestMirrorPasswordNeverPrinted(t *testing.T) {
 		}
 	}))
 	withCreds := strings.Replace(url, "http://", "http://user:s3cret@", 1)
-	var logs strings.Builder
-	logf := func(format string, a ...any) { fmt.Fprintf(&logs, format+"\n", a...) }
-	f := fastFetcher(t, t.TempDir(), withCreds, source.WithLogf(logf))
+	logs := &logs{}
+	f := fastFetcher(t, t.TempDir(), withCreds, source.WithSink(logs))
 	if _, err := f.Fetch(context.Background(), zlib); err != nil {
 		t.Fatal(err)
 	}
@@ -904,7 +903,7 @@ func TestMirrorPasswordNeverPrinted(t *testing.T) {
 	// A missing file: the error names the URL.
 	missing := zlib
 	missing.URL = strings.Replace(zlib.URL, zlib.FileName(), "absent.tar.gz", 1)
-	_, err := fastFetcher(t, t.TempDir(), withCreds, source.WithLogf(logf)).Fetch(context.Background(), missing)
+	_, err := fastFetcher(t, t.TempDir(), withCreds, source.WithSink(logs)).Fetch(context.Background(), missing)
 	if err == nil {
 		t.Fatal("fetching an absent file succeeded")
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
@@ -33,10 +34,15 @@ type logs struct {
 	lines []string
 }
 
-func (l *logs) logf(format string, args ...any) {
+// Send keeps each note's text (the fetcher sends nothing else).
+func (l *logs) Send(e progress.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+	if n, ok := e.(progress.Note); ok {
+		l.lines = append(l.lines, n.Text)
+		return
+	}
+	l.lines = append(l.lines, fmt.Sprintf("%+v", e))
 }
 
 func (l *logs) String() string {
@@ -57,7 +63,7 @@ func TestVendoredKeyWins(t *testing.T) {
 	for _, opts := range [][]source.Option{nil, {source.WithKeyserver(ks)}} {
 		var log logs
 		cache := t.TempDir()
-		f := fastFetcher(t, cache, mirror, append(opts, source.WithLogf(log.logf))...)
+		f := fastFetcher(t, cache, mirror, append(opts, source.WithSink(&log))...)
 		v, err := f.Fetch(context.Background(), l.MustComponent(lock.OpenSSL))
 		if err != nil {
 			t.Fatal(err)
@@ -182,7 +188,7 @@ func TestKeyWithoutUserIDs(t *testing.T) {
 			var log logs
 			cache := t.TempDir()
 			comp := signedNginx(l, "nginx-1.26.3.tar.gz.asc", fpr(tc.key))
-			f := fastFetcher(t, cache, mirror, source.WithKeyserver(ks+"/vks/v1/by-fingerprint"), source.WithLogf(log.logf))
+			f := fastFetcher(t, cache, mirror, source.WithKeyserver(ks+"/vks/v1/by-fingerprint"), source.WithSink(&log))
 			v, err := f.Fetch(context.Background(), comp)
 			if err != nil {
 				t.Fatal(err)

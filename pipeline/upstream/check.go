@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // ComponentReport is the update status of one component.
@@ -67,9 +68,12 @@ type checker struct {
 	Images   *ImageResolver
 	// Now is the clock for end-of-life decisions (default time.Now).
 	Now func() time.Time
-	// Logf reports progress (default: quiet).
-	Logf func(format string, args ...any)
+	// Sink receives progress as Detail notes (nil: discarded).
+	Sink progress.Sink
 }
+
+// logf sends one lookup's line (detail).
+func (ch *checker) logf(format string, args ...any) { detail(ch.Sink, format, args...) }
 
 // Check looks up every component of l (the required ones and the optional ones l has) and
 // both base images, all at once: one unanswering host then costs the run one deadline (the
@@ -81,10 +85,6 @@ func (ch *checker) Check(ctx context.Context, l *lock.Lock) (*Report, error) {
 	now := time.Now
 	if ch.Now != nil {
 		now = ch.Now
-	}
-	logf := ch.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
 	}
 	var names []string
 	for _, name := range lock.AllComponents() {
@@ -100,7 +100,7 @@ func (ch *checker) Check(ctx context.Context, l *lock.Lock) (*Report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			comps[i] = ch.component(ctx, l.MustComponent(name), now(), logf)
+			comps[i] = ch.component(ctx, l.MustComponent(name), now())
 		}()
 	}
 	roles := []struct {
@@ -122,7 +122,7 @@ func (ch *checker) Check(ctx context.Context, l *lock.Lock) (*Report, error) {
 				}
 				images[i].Latest = d
 				images[i].Update = d != im.img.Digest
-				logf("%s image %s: locked %q, now %s", im.role, im.img.Ref, im.img.Digest, d)
+				ch.logf("%s image %s: locked %q, now %s", im.role, im.img.Ref, im.img.Digest, d)
 			}()
 		}
 	}
@@ -158,14 +158,14 @@ type compResult struct {
 
 // component looks up c's releases and picks its track's newest; for a component pinned by
 // git commit with an update, it resolves the new release's tag to its commit and tree.
-func (ch *checker) component(ctx context.Context, c lock.Component, now time.Time, logf func(string, ...any)) compResult {
+func (ch *checker) component(ctx context.Context, c lock.Component, now time.Time) compResult {
 	r := compResult{cr: ComponentReport{Name: c.Name, Current: c.Version, Track: c.Track}}
 	cur, err := parseVersion(c.Version)
 	if err != nil {
 		r.err = fmt.Errorf("lock component %s: %w", c.Name, err)
 		return r
 	}
-	rl, warn, err := ch.releases(ctx, c.Name, logf)
+	rl, warn, err := ch.releases(ctx, c.Name)
 	r.warnings = append(r.warnings, warn...)
 	if err != nil {
 		r.err = err
@@ -183,7 +183,7 @@ func (ch *checker) component(ctx context.Context, c lock.Component, now time.Tim
 		r.warnings = append(r.warnings, fmt.Sprintf("%s: the lock has %s, newer than the newest %s release upstream (%s); is the track right?", c.Name, c.Version, sel.Track, sel.Target))
 	}
 	r.warnings = append(r.warnings, sel.Warnings...)
-	logf("%s: locked %s, track %s, newest %s", c.Name, c.Version, sel.Track, sel.Target)
+	ch.logf("%s: locked %s, track %s, newest %s", c.Name, c.Version, sel.Track, sel.Target)
 	if c.Git != nil && r.cr.Update {
 		g, err := ch.gitRelease(ctx, c, r.cr.Latest, rl.tags[r.cr.Latest])
 		if err != nil {
@@ -191,7 +191,7 @@ func (ch *checker) component(ctx context.Context, c lock.Component, now time.Tim
 			return r
 		}
 		r.cr.Tag, r.cr.Commit, r.cr.Tree = g.Tag, g.Commit, g.Tree
-		logf("%s %s: tag %s is commit %s, tree %s (GitHub)", c.Name, r.cr.Latest, g.Tag, g.Commit, g.Tree)
+		ch.logf("%s %s: tag %s is commit %s, tree %s (GitHub)", c.Name, r.cr.Latest, g.Tag, g.Commit, g.Tree)
 	}
 	return r
 }
@@ -228,7 +228,7 @@ type releaseList struct {
 
 // releases lists a component's releases: GitHub first; for nginx, nginx.org when GitHub
 // fails (rate limit, outage), with a warning so the fallback is visible.
-func (ch *checker) releases(ctx context.Context, name string, logf func(string, ...any)) (releaseList, []string, error) {
+func (ch *checker) releases(ctx context.Context, name string) (releaseList, []string, error) {
 	vs, tags, err := ch.Releases.GitHubReleaseTags(ctx, name)
 	if err == nil && len(vs) > 0 {
 		return releaseList{vs, tags, "github"}, nil, nil
@@ -240,7 +240,7 @@ func (ch *checker) releases(ctx context.Context, name string, logf func(string, 
 	if name != lock.Nginx || ctx.Err() != nil {
 		return releaseList{}, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	logf("nginx: GitHub failed (%v); trying nginx.org", err)
+	ch.logf("nginx: GitHub failed (%v); trying nginx.org", err)
 	vs, err2 := ch.Releases.NginxOrgReleases(ctx)
 	if err2 != nil {
 		return releaseList{}, nil, fmt.Errorf("nginx: GitHub: %w; fallback: %w", err, deadlineHint(ctx, err2))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/netfail"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
@@ -28,7 +29,7 @@ type client struct {
 	githubAPI string
 	nginxOrg  string
 	token     string
-	logf      func(format string, args ...any)
+	sink      progress.Sink
 	retries   int
 	backoff   time.Duration
 }
@@ -55,10 +56,11 @@ func withRetries(n int, backoff time.Duration) clientOption {
 	return func(c *client) { c.retries, c.backoff = max(n, 0), backoff }
 }
 
-// withLogf reports each request (URLs only; no headers, so no token).
-func withLogf(logf func(format string, args ...any)) clientOption {
-	return func(c *client) { c.logf = logf }
-}
+// withSink reports each request (URLs only; no headers, so no token) as a Detail note.
+func withSink(s progress.Sink) clientOption { return func(c *client) { c.sink = s } }
+
+// logf sends one request's line (detail).
+func (c *client) logf(format string, args ...any) { detail(c.sink, format, args...) }
 
 // newClient returns a client for the public upstream endpoints unless options say otherwise.
 func newClient(opts ...clientOption) *client {
@@ -66,7 +68,6 @@ func newClient(opts ...clientOption) *client {
 		http:      &http.Client{Timeout: 60 * time.Second},
 		githubAPI: DefaultGitHubAPI,
 		nginxOrg:  DefaultNginxOrg,
-		logf:      func(string, ...any) {},
 		retries:   2,
 		backoff:   2 * time.Second,
 	}

@@ -17,9 +17,9 @@ var (
 	NewClient      = newClient
 	WithGitHubAPI  = withGitHubAPI
 	WithHTTPClient = withHTTPClient
-	WithLogf       = withLogf
 	WithNginxOrg   = withNginxOrg
 	WithRegistry   = withRegistry
 	WithRetries    = withRetries
+	WithSink       = withSink
 	WithToken      = withToken
 )

@@ -7,7 +7,17 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
+
+// detail sends one Detail note to s (nil discards): the lookups' and the update's lines,
+// which the command shows with -v and in Actions' collapsed groups.
+func detail(s progress.Sink, format string, args ...any) {
+	if s != nil {
+		s.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
+	}
+}
 
 // Run is one scheduled update: look up what upstream released for a lock file, and with
 // Write verify and write each update on its own. `ci check-updates` fills it from flags and
@@ -19,7 +29,7 @@ type Run struct {
 	// KeysDir is where reviewed signer keys are trusted from and a pinned signer's key is
 	// vendored; "" is lock.KeysDirBeside(LockFile).
 	KeysDir string
-	// Mirror, CacheDir and Keyservers are where files come from (FetchConfig).
+	// Mirror, CacheDir and Keyservers are where files come from (fetcher).
 	Mirror, CacheDir string
 	Keyservers       []string
 	// GitHubAPI, NginxOrg and Token are the release lists' roots and the optional GitHub
@@ -33,8 +43,9 @@ type Run struct {
 	Timeout time.Duration
 	// Vendored, when not nil, replaces the keys vendored in pipeline/lock/keys (updater).
 	Vendored []string
-	// Logf receives each request and decision (nil: quiet).
-	Logf func(format string, args ...any)
+	// Sink receives each request and decision as a Detail note (nil: discarded). Lookups run
+	// in parallel, so it is sent to from several goroutines (progress.Sink).
+	Sink progress.Sink
 	// Step runs each of the two phases ("Looking up ...", "Downloading and verifying ...")
 	// under its title, for the command to group their lines; nil runs them plainly.
 	Step func(title string, fn func() error) error
@@ -95,9 +106,9 @@ func (r *Run) Do(ctx context.Context) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	logf, step := r.Logf, r.Step
-	if logf == nil {
-		logf = func(string, ...any) {}
+	sink, step := r.Sink, r.Step
+	if sink == nil {
+		sink = progress.Discard
 	}
 	if step == nil {
 		step = func(_ string, fn func() error) error { return fn() }
@@ -110,7 +121,7 @@ func (r *Run) Do(ctx context.Context) (*Outcome, error) {
 		ctx, cancel = withDeadline(ctx, r.Timeout)
 		defer cancel()
 	}
-	checker := r.checker(logf)
+	checker := r.checker(sink)
 	o := &Outcome{}
 	o.CheckErr = step("Looking up upstream releases and base images", func() error {
 		var err error
@@ -123,13 +134,12 @@ func (r *Run) Do(ctx context.Context) (*Outcome, error) {
 	}
 	o.WriteErr = step("Downloading and verifying new releases", func() error {
 		u := &updater{
-			Fetcher: NewFetcher(FetchConfig{Mirror: r.Mirror, CacheDir: r.CacheDir, Logf: logf,
-				Keyservers: r.Keyservers, KeysDir: keysDir}),
+			Fetcher:  r.fetcher(sink, keysDir),
 			Images:   checker.Images,
 			Vendored: r.Vendored,
 			Mirror:   r.Mirror,
 			KeysDir:  keysDir,
-			Logf:     logf,
+			Sink:     sink,
 		}
 		var err error
 		o.Applied, err = u.updateLoaded(ctx, r.LockFile, l, before, o.Report)
@@ -153,8 +163,23 @@ func (r *Run) ResolvedKeysDir() string {
 	return lock.KeysDirBeside(r.LockFile)
 }
 
-func (r *Run) checker(logf func(string, ...any)) *checker {
-	clientOpts := []clientOption{withLogf(logf)}
+// fetcher is pipeline/source's verifying downloader for the run's new releases: r.Mirror
+// serves every file as Mirror/<file name> instead of upstream (same checks), r.CacheDir ("":
+// source's default) caches them, r.Keyservers replace source's default key servers, and the
+// reviewed keys in keysDir are trusted like the vendored ones.
+func (r *Run) fetcher(sink progress.Sink, keysDir string) Fetcher {
+	opts := []source.Option{source.WithSink(sink), source.WithMirror(r.Mirror), source.WithKeysDir(keysDir)}
+	if r.CacheDir != "" {
+		opts = append(opts, source.WithCacheDir(r.CacheDir))
+	}
+	if r.Keyservers != nil {
+		opts = append(opts, source.WithKeyserver(r.Keyservers...))
+	}
+	return source.New(opts...)
+}
+
+func (r *Run) checker(sink progress.Sink) *checker {
+	clientOpts := []clientOption{withSink(sink)}
 	if r.GitHubAPI != "" {
 		clientOpts = append(clientOpts, withGitHubAPI(r.GitHubAPI))
 	}
@@ -164,7 +189,7 @@ func (r *Run) checker(logf func(string, ...any)) *checker {
 	if r.Token != "" {
 		clientOpts = append(clientOpts, withToken(r.Token))
 	}
-	checker := &checker{Releases: newClient(clientOpts...), Logf: logf}
+	checker := &checker{Releases: newClient(clientOpts...), Sink: sink}
 	if !r.SkipImages {
 		var imgOpts []ImageOption
 		if r.Registry != "" {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/upstreamtest"
 	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 )
@@ -38,7 +39,7 @@ func TestGitHubReleasesFromRecordedResponses(t *testing.T) {
 	var logs strings.Builder
 	const token = "ghp_testTOKENvalue1234567890"
 	c := upstream.NewClient(upstream.WithGitHubAPI(s.GitHubAPI()), upstream.WithToken(token),
-		upstream.WithLogf(func(f string, a ...any) { fmt.Fprintf(&logs, f+"\n", a...) }))
+		upstream.WithSink(progress.SinkFunc(func(e progress.Event) { fmt.Fprintf(&logs, "%s\n", e.(progress.Note).Text) })))
 	for _, tc := range []struct{ component, want string }{
 		// release-0.1.0 is a real (ancient) tag; odd tags like before-1.0-branch are skipped;
 		// 1.26.x patch releases exist only as tags on the second page.

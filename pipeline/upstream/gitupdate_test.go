@@ -10,6 +10,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/upstreamtest"
 	"github.com/nginx-forge/nginx-forge/pipeline/upstream"
 )
@@ -42,7 +43,7 @@ var gitFetchers = []struct {
 }{
 	{"git fetch", func(t *testing.T, s *upstreamtest.GitScenario) (*source.Fetcher, func(*upstreamtest.GitRepo) string) {
 		s.RouteGit(t)
-		return source.New(source.WithCacheDir(t.TempDir()), source.WithRetries(0), source.WithLogf(t.Logf)),
+		return source.New(source.WithCacheDir(t.TempDir()), source.WithRetries(0), source.WithSink(testenv.Progress(t))),
 			func(r *upstreamtest.GitRepo) string { return r.URL }
 	}},
 	{"mirror archive", func(t *testing.T, s *upstreamtest.GitScenario) (*source.Fetcher, func(*upstreamtest.GitRepo) string) {

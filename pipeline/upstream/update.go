@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 	"github.com/nginx-forge/nginx-forge/pipeline/unpack"
@@ -145,15 +146,15 @@ type updater struct {
 	// Platforms a base image index must cover (nil: imagePlatforms).
 	Platforms []string
 	// Mirror, when set, is where the signature of an unsigned component's new release is
-	// looked for (Mirror/<file name>), as the fetcher does (FetchConfig.Mirror).
+	// looked for (Mirror/<file name>), as the fetcher does (Run.Mirror).
 	Mirror string
 	// HTTP is the client for that look-up (default: 60 s timeout).
 	HTTP *http.Client
 	// KeysDir is where UpdateFile vendors the key of a pinned signer that was not vendored
 	// yet ("" is the keys directory beside the lock file, lock.KeysDirBeside).
 	KeysDir string
-	// Logf reports each check (default quiet).
-	Logf func(format string, args ...any)
+	// Sink receives each check as a Detail note (nil: discarded).
+	Sink progress.Sink
 }
 
 // vendored returns the fingerprints a new release may be signed by.
@@ -170,11 +171,8 @@ func (u *updater) vendored() []string {
 	return out
 }
 
-func (u *updater) logf(format string, args ...any) {
-	if u.Logf != nil {
-		u.Logf(format, args...)
-	}
-}
+// logf sends one check's line (detail).
+func (u *updater) logf(format string, args ...any) { detail(u.Sink, format, args...) }
 
 // Apply returns a copy of l with the updates of rep that can be vouched for, and the ones
 // refused. Each component and base image is decided on its own: a refusal leaves that entry

@@ -278,7 +278,7 @@ var commandImports = map[string]string{
 	"pipeline/progress":          "the events ci renders (log.go)",
 	"pipeline/lock":              "lock paths, loading and writing the lock (ci lock, pgo-profile)",
 	"pipeline/plan":              "the optimize modes and module table flags and ci modules show",
-	"pipeline/source":            "the download limit's default (--max-source-size)",
+	"pipeline/source":            "the download limit's default (--max-source-size); ci lock trust's fetcher, from its --mirror and --keyserver",
 	"pipeline/image":             "the revision rule (--revision) of ci tags and ci manifest; the image spellings and --output writer of ci base",
 	"pipeline/standin":           "ci base: the stand-in runtime base made from a Debian mirror",
 	"pipeline/upstream":          "ci check-updates' flow and the branch calendar a push warns with",

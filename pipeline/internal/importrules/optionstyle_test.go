@@ -17,7 +17,11 @@ import (
 //
 //   - An option type is an exported type that is either functional (a func type whose one
 //     parameter is a pointer: `type Option func(*options)`, with or without an error result)
-//     or a struct whose name ends in "Options".
+//     or a struct whose name ends in "Options", or an exported struct that is the only
+//     parameter of an exported constructor (func NewX(c XConfig)), whatever its name:
+//     upstream.FetchConfig configured NewFetcher field by field, an option struct by
+//     another name. A struct other functions take along with other values (the runtime
+//     contract, plan.RuntimeConfig) describes a thing, and is not one.
 //   - A library package under pipeline/ declares at most one option type, so a caller never
 //     wonders which style a function takes: one Option, its defaults applied once in one
 //     place (makeOptions), each function reading the settings it is about.
@@ -34,16 +38,31 @@ var structOptions = map[string]string{
 	"pipeline/bench":   "ci bench and ci tune fill bench.Options from their flags (benchOpts.options)",
 	"pipeline/standin": "ci base binds --mirror, --suite and --arch to standin.Options' fields",
 	"pipeline/smoke":   "the in-engine smoke client (smoke.ClientMain) fills Options from its flags, as ci smoke does through forge.SmokeRequest; engine.Engine.Smoke carries it as one value",
-	// Temporary: no command binds flags to bundle.Options (forge sets NginxConf; only the
-	// tests set Binary and Config). Converting it to an Option means reworking its golden
-	// and systemd tests; until then it is named here rather than hidden.
-	"pipeline/bundle": "temporary: to become a functional Option (see above)",
 }
 
 // optionTypes maps each product package directory under pipeline/ to its exported option
 // types, "Name (functional)" or "Name (struct)", from the non-test Go files of the tree.
 func optionTypes(files map[string]*ast.File) map[string][]string {
 	out := map[string][]string{}
+	structs := map[string]map[string]bool{}     // dir -> exported struct types not named *Options
+	constructed := map[string]map[string]bool{} // dir -> type names that are a New*'s only parameter
+	for rel, f := range files {
+		dir := path.Dir(rel)
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv != nil || !fd.Name.IsExported() || !strings.HasPrefix(fd.Name.Name, "New") {
+				continue
+			}
+			if ps := fd.Type.Params.List; len(ps) == 1 && len(ps[0].Names) <= 1 {
+				if id, ok := ps[0].Type.(*ast.Ident); ok {
+					if constructed[dir] == nil {
+						constructed[dir] = map[string]bool{}
+					}
+					constructed[dir][id.Name] = true
+				}
+			}
+		}
+	}
 	for rel, f := range files {
 		dir := path.Dir(rel)
 		if !strings.HasPrefix(dir, "pipeline/") || strings.HasPrefix(dir, "pipeline/testsupport") || strings.HasPrefix(dir, "pipeline/workflowtest") {
@@ -67,8 +86,20 @@ func optionTypes(files map[string]*ast.File) map[string][]string {
 				case *ast.StructType:
 					if strings.HasSuffix(ts.Name.Name, "Options") {
 						out[dir] = append(out[dir], ts.Name.Name+" (struct)")
+					} else {
+						if structs[dir] == nil {
+							structs[dir] = map[string]bool{}
+						}
+						structs[dir][ts.Name.Name] = true
 					}
 				}
+			}
+		}
+	}
+	for dir, names := range structs {
+		for name := range names {
+			if constructed[dir][name] {
+				out[dir] = append(out[dir], name+" (struct)")
 			}
 		}
 	}
@@ -147,8 +178,9 @@ func TestOneOptionStylePerPackage(t *testing.T) {
 
 // TestOptionStyleCanFail plants, beside the real tree, a package with two functional option
 // types (ocirun's Option and RunOption before issue 38), one mixing a functional option with
-// an option struct (the host engine's Option and SmokeOptions), and one with an option struct
-// no command binds; and drops a listed package's struct. Each is reported, and nothing else.
+// an option struct (the host engine's Option and SmokeOptions), one with an option struct
+// no command binds, and one with a constructor's config struct (upstream.FetchConfig) beside
+// a struct that is not an option; and drops a listed package's struct. Each is reported, and nothing else.
 func TestOptionStyleCanFail(t *testing.T) {
 	files := pipelineFiles(t)
 	plant := map[string]string{
@@ -166,6 +198,15 @@ type Executor struct{}
 `,
 		"pipeline/planted/unbound/unbound.go": `package unbound
 type ServeOptions struct{ TLSDir string }
+`,
+		// upstream.FetchConfig as it was, and a struct that is no constructor's only
+		// parameter (plan.RuntimeConfig's shape).
+		"pipeline/planted/config/config.go": `package config
+type FetchConfig struct{ Mirror, CacheDir string }
+type Fetcher struct{}
+func NewFetcher(c FetchConfig) Fetcher { return Fetcher{} }
+type RuntimeConfig struct{ User string }
+func NewServer(name string, rc RuntimeConfig) {}
 `,
 		"pipeline/testsupport/planted/p.go": `package planted
 type Options struct{}
@@ -186,6 +227,7 @@ type Option func(*Options)
 	listed["pipeline/image"] = "planted: image has a functional Option, no struct"
 	got := optionStyleViolations(optionTypes(files), listed)
 	want := []string{
+		"pipeline/planted/config: FetchConfig is an option struct, but no command binds flags to it: make it a functional Option (or add the package to structOptions with the command that binds it)",
 		"pipeline/planted/mixed declares 2 option types (Option (functional), SmokeOptions (struct)): keep one, a functional Option with its defaults applied once (makeOptions)",
 		"pipeline/planted/mixed: SmokeOptions is an option struct, but no command binds flags to it: make it a functional Option (or add the package to structOptions with the command that binds it)",
 		"pipeline/planted/two declares 2 option types (Option (functional), RunOption (functional)): keep one, a functional Option with its defaults applied once (makeOptions)",

@@ -47,7 +47,13 @@ func main() {
 		logger.Print(err)
 		os.Exit(3)
 	}
-	opts := []source.Option{source.WithCacheDir(filepath.Join(*cache, "sources")), source.WithLogf(logger.Printf)}
+	// Every note, Detail included, goes to the log: a failed test build shows its downloads.
+	notes := progress.SinkFunc(func(e progress.Event) {
+		if n, ok := e.(progress.Note); ok {
+			logger.Print(n.Text)
+		}
+	})
+	opts := []source.Option{source.WithCacheDir(filepath.Join(*cache, "sources")), source.WithSink(notes)}
 	if *mirror != "" {
 		opts = append(opts, source.WithMirror(*mirror))
 	}
@@ -59,11 +65,7 @@ func main() {
 	for name, v := range verified {
 		paths[name] = v.Prepared
 	}
-	res, err := host.New(host.WithCacheDir(*cache), host.WithProgress(progress.SinkFunc(func(e progress.Event) {
-		if n, ok := e.(progress.Note); ok {
-			logger.Print(n.Text)
-		}
-	}))).Run(ctx, p, paths)
+	res, err := host.New(host.WithCacheDir(*cache), host.WithProgress(notes)).Run(ctx, p, paths)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			os.Exit(130)
