@@ -279,6 +279,14 @@ func runBench(ctx context.Context, a benchArgs, stdout, stderr io.Writer) error 
 	if !lfl && !oob {
 		return usageErrorf("--mode %q: want like-for-like, out-of-box or both", a.mode)
 	}
+	if oob && len(bench.OutOfBoxScenarios(opts.Scenarios)) == 0 {
+		// gzip-equal-bytes needs the benchmark's own config: out of the box there is nothing
+		// to measure, so refuse that mode before starting anything, and skip it in both.
+		if !lfl {
+			return usageErrorf("--scenarios %s: measured like for like only (each server at its own gzip level of the benchmark's config); use --mode like-for-like or both", *a.o.scenarios)
+		}
+		oob = false
+	}
 	k, _, err := shippedKnobs(a.tree, a.config)
 	if err != nil {
 		return err

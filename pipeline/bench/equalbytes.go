@@ -130,6 +130,18 @@ func gzipSize(client *http.Client, url string) (int, error) {
 	return len(body), nil
 }
 
+// OutOfBoxScenarios are those of scenarios an out-of-box run can measure: all but the
+// EqualBytes ones, which need the benchmark's template (its /gzN/ locations).
+func OutOfBoxScenarios(scenarios []Scenario) []Scenario {
+	var out []Scenario
+	for _, s := range scenarios {
+		if !s.EqualBytes {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // likeForLikeOnly drops the EqualBytes scenarios when a target runs its own config (out of
 // the box: its locations are its users', not the benchmark's /gzN/), and says which it
 // dropped; a run left with no scenario is an error that names the fix.
@@ -141,12 +153,11 @@ func likeForLikeOnly(targets []Target, scenarios []Scenario) (kept []Scenario, d
 	if !oob {
 		return scenarios, nil, nil
 	}
+	kept = OutOfBoxScenarios(scenarios)
 	for _, s := range scenarios {
 		if s.EqualBytes {
 			dropped = append(dropped, s.Name)
-			continue
 		}
-		kept = append(kept, s)
 	}
 	if len(kept) == 0 {
 		return nil, dropped, fmt.Errorf("bench: scenario %s is measured like for like only (each server at its own level of the benchmark's config); out of the box there is nothing to run: use --mode like-for-like or both, or add another scenario", strings.Join(dropped, ", "))
