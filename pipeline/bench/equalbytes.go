@@ -18,9 +18,9 @@ import (
 // scenario measures each server at its own level instead: the lowest whose response is no
 // larger than the baseline's at nginx's default level, 1.
 
-// ReferenceGzipLevel is the level whose baseline response bounds every server's bytes in
+// referenceGzipLevel is the level whose baseline response bounds every server's bytes in
 // gzip-equal-bytes: nginx's default gzip_comp_level, what a config that says nothing gets.
-const ReferenceGzipLevel = 1
+const referenceGzipLevel = 1
 
 // maxGzipLevel is zlib's (and zlib-ng's) highest level; nginx accepts 1..9.
 const maxGzipLevel = 9
@@ -39,13 +39,13 @@ func gzipLevelPath(level int) string {
 	return fmt.Sprintf("gz%d/data.json", level)
 }
 
-// ChooseGzipLevel returns the lowest level (1-based: sizes[0] is level 1) whose size is at
+// chooseGzipLevel returns the lowest level (1-based: sizes[0] is level 1) whose size is at
 // most bound, and fits true. When no level is small enough it returns the level with the
 // fewest bytes (the lowest of equals) and fits false: the scenario then still runs, at the
 // closest this library gets to the bound, and the report says the bytes are not equal,
 // rather than refusing the whole run over one scenario. sizes must hold one positive size per
 // level and bound must be positive: anything else is a probe that went wrong.
-func ChooseGzipLevel(sizes []int, bound int) (level int, fits bool, err error) {
+func chooseGzipLevel(sizes []int, bound int) (level int, fits bool, err error) {
 	if len(sizes) != maxGzipLevel {
 		return 0, false, fmt.Errorf("choosing a gzip level: %d sizes, want one per level 1..%d", len(sizes), maxGzipLevel)
 	}
@@ -72,7 +72,7 @@ type GzipLevelChoice struct {
 	// body there.
 	Level int `json:"level"`
 	Bytes int `json:"bytes"`
-	// Bound is the baseline's body at ReferenceGzipLevel; Fits is false when no level of
+	// Bound is the baseline's body at referenceGzipLevel; Fits is false when no level of
 	// this server came within it (Level is then its smallest output's).
 	Bound int  `json:"bound"`
 	Fits  bool `json:"fits"`
@@ -167,7 +167,7 @@ func likeForLikeOnly(targets []Target, scenarios []Scenario) (kept []Scenario, d
 
 // chooseGzipLevels runs before the warm-up when a scenario is EqualBytes: it probes every
 // server's response size at every level, chooses each server's level against the
-// baseline's at ReferenceGzipLevel, points the servers' configs at it, and checks and
+// baseline's at referenceGzipLevel, points the servers' configs at it, and checks and
 // records each EqualBytes scenario as served at the chosen level.
 func (r *session) chooseGzipLevels() error {
 	if !slices.ContainsFunc(r.opts.Scenarios, func(s Scenario) bool { return s.EqualBytes }) {
@@ -180,10 +180,10 @@ func (r *session) chooseGzipLevels() error {
 			return fmt.Errorf("target %s: %w", s.Name, err)
 		}
 	}
-	bound := sizes[r.baseline][ReferenceGzipLevel-1]
+	bound := sizes[r.baseline][referenceGzipLevel-1]
 	r.gzipLevels = nil
 	for i, s := range r.servers {
-		level, fits, err := ChooseGzipLevel(sizes[i], bound)
+		level, fits, err := chooseGzipLevel(sizes[i], bound)
 		if err != nil {
 			return fmt.Errorf("target %s: %w", s.Name, err)
 		}
@@ -213,7 +213,7 @@ func (r *session) chooseGzipLevels() error {
 // String says the choice in one line: "built level 2, 24408 bytes (baseline's level 1:
 // 26409)".
 func (g GzipLevelChoice) String() string {
-	s := fmt.Sprintf("%s level %d, %d bytes (baseline's level %d: %d)", g.Target, g.Level, g.Bytes, ReferenceGzipLevel, g.Bound)
+	s := fmt.Sprintf("%s level %d, %d bytes (baseline's level %d: %d)", g.Target, g.Level, g.Bytes, referenceGzipLevel, g.Bound)
 	if !g.Fits {
 		s += "; no level is that small: its fewest bytes, not equal bytes"
 	}

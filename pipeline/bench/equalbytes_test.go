@@ -39,9 +39,9 @@ func TestChooseGzipLevel(t *testing.T) {
 		{"no level small enough", []int{40000, 39000, 38000, 37000, 36000, 35500, 35400, 35300, 35300}, 23224, 8, false},
 		{"no level small enough, level 9 smallest", []int{40000, 39000, 38000, 37000, 36000, 35500, 35400, 35300, 35200}, 1000, 9, false},
 	} {
-		level, fits, err := ChooseGzipLevel(tc.sizes, tc.bound)
+		level, fits, err := chooseGzipLevel(tc.sizes, tc.bound)
 		if err != nil || level != tc.level || fits != tc.fits {
-			t.Errorf("%s: ChooseGzipLevel(%v, %d) = %d, %v, %v; want %d, %v", tc.name, tc.sizes, tc.bound, level, fits, err, tc.level, tc.fits)
+			t.Errorf("%s: chooseGzipLevel(%v, %d) = %d, %v, %v; want %d, %v", tc.name, tc.sizes, tc.bound, level, fits, err, tc.level, tc.fits)
 		}
 	}
 }
@@ -58,8 +58,8 @@ func TestChooseGzipLevelRejects(t *testing.T) {
 		{debianZlib, 0, "bound 0 bytes"},
 		{[]int{23224, 0, 1, 1, 1, 1, 1, 1, 1}, 23224, "level 2 has 0 bytes"},
 	} {
-		if level, _, err := ChooseGzipLevel(tc.sizes, tc.bound); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("ChooseGzipLevel(%v, %d) = %d, %v; want an error with %q", tc.sizes, tc.bound, level, err, tc.want)
+		if level, _, err := chooseGzipLevel(tc.sizes, tc.bound); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("chooseGzipLevel(%v, %d) = %d, %v; want an error with %q", tc.sizes, tc.bound, level, err, tc.want)
 		}
 	}
 }

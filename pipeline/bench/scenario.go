@@ -27,7 +27,7 @@ type Scenario struct {
 	// overrides it for every scenario).
 	Connections int
 	// EqualBytes asks each server for Path at its own gzip level, the lowest whose response
-	// is no larger than the baseline's at nginx's default level 1 (ChooseGzipLevel; the
+	// is no larger than the baseline's at nginx's default level 1 (chooseGzipLevel; the
 	// session probes every level before the rounds): zlib-ng's levels send more bytes than
 	// zlib's of the same number, so equal levels compare unequal work.
 	EqualBytes bool
