@@ -283,9 +283,9 @@ func runBench(ctx context.Context, a benchArgs, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	lfl, oob := a.mode == "both" || a.mode == bench.ModeLikeForLike, a.mode == "both" || a.mode == bench.ModeOutOfBox
-	if !lfl && !oob {
-		return usageErrorf("--mode %q: want like-for-like, out-of-box or both", a.mode)
+	lfl, oob, err := benchModes(a.mode, opts.Scenarios, *a.o.scenarios)
+	if err != nil {
+		return err
 	}
 	k, _, err := shippedKnobs(a.tree, a.config)
 	if err != nil {
@@ -349,6 +349,23 @@ func runBench(ctx context.Context, a benchArgs, stdout, stderr io.Writer) error 
 		return err
 	}
 	return a.o.emit(stdout, rep.WriteTable, rep.WriteMarkdown, rep.WriteJSON)
+}
+
+// benchModes reads --mode: whether to run like for like, out of the box, or both. Out of
+// the box is left out when no selected scenario can run there (gzip-equal-bytes needs the
+// benchmark's own config): a usage error for --mode out-of-box, before anything starts.
+func benchModes(mode string, scenarios []bench.Scenario, list string) (lfl, oob bool, err error) {
+	lfl, oob = mode == "both" || mode == bench.ModeLikeForLike, mode == "both" || mode == bench.ModeOutOfBox
+	if !lfl && !oob {
+		return false, false, usageErrorf("--mode %q: want like-for-like, out-of-box or both", mode)
+	}
+	if oob && len(bench.OutOfBoxScenarios(scenarios)) == 0 {
+		if !lfl {
+			return false, false, usageErrorf("--scenarios %s: measured like for like only (each server at its own gzip level of the benchmark's config); use --mode like-for-like or both", list)
+		}
+		oob = false
+	}
+	return lfl, oob, nil
 }
 
 var benchHelp = `

@@ -29,6 +29,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"bench", "--nginx", "/usr/sbin/nginx", "--scenarios", "tls-handshake,http3"},
 		{"bench", "--nginx", "/usr/sbin/nginx", "--duration", "1500ms"},
 		{"bench", "--nginx", "/usr/sbin/nginx", "--rounds", "0"},
+		{"bench", "--nginx", "/usr/sbin/nginx", "--mode", "out-of-box", "--scenarios", "gzip-equal-bytes"},
 		{"tune", "--nginx", "/usr/sbin/nginx", "--config", "/nonexistent/nginx.conf"},
 	} {
 		var out, errb bytes.Buffer

@@ -197,6 +197,10 @@ type Config struct {
 	// Profile, when set, is the whole config as its users get it (out of the box); the
 	// Knobs then only supply the resolved worker count. See Profile.
 	Profile *Profile
+	// EqualBytesLevel is the gzip level whose location (/gzN/) the gzip-equal-bytes scenario
+	// asks this server for; the session sets it from its probe (0 until then). Not rendered:
+	// the template has a location for every level.
+	EqualBytesLevel int
 }
 
 // fullHandshakeServer is the server both renderings (like for like, and out of the box) add
@@ -287,6 +291,18 @@ http {
             {{.}};
 {{- end}}
         }
+{{- range .GzipLevels}}
+
+        # The same JSON at gzip_comp_level {{.}}: gzip-equal-bytes probes every level and
+        # then loads each server at its own.
+        location /gz{{.}}/ {
+            alias {{$.Content}}/html/gz/;
+            gzip on;
+            gzip_types application/json;
+            gzip_min_length 1024;
+            gzip_comp_level {{.}};
+        }
+{{- end}}
     }
 {{- template "full-handshake-server" .}}
 }

@@ -498,3 +498,53 @@ func TestRunReportsGzipBytesLikeForLike(t *testing.T) {
 		t.Errorf("the report lacks %q:\n%s", want, out.String())
 	}
 }
+
+// gzip-equal-bytes with real servers: the probe fetches every level from each, both
+// servers (the same nginx) choose level 1, the rounds and the syscall pass load each at its
+// chosen level's location, and the report names the levels and bytes. The sizes it logs
+// are equalbytes_test.go's recorded debianZlib.
+func TestGzipEqualBytesDebianAgainstItself(t *testing.T) {
+	nginx := testenvTool(t)
+	testenv.Tool(t, "strace", "strace")
+	sc, _ := SelectScenarios("gzip,gzip-equal-bytes")
+	k := DefaultKnobs()
+	k.GzipCompLevel = 5 // the gzip scenario at the shipped level; the probe is independent of it
+	rep, err := Run(context.Background(), []Target{{Name: "A", Binary: nginx, Knobs: k}, {Name: "B", Binary: nginx, Knobs: k}}, 1,
+		Options{Scenarios: sc, Duration: time.Second, Rounds: 1, Warmup: -1, SyscallRequests: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz, eq := rep.Scenarios[0], rep.Scenarios[1]
+	if len(gz.GzipLevels) != 0 || len(eq.GzipLevels) != 2 {
+		t.Fatalf("gzip levels: gzip %+v, gzip-equal-bytes %+v", gz.GzipLevels, eq.GzipLevels)
+	}
+	t.Logf("Debian's nginx, body bytes at gzip_comp_level 1..9: %v", eq.GzipLevels[1].Sizes)
+	for i, g := range eq.GzipLevels {
+		if g.Target != []string{"A", "B"}[i] || g.Level != 1 || !g.Fits || g.Bound != g.Sizes[0] || g.Bytes != g.Sizes[0] {
+			t.Errorf("level choice %+v", g)
+		}
+		if len(g.Sizes) != 9 || g.Sizes[8] >= g.Sizes[0] || g.Sizes[4] >= g.Sizes[0] {
+			t.Errorf("%s: sizes at levels 1..9 %v, want level 5 and 9 smaller than level 1", g.Target, g.Sizes)
+		}
+		r := eq.Results[i]
+		if r.ContentEncoding != "gzip" || r.BodyBytes != g.Bytes || r.RequestsSec.Median <= 0 {
+			t.Errorf("%s as served: %q %d bytes (chosen %d), %v requests/s", r.Target, r.ContentEncoding, r.BodyBytes, g.Bytes, r.RequestsSec.Median)
+		}
+		// The gzip scenario at level 5 sends level 5's bytes: the probe saw the same.
+		if gz.Results[i].BodyBytes != g.Sizes[4] {
+			t.Errorf("%s: gzip scenario at level 5 sent %d bytes, the probe's level 5 %d", r.Target, gz.Results[i].BodyBytes, g.Sizes[4])
+		}
+		if c := eq.Syscalls[i]; c.Requests != 20 {
+			t.Errorf("%s: syscall pass %+v", r.Target, c)
+		}
+	}
+	var out strings.Builder
+	if err := rep.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"gzip-equal-bytes: each server at the lowest gzip_comp_level", fmt.Sprintf("gzip-equal-bytes: A gzip, %d bytes", eq.GzipLevels[0].Bytes)} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -88,6 +88,8 @@ type ScenarioReport struct {
 	Ratios      []Ratio  `json:"ratios"`
 	// Syscalls has one count per target (in Results' order) from the syscall pass.
 	Syscalls []SyscallCount `json:"syscalls,omitempty"`
+	// GzipLevels, for an EqualBytes scenario, is each target's level and the probe behind it.
+	GzipLevels []GzipLevelChoice `json:"gzip_levels,omitempty"`
 }
 
 // Result is one target's runs of one scenario and their summary.

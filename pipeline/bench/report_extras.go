@@ -34,6 +34,8 @@ func (r *Report) writeExtras(w io.Writer, md bool) error {
 		}
 	}
 
+	r.writeGzipLevels(w, md)
+
 	haveSys := false
 	for _, s := range r.Scenarios {
 		haveSys = haveSys || len(s.Syscalls) > 0
@@ -84,6 +86,35 @@ func (r *Report) writeExtras(w io.Writer, md bool) error {
 			[]string{"server", "workers", "peak RSS per worker MiB (max)", "each worker", "RSS now private / file / shared MiB", "master peak RSS MiB"}, rows)
 	}
 	return nil
+}
+
+// writeGzipLevels prints, for each EqualBytes scenario, every server's chosen level and its
+// bytes at every level.
+func (r *Report) writeGzipLevels(w io.Writer, md bool) {
+	for _, s := range r.Scenarios {
+		if len(s.GzipLevels) == 0 {
+			continue
+		}
+		head := []string{"server", "level", "bytes"}
+		for l := 1; l <= maxGzipLevel; l++ {
+			head = append(head, fmt.Sprintf("level %d", l))
+		}
+		var rows [][]string
+		for _, g := range s.GzipLevels {
+			level := fmt.Sprint(g.Level)
+			if !g.Fits {
+				level += " (none fits: fewest bytes)"
+			}
+			row := []string{g.Target, level, fmt.Sprint(g.Bytes)}
+			for _, n := range g.Sizes {
+				row = append(row, fmt.Sprint(n))
+			}
+			rows = append(rows, row)
+		}
+		intro := fmt.Sprintf("%s: each server at the lowest gzip_comp_level whose response is no larger than %s's at level %d, nginx's default (%d bytes); bytes of the body at every level, one request each before the rounds:",
+			s.Name, r.Baseline, referenceGzipLevel, s.GzipLevels[0].Bound)
+		writeRows(w, md, intro, head, rows)
+	}
 }
 
 func mib(kib int64) string {

@@ -178,6 +178,14 @@ func Run(ctx context.Context, targets []Target, baseline int, opts Options) (*Re
 		}
 		names[t.Name] = true
 	}
+	kept, dropped, err := likeForLikeOnly(targets, opts.Scenarios)
+	if err != nil {
+		return nil, err
+	}
+	opts.Scenarios = kept
+	for _, n := range dropped {
+		opts.note("%s: like for like only, left out of this out-of-box run", n)
+	}
 	r := &session{ctx: ctx, targets: targets, baseline: baseline, opts: opts, served: map[[2]int]servedAs{}}
 	defer r.close()
 	if err := r.prepare(); err != nil {
@@ -188,6 +196,9 @@ func Run(ctx context.Context, targets []Target, baseline int, opts Options) (*Re
 		if err := r.start(i, t); err != nil {
 			return nil, err
 		}
+	}
+	if err := r.chooseGzipLevels(); err != nil {
+		return nil, err
 	}
 	if err := r.warmUp(); err != nil {
 		return nil, err

@@ -30,6 +30,8 @@ type session struct {
 	servers []*server
 	served  map[[2]int]servedAs // [scenario, target] -> how an out-of-box server served it
 	rep     *Report
+	// gzipLevels is each server's level for the EqualBytes scenarios (chooseGzipLevels).
+	gzipLevels []GzipLevelChoice
 }
 
 // close stops every server started, then removes Run's temporary directory.
@@ -144,6 +146,9 @@ func (r *session) start(i int, t Target) error {
 	r.servers[i] = s
 	r.rep.Targets = append(r.rep.Targets, TargetInfo{Name: t.Name, Binary: info, Knobs: k, Profile: t.Profile})
 	for si, sc := range r.opts.Scenarios {
+		if sc.EqualBytes {
+			continue // checked once its level is chosen (chooseGzipLevels)
+		}
 		if t.Profile != nil {
 			// Out of the box, a server serves what its config says (Debian's does not
 			// gzip JSON): check the body and record how it was served.
@@ -310,6 +315,9 @@ func (r *session) scenarioReports(runs map[[2]int][]RunResult, syscalls map[[2]i
 	targets, baseline := r.targets, r.baseline
 	for si, sc := range r.opts.Scenarios {
 		sr := ScenarioReport{Name: sc.Name, Description: sc.Description, Connections: r.opts.connections(sc)}
+		if sc.EqualBytes {
+			sr.GzipLevels = r.gzipLevels
+		}
 		for ti, t := range targets {
 			res := summarize(t.Name, runs[[2]int{si, ti}])
 			if sv, ok := r.served[[2]int{si, ti}]; ok {

@@ -349,6 +349,14 @@ http {
     # Compress text on the fly. Level 5 gets most of level 9's ratio for a fraction of the
     # CPU; tiny responses are not worth it; Vary tells caches the response depends on
     # Accept-Encoding. text/html is always compressed when gzip is on.
+    # Level 5 for both gzip libraries (zlib; zlib-ng in the AWS-LC build), chosen by bytes on
+    # the wire, since one level number compresses differently in each: zlib-ng's level 5
+    # sends no more than zlib's level 5 on the benchmark's JSON (18280 against 18378 bytes a response,
+    # pipeline/bench/MEASUREMENTS.md), at 0.69 of Debian's CPU. Whether a lower zlib-ng
+    # level also stays within zlib's level 5 is not measured yet; `ci bench --tree TREE
+    # --variant-tree VARIANT --mode like-for-like --scenarios gzip,gzip-equal-bytes` prints
+    # every level's bytes for each build. A level per build would go where the AWS-LC build
+    # sets its session tickets (pipeline/plan/libraries.go, nginxConf).
     gzip              on;
     gzip_comp_level   5;
     gzip_min_length   256;
@@ -1039,6 +1047,14 @@ http {
     # Compress text on the fly. Level 5 gets most of level 9's ratio for a fraction of the
     # CPU; tiny responses are not worth it; Vary tells caches the response depends on
     # Accept-Encoding. text/html is always compressed when gzip is on.
+    # Level 5 for both gzip libraries (zlib; zlib-ng in the AWS-LC build), chosen by bytes on
+    # the wire, since one level number compresses differently in each: zlib-ng's level 5
+    # sends no more than zlib's level 5 on the benchmark's JSON (18280 against 18378 bytes a response,
+    # pipeline/bench/MEASUREMENTS.md), at 0.69 of Debian's CPU. Whether a lower zlib-ng
+    # level also stays within zlib's level 5 is not measured yet; `ci bench --tree TREE
+    # --variant-tree VARIANT --mode like-for-like --scenarios gzip,gzip-equal-bytes` prints
+    # every level's bytes for each build. A level per build would go where the AWS-LC build
+    # sets its session tickets (pipeline/plan/libraries.go, nginxConf).
     gzip              on;
     gzip_comp_level   5;
     gzip_min_length   256;
