@@ -69,8 +69,9 @@ var readmeComment = regexp.MustCompile(`\s{2,}#.*$`)
 // and the podman line of "Using the image", which must serve HTTPS. What it changes: the
 // README's /tmp paths (a directory of the test), the server's port (a free one), HOST (this
 // machine's Debian mirror, from its apt sources), sudo (the test runs as root), `go run` (the
-// command built once) and the build cache (XDG_CACHE_HOME, kept between runs under
-// /var/cache/nginx-forge so a second run does not compile again).
+// command built once) and the user cache (XDG_CACHE_HOME, under /var/cache/nginx-forge). As
+// root, ci build caches its stages in the machine's shared cache, the tests' own, so the
+// stack another test built is not compiled again.
 func TestReadmeOfflineWalk(t *testing.T) {
 	testenv.Root(t)
 	testenv.Tool(t, "podman", "podman")
@@ -125,8 +126,13 @@ func TestReadmeOfflineWalk(t *testing.T) {
 	t.Logf("the README's offline block as run:\n%s", script.String())
 	cmd := exec.Command("bash", "-c", script.String())
 	cmd.Dir = testenv.RepoRoot()
-	cache := "/var/cache/nginx-forge/readme-walk"
-	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+cache)
+	// XDG_CACHE_HOME keeps the user cache (ci's verified sources) out of root's home; Go's
+	// own build cache stays where it was.
+	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME=/var/cache/nginx-forge/readme-walk", "GOCACHE="+strings.TrimSpace(string(gocache)))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
