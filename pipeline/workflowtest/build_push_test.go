@@ -805,7 +805,9 @@ func TestBuildPushSmokeGateRemovedFails(t *testing.T) {
 	}
 	if !moved {
 		fail(t, r, "with merge's smoke check planted away, the scenario finds no aws-lc tag moved (problems: %q)", problems)
+		return
 	}
+	t.Logf("with merge's smoke check planted away, the scenario finds:\n%s", strings.Join(problems, "\n"))
 }
 
 // TestBuildPushCriticalCVEHoldsItsVariant: on a push to main, the stand-in database has a
