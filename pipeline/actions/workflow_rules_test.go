@@ -1110,16 +1110,67 @@ func problemsOf(name, text string) ([]string, error) {
 		out = append(out, gateAndSignProblems(w)...)
 		out = append(out, passRecordProblems(w)...)
 		out = append(out, variantProblems(w)...)
+		out = append(out, keylessSkipProblems(w)...)
 	case "update.yml":
 		out = append(out, updateProblems(w)...)
 	}
 	return out, nil
 }
 
+// keylessSkipRE matches the if: of a step that KEYLESS_SKIP_REASON skips.
+var keylessSkipRE = regexp.MustCompile(`^vars\.KEYLESS_SKIP_REASON\s*==\s*''$`)
+
+// needsOIDC: the step needs GitHub's OIDC token (keyless cosign, the attest actions), or
+// installs the cosign only those steps run.
+func needsOIDC(s *actionlint.Step) bool {
+	switch actionOf(s) {
+	case "sigstore/cosign-installer", "actions/attest-build-provenance", "actions/attest-sbom", "actions/attest":
+		return true
+	}
+	return cosignSignsRE.MatchString(runOf(s))
+}
+
+// keylessSkipProblems: the repository variable KEYLESS_SKIP_REASON (the workflow tier's, empty
+// on GitHub) skips exactly the steps that need the OIDC token, never another step or a whole
+// job, and a run that skips them says why (a step that runs only then and prints the reason).
+func keylessSkipProblems(w *actionlint.Workflow) []string {
+	var out []string
+	add := func(format string, a ...any) { out = append(out, "build.yml: "+fmt.Sprintf(format, a...)) }
+	says := 0
+	for id, j := range w.Jobs {
+		if j.If != nil && strings.Contains(j.If.Value, "KEYLESS_SKIP_REASON") {
+			add("job %s: its if: reads KEYLESS_SKIP_REASON, which may skip only the keyless steps", id)
+		}
+		for _, s := range j.Steps {
+			cond := ""
+			if s.If != nil {
+				cond = strings.TrimSpace(s.If.Value)
+			}
+			skipped := keylessSkipRE.MatchString(cond)
+			switch {
+			case needsOIDC(s) && !skipped:
+				add("job %s: step %q needs GitHub's OIDC token but KEYLESS_SKIP_REASON does not skip it (if: vars.KEYLESS_SKIP_REASON == '')", id, stepName(s))
+			case !needsOIDC(s) && skipped:
+				add("job %s: step %q does not need GitHub's OIDC token, yet KEYLESS_SKIP_REASON skips it: only the keyless steps may be skipped", id, stepName(s))
+			case !needsOIDC(s) && strings.Contains(cond, "KEYLESS_SKIP_REASON"):
+				if cond != "vars.KEYLESS_SKIP_REASON != ''" || !strings.Contains(runOf(s), "::warning::") || !strings.Contains(runOf(s), "$SKIP_REASON") || envOf(s)["skip_reason"] != "${{ vars.KEYLESS_SKIP_REASON }}" {
+					add("job %s: step %q reads KEYLESS_SKIP_REASON but is not the step that says why the keyless steps are skipped (if: vars.KEYLESS_SKIP_REASON != '', ::warning:: with $SKIP_REASON from env SKIP_REASON: ${{ vars.KEYLESS_SKIP_REASON }})", id, stepName(s))
+				} else {
+					says++
+				}
+			}
+		}
+	}
+	if says != 1 {
+		add("%d steps say why the keyless steps are skipped, want one: a run without OIDC must say why it published an unsigned index", says)
+	}
+	return out
+}
+
 // TestWorkflowRules: build.yml and update.yml break none of their own rules above
 // (TestWorkflowPermissions applies the permission rules to every workflow).
 func TestWorkflowRules(t *testing.T) {
-	for name, check := range map[string]func(*actionlint.Workflow) []string{"build.yml": buildProblems, "build.yml gate and signing": gateAndSignProblems, "build.yml pass records": passRecordProblems, "build.yml variants": variantProblems, "update.yml": updateProblems} {
+	for name, check := range map[string]func(*actionlint.Workflow) []string{"build.yml": buildProblems, "build.yml gate and signing": gateAndSignProblems, "build.yml pass records": passRecordProblems, "build.yml variants": variantProblems, "build.yml keyless skip": keylessSkipProblems, "update.yml": updateProblems} {
 		name, _, _ = strings.Cut(name, " ")
 		w, errs := actionlint.Parse([]byte(readWorkflow(t, name)))
 		if len(errs) > 0 {
@@ -1247,8 +1298,8 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"without --digest-only"},
 		// build.yml: attestation
 		{"build.yml", "provenance of another digest",
-			"      - name: Attest build provenance of the index\n        uses: actions/attest-build-provenance@a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32 # v4.1.0\n        with:\n          subject-name: ${{ steps.index.outputs.image }}\n          subject-digest: ${{ steps.index.outputs.digest }}",
-			"      - name: Attest build provenance of the index\n        uses: actions/attest-build-provenance@a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32 # v4.1.0\n        with:\n          subject-name: ${{ steps.index.outputs.image }}\n          subject-digest: ${{ steps.index.outputs.image }}",
+			"      - name: Attest build provenance of the index\n        if: vars.KEYLESS_SKIP_REASON == ''\n        uses: actions/attest-build-provenance@a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32 # v4.1.0\n        with:\n          subject-name: ${{ steps.index.outputs.image }}\n          subject-digest: ${{ steps.index.outputs.digest }}",
+			"      - name: Attest build provenance of the index\n        if: vars.KEYLESS_SKIP_REASON == ''\n        uses: actions/attest-build-provenance@a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32 # v4.1.0\n        with:\n          subject-name: ${{ steps.index.outputs.image }}\n          subject-digest: ${{ steps.index.outputs.image }}",
 			"attests the step output image, not the pushed digest"},
 		{"build.yml", "attested index not the file ci manifest's output went to",
 			"          name: index-${{ matrix.variant }}\n          path: ${{ runner.temp }}/published/index\n",
@@ -1272,7 +1323,7 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"          subject-digest: ${{ steps.index.outputs.digest }}\n          push-to-registry: false\n      - name: Attest the linux/amd64 SBOM",
 			"actions/attest-build-provenance does not push the attestation"},
 		{"build.yml", "one SBOM only",
-			"      - name: Attest the linux/arm64 SBOM\n        uses: actions/attest@59d89421af93a897026c735860bf21b6eb4f7b26 # v4.1.0\n        with:\n          subject-name: ${{ steps.index.outputs.image }}\n          subject-digest: ${{ steps.index.outputs.digest }}\n          sbom-path: ${{ runner.temp }}/sboms/sbom-${{ matrix.variant }}-arm64/arm64.spdx.json\n          push-to-registry: true\n",
+			"      - name: Attest the linux/arm64 SBOM\n        if: vars.KEYLESS_SKIP_REASON == ''\n        uses: actions/attest@59d89421af93a897026c735860bf21b6eb4f7b26 # v4.1.0\n        with:\n          subject-name: ${{ steps.index.outputs.image }}\n          subject-digest: ${{ steps.index.outputs.digest }}\n          sbom-path: ${{ runner.temp }}/sboms/sbom-${{ matrix.variant }}-arm64/arm64.spdx.json\n          push-to-registry: true\n",
 			"",
 			"attests 1 SBOMs, want one per pushed architecture (2)"},
 		{"build.yml", "one variant attested only",
@@ -1302,8 +1353,8 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"      packages: write # push the index and move the tags\n      artifact-metadata: write # records\n",
 			"job merge has artifact-metadata: write but attests nothing"},
 		{"build.yml", "deprecated attest-sbom (issue 36)",
-			"      - name: Attest the linux/amd64 SBOM\n        uses: actions/attest@59d89421af93a897026c735860bf21b6eb4f7b26 # v4.1.0\n",
-			"      - name: Attest the linux/amd64 SBOM\n        uses: actions/attest-sbom@c604332985a26aa8cf1bdc465b92731239ec6b9e # v4.1.0\n",
+			"      - name: Attest the linux/amd64 SBOM\n        if: vars.KEYLESS_SKIP_REASON == ''\n        uses: actions/attest@59d89421af93a897026c735860bf21b6eb4f7b26 # v4.1.0\n",
+			"      - name: Attest the linux/amd64 SBOM\n        if: vars.KEYLESS_SKIP_REASON == ''\n        uses: actions/attest-sbom@c604332985a26aa8cf1bdc465b92731239ec6b9e # v4.1.0\n",
 			"uses actions/attest-sbom, deprecated"},
 		{"build.yml", "attest job without attestations: write",
 			"      attestations: write # store the attestations in the repository's attestation store\n", "",
@@ -1393,12 +1444,24 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"          IMAGE: ${{ steps.index.outputs.image }}\n          DIGEST: ${{ steps.index.outputs.index }}\n          VARIANT: ${{ matrix.variant }}\n        run: |\n          # By digest",
 			`DIGEST is "${{ steps.index.outputs.index }}"`},
 		{"build.yml", "cosign not from the pinned installer",
-			"      - name: Install cosign\n        uses: sigstore/cosign-installer@6f9f17788090df1f26f669e9d70d6ae9567deba6 # v4.1.2\n        with:\n          cosign-release: v3.0.6\n", "",
+			"      - name: Install cosign\n        if: vars.KEYLESS_SKIP_REASON == ''\n        uses: sigstore/cosign-installer@6f9f17788090df1f26f669e9d70d6ae9567deba6 # v4.1.2\n        with:\n          cosign-release: v3.0.6\n", "",
 			"signs without installing cosign"},
 		{"build.yml", "signing in the scan job",
 			"    permissions:\n      contents: read\n    steps:\n      - uses: actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2\n        with:\n          persist-credentials: false\n          sparse-checkout",
 			"    permissions:\n      contents: read\n      id-token: write # sign\n    steps:\n      - uses: actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2\n        with:\n          persist-credentials: false\n          sparse-checkout",
 			"job scan has id-token or attestations: write but attests nothing"},
+		{"build.yml", "keyless skip skips more",
+			"      - name: Check each SBOM describes its pushed digest\n        env:",
+			"      - name: Check each SBOM describes its pushed digest\n        if: vars.KEYLESS_SKIP_REASON == ''\n        env:",
+			"does not need GitHub's OIDC token, yet KEYLESS_SKIP_REASON skips it"},
+		{"build.yml", "keyless step not skippable",
+			"      - name: Attest the linux/arm64 SBOM\n        if: vars.KEYLESS_SKIP_REASON == ''\n",
+			"      - name: Attest the linux/arm64 SBOM\n",
+			"needs GitHub's OIDC token but KEYLESS_SKIP_REASON does not skip it"},
+		{"build.yml", "keyless skip silent",
+			"          echo \"::warning::$VARIANT: the index is published unsigned",
+			"          echo \"$VARIANT: the index is published unsigned",
+			"0 steps say why the keyless steps are skipped"},
 		{"build.yml", "write-all",
 			"    permissions:\n      contents: read # as GitHub's documented set for attesting images; nothing here checks out\n      id-token: write # mint the OIDC token that Sigstore certifies the signatures with (cosign, attest actions)\n      attestations: write # store the attestations in the repository's attestation store\n      packages: write # push the signature and attestations to ghcr.io next to the index (push-to-registry)\n      artifact-metadata: write # the storage record the attest actions create for a pushed attestation (create-storage-record)\n",
 			"    permissions: write-all\n",

@@ -121,6 +121,9 @@ func TestMain(m *testing.M) {
 	gitEnv = append(gitEnv, "GIT_CONFIG_GLOBAL="+globalGitConfig)
 	code := m.Run()
 	os.Remove(globalGitConfig)
+	if grypeTools.dir != "" {
+		os.RemoveAll(grypeTools.dir)
+	}
 	os.Exit(code)
 }
 

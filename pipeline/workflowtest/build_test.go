@@ -32,8 +32,9 @@ import (
 //     --runtime-image; empty on GitHub);
 //   - ghcr.io: a registry process of the test's own on loopback (repository variable
 //     REGISTRY), so that what it holds afterwards is this run's doing;
-//   - the arm64 runner: none here, and arm64 builds need an arm64 machine or emulation:
-//     act runs the amd64 legs only (--matrix arch:amd64), and the test says so.
+//   - the arm64 runner: none here; the pull request scenarios run the amd64 legs only (act
+//     --matrix arch:amd64), and the test says so (the push scenarios, build_push_test.go,
+//     run the arm64 legs on this machine under emulation).
 
 // buildRunTimeout bounds one act run of build.yml: the test job (vet and the fast tier), then
 // the stack built and smoke-tested in the engine per variant (minutes each when cold).
@@ -165,13 +166,32 @@ type buildFixture struct {
 
 func newBuildFixture(t *testing.T, edit func(string) string) *buildFixture {
 	t.Helper()
+	return newBuildFixtureWith(t, buildFixtureOptions{Edit: edit})
+}
+
+// buildFixtureOptions: what a scenario changes in the fixture.
+type buildFixtureOptions struct {
+	// Edit rewrites the copy of build.yml that act runs.
+	Edit func(string) string
+	// Prepare changes the fixture's files before they are committed.
+	Prepare func(repo string)
+	// Registry configures the registry that stands in for ghcr.io.
+	Registry []registrytest.Option
+}
+
+func newBuildFixtureWith(t *testing.T, o buildFixtureOptions) *buildFixture {
+	t.Helper()
+	edit := o.Edit
 	lab := needDaggerLab(t)
 	testenv.SharedUpstream(t) // the AWS-LC variant's archives, laid into the mirror by .ci/fetch-sources
-	f := &buildFixture{Lab: lab, Mirror: testenv.Mirror(t), Registry: registrytest.Start(t)}
+	f := &buildFixture{Lab: lab, Mirror: testenv.Mirror(t), Registry: registrytest.Start(t, o.Registry...)}
 	root := testenv.RepoRoot()
 	dir := t.TempDir()
 	f.Repo = filepath.Join(dir, "repo")
 	copyTracked(t, root, f.Repo)
+	if o.Prepare != nil {
+		o.Prepare(f.Repo)
+	}
 	// act v0.2.89 validates a workflow against its own schema before it runs any of it, and
 	// that schema predates the permission artifact-metadata (GitHub's and actionlint's know
 	// it): with it, act refuses the whole of build.yml. act runs a copy outside the checkout
