@@ -59,20 +59,7 @@ func TestBuildHeartbeatNamesTheRunningStep(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("no download was asked for in 30 s")
 			}
-			if quiet {
-				select {
-				case tick <- t0.Add(15 * time.Second):
-					t.Error("with -q, the heartbeat is still listening for its ticker")
-				default:
-				}
-			} else {
-				// Each send returns once the heartbeat took the tick, and it takes the next
-				// only after printing for the one before: the third send makes sure of the
-				// first two lines (the third may come after the step ended, and say nothing).
-				tick <- t0.Add(15 * time.Second)
-				tick <- t0.Add(90 * time.Second)
-				tick <- t0.Add(105 * time.Second)
-			}
+			tickHeartbeat(t, tick, t0, quiet)
 			close(release)
 			var code int
 			select {
@@ -103,4 +90,24 @@ func TestBuildHeartbeatNamesTheRunningStep(t *testing.T) {
 			}
 		})
 	}
+}
+
+// tickHeartbeat drives the injected heartbeat ticker while a step runs: with -q nothing may
+// be listening; otherwise ticks at 15 s, 90 s and 105 s after t0. Each send returns once the
+// heartbeat took the tick, and it takes the next only after printing for the one before: the
+// third send makes sure of the first two lines (the third may come after the step ended, and
+// say nothing).
+func tickHeartbeat(t *testing.T, tick chan<- time.Time, t0 time.Time, quiet bool) {
+	t.Helper()
+	if quiet {
+		select {
+		case tick <- t0.Add(15 * time.Second):
+			t.Error("with -q, the heartbeat is still listening for its ticker")
+		default:
+		}
+		return
+	}
+	tick <- t0.Add(15 * time.Second)
+	tick <- t0.Add(90 * time.Second)
+	tick <- t0.Add(105 * time.Second)
 }
