@@ -59,19 +59,40 @@ func parseProcStat(pid int, b []byte) (procStat, error) {
 	return st, nil
 }
 
+// cpuTimes is CPU time split by where it was spent: User in the process's own code and
+// libraries (nginx, its TLS library, zlib, glibc), System in the kernel on its behalf (system
+// calls, the TCP stack, page faults). The split says whether a scenario's cost is one a build
+// can move (user) or one only fewer or cheaper system calls can (system).
+type cpuTimes struct {
+	User, System time.Duration
+}
+
+// Total is user plus system time.
+func (c cpuTimes) Total() time.Duration { return c.User + c.System }
+
+// Sub is c - o, field by field.
+func (c cpuTimes) Sub(o cpuTimes) cpuTimes {
+	return cpuTimes{User: c.User - o.User, System: c.System - o.System}
+}
+
+func (c *cpuTimes) add(st procStat) {
+	c.User += st.User + st.ChildUser
+	c.System += st.System + st.ChildSystem
+}
+
 // treeCPU is the CPU time used so far by pid and all its live descendants, plus the children
 // they have reaped. For nginx: the master, its workers and cache processes; a worker that
 // exited and was reaped by the master still counts, through the master's child times.
-func treeCPU(pid int) (time.Duration, error) {
+func treeCPU(pid int) (cpuTimes, error) {
 	root, err := readProcStat(pid)
 	if err != nil {
-		return 0, err
+		return cpuTimes{}, err
 	}
 	// Build the parent -> children map from every process once: /proc/<pid>/task/*/children
 	// needs CONFIG_PROC_CHILDREN, the scan works everywhere.
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, fmt.Errorf("listing /proc: %w", err)
+		return cpuTimes{}, fmt.Errorf("listing /proc: %w", err)
 	}
 	kids := map[int][]procStat{}
 	for _, e := range entries {
@@ -85,13 +106,14 @@ func treeCPU(pid int) (time.Duration, error) {
 		}
 		kids[st.PPID] = append(kids[st.PPID], st)
 	}
-	total := root.User + root.System + root.ChildUser + root.ChildSystem
+	var total cpuTimes
+	total.add(root)
 	queue := []int{pid}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
 		for _, k := range kids[p] {
-			total += k.User + k.System + k.ChildUser + k.ChildSystem
+			total.add(k)
 			queue = append(queue, k.PID)
 		}
 	}

@@ -42,8 +42,31 @@ func burnUntil(total time.Duration) {
 	_ = x
 }
 
+// burnKernelUntil spends CPU in the kernel until this process has used total system time:
+// reading /dev/zero into a large buffer is almost all kernel work (clearing and copying pages).
+func burnKernelUntil(total time.Duration) {
+	f, err := os.Open("/dev/zero")
+	if err != nil {
+		os.Exit(6)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		if time.Duration(ru.Stime.Nano()) >= total {
+			return
+		}
+		for range 16 {
+			_, _ = f.Read(buf)
+		}
+	}
+}
+
 // burnMain implements the helper roles:
 //
+//	"kernel:MS"     burn MS ms of system time (burnKernelUntil), print "done", sleep until
+//	                stdin closes
 //	"leaf:MS:stay"  burn until the process used MS ms of CPU, then sleep until stdin closes
 //	"leaf:MS:exit"  burn until MS ms, then exit
 //	"tree"          wait for "go" on stdin, start a staying leaf of 300 ms and an exiting leaf of
@@ -52,6 +75,12 @@ func burnUntil(total time.Duration) {
 func burnMain(spec string) {
 	var ms int
 	var mode string
+	if n, _ := fmt.Sscanf(spec, "kernel:%d", &ms); n == 1 {
+		burnKernelUntil(time.Duration(ms) * time.Millisecond)
+		fmt.Println("done")
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		return
+	}
 	if n, _ := fmt.Sscanf(spec, "leaf:%d:%s", &ms, &mode); n == 2 {
 		burnUntil(time.Duration(ms) * time.Millisecond)
 		if mode == "stay" {
@@ -123,7 +152,7 @@ func TestTreeCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := before - idle0; d > 20*time.Millisecond {
+	if d := before.Sub(idle0).Total(); d > 20*time.Millisecond {
 		t.Errorf("an idle process used %v of CPU in 300ms", d)
 	}
 
@@ -136,13 +165,58 @@ func TestTreeCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := after - before
+	got := after.Sub(before).Total()
 	// 400 + 300 + 200 ms burnt; each process's /proc figures are truncated to whole ticks
 	// (10 ms) for user and system, and starting two Go programs costs a little.
 	const want = 900 * time.Millisecond
 	t.Logf("measured %v of CPU for %v burnt, in %v of wall time", got, want, time.Since(start))
 	if got < want-6*clockTick() || got > want+150*time.Millisecond {
 		t.Errorf("TreeCPU delta = %v, want about %v", got, want)
+	}
+}
+
+// TestTreeCPUSplitsUserAndSystem runs one process that burns CPU in its own code and one
+// that burns it in the kernel: treeCPU must put each where it was spent (the bench's "in the
+// kernel" column), within a tolerance for the other side's small overhead (the burners'
+// getrusage calls, the Go runtime).
+func TestTreeCPUSplitsUserAndSystem(t *testing.T) {
+	for _, tc := range []struct {
+		spec       string
+		wantKernel bool
+	}{{"leaf:300:stay", false}, {"kernel:300", true}} {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), burnEnv+"="+tc.spec)
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// The user burner prints nothing: wait until it has burnt its 300 ms.
+		var got cpuTimes
+		for range 3000 {
+			if got, err = treeCPU(cmd.Process.Pid); err != nil {
+				t.Fatal(err)
+			}
+			if got.Total() >= 290*time.Millisecond {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		stdin.Close()
+		_ = cmd.Wait()
+		share := float64(got.System) / float64(got.Total())
+		t.Logf("%s: user %v, system %v (%.0f%% in the kernel)", tc.spec, got.User, got.System, 100*share)
+		if got.Total() < 290*time.Millisecond {
+			t.Errorf("%s: only %v of CPU seen", tc.spec, got.Total())
+		}
+		if tc.wantKernel && share < 0.7 {
+			t.Errorf("%s: %.0f%% of its CPU in the kernel, want at least 70%%", tc.spec, 100*share)
+		}
+		if !tc.wantKernel && share > 0.3 {
+			t.Errorf("%s: %.0f%% of its CPU in the kernel, want at most 30%%", tc.spec, 100*share)
+		}
 	}
 }
 

@@ -102,6 +102,10 @@ type Result struct {
 	P50           Stat `json:"p50_ms"`
 	P99           Stat `json:"p99_ms"`
 	CPUPerRequest Stat `json:"cpu_us_per_request"`
+	// SystemPerRequest is the part of CPUPerRequest spent in the kernel (system time), in
+	// microseconds, and SystemShare that part as a fraction of the server's CPU per run.
+	SystemPerRequest Stat `json:"system_cpu_us_per_request"`
+	SystemShare      Stat `json:"system_share"`
 	// ContentEncoding and BodyBytes say how the server served the scenario's response: for
 	// every scenario out of the box (a config may not compress what another does), and for the
 	// scenarios that ask for compression in both modes (bytes on the wire per response).
@@ -115,8 +119,10 @@ type RunResult struct {
 	// Order is the position of this run within its round and scenario (1 = first).
 	Order int `json:"order"`
 	WrkResult
-	ServerCPU     time.Duration `json:"server_cpu_ns"`
-	CPUPerRequest time.Duration `json:"cpu_per_request_ns"`
+	ServerCPU time.Duration `json:"server_cpu_ns"`
+	// ServerSystemCPU is the part of ServerCPU spent in the kernel.
+	ServerSystemCPU time.Duration `json:"server_system_cpu_ns"`
+	CPUPerRequest   time.Duration `json:"cpu_per_request_ns"`
 	// WorkerPeakRSS is the largest VmHWM among the workers after this run, in KiB (VmHWM
 	// is a peak since start, so it only grows from run to run).
 	WorkerPeakRSS int64 `json:"worker_peak_rss_kib,omitempty"`
@@ -160,14 +166,21 @@ func newStat(v []float64) Stat {
 func (s Stat) Contains(x float64) bool { return s.Min <= x && x <= s.Max }
 
 func summarize(target string, runs []RunResult) Result {
-	var rps, p50, p99, cpu []float64
+	var rps, p50, p99, cpu, sys, share []float64
 	for _, r := range runs {
 		rps = append(rps, r.RequestsSec)
 		p50 = append(p50, ms(r.P50))
 		p99 = append(p99, ms(r.P99))
 		cpu = append(cpu, float64(r.CPUPerRequest)/float64(time.Microsecond))
+		if r.Requests > 0 {
+			sys = append(sys, float64(r.ServerSystemCPU)/float64(r.Requests)/float64(time.Microsecond))
+		}
+		if r.ServerCPU > 0 {
+			share = append(share, float64(r.ServerSystemCPU)/float64(r.ServerCPU))
+		}
 	}
-	return Result{Target: target, Runs: runs, RequestsSec: newStat(rps), P50: newStat(p50), P99: newStat(p99), CPUPerRequest: newStat(cpu)}
+	return Result{Target: target, Runs: runs, RequestsSec: newStat(rps), P50: newStat(p50), P99: newStat(p99), CPUPerRequest: newStat(cpu),
+		SystemPerRequest: newStat(sys), SystemShare: newStat(share)}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

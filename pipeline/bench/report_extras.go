@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // writeExtras prints what the report has beyond the timed figures: how each server served
@@ -35,6 +36,7 @@ func (r *Report) writeExtras(w io.Writer, md bool) error {
 	}
 
 	r.writeGzipLevels(w, md)
+	r.writeKernelSplit(w, md)
 
 	haveSys := false
 	for _, s := range r.Scenarios {
@@ -86,6 +88,33 @@ func (r *Report) writeExtras(w io.Writer, md bool) error {
 			[]string{"server", "workers", "peak RSS per worker MiB (max)", "each worker", "RSS now private / file / shared MiB", "master peak RSS MiB"}, rows)
 	}
 	return nil
+}
+
+// writeKernelSplit prints, per scenario and server, how the server's CPU per request divides
+// between its own code (user) and the kernel (system): a build (compiler flags, PGO, the TLS
+// library) can only move the user part.
+func (r *Report) writeKernelSplit(w io.Writer, md bool) {
+	var rows [][]string
+	for _, s := range r.Scenarios {
+		for _, res := range s.Results {
+			if res.SystemShare.N == 0 {
+				continue
+			}
+			var user []float64
+			for _, run := range res.Runs {
+				if run.Requests > 0 {
+					user = append(user, float64(run.ServerCPU-run.ServerSystemCPU)/float64(run.Requests)/float64(time.Microsecond))
+				}
+			}
+			rows = append(rows, []string{s.Name, res.Target, fmtStat(res.CPUPerRequest), fmtStat(newStat(user)),
+				fmtStat(res.SystemPerRequest), fmt.Sprintf("%.0f%% (%.0f..%.0f)", 100*res.SystemShare.Median, 100*res.SystemShare.Min, 100*res.SystemShare.Max)})
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	writeRows(w, md, "Where the server's CPU per request goes (from /proc/PID/stat of master and workers over the timed rounds; user is the server's own code and libraries, system the kernel on its behalf):",
+		[]string{"scenario", "server", "CPU µs/request", "user µs", "system µs", "in the kernel"}, rows)
 }
 
 // writeGzipLevels prints, for each EqualBytes scenario, every server's chosen level and its

@@ -212,8 +212,8 @@ func (r *session) wrkRun(si, ti int, d time.Duration) (RunResult, error) {
 		return RunResult{}, fmt.Errorf("target %s, scenario %s: %d non-2xx/3xx responses and %d socket errors in %d requests:\n%s\n%s",
 			s.Name, sc.Name, res.Non2xx3xx, res.Errors(), res.Requests, out, s.ErrorLog())
 	}
-	cpu := after - before
-	rr := RunResult{WrkResult: res, ServerCPU: cpu, CPUPerRequest: cpu / time.Duration(res.Requests)}
+	cpu := after.Sub(before)
+	rr := RunResult{WrkResult: res, ServerCPU: cpu.Total(), ServerSystemCPU: cpu.System, CPUPerRequest: cpu.Total() / time.Duration(res.Requests)}
 	if m, err := readServerMemory(s.PID()); err == nil {
 		rr.WorkerPeakRSS = m.MaxWorkerPeakRSS
 	}
