@@ -37,12 +37,12 @@ NGINX_FORGE_EOF
 
 FROM builder AS pgo-profile
 ARG CPU
-COPY pipeline/lock/profiles/linux-amd64-0e64a7d4503b3032faae8cf7860048b0f0532a40ecf5cf6a15a3ebcbf39d80a4.tar.gz /src/linux-amd64-0e64a7d4503b3032faae8cf7860048b0f0532a40ecf5cf6a15a3ebcbf39d80a4.tar.gz
-RUN echo '7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a  /src/linux-amd64-0e64a7d4503b3032faae8cf7860048b0f0532a40ecf5cf6a15a3ebcbf39d80a4.tar.gz' | sha256sum -c -
+COPY pipeline/lock/profiles/linux-amd64-c14a1b085c44e339d7f47cd1b524b250dc7c71e2ebf262e5b89a423ff5138144.tar.gz /src/linux-amd64-c14a1b085c44e339d7f47cd1b524b250dc7c71e2ebf262e5b89a423ff5138144.tar.gz
+RUN echo '7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a  /src/linux-amd64-c14a1b085c44e339d7f47cd1b524b250dc7c71e2ebf262e5b89a423ff5138144.tar.gz' | sha256sum -c -
 ENV SOURCE_DATE_EPOCH="1723593600" \
     TZ="UTC" \
     LC_ALL="C" \
-    SRC="/src/linux-amd64-0e64a7d4503b3032faae8cf7860048b0f0532a40ecf5cf6a15a3ebcbf39d80a4.tar.gz" \
+    SRC="/src/linux-amd64-c14a1b085c44e339d7f47cd1b524b250dc7c71e2ebf262e5b89a423ff5138144.tar.gz" \
     WORK="/work" \
     OUT="/out/pgo-profile"
 WORKDIR /out/pgo-profile
@@ -396,13 +396,12 @@ http {
     # CPU; tiny responses are not worth it; Vary tells caches the response depends on
     # Accept-Encoding. text/html is always compressed when gzip is on.
     # Level 5 for both gzip libraries (zlib; zlib-ng in the AWS-LC build), chosen by bytes on
-    # the wire, since one level number compresses differently in each: zlib-ng's level 5
-    # sends no more than zlib's level 5 on the benchmark's JSON (18280 against 18378 bytes a response,
-    # pipeline/bench/MEASUREMENTS.md), at 0.69 of Debian's CPU. Whether a lower zlib-ng
-    # level also stays within zlib's level 5 is not measured yet; `ci bench --tree TREE
-    # --variant-tree VARIANT --mode like-for-like --scenarios gzip,gzip-equal-bytes` prints
-    # every level's bytes for each build. A level per build would go where the AWS-LC build
-    # sets its session tickets (pipeline/plan/libraries.go, nginxConf).
+    # the wire, since one level number compresses differently in each. On the benchmark's
+    # JSON (body bytes, levels 1 to 9: pipeline/bench/MEASUREMENTS.md, "gzip at equal bytes")
+    # zlib's level 5 sends 18114; zlib-ng's level 5 sends 18016 and its level 4 18580, so 5
+    # is zlib-ng's lowest level that sends no more than zlib's 5, and the AWS-LC build keeps
+    # it (at about 0.7 of Debian's CPU). `ci bench --tree TREE --variant-tree VARIANT --mode
+    # like-for-like --scenarios gzip,gzip-equal-bytes` measures it again for a new library.
     gzip              on;
     gzip_comp_level   5;
     gzip_min_length   256;

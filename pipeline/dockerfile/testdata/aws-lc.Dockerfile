@@ -334,13 +334,12 @@ http {
     # CPU; tiny responses are not worth it; Vary tells caches the response depends on
     # Accept-Encoding. text/html is always compressed when gzip is on.
     # Level 5 for both gzip libraries (zlib; zlib-ng in the AWS-LC build), chosen by bytes on
-    # the wire, since one level number compresses differently in each: zlib-ng's level 5
-    # sends no more than zlib's level 5 on the benchmark's JSON (18280 against 18378 bytes a response,
-    # pipeline/bench/MEASUREMENTS.md), at 0.69 of Debian's CPU. Whether a lower zlib-ng
-    # level also stays within zlib's level 5 is not measured yet; `ci bench --tree TREE
-    # --variant-tree VARIANT --mode like-for-like --scenarios gzip,gzip-equal-bytes` prints
-    # every level's bytes for each build. A level per build would go where the AWS-LC build
-    # sets its session tickets (pipeline/plan/libraries.go, nginxConf).
+    # the wire, since one level number compresses differently in each. On the benchmark's
+    # JSON (body bytes, levels 1 to 9: pipeline/bench/MEASUREMENTS.md, "gzip at equal bytes")
+    # zlib's level 5 sends 18114; zlib-ng's level 5 sends 18016 and its level 4 18580, so 5
+    # is zlib-ng's lowest level that sends no more than zlib's 5, and the AWS-LC build keeps
+    # it (at about 0.7 of Debian's CPU). `ci bench --tree TREE --variant-tree VARIANT --mode
+    # like-for-like --scenarios gzip,gzip-equal-bytes` measures it again for a new library.
     gzip              on;
     gzip_comp_level   5;
     gzip_min_length   256;
