@@ -5,11 +5,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/registrytest"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
@@ -63,4 +66,90 @@ func TestDaggerAWSLCVariant(t *testing.T) {
 		t.Errorf("ci smoke --image %s: exit %d\n%s%s", first, code, sout.String(), serr.String())
 	}
 	t.Logf("ci smoke --image %s:\n%s", first, sout.String())
+}
+
+// TestDaggerAWSLCVariantPGO is the AWS-LC variant's pgo build on a real Dagger engine, as the
+// update workflow records a profile and a person then builds with it: `ci pgo-profile --tls
+// aws-lc --zlib zlib-ng --in-repo --write` on the engine (zlib-ng, PCRE2, AWS-LC and nginx
+// instrumented and trained in containers) into a copy of the variant's test lock, then
+// `ci build --tls aws-lc --zlib zlib-ng --optimize pgo --push` twice: both from the recorded
+// profile alone (no training in the build), one digest, every smoke check passed in the
+// engine with none skipped, and `ci smoke --image DIGEST` under runc. Skips, saying why,
+// without an engine, and unless NGINX_FORGE_PGO_TEST asks for the training's minutes.
+func TestDaggerAWSLCVariantPGO(t *testing.T) {
+	needDaggerEngine(t)
+	needPGOTest(t, "it trains the AWS-LC variant on the Dagger engine and builds it with PGO twice")
+	testenv.SharedUpstream(t)
+	mirror := testenv.Mirror(t)
+	needHostSmoke(t)
+	reg := registrytest.Start(t)
+	base, err := basetestPushDockerTyped(t, reg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	lockFile := filepath.Join(work, "aws-lc.lock.json")
+	b, err := os.ReadFile(testenv.AWSLCTestLockPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lockFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Minute)
+	defer cancel()
+	variant := []string{"--tls", "aws-lc", "--zlib", "zlib-ng", "--lock", lockFile, "--mirror", mirror}
+
+	start := time.Now()
+	args := append(append([]string{"pgo-profile"}, variant...), "--dir", filepath.Join(work, "pgo"), "--in-repo", "--write")
+	var stdout, stderr bytes.Buffer
+	if code := run(ctx, args, &stdout, &stderr); code != 0 {
+		t.Fatalf("ci %s: exit %d\n%s", strings.Join(args, " "), code, stderr.String())
+	}
+	t.Logf("pgo-profile on the engine: %s\n%s", time.Since(start).Round(time.Second), stderr.String())
+	l, err := lock.Load(lockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Profiles) != 1 || l.Profiles[0].Platform != "linux/amd64" {
+		t.Fatalf("the variant lock records %+v, want one linux/amd64 profile", l.Profiles)
+	}
+	dirs := profileDirs(t, filepath.Join(work, filepath.FromSlash(l.Profiles[0].URL)))
+	for _, c := range []string{"zlib_ng", "pcre2", "aws_lc", "nginx"} {
+		if dirs[c] == 0 {
+			t.Errorf("the profile recorded on the engine has no counters for %s (has %v)", c, dirs)
+		}
+	}
+
+	repo := reg.Host + "/nginx-forge/variant-pgo"
+	var digests []string
+	for i := range 2 {
+		start := time.Now()
+		args := append(append([]string{"build"}, variant...), "--optimize", "pgo", "--runtime-image", base, "--push", "--image", repo, "-v")
+		var stdout, stderr bytes.Buffer
+		if code := run(ctx, args, &stdout, &stderr); code != 0 {
+			t.Fatalf("ci %s: exit %d\n%s", strings.Join(args, " "), code, stderr.String())
+		}
+		out := stdout.String() + stderr.String()
+		digests = append(digests, digestRef(t, out))
+		t.Logf("variant pgo build %d on the engine: %s in %s; log:\n%s", i+1, digests[i], time.Since(start).Round(time.Second), stderr.String())
+		if strings.Contains(out, "pgo-train") || strings.Contains(out, "not reproducible") {
+			t.Errorf("variant pgo build %d trained for itself instead of using the recorded profile", i+1)
+		}
+		m := smokeCounts.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("variant pgo build %d: no smoke count in the log", i+1)
+		}
+		if pass, _ := strconv.Atoi(m[1]); pass != len(smoke.Checks()) || m[2] != "0" || m[3] != "0" {
+			t.Errorf("variant pgo build %d: smoke in the engine %s passed, %s failed, %s skipped; want all %d passed", i+1, m[1], m[2], m[3], len(smoke.Checks()))
+		}
+	}
+	if digests[0] != digests[1] {
+		t.Errorf("two variant pgo builds from one lock and recorded profile pushed %s and %s: not reproducible", digests[0], digests[1])
+	}
+	var sout, serr bytes.Buffer
+	if code := run(ctx, []string{"smoke", "--image", digests[0]}, &sout, &serr); code != 0 {
+		t.Errorf("ci smoke --image %s: exit %d\n%s%s", digests[0], code, sout.String(), serr.String())
+	}
+	t.Logf("ci smoke --image %s:\n%s", digests[0], sout.String())
 }
