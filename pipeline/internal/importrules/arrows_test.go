@@ -71,8 +71,12 @@ var newPackageArrows = map[string]string{
 }
 
 // keptArrows are the arrows that are neither among the 40 nor a new package's, each with why
-// it stays. ci names each flag's vocabulary from the package that owns it rather than through
-// re-exports in pipeline/forge (commandImports says so), which is most of them.
+// it stays; they are why the graph is over the acceptance line's budget. ci names each
+// flag's vocabulary from the package that owns it (commandImports says so), which is most of
+// them. At 68617f3 pipeline/forge re-exported some of those names (forge.OptimizeModes,
+// DefaultOptimize, DefaultMaxSourceSize: plan's and source's, by another name), so ci
+// imported fewer packages; putting such re-exports back would lower the count without
+// changing what ci depends on.
 var keptArrows = map[string]string{
 	"ci -> pipeline/engine":              "the one engine chooser (ci/engine.go) returns engine.Engine for build, smoke and pgo-profile",
 	"ci -> pipeline/image":               "flag vocabulary: --runtime-image/--image spellings, --registry-timeout's default, the tag and revision rules of ci tags and ci manifest; ci base's --output writer",
@@ -169,8 +173,12 @@ func TestImportArrows(t *testing.T) {
 	if len(arrows) < arrowsBefore/2 {
 		t.Fatalf("only %d arrows: is go list reading the module?", len(arrows))
 	}
-	t.Logf("%d import arrows (budget %d = %d before + %d for new packages; allowed %d):\n  %s",
-		len(arrows), arrowBudget(), arrowsBefore, len(newPackageArrows), arrowsAllowed(), strings.Join(arrows, "\n  "))
+	over := ""
+	if n := len(arrows) - arrowBudget(); n > 0 {
+		over = fmt.Sprintf(", %d over the budget: keptArrows says why each of its arrows stays", n)
+	}
+	t.Logf("%d import arrows (budget %d = %d before + %d for new packages; allowed %d%s):\n  %s",
+		len(arrows), arrowBudget(), arrowsBefore, len(newPackageArrows), arrowsAllowed(), over, strings.Join(arrows, "\n  "))
 	for _, v := range arrowViolations(arrows) {
 		t.Error(v)
 	}
