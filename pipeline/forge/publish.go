@@ -3,6 +3,7 @@ package forge
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -198,11 +199,32 @@ func (b *build) attestations(ts []*target) ([][]byte, sign.Build, error) {
 		sboms = append(sboms, t.sbom)
 		build.Platforms = append(build.Platforms, sign.PlatformBuild{
 			Platform: t.plan.Platform.String(), CPU: t.plan.CPU, Optimize: t.plan.Optimize, Modules: t.plan.Modules,
-			Sources: sources, BaseRef: b.runtimeRef(), BaseDigest: base.String(),
-			BuilderImage: t.builder.Image, // "" from the host engine: the machine's compilers
+			Sources: sources, Base: imageDependency(b.runtimeRef(), base.String()),
+			Builder: builderDependency(t.builder.Image),
 		})
 	}
 	return sboms, build, nil
+}
+
+// imageDependency is the image ref (REPO[:TAG][@DIGEST]) pulled at digest as the provenance
+// names it: by the purl the SBOM gives the base (image.OCIPurl), or by its digest alone when
+// it was read from a file here (oci:, docker-archive:), whose path means nothing to a verifier.
+func imageDependency(ref, digest string) sign.Dependency {
+	d := sign.Dependency{Digest: digest}
+	if !image.IsLocal(ref) {
+		d.URI = image.OCIPurl(ref, digest)
+	}
+	return d
+}
+
+// builderDependency is the builder image as the engine pulled it (REF@sha256:...), or none
+// for "": the host engine compiles with the machine's own toolchain.
+func builderDependency(pulled string) sign.Dependency {
+	if pulled == "" {
+		return sign.Dependency{}
+	}
+	ref, digest, _ := strings.Cut(pulled, "@")
+	return imageDependency(ref, digest)
 }
 
 // verifier is the smoke test Publish runs on the pushed digest: the image pulled back from

@@ -139,11 +139,39 @@ func checkAttestations(t *testing.T, ref name.Digest, sbom *name.Digest, v signa
 					t.Errorf("provenance lacks %s: %s", want, st.Predicate)
 				}
 			}
+			checkRuntimeImageDependency(t, st.Predicate)
 		}
 	}
 	if strings.Join(types, " ") != "https://spdx.dev/Document https://slsa.dev/provenance/v1" {
 		t.Errorf("attestations of %q, want the SBOM and the provenance", types)
 	}
+}
+
+// checkRuntimeImageDependency: the provenance names the runtime image as the SBOM names the
+// base, a pkg:oci purl by the digest pulled (forge gives sign the purl; sign applies no
+// naming rule of its own).
+func checkRuntimeImageDependency(t *testing.T, predicate []byte) {
+	t.Helper()
+	var p struct {
+		BuildDefinition struct {
+			ResolvedDependencies []struct {
+				Name, URI string
+				Digest    map[string]string
+			}
+		}
+	}
+	if err := json.Unmarshal(predicate, &p); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range p.BuildDefinition.ResolvedDependencies {
+		if d.Name == "runtime image linux/amd64" {
+			if !strings.HasPrefix(d.URI, "pkg:oci/") || !strings.Contains(d.URI, "@sha256:"+d.Digest["sha256"]+"?repository_url=") {
+				t.Errorf("the runtime image dependency is %+v, want the pkg:oci purl of its digest", d)
+			}
+			return
+		}
+	}
+	t.Errorf("the provenance lists no runtime image: %s", predicate)
 }
 
 // sbomDocument is the SPDX document in the SBOM referrer artifact at ref.

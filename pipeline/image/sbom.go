@@ -356,8 +356,8 @@ func ociPurl(nameStr, digest, repo string) string {
 }
 
 // OCIPurl is the package URL of the image ref (REPO[:TAG][@DIGEST]) pulled at digest, as the
-// SBOM names its base: pkg:oci/NAME@DIGEST?repository_url=REPO. The provenance
-// (pipeline/sign) names its images the same way.
+// SBOM names its base: pkg:oci/NAME@DIGEST?repository_url=REPO. The build pipeline gives
+// the provenance (pipeline/sign) its images named the same way.
 func OCIPurl(ref, digest string) string {
 	ref, _, _ = strings.Cut(ref, "@")
 	return ociPurl(repoBase(ref), digest, repoPath(ref))

@@ -42,8 +42,14 @@ func testBuild(t *testing.T) Build {
 	}
 	return Build{Lock: l, Engine: "dagger", Platforms: []PlatformBuild{{
 		Platform: "linux/amd64", CPU: "x86-64-v2", Optimize: "lto", Modules: []string{"http_v3"}, Sources: sources,
-		BaseRef: "gcr.io/distroless/base-nossl-debian13:nonroot", BaseDigest: "sha256:" + strings.Repeat("ab", 32),
-		BuilderImage: "docker.io/library/ubuntu:24.04@sha256:" + strings.Repeat("ef", 32),
+		Base: Dependency{
+			URI:    "pkg:oci/base-nossl-debian13@sha256:" + strings.Repeat("ab", 32) + "?repository_url=gcr.io%2Fdistroless%2Fbase-nossl-debian13",
+			Digest: "sha256:" + strings.Repeat("ab", 32),
+		},
+		Builder: Dependency{
+			URI:    "pkg:oci/ubuntu@sha256:" + strings.Repeat("ef", 32) + "?repository_url=docker.io%2Flibrary%2Fubuntu",
+			Digest: "sha256:" + strings.Repeat("ef", 32),
+		},
 	}}}
 }
 
@@ -258,10 +264,11 @@ func checkProvenanceStatement(t *testing.T, st statement, b Build) {
 	if git == 0 || tarball == 0 {
 		t.Errorf("the lock has %d git and %d tarball sources: both kinds must be checked", git, tarball)
 	}
-	// The images as the SBOM names the base: pkg:oci purls, by the digest pulled.
+	// The images as the build pipeline names them (the SBOM's pkg:oci purls), by the digest
+	// pulled.
 	last := deps[len(deps)-1]
-	wantBase := "pkg:oci/base-nossl-debian13@sha256:" + strings.Repeat("ab", 32) + "?repository_url=gcr.io%2Fdistroless%2Fbase-nossl-debian13"
-	if last.URI != wantBase || "sha256:"+last.Digest["sha256"] != b.Platforms[0].BaseDigest {
+	wantBase := b.Platforms[0].Base.URI
+	if last.URI != wantBase || "sha256:"+last.Digest["sha256"] != b.Platforms[0].Base.Digest {
 		t.Errorf("base image dependency %+v, want %s", last, wantBase)
 	}
 	if !strings.Contains(string(ext), `"engine":"dagger"`) {
@@ -286,7 +293,7 @@ func TestAttestIndexOfTwoPlatforms(t *testing.T) {
 	}
 	b := testBuild(t)
 	arm := b.Platforms[0]
-	arm.Platform, arm.CPU, arm.BaseDigest = "linux/arm64", "armv8.2-a", "sha256:"+strings.Repeat("cd", 32)
+	arm.Platform, arm.CPU, arm.Base.Digest = "linux/arm64", "armv8.2-a", "sha256:"+strings.Repeat("cd", 32)
 	b.Platforms = append(b.Platforms, arm)
 	armSBOM := strings.Replace(testSBOM, `"name":"nginx-forge test"`, `"name":"nginx-forge test arm64"`, 1)
 	if _, err := SignAndAttest(context.Background(), ref, s, [][]byte{[]byte(testSBOM), []byte(armSBOM)}, b); err != nil {
@@ -307,22 +314,19 @@ func TestAttestIndexOfTwoPlatforms(t *testing.T) {
 	}
 }
 
-// An image dependency is named as the SBOM names the base: the purl of the OCI image by the
-// digest pulled (image.OCIPurl), whether the reference has a tag, a digest or both.
-func TestImageDescriptorIsAnOCIPurl(t *testing.T) {
+// An image dependency is named as the build pipeline gives it (forge's imageDependency:
+// the SBOM's purl, or none for an image read from a file), by a digest that must be
+// ALGORITHM:HEX.
+func TestImageDescriptorTakesTheDependencyAsGiven(t *testing.T) {
 	hex := strings.Repeat("cd", 32)
-	for _, tc := range []struct{ ref, uri string }{
-		{"gcr.io/distroless/base-nossl-debian13:nonroot", "pkg:oci/base-nossl-debian13@sha256:" + hex + "?repository_url=gcr.io%2Fdistroless%2Fbase-nossl-debian13"},
-		{"docker.io/library/ubuntu:24.04@sha256:" + hex, "pkg:oci/ubuntu@sha256:" + hex + "?repository_url=docker.io%2Flibrary%2Fubuntu"},
-		{"127.0.0.1:5000/mirror/ubuntu", "pkg:oci/ubuntu@sha256:" + hex + "?repository_url=127.0.0.1%3A5000%2Fmirror%2Fubuntu"},
-	} {
-		d, err := imageDescriptor("image", tc.ref, "sha256:"+hex)
-		if err != nil || d.GetUri() != tc.uri || d.GetDigest()["sha256"] != hex || d.Validate() != nil {
-			t.Errorf("%s: %v, %v; want uri %s and digest sha256:%s", tc.ref, d, err, tc.uri, hex)
+	for _, uri := range []string{"pkg:oci/ubuntu@sha256:" + hex + "?repository_url=docker.io%2Flibrary%2Fubuntu", ""} {
+		d, err := imageDescriptor("image", Dependency{URI: uri, Digest: "sha256:" + hex})
+		if err != nil || d.GetUri() != uri || d.GetDigest()["sha256"] != hex || d.Validate() != nil {
+			t.Errorf("%q: %v, %v; want uri %q and digest sha256:%s", uri, d, err, uri, hex)
 		}
 	}
 	for _, digest := range []string{"", "sha256", "sha256:"} {
-		if _, err := imageDescriptor("image", "gcr.io/x/y", digest); err == nil {
+		if _, err := imageDescriptor("image", Dependency{URI: "pkg:oci/y", Digest: digest}); err == nil {
 			t.Errorf("the digest %q was accepted", digest)
 		}
 	}

@@ -1,6 +1,7 @@
 package sign
 
 import (
+	"cmp"
 	"fmt"
 	"runtime/debug"
 	"slices"
@@ -11,7 +12,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
@@ -52,13 +52,18 @@ type PlatformBuild struct {
 	// Sources are the lock inputs the plan's stages compiled (plan Stage.Source.Component:
 	// a component, or a recorded profile by its source name).
 	Sources []string
-	// BaseRef is the runtime image as the build named it (the lock's, or --runtime-image);
-	// BaseDigest the digest of the platform's manifest that was pulled and built on.
-	BaseRef, BaseDigest string
-	// BuilderImage is the image the engine compiled in, as it pulled it (REF@sha256:...),
-	// or "" when the engine used the machine's own toolchain.
-	BuilderImage string
+	// Base is the runtime image the platform was built on: its manifest as pulled.
+	Base Dependency
+	// Builder is the image the engine compiled in, as it pulled it; the zero Dependency when
+	// the engine used the machine's own toolchain.
+	Builder Dependency
 }
+
+// Dependency is an image a build read, as its provenance names it: Digest is the manifest
+// digest pulled (ALGORITHM:HEX); URI its package URL, the one the SBOM gives the base
+// (image.OCIPurl, which the build pipeline applies), or "" for an image read from a file on
+// the building machine, whose path means nothing to a verifier: its digest does.
+type Dependency struct{ URI, Digest string }
 
 // provenancePredicate is b as an SLSA v1 provenance predicate (predicateSLSAProvenance1), built with
 // the in-toto attestation library's types and checked by its Validate.
@@ -117,14 +122,13 @@ func externalParameters(b Build) map[string]any {
 // builderImages are the images the platforms compiled in, each once.
 func builderImages(b Build) ([]*ita1.ResourceDescriptor, error) {
 	var ds []*ita1.ResourceDescriptor
-	var seen []string
+	var seen []Dependency
 	for _, p := range b.Platforms {
-		if p.BuilderImage == "" || slices.Contains(seen, p.BuilderImage) {
+		if p.Builder == (Dependency{}) || slices.Contains(seen, p.Builder) {
 			continue
 		}
-		seen = append(seen, p.BuilderImage)
-		ref, digest, _ := strings.Cut(p.BuilderImage, "@")
-		d, err := imageDescriptor("builder image "+p.Platform, ref, digest)
+		seen = append(seen, p.Builder)
+		d, err := imageDescriptor("builder image "+p.Platform, p.Builder)
 		if err != nil {
 			return nil, fmt.Errorf("provenance: the %s builder image: %w", p.Platform, err)
 		}
@@ -152,7 +156,7 @@ func resolvedDependencies(b Build) ([]*ita1.ResourceDescriptor, error) {
 		}
 	}
 	for _, p := range b.Platforms {
-		d, err := imageDescriptor("runtime image "+p.Platform, p.BaseRef, p.BaseDigest)
+		d, err := imageDescriptor("runtime image "+p.Platform, p.Base)
 		if err != nil {
 			return nil, fmt.Errorf("provenance: the %s runtime image: %w", p.Platform, err)
 		}
@@ -166,18 +170,13 @@ func resolvedDependencies(b Build) ([]*ita1.ResourceDescriptor, error) {
 	return deps, nil
 }
 
-// imageDescriptor is the image ref (REPO[:TAG][@DIGEST]) as pulled at digest, its uri the purl the
-// SBOM gives the base image (image.OCIPurl).
-func imageDescriptor(what, ref, digest string) (*ita1.ResourceDescriptor, error) {
-	algo, hex, ok := strings.Cut(digest, ":")
+// imageDescriptor is the image dep, named what, as SLSA names a dependency.
+func imageDescriptor(what string, dep Dependency) (*ita1.ResourceDescriptor, error) {
+	algo, hex, ok := strings.Cut(dep.Digest, ":")
 	if !ok || hex == "" {
-		return nil, fmt.Errorf("%s: the digest %q is not ALGORITHM:HEX", ref, digest)
+		return nil, fmt.Errorf("%s: the digest %q is not ALGORITHM:HEX", cmp.Or(dep.URI, "the image read from a file"), dep.Digest)
 	}
-	d := &ita1.ResourceDescriptor{Name: what, Digest: map[string]string{algo: hex}}
-	if !image.IsLocal(ref) { // a local file's path means nothing to a verifier: its digest does
-		d.Uri = image.OCIPurl(ref, digest)
-	}
-	return d, nil
+	return &ita1.ResourceDescriptor{Name: what, Uri: dep.URI, Digest: map[string]string{algo: hex}}, nil
 }
 
 // sourceDescriptor is c as SLSA names a dependency: a tarball by its URL and SHA-256, a git
