@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -25,14 +24,7 @@ import (
 // skipped, then `ci smoke --image DIGEST` under runc. Skips, saying why, without an engine.
 func TestDaggerAWSLCVariant(t *testing.T) {
 	needDaggerEngine(t)
-	testenv.SharedUpstream(t)
-	mirror := testenv.Mirror(t)
-	needHostSmoke(t)
-	reg := registrytest.Start(t)
-	base, err := basetestPushDockerTyped(t, reg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mirror, reg, base := daggerVariantE2E(t)
 	repo := reg.Host + "/nginx-forge/variant"
 	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Minute)
 	defer cancel()
@@ -79,23 +71,9 @@ func TestDaggerAWSLCVariant(t *testing.T) {
 func TestDaggerAWSLCVariantPGO(t *testing.T) {
 	needDaggerEngine(t)
 	needPGOTest(t, "it trains the AWS-LC variant on the Dagger engine and builds it with PGO twice")
-	testenv.SharedUpstream(t)
-	mirror := testenv.Mirror(t)
-	needHostSmoke(t)
-	reg := registrytest.Start(t)
-	base, err := basetestPushDockerTyped(t, reg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := t.TempDir()
-	lockFile := filepath.Join(work, "aws-lc.lock.json")
-	b, err := os.ReadFile(testenv.AWSLCTestLockPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(lockFile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mirror, reg, base := daggerVariantE2E(t)
+	lockFile := lockCopy(t, testenv.AWSLCTestLockPath())
+	work := filepath.Dir(lockFile)
 	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Minute)
 	defer cancel()
 	variant := []string{"--tls", "aws-lc", "--zlib", "zlib-ng", "--lock", lockFile, "--mirror", mirror}
@@ -152,4 +130,20 @@ func TestDaggerAWSLCVariantPGO(t *testing.T) {
 		t.Errorf("ci smoke --image %s: exit %d\n%s%s", digests[0], code, sout.String(), serr.String())
 	}
 	t.Logf("ci smoke --image %s:\n%s", digests[0], sout.String())
+}
+
+// daggerVariantE2E is what the variant's Dagger tests run against: the shared upstream
+// tarballs' loopback mirror, a loopback registry, and the stand-in runtime base pushed to it.
+// It skips, saying why, where the host cannot run the smoke tests.
+func daggerVariantE2E(t *testing.T) (mirror string, reg *registrytest.Registry, base string) {
+	t.Helper()
+	testenv.SharedUpstream(t)
+	mirror = testenv.Mirror(t)
+	needHostSmoke(t)
+	reg = registrytest.Start(t)
+	base, err := basetestPushDockerTyped(t, reg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mirror, reg, base
 }

@@ -59,15 +59,8 @@ func TestPGOBuildFromRecordedProfileIsReproducible(t *testing.T) {
 	}
 	srv := httptest.NewServer(http.FileServer(http.Dir(served)))
 	defer srv.Close()
-	work := t.TempDir()
-	lockFile := filepath.Join(work, "stack.lock.json")
-	b, err := os.ReadFile(testLockPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(lockFile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	lockFile := lockCopy(t, testLockPath)
+	work := filepath.Dir(lockFile)
 	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Minute)
 	defer cancel()
 
@@ -121,4 +114,20 @@ func TestPGOBuildFromRecordedProfileIsReproducible(t *testing.T) {
 	if digests[0] != digests[1] {
 		t.Errorf("two pgo builds from the same lock and recorded profile: %s and %s", digests[0], digests[1])
 	}
+}
+
+// lockCopy copies the lock file src into a directory of its own and returns the copy's path:
+// `ci pgo-profile --in-repo --write` rewrites the lock and puts the profile beside it, which
+// must not touch the repository's test locks.
+func lockCopy(t *testing.T, src string) string {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }

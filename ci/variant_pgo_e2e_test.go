@@ -33,15 +33,8 @@ import (
 func TestAWSLCVariantPGOIsReproducible(t *testing.T) {
 	needPGOTest(t, "it trains the AWS-LC variant once and builds it with PGO twice, once from an empty cache")
 	mirrorURL, _, base := variantE2E(t)
-	work := t.TempDir()
-	lockFile := filepath.Join(work, "aws-lc.lock.json")
-	b, err := os.ReadFile(testenv.AWSLCTestLockPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(lockFile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	lockFile := lockCopy(t, testenv.AWSLCTestLockPath())
+	work := filepath.Dir(lockFile)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
 	defer cancel()
 	variant := []string{"--engine", "host", "--tls", "aws-lc", "--zlib", "zlib-ng", "--lock", lockFile, "--mirror", mirrorURL}
