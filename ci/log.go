@@ -138,7 +138,11 @@ func (s *lineSink) Send(e progress.Event) {
 	case progress.IndexPushed:
 		fmt.Fprintf(s.w, "push: index %s of %s\n", e.Digest, strings.Join(e.Platforms, ", "))
 	case progress.Signed:
-		fmt.Fprintf(s.w, "push: signed %s (signature %s; SBOM and provenance attestations %s)\n", e.Digest, e.Signature, e.Attestations)
+		what := "SBOM and provenance attestations"
+		if e.SBOMsOnly {
+			what = "SBOM attestations"
+		}
+		fmt.Fprintf(s.w, "push: signed %s (signature %s; %s %s)\n", e.Digest, e.Signature, what, e.Attestations)
 	case progress.Tagged:
 		tags := "none"
 		if len(e.Tags) > 0 {

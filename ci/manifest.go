@@ -18,7 +18,7 @@ func init() {
 	register(&command{
 		name:    "manifest",
 		summary: "assemble a multi-platform index from per-platform digests, push it, then tag it",
-		usage:   "--image REPO[:TAG,...] [--ref REF --revision SHA] [--dry-run] DIGEST_REF...",
+		usage:   "--image REPO[:TAG,...] [--ref REF --revision SHA] [--sign-key FILE] [--dry-run] DIGEST_REF...",
 		long: `
 For the workflow that builds each architecture on its own runner: every runner pushes its
 image by digest, and this command joins them. Each DIGEST_REF is REPO@sha256:... (or just
@@ -33,6 +33,14 @@ every tag back where it was and says what, if anything, the registry kept). Tran
 registry errors are retried. Credentials come from the Docker config and, for ghcr.io,
 GITHUB_TOKEN; they are never printed.
 
+--sign-key FILE signs the index as ci build --push --sign-key signs the index it pushes
+(the same key formats; COSIGN_PASSWORD for cosign's own), after it is pushed by digest and
+before any tag moves: the signature (REPO:sha256-<hex>.sig) and, as attestations signed with
+the key (.att), the SPDX SBOM ci build attached to each platform image. An image without one
+is refused. No provenance is attested for the index (it was not built here; each platform
+image carries its own). cosign verify --key and verify-attestation --key --type spdxjson
+(--insecure-ignore-tlog=true) accept it.
+
 Prints REPO@sha256:... of the index. --dry-run reads the per-platform images, prints the
 index manifest and the tags it would move, and writes nothing. Every registry request runs
 under one --timeout for the whole run (default 5m).`,
@@ -46,6 +54,7 @@ under one --timeout for the whole run (default 5m).`,
 			insecure := fs.Bool("insecure", false, "allow plain HTTP to a registry that is not on loopback")
 			verbose := fs.Bool("v", false, "print each registry step on standard error")
 			tls, zlib := newLibraryFlags(fs)
+			signKey := fs.String("sign-key", "", "sign the index with this PEM private key `FILE` (cosign.key with COSIGN_PASSWORD, or unencrypted PKCS#8/EC) and attest it with each platform image's SBOM, before any tag moves (as ci build --push --sign-key)")
 			timeout := fs.Duration("timeout", defaultManifestTimeout, "one `deadline` for every registry request of the run (also --dry-run): a registry that never answers fails the run after this long")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if *imageFlag == "" {
@@ -79,7 +88,7 @@ under one --timeout for the whole run (default 5m).`,
 				}
 				sink, _ := newLog(stderr, *verbose, false)
 				return withDeadline(ctx, *timeout, func(ctx context.Context) error {
-					return runManifest(ctx, stdout, forge.Index{Repo: repo, Tags: tags, Refs: refs, Insecure: *insecure}, *dryRun, sink)
+					return runManifest(ctx, stdout, forge.Index{Repo: repo, Tags: tags, Refs: refs, Insecure: *insecure, SignKey: *signKey}, *dryRun, sink)
 				})
 			}
 		},

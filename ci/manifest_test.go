@@ -3,13 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
 	"flag"
 	"io"
 	"log"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -145,5 +154,170 @@ func TestBuildAndManifestDecideTheSameTags(t *testing.T) {
 		if ref != "" && !slices.Contains(fromBuild, "latest") {
 			t.Errorf("--ref %q: %v lacks latest", ref, fromBuild)
 		}
+	}
+}
+
+// pushPlatformWithSBOM pushes a random image of arch by digest with an SPDX document
+// attached as its referrer, as ci build --push --digest-only does, and returns its digest
+// and the document.
+func pushPlatformWithSBOM(t *testing.T, repo, arch string) (string, []byte) {
+	t.Helper()
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, _ := img.ConfigFile()
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", arch
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	doc := []byte(`{"spdxVersion":"SPDX-2.3","SPDXID":"SPDXRef-DOCUMENT","name":"stand-in ` + arch + `"}`)
+	pub, err := image.Publish(context.Background(), img, repo, nil, image.WithSBOM(doc, time.Unix(1740355200, 0).UTC()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub.Digest.DigestStr(), doc
+}
+
+// writeECKey writes an unencrypted PKCS#8 P-256 key (what the README's openssl command makes).
+func writeECKey(t *testing.T) string {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "key.pem")
+	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// canonicalJSON is b re-encoded with sorted keys and no space: a predicate travels as a
+// protobuf Struct, which keeps the document but not its key order.
+func canonicalJSON(t *testing.T, b []byte) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// attestedPredicates are the predicates of the in-toto statements in the attestation
+// manifest of ref (REPO:sha256-<hex>.att), as cosign stores them.
+func attestedPredicates(t *testing.T, repo string, d string) []string {
+	t.Helper()
+	att, err := remote.Image(mustTagRef(t, repo+":"+strings.Replace(d, ":", "-", 1)+".att"))
+	if err != nil {
+		t.Fatalf("the attestations of %s: %v", d, err)
+	}
+	layers, err := att.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env struct{ Payload []byte }
+		var st struct {
+			PredicateType string          `json:"predicateType"`
+			Predicate     json.RawMessage `json:"predicate"`
+		}
+		if err := json.Unmarshal(b, &env); err != nil {
+			t.Fatalf("attestation layer of %s: %v", d, err)
+		}
+		if err := json.Unmarshal(env.Payload, &st); err != nil {
+			t.Fatalf("attestation statement of %s: %v", d, err)
+		}
+		out = append(out, st.PredicateType+" "+canonicalJSON(t, st.Predicate))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ci manifest --sign-key, through the command line: the index is pushed, signed (its .sig)
+// and attested with each platform's attached SBOM (its .att) before the tags move, and the
+// log says so. A platform image without an SBOM is refused at the sign step with no tag
+// moved; a key that cannot sign is refused before anything is pushed. (The real cosign
+// verifies such an index in the integration tier: TestManifestSignKeyVerifiedByCosign.)
+func TestManifestSignKey(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	repo := strings.TrimPrefix(srv.URL, "http://") + "/nginx-forge"
+	amd, amdSBOM := pushPlatformWithSBOM(t, repo, "amd64")
+	arm, armSBOM := pushPlatformWithSBOM(t, repo, "arm64")
+	key := writeECKey(t)
+
+	code, out, errs := runManifestCmd(t, "--image", repo+":1.26.3,latest", "--sign-key", key, amd, arm)
+	if code != 0 {
+		t.Fatalf("manifest --sign-key: exit %d\n%s", code, errs)
+	}
+	idx, err := remote.Index(mustTagRef(t, repo+":latest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := idx.Digest()
+	if strings.TrimSpace(out) != repo+"@"+d.String() {
+		t.Fatalf("printed %q, tag latest is %s", out, d)
+	}
+	if !strings.Contains(errs, "push: signed "+d.String()+" (signature sha256:") || !strings.Contains(errs, "; SBOM attestations sha256:") {
+		t.Errorf("the log does not say the index was signed and attested:\n%s", errs)
+	}
+	sig := mustTagRef(t, repo+":"+strings.Replace(d.String(), ":", "-", 1)+".sig")
+	if _, err := remote.Head(sig); err != nil {
+		t.Errorf("no signature of the index at %s: %v", sig, err)
+	}
+	want := []string{"https://spdx.dev/Document " + canonicalJSON(t, amdSBOM), "https://spdx.dev/Document " + canonicalJSON(t, armSBOM)}
+	slices.Sort(want)
+	if got := attestedPredicates(t, repo, d.String()); !slices.Equal(got, want) {
+		t.Errorf("the index's attestations are %q, want each platform's SBOM %q", got, want)
+	}
+
+	// A platform image with no SBOM: refused at signing, no tag moved (the pushed-by-digest
+	// index stays untagged).
+	bare := pushPlatform(t, repo, "arm64")
+	code, _, errs = runManifestCmd(t, "--image", repo+":unsigned", "--sign-key", key, amd, bare)
+	if code == 0 || !strings.Contains(errs, "has no SBOM attached") || !strings.Contains(errs, "push it with `ci build --push`") {
+		t.Errorf("manifest --sign-key with an image without SBOM: exit %d\n%s", code, errs)
+	}
+	if _, err := remote.Head(mustTagRef(t, repo+":unsigned")); err == nil {
+		t.Error("the tag unsigned moved to an index that could not be attested")
+	}
+
+	// A key that cannot sign: refused naming the flag, before the index is pushed (and in a
+	// dry run too).
+	t.Setenv("COSIGN_PASSWORD", "")
+	os.Unsetenv("COSIGN_PASSWORD")
+	enc := filepath.Join(t.TempDir(), "cosign.key")
+	if err := os.WriteFile(enc, []byte("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, extra := range [][]string{nil, {"--dry-run"}} {
+		args := append(append([]string{"--image", repo + ":badkey", "--sign-key", enc}, extra...), amd, arm)
+		code, _, errs = runManifestCmd(t, args...)
+		if code == 0 || !strings.Contains(errs, "--sign-key "+enc+" is an encrypted key") {
+			t.Errorf("manifest %v: exit %d\n%s", args, code, errs)
+		}
+	}
+	if _, err := remote.Head(mustTagRef(t, repo+":badkey")); err == nil {
+		t.Error("the tag badkey moved although the key cannot sign")
 	}
 }

@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
+	"github.com/nginx-forge/nginx-forge/pipeline/sign"
 )
 
 // TagEvent is what the default tags are decided from (image.Tags).
@@ -87,11 +90,44 @@ type Index struct {
 	Tags     []string
 	Refs     []string
 	Insecure bool // plain HTTP to a registry not on loopback
+	// SignKey, when set, signs the index with this PEM private key (as ci build --push
+	// --sign-key signs the index it pushes) and attests it with each platform image's
+	// attached SBOM, after the index is pushed by digest and before any tag moves.
+	SignKey string
 }
 
 // Publish pushes the index and moves the tags; registry steps go to sink as Detail notes.
 func (x Index) Publish(ctx context.Context, sink progress.Sink) (name.Digest, error) {
-	res, err := image.Index(ctx, x.Repo, x.Refs, x.Tags, registryOptions(sink, x.Insecure, 0)...)
+	opts := registryOptions(sink, x.Insecure, 0)
+	if x.SignKey != "" {
+		// A key that cannot sign fails now, before anything is read or pushed; what is wrong
+		// with it is the input named on the command line.
+		s, err := sign.LoadKey(x.SignKey)
+		if err != nil {
+			return name.Digest{}, &RequestError{Err: fmt.Errorf("%w (nothing was pushed)", err)}
+		}
+		if sink == nil {
+			sink = progress.Discard
+		}
+		read := slices.Clone(opts) // the per-platform images' SBOMs are read as the images are
+		opts = append(opts, image.WithSign(func(ctx context.Context, ref name.Digest, ropts []remote.Option) error {
+			sboms := make([][]byte, 0, len(x.Refs))
+			for _, r := range x.Refs {
+				doc, err := image.AttachedSBOM(ctx, r, read...)
+				if err != nil {
+					return fmt.Errorf("attesting the index with each platform's SBOM: %w", err)
+				}
+				sboms = append(sboms, doc)
+			}
+			signed, err := sign.SignAndAttestSBOMs(ctx, ref, s, sboms, ropts...)
+			if err != nil {
+				return err
+			}
+			sink.Send(progress.Signed{Digest: ref.DigestStr(), Signature: signed.Signature.DigestStr(), Attestations: signed.Attestations.DigestStr(), SBOMsOnly: true})
+			return nil
+		}))
+	}
+	res, err := image.Index(ctx, x.Repo, x.Refs, x.Tags, opts...)
 	if err != nil {
 		return name.Digest{}, err
 	}
@@ -99,8 +135,15 @@ func (x Index) Publish(ctx context.Context, sink progress.Sink) (name.Digest, er
 }
 
 // DryRun reads the per-platform images and returns the index Publish would push (indented
-// JSON) and its digest, writing nothing.
+// JSON) and its digest, writing nothing; SignKey is loaded, not used.
 func (x Index) DryRun(ctx context.Context, sink progress.Sink) ([]byte, string, error) {
+	if x.SignKey != "" {
+		// The key is checked as Publish would check it: a dry run that passes is one whose
+		// signing can start.
+		if _, err := sign.LoadKey(x.SignKey); err != nil {
+			return nil, "", &RequestError{Err: err}
+		}
+	}
 	idx, err := image.BuildIndex(ctx, x.Refs, registryOptions(sink, x.Insecure, 0)...)
 	if err != nil {
 		return nil, "", err

@@ -2,12 +2,16 @@ package image
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -131,4 +135,57 @@ func readSBOM(art v1.Image) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// AttachedSBOM returns the SPDX document Publish attached to the image at ref
+// (REPO@sha256:..., pushed with WithSBOM): its one referrer of artifactType
+// application/spdx+json, found through the registry's referrers API or, on a registry
+// without one, the fallback tag sha256-<hex> it was pushed under. `ci manifest --sign-key`
+// attests each platform's document with the index it assembles, as `ci build --push
+// --sign-key` attests the ones it built. Only reads the registry.
+func AttachedSBOM(ctx context.Context, ref string, opts ...Option) ([]byte, error) {
+	o := makeOptions(opts)
+	ropts := o.remoteOptions(ctx)
+	var nopts []name.Option
+	if o.insecure {
+		nopts = append(nopts, name.Insecure)
+	}
+	d, err := name.NewDigest(ref, nopts...)
+	if err != nil {
+		return nil, fmt.Errorf("the SBOM of %q (want REPO@sha256:...): %w", ref, err)
+	}
+	idx, err := remote.Referrers(d, append(ropts, remote.WithFilter("artifactType", sbomArtifactType))...)
+	if err != nil {
+		return nil, fmt.Errorf("listing the referrers of %s for its SBOM: %w", d, err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, fmt.Errorf("listing the referrers of %s for its SBOM: %w", d, err)
+	}
+	var found []v1.Descriptor
+	for _, desc := range m.Manifests {
+		// The fallback tag's index is not filtered by the registry: filter here too.
+		if desc.ArtifactType == sbomArtifactType {
+			found = append(found, desc)
+		}
+	}
+	switch {
+	case len(found) == 0:
+		return nil, fmt.Errorf("%s has no SBOM attached (no referrer of artifactType %s): push it with `ci build --push`, which attaches each image's SBOM", d, sbomArtifactType)
+	case len(found) > 1:
+		var ds []string
+		for _, f := range found {
+			ds = append(ds, f.Digest.String())
+		}
+		return nil, fmt.Errorf("%s has %d SBOMs attached (%s), not one: which one describes it is not decided here; remove the ones its build did not attach", d, len(found), strings.Join(ds, ", "))
+	}
+	art, err := remote.Image(d.Context().Digest(found[0].Digest.String()), ropts...)
+	if err != nil {
+		return nil, fmt.Errorf("reading the SBOM %s of %s: %w", found[0].Digest, d, err)
+	}
+	doc, err := readSBOM(art)
+	if err != nil {
+		return nil, fmt.Errorf("reading the SBOM %s of %s: %w", found[0].Digest, d, err)
+	}
+	return doc, nil
 }

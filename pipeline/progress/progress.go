@@ -69,8 +69,12 @@ type IndexPushed struct {
 }
 
 // Signed: Digest was signed and attested; Signature and Attestations are the digests of the
-// signature and attestation manifests.
-type Signed struct{ Digest, Signature, Attestations string }
+// signature and attestation manifests. SBOMsOnly: the attestations are the SBOMs alone, no
+// provenance (ci manifest's index: it built nothing; its images carry their builds').
+type Signed struct {
+	Digest, Signature, Attestations string
+	SBOMsOnly                       bool
+}
 
 // Tagged: Tags (full references; none with --digest-only) now point at Digest (sha256:...).
 type Tagged struct {

@@ -246,3 +246,28 @@ func SignAndAttest(ctx context.Context, ref name.Digest, s signature.SignerVerif
 	}
 	return out, nil
 }
+
+// SignAndAttestSBOMs is what `ci manifest --sign-key` does to the index it assembles from
+// images built and pushed elsewhere (by `ci build --push`, one runner per platform): sign
+// ref and attest it with each platform's SPDX document in sboms, so that cosign verify --key
+// and cosign verify-attestation --key --type spdxjson accept the index as they accept one
+// `ci build --push --sign-key` pushed. No provenance is stated for the index: it was not
+// built here, and each platform image carries its own build's (attested by ci build).
+func SignAndAttestSBOMs(ctx context.Context, ref name.Digest, s signature.SignerVerifier, sboms [][]byte, opts ...remote.Option) (Signed, error) {
+	if len(sboms) == 0 {
+		return Signed{}, fmt.Errorf("attesting %s: no SBOM given (each platform's is attested with the index)", ref)
+	}
+	atts := make([]attestation, 0, len(sboms))
+	for _, doc := range sboms {
+		atts = append(atts, attestation{PredicateType: predicateSPDX, Predicate: doc})
+	}
+	var out Signed
+	var err error
+	if out.Signature, err = signDigest(ctx, ref, s, opts...); err != nil {
+		return Signed{}, err
+	}
+	if out.Attestations, err = attest(ctx, ref, s, atts, opts...); err != nil {
+		return Signed{}, err
+	}
+	return out, nil
+}

@@ -253,6 +253,9 @@ func freePort(t *testing.T) string {
 type actRun struct {
 	Err error
 	Log string
+	// LeftInTmp is what the run left in its TMPDIR (runActWith), a name a line with the
+	// files under it: nothing, unless a job leaves files behind.
+	LeftInTmp []string
 }
 
 // runAct runs event on the fixture's workflow file under act in host mode, offline, with
@@ -276,6 +279,9 @@ type actOptions struct {
 	// ToolCache adds tools to act's tool cache beside Go: name -> version -> file (a
 	// binary, linked as tool_cache/NAME/VERSION/x64/NAME), as a runner image has them.
 	ToolCache map[string]map[string]string
+	// LeavesTmp: the scenario plants a job that leaves files in TMPDIR and checks
+	// actRun.LeftInTmp itself (otherwise anything left there fails the test).
+	LeavesTmp bool
 }
 
 // runActWith runs one act run (see runAct).
@@ -356,6 +362,15 @@ func runActWith(t *testing.T, o actOptions) actRun {
 		"XDG_CONFIG_HOME="+filepath.Join(scratch, "config"), "XDG_CACHE_HOME="+filepath.Join(scratch, "cache"),
 		"GOCACHE="+gocache, "GOMODCACHE="+gomodcache, "GOPROXY=off", "GOTOOLCHAIN=local",
 		"GOFLAGS=-buildvcs=false")
+	// The run's TMPDIR is a directory of its own, so that whatever the jobs write there
+	// leaves the machine's /tmp as it was (t.TempDir removes it), and whatever a job leaves
+	// behind is seen: on GitHub a runner's temporary files go with the runner, a self-hosted
+	// runner (this one) keeps them. Found: anchore/scan-action's report (grype-XXXXXX).
+	tmp := filepath.Join(scratch, "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
 	cmd.Env = append(cmd.Env, env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -365,5 +380,31 @@ func runActWith(t *testing.T, o actOptions) actRun {
 	if os.Getenv("WORKFLOWTEST_LOG") != "" { // the whole run, for a person reading it
 		t.Log(out.String())
 	}
-	return actRun{Err: err, Log: out.String()}
+	r := actRun{Err: err, Log: out.String(), LeftInTmp: leftIn(t, tmp)}
+	if len(r.LeftInTmp) > 0 && !o.LeavesTmp {
+		t.Errorf("the run left files in its TMPDIR (a self-hosted runner's /tmp would keep them; write them under RUNNER_TEMP, which the runner empties):\n%s", strings.Join(r.LeftInTmp, "\n"))
+	}
+	return r
+}
+
+// leftIn lists what is in dir: each entry, with the files under it.
+func leftIn(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		var files []string
+		_ = filepath.WalkDir(filepath.Join(dir, e.Name()), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				rel, _ := filepath.Rel(dir, p)
+				files = append(files, rel)
+			}
+			return nil
+		})
+		out = append(out, fmt.Sprintf("%s (%d files: %s)", e.Name(), len(files), strings.Join(files, ", ")))
+	}
+	return out
 }

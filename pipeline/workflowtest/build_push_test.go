@@ -123,6 +123,8 @@ type pushFixture struct {
 	Bin      string // the directory of the stand-in sudo and docker, first on PATH
 	Home     string // HOME of the run (the Docker config the login writes)
 	Revision string // the fixture's commit (github.sha)
+
+	leavesTmp bool // pushOptions.LeavesTmp
 }
 
 // advisory is a planted record: NVD's for a CPE range, or Debian 13's for a source package.
@@ -146,6 +148,9 @@ var opensslCritical = advisory{ID: "CVE-2026-99101", Severity: "Critical", CPE: 
 type pushOptions struct {
 	Edit       func(string) string // the act copy of build.yml
 	Advisories []advisory
+	// LeavesTmp: the scenario plants a job that leaves files in the run's TMPDIR, and
+	// checks actRun.LeftInTmp itself.
+	LeavesTmp bool
 }
 
 func newPushFixture(t *testing.T, o pushOptions) *pushFixture {
@@ -191,7 +196,7 @@ func newPushFixture(t *testing.T, o pushOptions) *pushFixture {
 			return s
 		},
 	})
-	f := &pushFixture{buildFixture: bf}
+	f := &pushFixture{buildFixture: bf, leavesTmp: o.LeavesTmp}
 	wf, err := os.ReadFile(f.Workflow)
 	if err != nil {
 		t.Fatal(err)
@@ -423,7 +428,8 @@ func (f *pushFixture) runPush(t *testing.T) actRun {
 	return runActWith(t, actOptions{Fixture: f.Repo, Workflow: "build.yml", WorkflowFile: f.Workflow, Event: "push",
 		Vars: f.vars(t), Env: env, Timeout: buildRunTimeout,
 		Args:      []string{"-j", "attest", "--actor", pushActor},
-		ToolCache: map[string]map[string]string{"grype": {grypeVersion: f.Grype}}})
+		ToolCache: map[string]map[string]string{"grype": {grypeVersion: f.Grype}},
+		LeavesTmp: f.leavesTmp})
 }
 
 // ciTags is what `ci tags` says for the push of variant (the real command, in the fixture).
@@ -600,6 +606,17 @@ func (f *pushFixture) published(t *testing.T, r actRun, s registryState, variant
 	}
 	if len(platforms) != 2 || platforms["linux/amd64"] == "" || platforms["linux/arm64"] == "" {
 		add("the index %s holds %v, want exactly linux/amd64 and linux/arm64", index, platforms)
+	}
+	// The index the tags name is signed with the key too (merge's ci manifest --sign-key),
+	// and attested with the platforms' SBOMs: a verifier resolves a tag to the index.
+	ihex := strings.TrimPrefix(index, "sha256:")
+	_, isig := s.Tags["sha256-"+ihex+".sig"]
+	_, iatt := s.Tags["sha256-"+ihex+".att"]
+	if signed != isig || signed != iatt {
+		add("the index %s: signature %v, attestations %v; want %v (a key is configured for this variant: %v)", index, isig, iatt, signed, signed)
+	}
+	if signed && isig {
+		f.cosignVerify(t, s.repo.Digest(index).String(), &problems)
 	}
 	for _, arch := range []string{"amd64", "arm64"} {
 		d := platforms["linux/"+arch]
@@ -818,6 +835,13 @@ func TestBuildPushSmokeGateRemovedFails(t *testing.T) {
 func TestBuildPushCriticalCVEHoldsItsVariant(t *testing.T) {
 	f := newPushFixture(t, pushOptions{Advisories: []advisory{libcHigh, opensslCritical}})
 	r := f.runPush(t)
+	pushFail(t, r, f.criticalCVEProblems(t, r))
+}
+
+// criticalCVEProblems: the default variant's scan legs failed the gate on opensslCritical;
+// the run is red, no default tag moved, and aws-lc published as on a green run.
+func (f *pushFixture) criticalCVEProblems(t *testing.T, r actRun) []string {
+	t.Helper()
 	var problems []string
 	if r.Err == nil {
 		problems = append(problems, "act: the run is green, want red (a fixable critical vulnerability)")
@@ -833,6 +857,50 @@ func TestBuildPushCriticalCVEHoldsItsVariant(t *testing.T) {
 	problems = append(problems, f.heldBack(t, r, s, "default", "amd64", "vulnerability gate")...)
 	_, p := f.published(t, r, s, "aws-lc", false)
 	problems = append(problems, p...)
-	problems = append(problems, s.onlyRun(f.ciTags(t, "aws-lc"))...)
-	pushFail(t, r, problems)
+	return append(problems, s.onlyRun(f.ciTags(t, "aws-lc"))...)
+}
+
+// TestBuildPushScanGateRemovedFails plants back, in one run (each push run costs minutes),
+// two defects of the scan job that the scenarios above exist for, and shows each is found:
+//   - merge no longer compares a leg's scan record with its digest: the default tags then
+//     move to images with a fixable critical vulnerability, and the critical-CVE scenario's
+//     checks must say so;
+//   - the scan step without its output-file: anchore/scan-action writes its report under
+//     the runner's TMPDIR (grype-XXXXXX/output), which a self-hosted runner keeps, and the
+//     run's TMPDIR check must find it.
+func TestBuildPushScanGateRemovedFails(t *testing.T) {
+	check := "            if [[ \"$scanned\" != \"$digest\" ]]; then\n"
+	output := "          output-file: ${{ runner.temp }}/grype-${{ matrix.variant }}-${{ matrix.arch }}.json\n"
+	f := newPushFixture(t, pushOptions{Advisories: []advisory{libcHigh, opensslCritical}, LeavesTmp: true, Edit: func(s string) string {
+		for _, old := range []string{check, output} {
+			if strings.Count(s, old) != 1 {
+				t.Fatalf("build.yml has not %q once", old)
+			}
+		}
+		s = strings.Replace(s, check, "            if false; then\n", 1)
+		return strings.Replace(s, output, "", 1)
+	}})
+	r := f.runPush(t)
+	problems := f.criticalCVEProblems(t, r)
+	moved := false
+	for _, p := range problems {
+		moved = moved || (strings.HasPrefix(p, "default: the tag ") && strings.Contains(p, " moved "))
+	}
+	if !moved {
+		fail(t, r, "with merge's scan check planted away, the scenario finds no default tag moved (problems: %q)", problems)
+	} else {
+		t.Logf("with merge's scan check planted away, the scenario finds:\n%s", strings.Join(problems, "\n"))
+	}
+	// One report per scan leg, each in a grype-XXXXXX directory of its own.
+	reports := 0
+	for _, l := range r.LeftInTmp {
+		if strings.HasPrefix(l, "grype-") && strings.Contains(l, "/output") {
+			reports++
+		}
+	}
+	if reports != 4 {
+		fail(t, r, "without output-file, the run's TMPDIR check finds %d scan reports, want 4 (one per scan leg): %q", reports, r.LeftInTmp)
+	} else {
+		t.Logf("without output-file, the run's TMPDIR check finds:\n%s", strings.Join(r.LeftInTmp, "\n"))
+	}
 }
