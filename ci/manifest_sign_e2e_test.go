@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -41,15 +40,7 @@ func TestManifestSignKeyVerifiedByCosign(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	t.Setenv("COSIGN_PASSWORD", "e2e password")
-	cosignRun := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, cosign, args...)
-		cmd.Dir = dir
-		// Only the registry on 127.0.0.1 is reached: a TUF root or Rekor would go to a closed port.
-		cmd.Env = append(os.Environ(), "HOME="+dir, "TUF_ROOT="+filepath.Join(dir, "tuf"),
-			"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	cosignRun := cosignIn(ctx, cosign, dir)
 	for _, prefix := range []string{"other", "cosign"} {
 		if out, err := cosignRun("generate-key-pair", "--output-key-prefix", prefix); err != nil {
 			t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)

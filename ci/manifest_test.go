@@ -180,8 +180,9 @@ func pushPlatformWithSBOM(t *testing.T, repo, arch string) (string, []byte) {
 	return pub.Digest.DigestStr(), doc
 }
 
-// writeECKey writes an unencrypted PKCS#8 P-256 key (what the README's openssl command makes).
-func writeECKey(t *testing.T) string {
+// signKeyFile writes a new P-256 key as an unencrypted PKCS#8 PEM (what the README's
+// `openssl genpkey` writes), for --sign-key.
+func signKeyFile(t *testing.T) string {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -191,11 +192,11 @@ func writeECKey(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(t.TempDir(), "key.pem")
-	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+	path := filepath.Join(t.TempDir(), "key.pem")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return path
 }
 
 // canonicalJSON is b re-encoded with sorted keys and no space: a predicate travels as a
@@ -264,7 +265,7 @@ func TestManifestSignKey(t *testing.T) {
 	repo := strings.TrimPrefix(srv.URL, "http://") + "/nginx-forge"
 	amd, amdSBOM := pushPlatformWithSBOM(t, repo, "amd64")
 	arm, armSBOM := pushPlatformWithSBOM(t, repo, "arm64")
-	key := writeECKey(t)
+	key := signKeyFile(t)
 
 	code, out, errs := runManifestCmd(t, "--image", repo+":1.26.3,latest", "--sign-key", key, amd, arm)
 	if code != 0 {
