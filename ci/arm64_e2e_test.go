@@ -63,17 +63,42 @@ func arm64Build(ctx context.Context, t *testing.T, args ...string) (name.Digest,
 }
 
 // checkAllSmoke: the log's smoke line for platform counts every check of the suite passed,
-// none failed or skipped.
+// none failed or skipped. The error names the checks that did not pass; the whole log is
+// for logAtEnd.
 func checkAllSmoke(t *testing.T, log, platform string) {
 	t.Helper()
 	m := regexp.MustCompile(`smoke \(` + regexp.QuoteMeta(platform) + `\): (\d+) passed, (\d+) failed, (\d+) skipped`).FindStringSubmatch(log)
 	if m == nil {
-		t.Errorf("no smoke line for %s in the log:\n%s", platform, log)
+		t.Errorf("no smoke line for %s in the log", platform)
 		return
 	}
 	if pass, _ := strconv.Atoi(m[1]); pass != len(smoke.Checks()) || m[2] != "0" || m[3] != "0" {
-		t.Errorf("smoke (%s): %s passed, %s failed, %s skipped; want all %d passed, none skipped:\n%s", platform, m[1], m[2], m[3], len(smoke.Checks()), log)
+		t.Errorf("smoke (%s): %s passed, %s failed, %s skipped; want all %d passed, none skipped:\n%s", platform, m[1], m[2], m[3], len(smoke.Checks()), smokeNotPassed(log))
 	}
+}
+
+// smokeNotPassed is the rows of a smoke table (in a build log or ci smoke's output) whose
+// result is not PASS: what a failure message names first.
+func smokeNotPassed(out string) string {
+	var rows []string
+	for _, l := range strings.Split(out, "\n") {
+		if smokeRowNotPassed.MatchString(l) {
+			rows = append(rows, strings.TrimSpace(l))
+		}
+	}
+	if rows == nil {
+		return "(no FAIL or SKIP row)"
+	}
+	return strings.Join(rows, "\n")
+}
+
+var smokeRowNotPassed = regexp.MustCompile(`\s{2,}(FAIL|SKIP)\s{2,}`)
+
+// logAtEnd logs a command's whole output when the test ends, after its errors: a failure's
+// own message then comes first in go test's output, not after hundreds of log lines.
+func logAtEnd(t *testing.T, title, out string) {
+	t.Helper()
+	t.Cleanup(func() { t.Logf("%s:\n%s", title, out) })
 }
 
 // checkAArch64 reads nginx from an image and checks its ELF machine.
@@ -130,7 +155,7 @@ func TestARM64CrossBuildEndToEnd(t *testing.T) {
 	}
 	tarFile := filepath.Join(dir, "x.tar")
 	d, log := arm64Build(ctx, t, args(tarFile)...)
-	t.Logf("arm64 build:\n%s", log)
+	logAtEnd(t, "arm64 build", log)
 	checkAllSmoke(t, log, "linux/arm64")
 	for _, want := range []string{"openssl (linux/arm64): done in", "binary: architecture", "EM_AARCH64", "-mbranch-protection=standard"} {
 		if !strings.Contains(log, want) {
@@ -142,10 +167,13 @@ func TestARM64CrossBuildEndToEnd(t *testing.T) {
 	// The acceptance command: the tarball, smoke-tested again through ci smoke's flags.
 	ref := "docker-archive:" + tarFile
 	var sout, serr bytes.Buffer
-	if code := run(ctx, []string{"smoke", "--image", ref}, &sout, &serr); code != 0 {
-		t.Errorf("ci smoke --image %s: exit %d\n%s%s", ref, code, sout.String(), serr.String())
-	} else if !regexp.MustCompile(`(?m)^` + strconv.Itoa(len(smoke.Checks())) + ` passed, 0 failed, 0 skipped`).MatchString(sout.String() + serr.String()) {
-		t.Errorf("ci smoke --image %s did not pass every check:\n%s%s", ref, sout.String(), serr.String())
+	code := run(ctx, []string{"smoke", "--image", ref}, &sout, &serr)
+	if smokeOut := sout.String() + serr.String(); code != 0 {
+		t.Errorf("ci smoke --image %s: exit %d; not passed:\n%s", ref, code, smokeNotPassed(smokeOut))
+		logAtEnd(t, "ci smoke --image "+ref, smokeOut)
+	} else if !regexp.MustCompile(`(?m)^` + strconv.Itoa(len(smoke.Checks())) + ` passed, 0 failed, 0 skipped`).MatchString(smokeOut) {
+		t.Errorf("ci smoke --image %s did not pass every check:\n%s", ref, smokeNotPassed(smokeOut))
+		logAtEnd(t, "ci smoke --image "+ref, smokeOut)
 	}
 
 	// Two builds, one digest: the second without pushing or smoke-testing (the image is

@@ -60,9 +60,9 @@ func TestAWSLCVariantEndToEnd(t *testing.T) {
 		return d, stderr.String()
 	}
 	d, log := build(filepath.Join(dir, "variant.tar"))
-	t.Logf("variant build:\n%s", log)
+	logAtEnd(t, "variant build", log)
 	if m := regexp.MustCompile(`smoke \(linux/amd64\): (\d+) passed, 0 failed, 0 skipped`).FindStringSubmatch(log); m == nil {
-		t.Errorf("the variant's smoke run did not pass every check with none skipped:\n%s", log)
+		t.Errorf("the variant's smoke run did not pass every check with none skipped:\n%s", smokeNotPassed(log))
 	}
 	for _, want := range []string{"AWS-LC 5.5.0", "aws_lc 5.5.0: pinned by git commit 991e67ff4cf0"} {
 		if !strings.Contains(log, want) {
@@ -82,7 +82,8 @@ func TestAWSLCVariantEndToEnd(t *testing.T) {
 
 	var sout, serr bytes.Buffer
 	if code := run(ctx, []string{"smoke", "--image", d.String()}, &sout, &serr); code != 0 {
-		t.Errorf("ci smoke --image %s: exit %d\n%s%s", d, code, sout.String(), serr.String())
+		t.Errorf("ci smoke --image %s: exit %d; not passed:\n%s", d, code, smokeNotPassed(sout.String()+serr.String()))
+		logAtEnd(t, "ci smoke --image "+d.String(), sout.String()+serr.String())
 	}
 	again, _ := build(filepath.Join(dir, "again.tar"))
 	if again.DigestStr() != d.DigestStr() {

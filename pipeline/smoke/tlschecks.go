@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
@@ -175,7 +174,10 @@ func checkHTTP3(ctx context.Context, r *runner) (Status, string) {
 	defer qt.Close()
 	h3 := &http3.Transport{
 		TLSClientConfig: r.tlsConfig(tls.VersionTLS13, tls.VersionTLS13),
-		QUICConfig:      &quic.Config{HandshakeIdleTimeout: 5 * time.Second, MaxIdleTimeout: 10 * time.Second},
+		// The handshake may take as long as the check itself (the context bounds both):
+		// under qemu-user a QUIC handshake's public-key work is emulated, so a fixed few
+		// seconds would fail a working image on a busy machine.
+		QUICConfig: &quic.Config{HandshakeIdleTimeout: r.o.CheckTimeout, MaxIdleTimeout: r.o.CheckTimeout},
 		Dial: func(ctx context.Context, _ string, tlsCfg *tls.Config, cfg *quic.Config) (*quic.Conn, error) {
 			return qt.DialEarly(ctx, raddr, tlsCfg, cfg)
 		},
