@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/ocitest"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/registrytest"
 )
 
@@ -25,7 +26,7 @@ func TestDockerBaseRealRegistry(t *testing.T) {
 	ctx := context.Background()
 	l := testLock(t)
 
-	docker := dockerTwin(t, syntheticBase(t, "amd64"))
+	docker := ocitest.DockerTwin(t, syntheticBase(t, "amd64"))
 	baseTag, err := name.ParseReference(reg.Ref("base/docker-typed:nonroot"))
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +78,7 @@ func TestDockerBaseRealRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := checkAllOCI(t, pulled) // streams every blob back from the registry
+	m := ocitest.CheckAllOCI(t, pulled) // streams every blob back from the registry
 	bm, err := docker.Manifest()
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/ocimedia"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
@@ -164,7 +165,7 @@ func appendInstallTree(base v1.Image, installTree string, created time.Time, l *
 	// layer digests unchanged). distroless is OCI already and passes through untouched,
 	// which keeps its digests where they were. An OCI manifest listing Docker-typed layers
 	// is what umoci refuses (issue 13).
-	img, err := ToOCI(base)
+	img, err := ocimedia.ToOCI(base)
 	if err != nil {
 		return nil, fmt.Errorf("base image %s: %w", o.baseRef, err)
 	}

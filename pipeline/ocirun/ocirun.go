@@ -40,7 +40,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/ocimedia"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/registryauth"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
@@ -112,7 +112,7 @@ func Prepare(ctx context.Context, img v1.Image, opts ...Option) (b *Bundle, err 
 	// The digest above is the image's own (the one pulled); umoci, which unpacks only OCI
 	// images, is given the same blobs under OCI media types: images from `docker build`
 	// or BuildKit, and ones this tool pushed before it typed everything OCI, are not.
-	if img, err = image.ToOCI(img); err != nil {
+	if img, err = ocimedia.ToOCI(img); err != nil {
 		return nil, fmt.Errorf("preparing image %s: %w", digest, err)
 	}
 	dir, err := os.MkdirTemp(o.dir, "ocirun-")

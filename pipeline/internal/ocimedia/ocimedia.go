@@ -1,4 +1,7 @@
-package image
+// Package ocimedia gives an image OCI media types throughout without touching its blobs:
+// what pipeline/image needs to assemble on a Docker-typed base, and pipeline/ocirun to hand
+// any image to umoci. A leaf, so that the runner does not import the image builder.
+package ocimedia
 
 import (
 	"bytes"
@@ -15,7 +18,7 @@ import (
 // was; only the descriptors' media types change. An image that is OCI throughout is
 // returned as it is, so its digest does not move.
 //
-// Two callers need it. Assemble, because the image it writes uses OCI-only features
+// Two callers need it. pipeline/image's Assemble, because the image it writes uses OCI-only features
 // (manifest annotations, the SBOM referrer's subject, the OCI layout of --output) and so
 // must be OCI throughout, also on a base with Docker schema 2 media types, as many images
 // are: an OCI manifest listing Docker-typed layers is inconsistent, and umoci refuses it
