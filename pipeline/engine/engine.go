@@ -17,10 +17,10 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/internal/prepared"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
-	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
 // Engine runs plans. The build pipeline chooses one per build and calls it in this order:
@@ -141,7 +141,7 @@ func VerifySources(p *plan.Plan, sources map[string]string) error {
 		if !ok || path == "" {
 			return fmt.Errorf("no source tarball given for %s (stage %s): fetch it first", s.Source.Component, s.Name)
 		}
-		if err := source.CheckPrepared(path); err != nil {
+		if err := prepared.Check(path); err != nil {
 			return fmt.Errorf("%s %s (stage %s): %w", s.Source.Component, s.Source.Version, s.Name, err)
 		}
 	}

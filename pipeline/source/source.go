@@ -294,7 +294,7 @@ func (f *Fetcher) fetch(ctx context.Context, c lock.Component) (Verified, error)
 	if err != nil {
 		return Verified{}, err
 	}
-	var pr prepared
+	var pr preparedArchive
 	if !hit {
 		src := f.fileURL(c.URL)
 		err := f.downloadChecked(ctx, src, tarball, name, f.maxSize, func(file, got string) error {
