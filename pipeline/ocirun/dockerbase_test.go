@@ -64,7 +64,7 @@ func TestImageOnDockerBaseRuns(t *testing.T) {
 	if want, _ := img.Digest(); b.Digest() != want {
 		t.Errorf("ran %s, pushed %s", b.Digest(), want)
 	}
-	c, err := b.Start(ctx)
+	c, err := b.Start(ctx, contractTmpfs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,10 +20,16 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/ocirun"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/basetest"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/registrytest"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
+
+// contractTmpfs is what the host engine gives every container of the image: a tmpfs on each
+// of the runtime contract's writable directories and /tmp, without which nginx cannot start
+// on the read-only root.
+var contractTmpfs = ocirun.WithTmpfs(plan.Runtime.Tmpfs()...)
 
 // nginxImage is the real image: the stand-in distroless base plus the install tree the host
 // executor built from the test lock.
@@ -120,7 +126,7 @@ func TestContainerLifecycle(t *testing.T) {
 	if uid, gid := b.User(); uid != 65532 || gid != 65532 {
 		t.Errorf("user %d:%d, want 65532:65532 from the image config", uid, gid)
 	}
-	c, err := b.Start(ctx)
+	c, err := b.Start(ctx, contractTmpfs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,12 +202,12 @@ func TestNetworkNamespacesAreIsolated(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b := prepare(t, ctx, img)
-	c1, err := b.Start(ctx)
+	c1, err := b.Start(ctx, contractTmpfs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c1.Stop(ctx)
-	c2, err := b.Start(ctx)
+	c2, err := b.Start(ctx, contractTmpfs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +242,7 @@ func TestHostNetworkRefusesBusyPort(t *testing.T) {
 	if err == nil {
 		defer l.Close()
 	} // else someone else holds 8080: the refusal must happen all the same
-	c, err := b.Start(ctx, ocirun.WithHostNetwork())
+	c, err := b.Start(ctx, contractTmpfs, ocirun.WithHostNetwork())
 	if err == nil {
 		c.Stop(ctx)
 		t.Fatal("started with port 8080 taken on the host")
@@ -253,7 +259,7 @@ func TestRunOneShotAndExecAfterExit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b := prepare(t, ctx, img)
-	so, se, code, err := b.Run(ctx, []string{"/usr/sbin/nginx", "-t"})
+	so, se, code, err := b.Run(ctx, []string{"/usr/sbin/nginx", "-t"}, contractTmpfs)
 	if err != nil || code != 0 {
 		t.Fatalf("nginx -t: code %d err %v\n%s%s", code, err, so, se)
 	}
@@ -261,7 +267,7 @@ func TestRunOneShotAndExecAfterExit(t *testing.T) {
 	confD := t.TempDir()
 	os.Chmod(confD, 0o755)
 	os.WriteFile(confD+"/bad.conf", []byte("nonsense;\n"), 0o644)
-	c, err := b.Start(ctx, ocirun.WithMount(confD, "/etc/nginx/conf.d", true))
+	c, err := b.Start(ctx, contractTmpfs, ocirun.WithMount(confD, "/etc/nginx/conf.d", true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +333,7 @@ func TestHostNetwork(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b := prepare(t, ctx, img)
-	c, err := b.Start(ctx, ocirun.WithHostNetwork())
+	c, err := b.Start(ctx, contractTmpfs, ocirun.WithHostNetwork())
 	if err != nil {
 		t.Fatal(err)
 	}

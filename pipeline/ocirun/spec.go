@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
@@ -46,12 +46,24 @@ func WithMount(src, dst string, ro bool) Option {
 	}
 }
 
+// WithTmpfs mounts a fresh tmpfs, owned by the image's user, on each of dirs (absolute
+// paths) instead of the default /tmp alone: nothing in an image's config says where it
+// writes, so a read-only root gets its writable directories from the caller (the host engine
+// passes plan.Runtime's). /tmp, when listed, is sticky and world-writable, like /tmp anywhere.
+func WithTmpfs(dirs ...string) Option {
+	return func(o *options) { o.tmpfs = slices.Clone(dirs) }
+}
+
+// scratchDir is the one directory every program may expect to write to; a container gets
+// a fresh one unless WithTmpfs says otherwise.
+const scratchDir = "/tmp"
+
 // withHostNetwork shares the host's network namespace instead of a fresh one. The image's
 // exposed ports must then be free on the host; Start checks.
 func withHostNetwork() Option { return func(o *options) { o.hostNetwork = true } }
 
 // makeOptions applies opts over the defaults, here and nowhere else: no progress, and for a
-// container the runtime contract's tmpfs mounts and the descriptor limit. RLIMIT_NOFILE is soft 1024 and hard 524288,
+// container a tmpfs on /tmp and the descriptor limit. RLIMIT_NOFILE is soft 1024 and hard 524288,
 // what Docker 25+ and containerd give a container (so a config that needs more than 1024
 // descriptors must raise its own limit, as nginx's worker_rlimit_nofile does), with the
 // hard limit lowered to ours when ours is lower: runc sets limits after dropping
@@ -62,9 +74,7 @@ func makeOptions(opts []Option) options {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Max < hard {
 		hard = rl.Max
 	}
-	// The tmpfs mounts come from the runtime contract: nothing in an image's config says
-	// where it writes, and a read-only root needs them to start.
-	o := options{sink: progress.Discard, tmpfs: plan.Runtime.Tmpfs(), noFile: [2]uint64{min(1024, hard), hard}}
+	o := options{sink: progress.Discard, tmpfs: []string{scratchDir}, noFile: [2]uint64{min(1024, hard), hard}}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -152,7 +162,7 @@ func (b *Bundle) tmpfsMounts(paths []string) []any {
 	var out []any
 	for _, p := range paths {
 		mode := "mode=0755"
-		if p == plan.ScratchDir { // sticky and world-writable, like /tmp anywhere
+		if p == scratchDir { // sticky and world-writable, like /tmp anywhere
 			mode = "mode=1777"
 		}
 		out = append(out, map[string]any{

@@ -58,11 +58,21 @@ func fakeBundle(t *testing.T, uid, gid int) *Bundle {
 	}
 }
 
-// TestDefaultTmpfsIsTheContract: a container gets a tmpfs, owned by the image's user, on
-// every writable directory of plan.Runtime (nginx cannot start on a read-only root without
-// them) and on /tmp (sticky, world-writable), and no other.
-func TestDefaultTmpfsIsTheContract(t *testing.T) {
+// TestDefaultTmpfsIsScratchOnly: without WithTmpfs a container gets one tmpfs, on /tmp
+// (sticky, world-writable, owned by the image's user); the root stays read-only.
+func TestDefaultTmpfsIsScratchOnly(t *testing.T) {
 	got := tmpfsMounts(t, fakeBundle(t, 65532, 65532))
+	if len(got) != 1 || !slices.Contains(got["/tmp"], "mode=1777") {
+		t.Errorf("tmpfs mounts %v, want /tmp alone with mode=1777", got)
+	}
+}
+
+// TestWithTmpfsMountsTheContract: WithTmpfs(plan.Runtime.Tmpfs()...), what the host engine
+// passes, gives a tmpfs owned by the image's user on every writable directory of the
+// runtime contract (nginx cannot start on a read-only root without them) and on /tmp, and
+// no other; a list of the caller's own replaces it, owned by the bundle's user.
+func TestWithTmpfsMountsTheContract(t *testing.T) {
+	got := tmpfsMounts(t, fakeBundle(t, 65532, 65532), WithTmpfs(plan.Runtime.Tmpfs()...))
 	for _, d := range plan.Runtime.WritableDirs {
 		opts, ok := got["/"+d]
 		if !ok {
@@ -81,31 +91,15 @@ func TestDefaultTmpfsIsTheContract(t *testing.T) {
 	if len(got) != len(plan.Runtime.WritableDirs)+1 {
 		t.Errorf("tmpfs mounts %v, want the %d writable directories and /tmp", got, len(plan.Runtime.WritableDirs))
 	}
-	// The tmpfs list, not a fixed set, makes the mounts.
-	only := func(o *options) { o.tmpfs = []string{"/data"} }
-	if got := tmpfsMounts(t, fakeBundle(t, 65532, 65532), only); len(got) != 1 || got["/data"] == nil {
-		t.Errorf("tmpfs [/data]: tmpfs mounts %v", got)
-	}
-}
 
-// TestTmpfsFollowsPlanRuntime: ocirun reads plan.Runtime for each container rather than a
-// copy of it, and owns the mounts by the bundle's user (the image's, from its config).
-// It swaps the package-level plan.Runtime; no test in this package runs in parallel.
-func TestTmpfsFollowsPlanRuntime(t *testing.T) {
-	saved := plan.Runtime
-	t.Cleanup(func() { plan.Runtime = saved })
-	plan.Runtime.WritableDirs = []string{"srv/state"}
-	got := tmpfsMounts(t, fakeBundle(t, 1000, 1001))
+	got = tmpfsMounts(t, fakeBundle(t, 1000, 1001), WithTmpfs("/srv/state"))
 	opts, ok := got["/srv/state"]
-	if !ok || len(got) != 2 || got["/tmp"] == nil {
-		t.Fatalf("tmpfs mounts %v, want /srv/state and /tmp", got)
+	if !ok || len(got) != 1 {
+		t.Fatalf("WithTmpfs(/srv/state): tmpfs mounts %v, want /srv/state alone", got)
 	}
-	for _, want := range []string{"uid=1000", "gid=1001"} {
+	for _, want := range []string{"uid=1000", "gid=1001", "mode=0755"} {
 		if !slices.Contains(opts, want) {
 			t.Errorf("tmpfs /srv/state options %q lack %s", opts, want)
 		}
-	}
-	if _, ok := got["/var/cache/nginx"]; ok {
-		t.Errorf("tmpfs on /var/cache/nginx, which the swapped contract does not name: %v", got)
 	}
 }

@@ -57,21 +57,21 @@ func (r RuntimeConfig) ids() (int, int) {
 	return uid, gid
 }
 
-// ScratchDir is the conventional scratch directory (sticky, world-writable). nginx itself
+// scratchDir is the conventional scratch directory (sticky, world-writable). nginx itself
 // never writes there (its temp paths are under var/cache/nginx), but a read-only root
 // leaves the base's /tmp unwritable, and the README's `docker run` line mounts a tmpfs
 // on it for any other program run in the container that expects a writable /tmp.
-const ScratchDir = "/tmp"
+const scratchDir = "/tmp"
 
 // Tmpfs lists the absolute paths a read-only-root run mounts a fresh tmpfs on: each of
-// WritableDirs, then ScratchDir. pipeline/ocirun mounts exactly these by default, and the
-// README's `docker run --read-only --tmpfs ...` line names the same three.
+// WritableDirs, then scratchDir. Both engines mount exactly these when they run the image
+// (the host engine through pipeline/ocirun's WithTmpfs), and the README's `docker run --read-only --tmpfs ...` line names the same three.
 func (r RuntimeConfig) Tmpfs() []string {
 	out := make([]string, 0, len(r.WritableDirs)+1)
 	for _, d := range r.WritableDirs {
 		out = append(out, "/"+d)
 	}
-	return append(out, ScratchDir)
+	return append(out, scratchDir)
 }
 
 // Port is one exposed port.
@@ -96,7 +96,8 @@ func (r RuntimeConfig) PortList() []Port {
 
 // Runtime is the image's runtime contract, defined here once: the rendered Dockerfile's
 // final stage is made from it, pipeline/image writes it into the assembled image's config
-// and layer, pipeline/ocirun mounts its Tmpfs, and the smoke checks expect it.
+// and layer, the engines mount its Tmpfs when they run the image, and the smoke checks
+// expect it.
 var Runtime = RuntimeConfig{
 	User:         "65532:65532",
 	Entrypoint:   []string{"/usr/sbin/nginx", "-g", "daemon off;"},

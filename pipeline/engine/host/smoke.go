@@ -58,8 +58,13 @@ var emulators = map[string]string{"arm64": "qemu-aarch64", "amd64": "qemu-x86_64
 // nginxConf is the image's nginx.conf (the runtime contract), which documents tls.conf.
 const nginxConf = "/etc/nginx/nginx.conf"
 
+// runtimeTmpfs gives a container the runtime contract's writable directories (and /tmp):
+// the image's root is read-only, and nginx cannot start without them. The Dagger engine
+// mounts the same list (plan.Runtime.Tmpfs) in its service.
+func runtimeTmpfs() ocirun.Option { return ocirun.WithTmpfs(plan.Runtime.Tmpfs()...) }
+
 func smokeBundle(ctx context.Context, b *ocirun.Bundle, o smoke.Options, eo options) (smoke.Report, error) {
-	var runOpts []ocirun.Option
+	runOpts := []ocirun.Option{runtimeTmpfs()}
 	if eo.confD != "" {
 		runOpts = append(runOpts, ocirun.WithMount(eo.confD, plan.Runtime.ConfDir, true))
 	}
@@ -101,7 +106,7 @@ func prepareTLS(ctx context.Context, b *ocirun.Bundle, o smoke.Options) (*smoke.
 	}
 	var runErr error
 	http3 := o.Expect.Wants(smoke.HTTP3ModuleFlag, func() string {
-		so, se, code, err := b.Run(ctx, []string{bin, "-V"})
+		so, se, code, err := b.Run(ctx, []string{bin, "-V"}, runtimeTmpfs())
 		if err != nil {
 			runErr = fmt.Errorf("running nginx -V to see its modules: %w", err)
 		}
