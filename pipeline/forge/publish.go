@@ -184,17 +184,22 @@ func (r *registry) signOptions(ts ...*target) []image.Option {
 // attestations are what signOptions attests for ts: their SBOMs and how each was built.
 func (b *build) attestations(ts []*target) ([][]byte, sign.Build, error) {
 	var sboms [][]byte
-	build := sign.Build{Lock: b.l, Engine: b.eng.Name()}
+	build := sign.Build{Lock: provenanceLock(b.l), Engine: b.eng.Name()}
 	for _, t := range ts {
 		base, err := t.base.Digest()
 		if err != nil {
 			return nil, sign.Build{}, fmt.Errorf("digest of the runtime image for %s: %w", t.plan.Platform, err)
 		}
-		var sources []string
+		var sources []sign.Source
 		for _, s := range t.plan.Stages {
-			if s.Source.Component != "" {
-				sources = append(sources, s.Source.Component)
+			if s.Source.Component == "" {
+				continue
 			}
+			c, ok := b.l.Input(s.Source.Component)
+			if !ok {
+				return nil, sign.Build{}, fmt.Errorf("provenance: the %s build read %q, which the lock does not have", t.plan.Platform, s.Source.Component)
+			}
+			sources = append(sources, provenanceSource(c))
 		}
 		sboms = append(sboms, t.sbom)
 		build.Platforms = append(build.Platforms, sign.PlatformBuild{
@@ -204,6 +209,26 @@ func (b *build) attestations(ts []*target) ([][]byte, sign.Build, error) {
 		})
 	}
 	return sboms, build, nil
+}
+
+// provenanceLock is what a provenance states of l: its components by name and version,
+// its source date and its pinned images.
+func provenanceLock(l *lock.Lock) sign.LockParams {
+	p := sign.LockParams{SourceDateEpoch: l.SourceDateEpoch, BuilderImage: l.Images.Builder.Pinned(), RuntimeImage: l.Images.Runtime.Pinned()}
+	for _, c := range l.Components {
+		p.Components = append(p.Components, sign.NameVersion{Name: c.Name, Version: c.Version})
+	}
+	return p
+}
+
+// provenanceSource is a lock input (a component, or a recorded profile's source) as the
+// provenance lists what a stage compiled.
+func provenanceSource(c lock.Component) sign.Source {
+	src := sign.Source{Name: c.Name, URL: c.URL, SHA256: c.SHA256}
+	if g := c.Git; g != nil {
+		src.GitRepository, src.GitTag, src.GitCommit = g.Repository, g.Tag, g.Commit
+	}
+	return src
 }
 
 // imageDependency is the image ref (REPO[:TAG][@DIGEST]) pulled at digest as the provenance

@@ -1,10 +1,13 @@
 package forge
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/sign"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // An image the build read is named in the provenance as the SBOM names the base: the purl of
@@ -31,5 +34,44 @@ func TestImageDependencyIsTheSBOMsPurl(t *testing.T) {
 	}
 	if got := builderDependency(""); got != (sign.Dependency{}) {
 		t.Errorf("no builder image (the host engine): %+v, want none", got)
+	}
+}
+
+// The provenance states the lock as pinned: every component by name and version, the
+// images as pinned, a git source by repository, tag and commit (no URL or SHA-256 to
+// confuse it with a tarball), a tarball by URL and SHA-256. The AWS-LC lock has both kinds.
+func TestProvenanceReadsTheLockAsPinned(t *testing.T) {
+	l, err := lock.Load(filepath.Join(testenv.RepoRoot(), "pipeline", "lock", "aws-lc.lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := provenanceLock(l)
+	if p.SourceDateEpoch != l.SourceDateEpoch || p.BuilderImage != l.Images.Builder.Pinned() || p.RuntimeImage != l.Images.Runtime.Pinned() || p.BuilderImage == "" {
+		t.Errorf("lock parameters %+v, want the lock's source date and pinned images", p)
+	}
+	if len(p.Components) != len(l.Components) {
+		t.Fatalf("%d components stated, the lock has %d", len(p.Components), len(l.Components))
+	}
+	var git, tarball int
+	for i, c := range l.Components {
+		if p.Components[i] != (sign.NameVersion{Name: c.Name, Version: c.Version}) {
+			t.Errorf("component %d stated as %+v, want %s %s", i, p.Components[i], c.Name, c.Version)
+		}
+		src := provenanceSource(c)
+		switch {
+		case c.Git != nil:
+			git++
+			if want := (sign.Source{Name: c.Name, URL: c.URL, SHA256: c.SHA256, GitRepository: c.Git.Repository, GitTag: c.Git.Tag, GitCommit: c.Git.Commit}); src != want || src.GitCommit == "" {
+				t.Errorf("git source %s: %+v, want %+v", c.Name, src, want)
+			}
+		default:
+			tarball++
+			if want := (sign.Source{Name: c.Name, URL: c.URL, SHA256: c.SHA256}); src != want || src.SHA256 == "" {
+				t.Errorf("tarball %s: %+v, want %+v", c.Name, src, want)
+			}
+		}
+	}
+	if git == 0 || tarball == 0 {
+		t.Errorf("the AWS-LC lock gave %d git and %d tarball sources: both kinds must be checked", git, tarball)
 	}
 }

@@ -11,8 +11,6 @@ import (
 	ita1 "github.com/in-toto/attestation/go/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
-
-	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
 
 const (
@@ -33,14 +31,37 @@ const (
 	buildType = "https://github.com/nginx-forge/nginx-forge/ci-build@v1"
 )
 
-// Build is what a key-signed push states about how its subject was built.
+// Build is what a key-signed push states about how its subject was built. The caller reads
+// it out of the lock and the plans (pipeline/forge), so this package states a build
+// without reading locks.
 type Build struct {
-	Lock *lock.Lock
+	// Lock is what the lock fixed for every platform.
+	Lock LockParams
 	// Engine is the engine that compiled ("dagger", "host").
 	Engine string
 	// Platforms are the images the subject holds: one for an image, each platform's for an
 	// index of them.
 	Platforms []PlatformBuild
+}
+
+// LockParams are the lock's choices the provenance states as external parameters.
+type LockParams struct {
+	SourceDateEpoch int64
+	// Components are every component the lock pins, by name and version.
+	Components []NameVersion
+	// BuilderImage and RuntimeImage are the lock's images as pinned (REF@DIGEST).
+	BuilderImage, RuntimeImage string
+}
+
+// NameVersion is a lock component as the external parameters name it.
+type NameVersion struct{ Name, Version string }
+
+// Source is one input a stage compiled, as the lock pins it: a tarball (URL, SHA256), or a
+// git source (GitRepository, GitTag, GitCommit).
+type Source struct {
+	Name                             string
+	URL, SHA256                      string
+	GitRepository, GitTag, GitCommit string
 }
 
 // PlatformBuild is one platform's build: the flags that chose its plan and what it read.
@@ -49,9 +70,9 @@ type PlatformBuild struct {
 	CPU      string // the -march level built for
 	Optimize string
 	Modules  []string
-	// Sources are the lock inputs the plan's stages compiled (plan Stage.Source.Component:
-	// a component, or a recorded profile by its source name).
-	Sources []string
+	// Sources are the lock inputs the plan's stages compiled (a component, or a recorded
+	// profile), in stage order.
+	Sources []Source
 	// Base is the runtime image the platform was built on: its manifest as pulled.
 	Base Dependency
 	// Builder is the image the engine compiled in, as it pulled it; the zero Dependency when
@@ -113,7 +134,7 @@ func externalParameters(b Build) map[string]any {
 		"lock": map[string]any{
 			"source_date_epoch": float64(b.Lock.SourceDateEpoch),
 			"components":        comps,
-			"images":            map[string]any{"builder": b.Lock.Images.Builder.Pinned(), "runtime": b.Lock.Images.Runtime.Pinned()},
+			"images":            map[string]any{"builder": b.Lock.BuilderImage, "runtime": b.Lock.RuntimeImage},
 		},
 		"platforms": platforms,
 	}
@@ -143,16 +164,12 @@ func resolvedDependencies(b Build) ([]*ita1.ResourceDescriptor, error) {
 	var deps []*ita1.ResourceDescriptor
 	var seen []string
 	for _, p := range b.Platforms {
-		for _, name := range p.Sources {
-			if slices.Contains(seen, name) {
+		for _, src := range p.Sources {
+			if slices.Contains(seen, src.Name) {
 				continue
 			}
-			seen = append(seen, name)
-			c, ok := b.Lock.Input(name)
-			if !ok {
-				return nil, fmt.Errorf("provenance: the %s build read %q, which the lock does not have", p.Platform, name)
-			}
-			deps = append(deps, sourceDescriptor(c))
+			seen = append(seen, src.Name)
+			deps = append(deps, sourceDescriptor(src))
 		}
 	}
 	for _, p := range b.Platforms {
@@ -179,17 +196,17 @@ func imageDescriptor(what string, dep Dependency) (*ita1.ResourceDescriptor, err
 	return &ita1.ResourceDescriptor{Name: what, Uri: dep.URI, Digest: map[string]string{algo: hex}}, nil
 }
 
-// sourceDescriptor is c as SLSA names a dependency: a tarball by its URL and SHA-256, a git
-// source as git+URL@refs/tags/TAG by its commit.
-func sourceDescriptor(c lock.Component) *ita1.ResourceDescriptor {
-	if c.Git != nil {
-		uri := "git+" + c.Git.Repository
-		if c.Git.Tag != "" {
-			uri += "@refs/tags/" + c.Git.Tag
+// sourceDescriptor is src as SLSA names a dependency: a tarball by its URL and SHA-256, a
+// git source as git+URL@refs/tags/TAG by its commit.
+func sourceDescriptor(src Source) *ita1.ResourceDescriptor {
+	if src.GitCommit != "" {
+		uri := "git+" + src.GitRepository
+		if src.GitTag != "" {
+			uri += "@refs/tags/" + src.GitTag
 		}
-		return &ita1.ResourceDescriptor{Name: c.Name, Uri: uri, Digest: map[string]string{"gitCommit": c.Git.Commit}}
+		return &ita1.ResourceDescriptor{Name: src.Name, Uri: uri, Digest: map[string]string{"gitCommit": src.GitCommit}}
 	}
-	return &ita1.ResourceDescriptor{Name: c.Name, Uri: c.URL, Digest: map[string]string{"sha256": c.SHA256}}
+	return &ita1.ResourceDescriptor{Name: src.Name, Uri: src.URL, Digest: map[string]string{"sha256": src.SHA256}}
 }
 
 // builderVersion is the program that built: its module version and, when Go stamped it,
