@@ -18,7 +18,15 @@ import (
 )
 
 // checkConfig runs `nginx -t` with the configuration the container has (its mounts).
+//
+// It first lets the server listen. `nginx -t` binds and listens on every port of the
+// configuration (its test mode only keeps quiet about a port in use), and Exec runs it in
+// the server's network namespace: started before the server has bound its ports, it holds
+// them for a moment, and the server's own bind fails ("bind() ... failed (98: Address
+// already in use)" at emerg, then retried), which the error log check rightly fails. A
+// server that never listens still gets its `nginx -t`, which then says why.
 func checkConfig(ctx context.Context, r *runner) (Status, string) {
+	_ = r.waitReady(ctx)
 	so, se, code, err := r.t.Exec(ctx, r.o.Binary, "-t")
 	out := strings.TrimSpace(string(so) + string(se))
 	if err != nil {

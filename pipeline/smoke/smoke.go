@@ -289,7 +289,9 @@ func Run(ctx context.Context, t Target, o Options) Report {
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, o.CheckTimeout)
-		if c.name == CheckHTTP {
+		if c.name == CheckConfig || c.name == CheckHTTP {
+			// The first check that waits for the server to listen (waitReady) may take
+			// the start's time as well as its own.
 			cctx, cancel = context.WithTimeout(ctx, o.StartTimeout+o.CheckTimeout)
 		}
 		start := time.Now()

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
@@ -124,5 +125,50 @@ func TestEmulatedRunToleratesOnlyTheMissingAIO(t *testing.T) {
 		if tc.want == smoke.Pass && !strings.Contains(r.Detail, "qemu-user has no Linux AIO") {
 			t.Errorf("%s: the detail does not say what was tolerated: %q", tc.name, r.Detail)
 		}
+	}
+}
+
+// lateTarget is a server that starts listening a while after it runs, as an emulated nginx
+// does, and whose `nginx -t` (run in the server's network namespace, as runc exec does)
+// binds the same port: it records whether the server was already listening then.
+type lateTarget struct {
+	limitedTarget
+	listenAt    time.Time
+	testedEarly *bool
+}
+
+func (t lateTarget) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	if time.Now().Before(t.listenAt) {
+		return nil, errors.New("connection refused")
+	}
+	return t.limitedTarget.DialContext(ctx, network, address)
+}
+
+func (t lateTarget) Exec(_ context.Context, argv ...string) ([]byte, []byte, int, error) {
+	if len(argv) == 2 && argv[1] == "-t" {
+		*t.testedEarly = time.Now().Before(t.listenAt)
+		return nil, []byte("nginx: configuration file /etc/nginx/nginx.conf test is successful"), 0, nil
+	}
+	return nil, nil, -1, errNoPeek
+}
+
+// TestConfigTestWaitsForTheServerToListen: nginx -t runs only once the server listens, so
+// that its own bind of the configuration's ports cannot take them from a server still
+// starting. Without the wait it would run at once, 300 ms before the server listens here.
+func TestConfigTestWaitsForTheServerToListen(t *testing.T) {
+	l := closingListener(t)
+	early := true
+	tg := lateTarget{
+		limitedTarget: limitedTarget{addr: l.Addr().String(), logs: func() ([]byte, error) { return nil, errNoPeek }},
+		listenAt:      time.Now().Add(300 * time.Millisecond),
+		testedEarly:   &early,
+	}
+	o := smoke.Options{StartTimeout: 10 * time.Second, CheckTimeout: 10 * time.Second}
+	rep := smoke.Run(context.Background(), tg, o)
+	if r, ok := rep.Result(smoke.CheckConfig); !ok || r.Status != smoke.Pass {
+		t.Fatalf("nginx -t: %+v", r)
+	}
+	if early {
+		t.Error("nginx -t ran before the server listened: its bind can take the server's ports")
 	}
 }
