@@ -30,9 +30,11 @@ const nobody = 65534
 // TestHostBuildAsNonRoot is the README's `go run ./ci build --engine host --no-smoke
 // --output nginx.tar` as a normal user: the built ci program run as uid 65534 (setpriv, no
 // change to the system's accounts), with HOME and XDG_CACHE_HOME in a directory of its own.
-// It compiles the stack from an empty cache, so the sources and stage outputs land in
-// $XDG_CACHE_HOME/nginx-forge, and writes the image tarball, which carries the upstream
-// licenses. (Issue 23: the cache sat in a root-owned directory, so the README said sudo.)
+// The sources and stage outputs land in $XDG_CACHE_HOME/nginx-forge, and it writes the image
+// tarball, which carries the upstream licenses. (Issue 23: the cache sat in a root-owned
+// directory, so the README said sudo.) That cache is kept between runs, beside the shared
+// build cache and owned by the user, like any user's: the stack is compiled as this user
+// when its stages' inputs change, and taken from the user's own cache otherwise.
 func TestHostBuildAsNonRoot(t *testing.T) {
 	mirror := testenv.MirrorDir(t)
 	testenv.Root(t) // to become another user
@@ -58,7 +60,11 @@ func TestHostBuildAsNonRoot(t *testing.T) {
 	if err := os.WriteFile(lockFile, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{home, lockFile} {
+	xdgCache := filepath.Join(filepath.Dir(testenv.BuildCacheDir()), "nonroot-cache")
+	if err := os.MkdirAll(xdgCache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{home, lockFile, xdgCache} {
 		if err := os.Chown(p, nobody, nobody); err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +77,7 @@ func TestHostBuildAsNonRoot(t *testing.T) {
 		bin, "build", "--engine", "host", "--no-smoke", "--lock", lockFile, "--mirror", srv.URL,
 		"--runtime-image", base.String(), "--output", output)
 	cmd.Dir = home
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "LANG=C"}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CACHE_HOME=" + xdgCache, "LANG=C"}
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	t.Logf("host build as uid %d took %s:\n%s", nobody, time.Since(start).Round(time.Second), out)
@@ -86,7 +92,7 @@ func TestHostBuildAsNonRoot(t *testing.T) {
 	if owner := fileOwner(fi); owner != nobody {
 		t.Errorf("%s is owned by uid %d, want %d", output, owner, nobody)
 	}
-	cache := filepath.Join(home, ".cache", "nginx-forge")
+	cache := filepath.Join(xdgCache, "nginx-forge")
 	for _, d := range []string{"sources", "stages"} {
 		entries, err := os.ReadDir(filepath.Join(cache, d))
 		if err != nil || len(entries) == 0 {
