@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/internal/prepared"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
@@ -123,46 +122,4 @@ func TestGitFetchFromASilentServerEndsAtTheStallTimeout(t *testing.T) {
 		t.Errorf("took %s with a 2s stall timeout", took)
 	}
 	t.Logf("ended after %s: %v", took.Round(time.Millisecond), err)
-}
-
-// The archive a stage reads is kept while it still holds its bytes: a second fetch leaves
-// the file (and its modification time, which the Dagger engine counts in its cache key) as
-// it was; a file whose bytes changed is written again.
-func TestPreparedArchiveIsKeptWhileItHoldsItsBytes(t *testing.T) {
-	repo, commit, tree := gitUpstream(t)
-	cache := t.TempDir()
-	f := source.New(source.WithCacheDir(cache), source.WithSink(testenv.Progress(t)))
-	c := gitComponent(repo, commit, tree)
-	v, err := f.Fetch(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := time.Unix(1_000_000_000, 0)
-	if err := os.Chtimes(v.Prepared, old, old); err != nil {
-		t.Fatal(err)
-	}
-	again, err := f.Fetch(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := os.Stat(again.Prepared)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if again.Prepared != v.Prepared || !st.ModTime().Equal(old) {
-		t.Errorf("second fetch: %s modified %s, want %s left as it was (modified %s)", again.Prepared, st.ModTime(), v.Prepared, old)
-	}
-
-	if err := os.Chmod(v.Prepared, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(v.Prepared, []byte("not the packed files"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Fetch(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
-	if err := prepared.Check(v.Prepared); err != nil {
-		t.Errorf("after a fetch, the changed archive is still not what its name says: %v", err)
-	}
 }

@@ -72,17 +72,9 @@ func (f *Fetcher) pack(ctx context.Context, tree, top, work string) (string, err
 	if err := tmp.Close(); err != nil {
 		return "", err
 	}
-	// Named after its own SHA-256 under the cache's prepared directory, so that every
-	// engine's check (prepared.Check) can tell the file is still what was written.
+	// Named after its own SHA-256 under prepared.Dir, so that every engine's check
+	// (prepared.Check) can tell the file is still what was written.
 	dst := prepared.Path(f.cacheDir, h.Sum(nil))
-	// The same files give the same bytes: an archive already there that still hashes to its
-	// name is kept as it is. Replacing it would give it a new modification time, which the
-	// Dagger engine counts when it snapshots a host file, so every stage reading it would
-	// miss the engine's cache on every build. One that no longer hashes to its name is
-	// replaced.
-	if prepared.Check(dst) == nil {
-		return dst, nil
-	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return "", err
 	}
