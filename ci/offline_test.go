@@ -151,9 +151,11 @@ func TestCheckUpdatesOfflineNamesEachServerOnce(t *testing.T) {
 	if code := run(context.Background(), []string{"check-updates", "--lock", s.LockFile}, &out, io.Discard); code != 1 || !strings.Contains(out.String(), "COMPONENT") {
 		t.Fatalf("exit %d, want 1 and the table:\n%s", code, out.String())
 	}
+	// The title names the lock file as given, as long as the caller's path (under act, a
+	// temporary directory several levels deep): it counts as a short word here.
 	for _, l := range strings.Split(out.String(), "\n") {
-		if len(l) > 100 {
-			t.Errorf("a line of %d columns in the table:\n%s", len(l), out.String())
+		if n := len(strings.ReplaceAll(l, s.LockFile, "LOCK")); n > 100 {
+			t.Errorf("a line of %d columns in the table (the lock's path counted as LOCK):\n%s", n, out.String())
 		}
 	}
 }
