@@ -148,7 +148,7 @@ func (p *profileFixture) run(t *testing.T) actRun {
 var recordStepRE = regexp.MustCompile(`Success - Main Record the profile \[([^\]]+)\]`)
 
 // skipNoticeRE is the notice the record-profiles job gives for a leg it does not train.
-var skipNoticeRE = regexp.MustCompile(`PGO profile of ([a-z-]+)\.lock\.json for linux/([a-z0-9]+) not recorded: ([^\n]*)`)
+var skipNoticeRE = regexp.MustCompile(`PGO profile of ([a-z-]+)\.lock\.json for linux/([a-z0-9]+) not recorded: ([^\r\n]*)`)
 
 // profileURLRE is the url ci pgo-profile --in-repo gives a profile kept beside its lock.
 var profileURLRE = regexp.MustCompile(`^profiles/nginx-forge-pgo-amd64-([0-9a-f]{12})\.tar\.gz$`)
@@ -205,7 +205,7 @@ func profileProblems(t *testing.T, p *profileFixture, r actRun) []string {
 	}
 	skipped := map[string]string{}
 	for _, m := range skipNoticeRE.FindAllStringSubmatch(r.Log, -1) {
-		skipped[m[1]+"/"+m[2]] = m[3]
+		skipped[m[1]+"/"+m[2]] = strings.TrimSpace(m[3])
 	}
 	want := map[string]string{"aws-lc/amd64": profileSkips["aws-lc"], "aws-lc/arm64": profileSkips["aws-lc"], "stack/arm64": profileSkips["arm64"]}
 	if len(skipped) != len(want) {
