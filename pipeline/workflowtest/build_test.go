@@ -49,10 +49,10 @@ type daggerLab struct {
 // labRegistry is where the lab serves its stand-in base images.
 const labRegistry = "127.0.0.1:5000"
 
-// needDaggerLab returns the running lab, or skips naming why the build jobs cannot run
-// (NGINX_FORGE_DAGGER_E2E=1, which .ci/test sets when it started a built lab, makes that a
-// failure).
-func needDaggerLab(t *testing.T) *daggerLab {
+// needDaggerLab returns the running lab, or skips naming why the jobs that need it (jobs
+// says which, and what they do with the engine) cannot run (NGINX_FORGE_DAGGER_E2E=1, which
+// .ci/test sets when it started a built lab, makes that a failure).
+func needDaggerLab(t *testing.T, jobs string) *daggerLab {
 	t.Helper()
 	script := os.Getenv("NGINX_FORGE_DAGGER_LAB")
 	if script == "" {
@@ -72,7 +72,7 @@ func needDaggerLab(t *testing.T) *daggerLab {
 		why = "the Dagger lab's CLI /usr/local/bin/dagger is missing (dagger-lab build installs it)"
 	}
 	if why != "" {
-		msg := "build.yml's build jobs install the Dagger CLI with dagger/dagger-for-github, whose stand-in here is the Dagger lab's CLI, and build on a Dagger engine: " + why
+		msg := jobs + " (dagger/dagger-for-github installs the Dagger CLI, whose stand-in here is the Dagger lab's): " + why
 		if os.Getenv("NGINX_FORGE_DAGGER_E2E") == "1" {
 			t.Fatalf("%s (NGINX_FORGE_DAGGER_E2E=1 makes this a failure)", msg)
 		}
@@ -182,7 +182,7 @@ type buildFixtureOptions struct {
 func newBuildFixtureWith(t *testing.T, o buildFixtureOptions) *buildFixture {
 	t.Helper()
 	edit := o.Edit
-	lab := needDaggerLab(t)
+	lab := needDaggerLab(t, "build.yml's build jobs build on a Dagger engine")
 	testenv.SharedUpstream(t) // the AWS-LC variant's archives, laid into the mirror by .ci/fetch-sources
 	f := &buildFixture{Lab: lab, Mirror: testenv.Mirror(t), Registry: registrytest.Start(t, o.Registry...)}
 	root := testenv.RepoRoot()

@@ -26,7 +26,8 @@ import (
 //   - github.com: a TLS server on loopback holding the repository (git http-backend) and the
 //     pulls API create-pull-request calls;
 //   - the PGO profiles: not recorded (no Dagger engine or arm runner here), said through the
-//     repository variable UPDATE_PGO_SKIP_REASON.
+//     repository variable UPDATE_PGO_SKIP_REASON; update_profile_test.go records one on the
+//     Dagger lab's engine.
 
 // pgoSkipReason is what the run says about the profiles it does not record.
 const pgoSkipReason = "the workflow tier has no Dagger engine and no arm runner"
@@ -54,6 +55,21 @@ func newUpdateFixture(t *testing.T, stale []string, edit func(string) string) *u
 // keys/ named apart (unvendor, a subset of stale).
 func newUpdateFixtureKeys(t *testing.T, stale, unvendor []string, edit func(string) string) *updateFixture {
 	t.Helper()
+	return newUpdateFixtureWith(t, updateFixtureOptions{Stale: stale, Unvendor: unvendor, Edit: edit})
+}
+
+// updateFixtureOptions: what a scenario changes in the fixture (see newUpdateFixture).
+type updateFixtureOptions struct {
+	Stale, Unvendor []string
+	Edit            func(string) string
+	// Prepare changes the fixture's files (f.Repo, both locks current against the
+	// scenario, the stale components set back) before they are committed.
+	Prepare func(f *updateFixture)
+}
+
+func newUpdateFixtureWith(t *testing.T, o updateFixtureOptions) *updateFixture {
+	t.Helper()
+	stale, unvendor, edit := o.Stale, o.Unvendor, o.Edit
 	root := testenv.RepoRoot()
 	dir := t.TempDir()
 	f := &updateFixture{Repo: filepath.Join(dir, "repo"), Scenario: upstreamtest.NewDefaultLockScenario(t)}
@@ -113,6 +129,9 @@ func newUpdateFixtureKeys(t *testing.T, stale, unvendor []string, edit func(stri
 	}
 	if err := cur.Write(stackFile); err != nil {
 		t.Fatal(err)
+	}
+	if o.Prepare != nil {
+		o.Prepare(f)
 	}
 
 	f.Remote = newRemote(t, dir)
