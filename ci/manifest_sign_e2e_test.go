@@ -40,7 +40,7 @@ func TestManifestSignKeyVerifiedByCosign(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	t.Setenv("COSIGN_PASSWORD", "e2e password")
-	cosignRun := cosignIn(ctx, cosign, dir)
+	cosignRun := testenv.CosignIn(ctx, cosign, dir)
 	for _, prefix := range []string{"other", "cosign"} {
 		if out, err := cosignRun("generate-key-pair", "--output-key-prefix", prefix); err != nil {
 			t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)

@@ -32,7 +32,7 @@ func signedPushOnTheCommandLine(ctx context.Context, t *testing.T, args []string
 	}
 	dir := t.TempDir()
 	t.Setenv("COSIGN_PASSWORD", "e2e password")
-	cosignRun := cosignIn(ctx, cosign, dir)
+	cosignRun := testenv.CosignIn(ctx, cosign, dir)
 	if out, err := cosignRun("generate-key-pair", "--output-key-prefix", "other"); err != nil {
 		t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
 	}
@@ -106,18 +106,4 @@ func lastLine(s string) string {
 		return l[:160] + "..."
 	}
 	return lines[len(lines)-1]
-}
-
-// cosignIn runs the real cosign in dir (its HOME: keys and TUF state stay there) and returns
-// its combined output. Only the registry on 127.0.0.1 is reached: a TUF root or Rekor would go
-// to a closed port.
-func cosignIn(ctx context.Context, cosign, dir string) func(args ...string) (string, error) {
-	return func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, cosign, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "HOME="+dir, "TUF_ROOT="+filepath.Join(dir, "tuf"),
-			"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
 }

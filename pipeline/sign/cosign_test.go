@@ -38,19 +38,6 @@ func cosignTool(t *testing.T) string {
 	return p
 }
 
-// runCosign runs cosign with args in dir (its HOME). Anything cosign would fetch from the
-// internet (a TUF root, Rekor) goes to a closed loopback port instead: only the registry on
-// 127.0.0.1 is reached.
-func runCosign(ctx context.Context, t *testing.T, cosign, dir string, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.CommandContext(ctx, cosign, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+dir, "TUF_ROOT="+filepath.Join(dir, "tuf"),
-		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost")
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
 // The real cosign CLI, with a key pair it made itself (cosign generate-key-pair, the
 // encrypted cosign.key unlocked by COSIGN_PASSWORD), accepts what SignAndAttest pushed: the
 // signature (cosign verify), the SBOM attestation (cosign verify-attestation --type
@@ -70,7 +57,7 @@ func TestCosignVerifiesAttestations(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range []string{dir, other} {
-		if out, err := runCosign(ctx, t, cosign, d, "generate-key-pair"); err != nil {
+		if out, err := testenv.CosignIn(ctx, cosign, d)("generate-key-pair"); err != nil {
 			t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
 		}
 	}
@@ -83,7 +70,7 @@ func TestCosignVerifiesAttestations(t *testing.T) {
 	}
 	verify := func(pub string, args ...string) (string, error) {
 		full := append(append([]string{}, args...), "--key", pub, "--insecure-ignore-tlog=true", ref.String())
-		return runCosign(ctx, t, cosign, dir, full...)
+		return testenv.CosignIn(ctx, cosign, dir)(full...)
 	}
 	checks := [][]string{{"verify"}, {"verify-attestation", "--type", "spdxjson"}, {"verify-attestation", "--type", "slsaprovenance1"}}
 	for _, c := range checks {
@@ -225,7 +212,7 @@ func TestCosignVerifies(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		return runCosign(ctx, t, cosign, dir, "verify", "--key", pubFile, "--insecure-ignore-tlog=true", "--allow-insecure-registry", ref.String())
+		return testenv.CosignIn(ctx, cosign, dir)("verify", "--key", pubFile, "--insecure-ignore-tlog=true", "--allow-insecure-registry", ref.String())
 	}
 	out, err := run(pub)
 	if err != nil {

@@ -6,11 +6,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/standin"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/ocitest"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
@@ -99,25 +97,8 @@ func DockerTypedFor(t testing.TB, o Options) v1.Image {
 }
 
 // DockerTyped is img with Docker schema 2 media types (manifest, config, layers) and the
-// same blobs.
+// same blobs (ocitest.DockerTwin).
 func DockerTyped(t testing.TB, img v1.Image) v1.Image {
 	t.Helper()
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.DockerManifestSchema2), types.DockerConfigJSON)
-	for _, l := range layers {
-		if out, err = mutate.Append(out, mutate.Addendum{Layer: l, MediaType: types.DockerLayer}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if out, err = mutate.ConfigFile(out, cf); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return ocitest.DockerTwin(t, img)
 }

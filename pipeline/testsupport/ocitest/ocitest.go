@@ -21,7 +21,7 @@ func sha256Hex(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToStri
 // DockerTwin is img under Docker schema 2 media types: the same layer blobs and the same
 // config content, as `docker build`, BuildKit's default output and many bases on Docker
 // Hub are typed.
-func DockerTwin(t *testing.T, img v1.Image) v1.Image {
+func DockerTwin(t testing.TB, img v1.Image) v1.Image {
 	t.Helper()
 	cf, err := img.ConfigFile()
 	if err != nil {

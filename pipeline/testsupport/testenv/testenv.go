@@ -7,6 +7,7 @@
 package testenv
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -104,4 +105,19 @@ func SharedUpstream(t testing.TB) string {
 // (laid into the mirror by .ci/fetch-sources) and the test lock's PCRE2.
 func AWSLCTestLockPath() string {
 	return filepath.Join(RepoRoot(), "pipeline", "lock", "testdata", "aws-lc.lock.json")
+}
+
+// CosignIn runs the real cosign (the binary at cosign) in dir, which is also its HOME (keys
+// and TUF state stay there), and returns its combined output. Whatever it would fetch from
+// the internet (a TUF root, Rekor) goes to a closed loopback port: only the registry on
+// 127.0.0.1 is reached.
+func CosignIn(ctx context.Context, cosign, dir string) func(args ...string) (string, error) {
+	return func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, cosign, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "HOME="+dir, "TUF_ROOT="+filepath.Join(dir, "tuf"),
+			"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
 }
