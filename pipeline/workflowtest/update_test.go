@@ -158,11 +158,6 @@ func (f *updateFixture) run(t *testing.T) actRun {
 
 const updateBranch = "automation/upstream-updates"
 
-func fail(t *testing.T, r actRun, format string, args ...any) {
-	t.Helper()
-	t.Errorf(format, args...)
-	t.Logf("act's output:\n%s", r.Log)
-}
 
 // TestUpdateNothingNew: both locks current: the run is green, no branch is pushed, no pull
 // request is asked for, the locks are as they were.
