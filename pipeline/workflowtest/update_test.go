@@ -158,7 +158,6 @@ func (f *updateFixture) run(t *testing.T) actRun {
 
 const updateBranch = "automation/upstream-updates"
 
-
 // TestUpdateNothingNew: both locks current: the run is green, no branch is pushed, no pull
 // request is asked for, the locks are as they were.
 func TestUpdateNothingNew(t *testing.T) {
