@@ -8,12 +8,14 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -35,8 +37,45 @@ func Missing(t testing.TB, what, fix string) {
 
 // RepoRoot is the checkout's top directory.
 func RepoRoot() string {
+	return repoRoot
+}
+
+// repoRoot is found when the test binary starts, before any test changes its working
+// directory: from this file's path, or, in a binary built with -trimpath (the workflows'
+// GOFLAGS), where that path is the import path, from the working directory go test gives a
+// test binary (its package's directory) up to the module's go.mod.
+var repoRoot = findRepoRoot()
+
+func findRepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+	if filepath.IsAbs(file) {
+		return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(fmt.Sprintf("testenv: the checkout's top directory: %v", err))
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if data, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && modulePath(data) == module {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			panic(fmt.Sprintf("testenv: no go.mod of %s in %s or above it", module, dir))
+		}
+	}
+}
+
+// module is this repository's module path (go.mod).
+const module = "github.com/nginx-forge/nginx-forge"
+
+// modulePath is the module line of a go.mod.
+func modulePath(gomod []byte) string {
+	for _, l := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == "module" {
+			return f[1]
+		}
+	}
+	return ""
 }
 
 // TestLockPath is the lock that pins the tarballs Debian's trixie source packages carry.
