@@ -275,7 +275,10 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 	}
 	defer os.RemoveAll(tmp)
 	work, out, logPath := filepath.Join(tmp, "work"), filepath.Join(tmp, "out"), filepath.Join(tmp, "build.log")
-	script, err := writeStageInputs(tmp, work, out, s)
+	// The compilers' temporary files go under the scratch directory, which goes when the
+	// stage ends: a compiler killed mid-file (a cancelled build) cannot clean up its own.
+	tmpDir := filepath.Join(tmp, "tmp")
+	script, err := writeStageInputs(tmp, work, out, tmpDir, s)
 	if err != nil {
 		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
 	}
@@ -284,7 +287,7 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
 	}
 	defer logFile.Close()
-	env := stageEnv(s, epoch, src, work, out, jobs, outs)
+	env := stageEnv(s, epoch, src, work, out, tmpDir, jobs, outs)
 	e.note("stage %s: building (key %s, log %s)", s.Name, key[:12], logPath)
 	ps, runErr := runScript(ctx, script, work, env, logFile)
 	sr.Wall = time.Since(start)
@@ -324,10 +327,10 @@ func (e *Executor) scratchDir(key, stage string) (string, error) {
 	return os.MkdirTemp(e.workDir, prefix)
 }
 
-// writeStageInputs makes WORK (with the stage's files) and OUT, and writes the script into
-// tmp; it returns the script's path.
-func writeStageInputs(tmp, work, out string, s plan.Stage) (string, error) {
-	for _, d := range []string{work, out} {
+// writeStageInputs makes WORK (with the stage's files), OUT and the script's TMPDIR, and
+// writes the script into tmp; it returns the script's path.
+func writeStageInputs(tmp, work, out, tmpDir string, s plan.Stage) (string, error) {
+	for _, d := range []string{work, out, tmpDir} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return "", err
 		}
@@ -347,10 +350,11 @@ func writeStageInputs(tmp, work, out string, s plan.Stage) (string, error) {
 
 // stageEnv is the script's whole environment: a fixed base, the stage's variables, then the
 // contract's SRC, WORK, OUT, JOBS and DEP_<NAME>.
-func stageEnv(s plan.Stage, epoch int64, src, work, out string, jobs int, outs map[string]string) []string {
+func stageEnv(s plan.Stage, epoch int64, src, work, out, tmpDir string, jobs int, outs map[string]string) []string {
 	env := []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME=" + work,
+		"TMPDIR=" + tmpDir,
 		"LANG=C",
 		"TZ=UTC",
 		"SOURCE_DATE_EPOCH=" + strconv.FormatInt(epoch, 10),

@@ -75,7 +75,10 @@ cp src/hello.txt "$OUT/hello.txt"
   echo "tz=$TZ lang=$LANG"
   echo "leak=${NGINX_FORGE_HOST_TEST_LEAK:-unset}"
   echo "home_is_work=$([ "$HOME" = "$WORK" ] && echo yes)"
+  echo "tmpdir_is_scratch=$([ "$TMPDIR" = "$(dirname "$WORK")/tmp" ] && [ -d "$TMPDIR" ] && echo yes)"
 } > "$OUT/env.txt"
+# What a compiler killed mid-file leaves: it goes with the scratch directory (checked below).
+touch "$TMPDIR/cc-left-behind.s"
 echo "lib built"
 `,
 			},
@@ -135,7 +138,7 @@ func TestRunContractAndCache(t *testing.T) {
 	}
 	lib, _ := res.Stage("lib")
 	env, _ := os.ReadFile(filepath.Join(lib.Out, "env.txt"))
-	for _, want := range []string{"pwd_is_work=yes", "greeting=hi", "jobs=3", "epoch=1700000000", "tz=UTC lang=C", "leak=unset", "home_is_work=yes"} {
+	for _, want := range []string{"pwd_is_work=yes", "greeting=hi", "jobs=3", "epoch=1700000000", "tz=UTC lang=C", "leak=unset", "home_is_work=yes", "tmpdir_is_scratch=yes"} {
 		if !strings.Contains(string(env), want+"\n") {
 			t.Errorf("stage environment lacks %q:\n%s", want, env)
 		}
