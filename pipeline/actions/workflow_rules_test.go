@@ -1364,7 +1364,7 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"does not need the tag-moving job merge"},
 		// build.yml: each variant's tags wait for its own legs' pass records
 		{"build.yml", "merge does not check the smoke records",
-			"            smoked=$(cat \"$RUNNER_TEMP/passed/passed-smoke-$VARIANT-$arch/$arch\" 2> /dev/null || true)\n            if [[ \"$smoked\" != \"$digest\" ]]; then\n              echo \"::error::$VARIANT $arch: the runc smoke test did not pass $digest (its record: '$smoked')\"\n              exit 1\n            fi\n",
+			"            smoked=$(cat \"$RUNNER_TEMP/passed/passed-smoke-$VARIANT-$arch/$arch\" 2> /dev/null || true)\n            if [[ \"$smoked\" != \"$digest\" ]]; then\n              hold \"$VARIANT $arch: the runc smoke test did not pass $digest (its record: '$smoked')\"\n            fi\n",
 			"",
 			"checks the records [passed-smoke- passed-scan-]"},
 		{"build.yml", "smoke pass recorded after a failure",

@@ -41,6 +41,14 @@ func fail(t *testing.T, r actRun, format string, args ...any) {
 	failures.by[t] = append(failures.by[t], msg)
 }
 
+// Why some scenarios also read step summaries: act v0.2.89's host mode can drop the last
+// output of a step that
+// fails at once. HostEnvironment.exec returns cmd.Run's error without waiting for the copy
+// from the step's pseudo-terminal, then closes it (pkg/container/host_environment.go), so
+// an `echo "::error::..."; exit 1` may reach act's log without its echo. The workflows
+// therefore write why a gate failed into the step summary as well, which act reads from its
+// file after the step and prints ("⚙  Summary - ..."), and the scenarios accept either.
+
 // failedStepContext is how many of its job's lines failedSteps shows before a failed step.
 const failedStepContext = 30
 
