@@ -14,6 +14,7 @@ require (
 	github.com/sigstore/sigstore v1.10.8
 	github.com/spdx/tools-golang v0.5.7
 	github.com/ulikunitz/xz v0.5.17
+	golang.org/x/mod v0.39.0
 	golang.org/x/sys v0.47.0
 )
 

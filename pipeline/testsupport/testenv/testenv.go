@@ -15,8 +15,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
+
+	"golang.org/x/mod/modfile"
 )
 
 // upstreamDirEnv names the directory .ci/fetch-sources filled (it holds mirror/ and debian/).
@@ -56,7 +57,7 @@ func findRepoRoot() string {
 		panic(fmt.Sprintf("testenv: the checkout's top directory: %v", err))
 	}
 	for d := dir; ; d = filepath.Dir(d) {
-		if data, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && modulePath(data) == module {
+		if data, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && modfile.ModulePath(data) == module {
 			return d
 		}
 		if filepath.Dir(d) == d {
@@ -67,16 +68,6 @@ func findRepoRoot() string {
 
 // module is this repository's module path (go.mod).
 const module = "github.com/nginx-forge/nginx-forge"
-
-// modulePath is the module line of a go.mod.
-func modulePath(gomod []byte) string {
-	for _, l := range strings.Split(string(gomod), "\n") {
-		if f := strings.Fields(l); len(f) == 2 && f[0] == "module" {
-			return f[1]
-		}
-	}
-	return ""
-}
 
 // TestLockPath is the lock that pins the tarballs Debian's trixie source packages carry.
 func TestLockPath() string {
