@@ -756,7 +756,7 @@ func (f *pushFixture) heldBack(t *testing.T, r actRun, s registryState, variant,
 	// The whole log, where the merge step's summary is printed too: act's host mode can drop
 	// the last output of a step that fails at once (act's host mode: report_test.go).
 	if want := variant + " " + arch + ": the " + gate + " did not pass"; !strings.Contains(r.Log, want) {
-		problems = append(problems, fmt.Sprintf("%s: the merge job does not say %q", variant, want))
+		problems = append(problems, fmt.Sprintf("%s: neither the merge job's output nor its summary says %q", variant, want))
 	}
 	return problems
 }
@@ -852,7 +852,7 @@ func (f *pushFixture) criticalCVEProblems(t *testing.T, r actRun) []string {
 		want := "default " + arch + ": fixable critical vulnerability " + opensslCritical.ID + " in openssl 3.5.7 (fixed in 3.5.8)"
 		// The whole log, where the gate's summary is printed too (act's host mode: report_test.go).
 		if !strings.Contains(r.Log, want) {
-			problems = append(problems, fmt.Sprintf("the job %q does not say %q", job, want))
+			problems = append(problems, fmt.Sprintf("neither the output of the job %q nor its summary says %q", job, want))
 		}
 	}
 	s := f.state(t)
