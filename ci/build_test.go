@@ -17,6 +17,10 @@ import (
 
 var testLockPath = testenv.TestLockPath()
 
+// trixieLockPath is a lock of Debian trixie's releases as tarballs (testenv.TrixieLockPath):
+// the fixture of the message and validation tests, which name its files and versions.
+var trixieLockPath = testenv.TrixieLockPath()
+
 // The build command must stop before anything is built or created when its inputs are bad.
 
 func TestBuildMalformedLockCreatesNothing(t *testing.T) {
@@ -26,7 +30,7 @@ func TestBuildMalformedLockCreatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := strings.Replace(string(b), `"version": "1.26.3"`, `"version": "1.26.3", "versoin": "x"`, 1)
+	bad := strings.Replace(string(b), `"version": "1.3.1"`, `"version": "1.3.1", "versoin": "x"`, 1)
 	if err := os.WriteFile(lockFile, []byte(bad), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -262,8 +262,9 @@ func TestCheckUpdatesDefaultLockMovesToSupportedBranches(t *testing.T) {
 			t.Errorf("PR body lacks %q:\n%s", want, b)
 		}
 	}
-	// The new lock is on supported branches: nothing left to warn about.
-	if w := upstream.BranchWarnings(l, time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)); len(w) != 0 {
+	// The new lock is on supported branches on the day of the recorded answers (1.30 came
+	// out on 2026-04-14, after them): nothing left to warn about.
+	if w := upstream.BranchWarnings(l, time.Date(2026, 4, 13, 0, 0, 0, 0, time.UTC)); len(w) != 0 {
 		t.Errorf("BranchWarnings after the update = %q", w)
 	}
 }

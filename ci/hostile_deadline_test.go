@@ -160,12 +160,12 @@ func TestBuildBlackHoleRegistryFailsAfterTheStallTimeout(t *testing.T) {
 }
 
 // Issue 40: the end-of-life and superseded-branch warnings came only with --push. Every
-// build says them, with the command that fixes them: here a host build of the shipped lock
+// build says them, with the command that fixes them: here a host build of the seed lock
 // (nginx 1.26.2, OpenSSL 3.3.1) without --push, which stops at its preflight (a runtime
 // image on a registry that never answers) after the warnings.
 func TestEveryBuildWarnsAboutUnmaintainedBranches(t *testing.T) {
 	hole := blackHole(t)
-	code, _, stderr := runWithin(t, 60*time.Second, "build", "--engine", "host", "--no-smoke",
+	code, _, stderr := runWithin(t, 60*time.Second, "build", "--engine", "host", "--no-smoke", "--lock", filepath.Join("..", "pipeline", "lock", "seed.lock.json"),
 		"--cache", t.TempDir(), "--output", filepath.Join(t.TempDir(), "nginx.tar"), "--registry-timeout", "1s",
 		"--runtime-image", hole+"/distroless/base@sha256:"+strings.Repeat("a", 64))
 	if code != 1 {

@@ -127,7 +127,7 @@ func TestFileInputsMustBeRegularFiles(t *testing.T) {
 // gives the one validator's verdict on each: refused, naming the field, before anything is
 // fetched, with one exit status: a lock that does not load is a usage error (2) everywhere.
 func TestOneVerdictPerLock(t *testing.T) {
-	base, err := os.ReadFile(testLockPath)
+	base, err := os.ReadFile(trixieLockPath)
 	if err != nil {
 		t.Fatal(err)
 	}

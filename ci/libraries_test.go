@@ -49,7 +49,7 @@ func TestLibraryChoiceRefusedBeforeAnyDownload(t *testing.T) {
 	if code := run(context.Background(), []string{"tags", "--tls", "aws-lc", "--ref", "refs/heads/main"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("tags --tls aws-lc: exit %d\n%s", code, stderr.String())
 	}
-	if got := strings.Split(strings.TrimSpace(stdout.String()), ","); len(got) == 0 || got[0] != "1.30.4-aws-lc-zlib-ng" || got[len(got)-1] != "latest-aws-lc-zlib-ng" {
+	if got := strings.Split(strings.TrimSpace(stdout.String()), ","); len(got) == 0 || got[0] != "1.30.6-aws-lc-zlib-ng" || got[len(got)-1] != "latest-aws-lc-zlib-ng" {
 		t.Errorf("tags --tls aws-lc printed %q", stdout.String())
 	}
 }
@@ -85,7 +85,7 @@ func TestExplicitLockIsNeverSwapped(t *testing.T) {
 	}
 	// Without --lock the choice picks the shipped variant lock, as before.
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"tags", "--zlib", "zlib-ng", "--ref", "refs/heads/main"}, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), "1.30.4-aws-lc-zlib-ng,") {
+	if code := run(context.Background(), []string{"tags", "--zlib", "zlib-ng", "--ref", "refs/heads/main"}, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), "1.30.6-aws-lc-zlib-ng,") {
 		t.Errorf("tags --zlib zlib-ng: exit %d, printed %q\n%s", code, stdout.String(), stderr.String())
 	}
 }

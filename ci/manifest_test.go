@@ -119,7 +119,7 @@ func TestBuildAndManifestDecideTheSameTags(t *testing.T) {
 	defer srv.Close()
 	repo := strings.TrimPrefix(srv.URL, "http://") + "/nginx-forge"
 	amd := pushPlatform(t, repo, "amd64")
-	lockFile := "../pipeline/lock/testdata/trixie.lock.json"
+	lockFile := "../pipeline/lock/testdata/stack.twin.lock.json"
 	l, _, err := forge.LoadLock(lockFile)
 	if err != nil {
 		t.Fatal(err)

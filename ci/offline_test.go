@@ -232,7 +232,7 @@ func TestBuildNamesEachUnreachableServerOnce(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := []string{"build", "--engine", "host", "--no-smoke", "--tree", filepath.Join(t.TempDir(), "tree"),
-				"--lock", testLockPath, "--cache", t.TempDir()}
+				"--lock", trixieLockPath, "--cache", t.TempDir()}
 			if c.mirror != "" {
 				args = append(args, "--mirror", c.mirror)
 			}

@@ -189,7 +189,7 @@ Examples:
 
   # ... and compared with the test lock
   go run ./ci smoke --image 127.0.0.1:5000/nginx-forge/nginx@sha256:... \
-      --expect-lock pipeline/lock/testdata/trixie.lock.json
+      --expect-lock pipeline/lock/testdata/stack.twin.lock.json
 
   # Try your server blocks against the image
   go run ./ci smoke --image ghcr.io/nginx-forge/nginx:1.26.2 --conf-d ./sites --modules any

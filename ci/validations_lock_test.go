@@ -21,7 +21,7 @@ func TestLockTagsVersionsAndEpochValidated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const awsTag, nginxVersion, epoch = `"tag": "v5.5.0"`, `"version": "1.30.4"`, `"source_date_epoch": 1740355200`
+	const awsTag, nginxVersion, epoch = `"tag": "v5.5.0"`, `"version": "1.30.4"`, `"source_date_epoch": 1796601600`
 	srv, requests := countingMirror(t)
 	for _, h := range []struct {
 		name, old, new string
@@ -34,7 +34,7 @@ func TestLockTagsVersionsAndEpochValidated(t *testing.T) {
 		{"nginx 1.29.2rc1 with AWS-LC", nginxVersion, `"version": "1.29.2rc1"`, []string{"nginx 1.29.2rc1 cannot be built with AWS-LC", "from 1.29.2 (a release candidate comes before its release)"}},
 		{"source_date_epoch 1", epoch, `"source_date_epoch": 1`, []string{"source_date_epoch: 1 is 1970-01-01T00:00:01Z, outside 1980-01-01 .. 2100-01-01"}},
 		{"source_date_epoch after 2100", epoch, `"source_date_epoch": 4102444801`, []string{"2100-01-01T00:00:01Z, outside"}},
-		{"source_date_epoch in milliseconds", epoch, `"source_date_epoch": 1740355200000`, []string{"milliseconds instead of seconds"}},
+		{"source_date_epoch in milliseconds", epoch, `"source_date_epoch": 1796601600000`, []string{"milliseconds instead of seconds"}},
 	} {
 		if !bytes.Contains(base, []byte(h.old)) {
 			t.Fatalf("%s: the test lock has no %q", h.name, h.old)

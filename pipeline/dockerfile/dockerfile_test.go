@@ -363,7 +363,7 @@ func TestDockerfileGoldenAWSLC(t *testing.T) {
 		"ADD --keep-git-dir=false https://github.com/aws/aws-lc.git#991e67ff4cf04df4dd89e407f8b920c6936cb56a /src/aws_lc-tree/aws-lc-5.5.0",
 		`if [ "$tree" != "ae54cd9455f9630451d505855afe808a9f028b25" ]; then`,
 		"tar -czf /src/aws-lc-5.5.0-git.tar.gz -C /src/aws_lc-tree aws-lc-5.5.0",
-		"./auto/configure", "FROM builder AS zlib_ng", "cmake",
+		"./configure \\\n  --prefix=/etc/nginx", "FROM builder AS zlib_ng", "cmake",
 	} {
 		if !bytes.Contains(got, []byte(w)) {
 			t.Errorf("aws-lc.Dockerfile lacks %q", w)

@@ -10,7 +10,7 @@ import (
 )
 
 // The archives in ../shared/upstream hash to the trees their README names (the test lock
-// pipeline/lock/testdata/aws-lc.lock.json pins these).
+// pipeline/lock/testdata/aws-lc.twin.lock.json pins these).
 func TestSharedUpstreamTrees(t *testing.T) {
 	dir := testenv.SharedUpstream(t)
 	for file, want := range map[string]string{

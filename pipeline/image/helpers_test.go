@@ -34,7 +34,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 func testLock(t testing.TB) *lock.Lock {
 	t.Helper()
-	l, err := lock.Load(testenv.TestLockPath())
+	l, err := lock.Load(testenv.TrixieLockPath())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// The shipped AWS-LC variant lock parses, holds exactly AWS-LC and zlib-ng, and pins real
-// upstream commits and trees (never a file made here).
+// The shipped AWS-LC variant lock parses, holds exactly AWS-LC and zlib-ng, pins real
+// upstream commits and trees for the git sources (never a file made here), and nginx by
+// nginx.org's signed release tarball, as the default lock does.
 func TestShippedAWSLCLock(t *testing.T) {
 	b, ok := BuiltinAt(AWSLCPath)
 	if !ok {
@@ -20,13 +21,15 @@ func TestShippedAWSLCLock(t *testing.T) {
 	want := map[string][2]string{
 		AWSLC:  {"991e67ff4cf04df4dd89e407f8b920c6936cb56a", "ae54cd9455f9630451d505855afe808a9f028b25"},
 		ZlibNG: {"c939498c7f2a1d645833a98251365e2c814fd736", "3bef1892d8c3e63190221af625cb140139418c3f"},
-		Nginx:  {"017cf98dcce217946572a896f0992370475e189f", "296dce3d163a3a0b4151f5c8ab092defb4c32daf"},
 	}
 	for name, w := range want {
 		g := l.MustComponent(name).Git
 		if g == nil || g.Commit != w[0] || g.Tree != w[1] {
 			t.Errorf("%s: git %+v, want commit %s tree %s", name, g, w[0], w[1])
 		}
+	}
+	if n, d := l.MustComponent(Nginx), Default().MustComponent(Nginx); n.Git != nil || n.Signature == nil || n.SHA256 != d.SHA256 {
+		t.Errorf("nginx: %+v, want the default lock's signed tarball (%s)", n, d.SHA256)
 	}
 	if got := l.MustComponent(AWSLC).FileName(); got != "aws-lc-5.5.0-git.tar.gz" {
 		t.Errorf("file name %q", got)
@@ -43,7 +46,11 @@ func TestLibraryRoles(t *testing.T) {
 		want   string
 	}{
 		{"AWS-LC with nginx 1.26", func(l *Lock) {
-			l.Components = append(l.Components[:0:0], Default().Components...)
+			seed, err := Load("seed.lock.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Components = append(l.Components[:0:0], seed.Components...)
 			l.Components = append(l.Components[:2], l.Components[3:]...) // drop openssl
 			l.SetComponent(variant().MustComponent(AWSLC))
 		}, "nginx 1.26.2 cannot be built with AWS-LC (aws_lc): nginx supports it from 1.29.2"},

@@ -155,7 +155,9 @@ func TestCrossPlan(t *testing.T) {
 // native command in a cross build).
 func TestCrossEditsApply(t *testing.T) {
 	var native, cross strings.Builder
-	for _, path := range []string{"", testenv.AWSLCTestLockPath()} {
+	// The test twin (nginx from a git tree: ./auto/configure), the AWS-LC twin, and the shipped
+	// default lock (nginx.org's tarball: ./configure), whose sources a plan does not fetch.
+	for _, path := range []string{"", testenv.AWSLCTestLockPath(), filepath.Join(testenv.RepoRoot(), lock.DefaultPath)} {
 		l := testLock(t)
 		if path != "" {
 			var err error

@@ -16,7 +16,7 @@ import (
 
 func testLock(t *testing.T) *lock.Lock {
 	t.Helper()
-	l, err := lock.Load(testenv.TestLockPath())
+	l, err := lock.Load(testenv.TrixieLockPath())
 	if err != nil {
 		t.Fatal(err)
 	}

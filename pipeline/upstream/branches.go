@@ -19,6 +19,7 @@ var nginxStableReleases = map[string]time.Time{
 	"1.24": day("2023-04-11"),
 	"1.26": day("2024-04-23"),
 	"1.28": day("2025-04-23"),
+	"1.30": day("2026-04-14"),
 }
 
 // BranchWarnings says, for each component of l whose locked version is on a branch that is

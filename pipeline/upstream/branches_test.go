@@ -17,6 +17,11 @@ func TestBranchWarnings(t *testing.T) {
 		}
 		return d
 	}
+	// The seed lock: the design card's stack (nginx 1.26.2 on "stable", OpenSSL 3.3.1 on "lts").
+	seed, err := lock.Load("../lock/seed.lock.json")
+	if err != nil {
+		t.Fatal(err)
+	}
 	with := func(nginx, nginxTrack, openssl, opensslTrack string) *lock.Lock {
 		l := lock.Default()
 		n := l.MustComponent(lock.Nginx)
@@ -33,7 +38,7 @@ func TestBranchWarnings(t *testing.T) {
 		now  time.Time
 		want []string // one substring per expected warning, in order
 	}{
-		{"the shipped lock: stable and lts tracks lead off both branches", lock.Default(), at("2026-12-02"), []string{
+		{"the seed lock: stable and lts tracks lead off both branches", seed, at("2026-12-02"), []string{
 			"nginx 1.26.2 is on the 1.26 branch, superseded by 1.28 on 2025-04-23 and no longer maintained (no security fixes): run `go run ./ci check-updates --write` (the lock's nginx track, \"stable\", moves it)",
 			"OpenSSL 3.3.1 is on the 3.3 branch, which reached end of life on 2026-04-09 (no security fixes): run `go run ./ci check-updates --write` (the lock's openssl track, \"lts\", moves it)",
 		}},
@@ -44,13 +49,15 @@ func TestBranchWarnings(t *testing.T) {
 		{"empty tracks stay on the branch: set the track first", with("1.26.2", "", "3.3.1", ""), at("2026-12-02"), []string{
 			`set nginx's "track" in the lock to "stable"`, `set openssl's "track" in the lock to "lts"`,
 		}},
-		{"supported branches", with("1.28.0", "stable", "3.5.4", "lts"), at("2026-12-02"), nil},
-		{"before 1.28 and before 3.3's end", lock.Default(), at("2025-04-22"), nil},
-		{"the day 1.28 came out", lock.Default(), at("2025-04-23"), []string{"superseded by 1.28 on 2025-04-23"}},
+		{"the shipped lock is on supported branches", lock.Default(), at("2026-12-07"), nil},
+		{"1.28 once 1.30 is out", with("1.28.0", "stable", "3.5.4", "lts"), at("2026-12-02"), []string{"nginx 1.28.0 is on the 1.28 branch, superseded by 1.30 on 2026-04-14"}},
+		{"supported branches before 1.30", with("1.28.0", "stable", "3.5.4", "lts"), at("2026-04-13"), nil},
+		{"before 1.28 and before 3.3's end", seed, at("2025-04-22"), nil},
+		{"the day 1.28 came out", seed, at("2025-04-23"), []string{"superseded by 1.28 on 2025-04-23"}},
 		{"old mainline superseded by the stable branch made from it", with("1.27.4", "latest", "3.5.4", "lts"), at("2026-12-02"), []string{
 			"nginx 1.27.4 is on the 1.27 branch, superseded by 1.28 on 2025-04-23",
 		}},
-		{"a branch newer than the table is taken as current", with("1.30.0", "stable", "3.7.0", "latest"), at("2027-12-02"), nil},
+		{"a branch newer than the table is taken as current", with("1.32.0", "stable", "3.7.0", "latest"), at("2027-12-02"), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := upstream.BranchWarnings(tc.l, tc.now)

@@ -65,6 +65,11 @@ func TestResolveTagFromRecordedResponses(t *testing.T) {
 			t.Fatalf("%s: %v", tc.tag, err)
 		}
 		want := shipped.MustComponent(tc.component).Git
+		if tc.component == lock.Nginx {
+			// The shipped lock pins nginx.org's signed tarball; the tag's commit and tree are
+			// those the AWS-LC twin pins (../shared/upstream's archive is the tag's whole tree).
+			want = &lock.Git{Commit: "017cf98dcce217946572a896f0992370475e189f", Tree: "296dce3d163a3a0b4151f5c8ab092defb4c32daf"}
+		}
 		if got.Tag != tc.tag || got.Commit != want.Commit || got.Tree != want.Tree {
 			t.Errorf("%s %s = %+v, want commit %s tree %s", tc.component, tc.tag, got, want.Commit, want.Tree)
 		}

@@ -167,7 +167,7 @@ func newPushFixture(t *testing.T, o pushOptions) *pushFixture {
 	bf := newBuildFixtureWith(t, buildFixtureOptions{
 		Registry: []registrytest.Option{registrytest.WithBasicAuth(pushActor, standInToken)},
 		Prepare: func(repo string) {
-			for shipped, test := range map[string]string{"stack.lock.json": "trixie.lock.json", "aws-lc.lock.json": "aws-lc.lock.json"} {
+			for shipped, test := range map[string]string{"stack.lock.json": "stack.twin.lock.json", "aws-lc.lock.json": "aws-lc.twin.lock.json"} {
 				b, err := os.ReadFile(filepath.Join(repo, "pipeline", "lock", "testdata", test))
 				if err != nil {
 					t.Fatal(err)

@@ -229,8 +229,8 @@ func (f *buildFixture) vars(t *testing.T) map[string]string {
 	t.Helper()
 	common := " --mirror " + f.Mirror + " --runtime-image " + labRegistry + "/distroless/base-nossl-debian13:nonroot"
 	flags, err := json.Marshal(map[string]string{
-		"default": "--lock pipeline/lock/testdata/trixie.lock.json" + common,
-		"aws-lc":  "--lock pipeline/lock/testdata/aws-lc.lock.json" + common,
+		"default": "--lock pipeline/lock/testdata/stack.twin.lock.json" + common,
+		"aws-lc":  "--lock pipeline/lock/testdata/aws-lc.twin.lock.json" + common,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -37,12 +37,12 @@ NGINX_FORGE_EOF
 
 FROM builder AS pgo-profile
 ARG CPU
-COPY pipeline/lock/profiles/linux-amd64-c14a1b085c44e339d7f47cd1b524b250dc7c71e2ebf262e5b89a423ff5138144.tar.gz /src/linux-amd64-c14a1b085c44e339d7f47cd1b524b250dc7c71e2ebf262e5b89a423ff5138144.tar.gz
-RUN echo '7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a  /src/linux-amd64-c14a1b085c44e339d7f47cd1b524b250dc7c71e2ebf262e5b89a423ff5138144.tar.gz' | sha256sum -c -
-ENV SOURCE_DATE_EPOCH="1723593600" \
+COPY pipeline/lock/profiles/linux-amd64-a24705e33745cf10da9d1bb4d0468660dfdaa992dd8ec1ad8d9fde42d0bc1d9a.tar.gz /src/linux-amd64-a24705e33745cf10da9d1bb4d0468660dfdaa992dd8ec1ad8d9fde42d0bc1d9a.tar.gz
+RUN echo '7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a  /src/linux-amd64-a24705e33745cf10da9d1bb4d0468660dfdaa992dd8ec1ad8d9fde42d0bc1d9a.tar.gz' | sha256sum -c -
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
-    SRC="/src/linux-amd64-c14a1b085c44e339d7f47cd1b524b250dc7c71e2ebf262e5b89a423ff5138144.tar.gz" \
+    SRC="/src/linux-amd64-a24705e33745cf10da9d1bb4d0468660dfdaa992dd8ec1ad8d9fde42d0bc1d9a.tar.gz" \
     WORK="/work" \
     OUT="/out/pgo-profile"
 WORKDIR /out/pgo-profile
@@ -81,7 +81,7 @@ tar -czf /src/zlib-ng-2.2.2-git.tar.gz -C /src/zlib_ng-tree zlib-ng-2.2.2
 cd / && rm -rf /src/zlib_ng-tree
 EOF
 COPY --from=pgo-profile /out/pgo-profile/ /deps/pgo-profile/
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile -Wno-error=coverage-mismatch" \
@@ -127,9 +127,9 @@ NGINX_FORGE_EOF
 
 FROM builder AS pcre2
 ARG CPU
-ADD --checksum=sha256:86b9cb0aa3bcb7994faa88018292bc704cdbb708e785f7c74352ff6ea7d3175b https://github.com/PCRE2Project/pcre2/releases/download/pcre2-10.44/pcre2-10.44.tar.gz /src/pcre2-10.44.tar.gz
+ADD --checksum=sha256:ebcc25aadf2a51fa1fefa9b8bc9e7a79b3dae86870a0f1152a22e42befd46888 https://github.com/PCRE2Project/pcre2/releases/download/pcre2-10.48/pcre2-10.48.tar.gz /src/pcre2-10.48.tar.gz
 COPY --from=pgo-profile /out/pgo-profile/ /deps/pgo-profile/
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile -Wno-error=coverage-mismatch" \
@@ -137,7 +137,7 @@ ENV SOURCE_DATE_EPOCH="1723593600" \
     AR="gcc-ar" \
     RANLIB="gcc-ranlib" \
     NM="gcc-nm" \
-    SRC="/src/pcre2-10.44.tar.gz" \
+    SRC="/src/pcre2-10.48.tar.gz" \
     WORK="/work" \
     OUT="/out/pcre2" \
     DEP_PGO_PROFILE="/deps/pgo-profile"
@@ -194,7 +194,7 @@ tar -czf /src/aws-lc-5.5.0-git.tar.gz -C /src/aws_lc-tree aws-lc-5.5.0
 cd / && rm -rf /src/aws_lc-tree
 EOF
 COPY --from=pgo-profile /out/pgo-profile/ /deps/pgo-profile/
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile -Wno-error=coverage-mismatch" \
@@ -253,22 +253,7 @@ NGINX_FORGE_EOF
 
 FROM builder AS nginx
 ARG CPU
-ADD --keep-git-dir=false https://github.com/nginx/nginx.git#017cf98dcce217946572a896f0992370475e189f /src/nginx-tree/nginx-1.30.4
-RUN <<'EOF'
-cd /src/nginx-tree/nginx-1.30.4
-export GIT_DIR="$(mktemp -d)" GIT_WORK_TREE=.
-git init -q
-printf '* -text -filter -ident -export-ignore\n' > "$GIT_DIR/info/attributes"
-git add -A -f .
-tree=$(git write-tree)
-rm -rf "$GIT_DIR"
-if [ "$tree" != "296dce3d163a3a0b4151f5c8ab092defb4c32daf" ]; then
-  echo "nginx: the files hash to git tree $tree, the lock pins 296dce3d163a3a0b4151f5c8ab092defb4c32daf (commit 017cf98dcce217946572a896f0992370475e189f): refusing them" >&2
-  exit 1
-fi
-tar -czf /src/nginx-1.30.4-git.tar.gz -C /src/nginx-tree nginx-1.30.4
-cd / && rm -rf /src/nginx-tree
-EOF
+ADD --checksum=sha256:3cf46f5ed7504d460125866b7bea99fb357f31d887e2e63b35503310e9b8b6c8 https://nginx.org/download/nginx-1.30.6.tar.gz /src/nginx-1.30.6.tar.gz
 COPY --from=zlib_ng /out/zlib_ng/ /deps/zlib_ng/
 COPY --from=pcre2 /out/pcre2/ /deps/pcre2/
 COPY --from=aws_lc /out/aws_lc/ /deps/aws_lc/
@@ -480,12 +465,12 @@ enable HTTPS, HTTP/2 and HTTP/3 on port 8443 by mounting <code>tls.crt</code>,
 </body>
 </html>
 NGINX_FORGE_EOF
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     NGINX_CC_OPT="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -g0 -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile" \
     NGINX_LD_OPT="-pie -Wl,-z,relro,-z,now -Wl,--as-needed -l:libcrypt.a -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile" \
-    SRC="/src/nginx-1.30.4-git.tar.gz" \
+    SRC="/src/nginx-1.30.6.tar.gz" \
     WORK="/work" \
     OUT="/out/nginx" \
     DEP_ZLIB_NG="/deps/zlib_ng" \
@@ -512,7 +497,7 @@ cd src
 export CPATH="$DEP_AWS_LC/usr/include:$DEP_PCRE2/usr/include:$DEP_ZLIB_NG/usr/include"
 export LIBRARY_PATH="$DEP_AWS_LC/usr/lib:$DEP_PCRE2/usr/lib:$DEP_ZLIB_NG/usr/lib"
 unset CFLAGS
-./auto/configure \
+./configure \
   --prefix=/etc/nginx \
   --sbin-path=/usr/sbin/nginx \
   --conf-path=/etc/nginx/nginx.conf \

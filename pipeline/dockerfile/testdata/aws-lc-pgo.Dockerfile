@@ -53,7 +53,7 @@ fi
 tar -czf /src/zlib-ng-2.2.2-git.tar.gz -C /src/zlib_ng-instrumented-tree zlib-ng-2.2.2
 cd / && rm -rf /src/zlib_ng-instrumented-tree
 EOF
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-generate=/pgo/zlib_ng" \
@@ -94,8 +94,8 @@ NGINX_FORGE_EOF
 
 FROM builder AS pcre2-instrumented
 ARG CPU
-ADD --checksum=sha256:86b9cb0aa3bcb7994faa88018292bc704cdbb708e785f7c74352ff6ea7d3175b https://github.com/PCRE2Project/pcre2/releases/download/pcre2-10.44/pcre2-10.44.tar.gz /src/pcre2-10.44.tar.gz
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ADD --checksum=sha256:ebcc25aadf2a51fa1fefa9b8bc9e7a79b3dae86870a0f1152a22e42befd46888 https://github.com/PCRE2Project/pcre2/releases/download/pcre2-10.48/pcre2-10.48.tar.gz /src/pcre2-10.48.tar.gz
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-generate=/pgo/pcre2" \
@@ -103,7 +103,7 @@ ENV SOURCE_DATE_EPOCH="1723593600" \
     AR="gcc-ar" \
     RANLIB="gcc-ranlib" \
     NM="gcc-nm" \
-    SRC="/src/pcre2-10.44.tar.gz" \
+    SRC="/src/pcre2-10.48.tar.gz" \
     WORK="/work" \
     OUT="/out/pcre2-instrumented"
 WORKDIR /out/pcre2-instrumented
@@ -154,7 +154,7 @@ fi
 tar -czf /src/aws-lc-5.5.0-git.tar.gz -C /src/aws_lc-instrumented-tree aws-lc-5.5.0
 cd / && rm -rf /src/aws_lc-instrumented-tree
 EOF
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-generate=/pgo/aws_lc" \
@@ -208,22 +208,7 @@ NGINX_FORGE_EOF
 
 FROM builder AS pgo-train
 ARG CPU
-ADD --keep-git-dir=false https://github.com/nginx/nginx.git#017cf98dcce217946572a896f0992370475e189f /src/pgo-train-tree/nginx-1.30.4
-RUN <<'EOF'
-cd /src/pgo-train-tree/nginx-1.30.4
-export GIT_DIR="$(mktemp -d)" GIT_WORK_TREE=.
-git init -q
-printf '* -text -filter -ident -export-ignore\n' > "$GIT_DIR/info/attributes"
-git add -A -f .
-tree=$(git write-tree)
-rm -rf "$GIT_DIR"
-if [ "$tree" != "296dce3d163a3a0b4151f5c8ab092defb4c32daf" ]; then
-  echo "nginx: the files hash to git tree $tree, the lock pins 296dce3d163a3a0b4151f5c8ab092defb4c32daf (commit 017cf98dcce217946572a896f0992370475e189f): refusing them" >&2
-  exit 1
-fi
-tar -czf /src/nginx-1.30.4-git.tar.gz -C /src/pgo-train-tree nginx-1.30.4
-cd / && rm -rf /src/pgo-train-tree
-EOF
+ADD --checksum=sha256:3cf46f5ed7504d460125866b7bea99fb357f31d887e2e63b35503310e9b8b6c8 https://nginx.org/download/nginx-1.30.6.tar.gz /src/nginx-1.30.6.tar.gz
 COPY --from=zlib_ng-instrumented /out/zlib_ng-instrumented/ /deps/zlib_ng-instrumented/
 COPY --from=pcre2-instrumented /out/pcre2-instrumented/ /deps/pcre2-instrumented/
 COPY --from=aws_lc-instrumented /out/aws_lc-instrumented/ /deps/aws_lc-instrumented/
@@ -626,12 +611,12 @@ p/EQsPENGPtWE9t3qOIRRRzYRLX0Fl/rVg0VC7Me3aHxkyRCHPTM8Fti0vn1xqpl
 kFzzdv4BWoqtMJWDmpR4Q6c=
 -----END PRIVATE KEY-----
 NGINX_FORGE_EOF
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     NGINX_CC_OPT="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -g0 -flto=auto -fprofile-generate=/pgo/nginx" \
     NGINX_LD_OPT="-pie -Wl,-z,relro,-z,now -Wl,--as-needed -l:libcrypt.a -flto=auto -fprofile-generate=/pgo/nginx" \
-    SRC="/src/nginx-1.30.4-git.tar.gz" \
+    SRC="/src/nginx-1.30.6.tar.gz" \
     WORK="/work" \
     OUT="/out/pgo-train" \
     DEP_ZLIB_NG_INSTRUMENTED="/deps/zlib_ng-instrumented" \
@@ -663,7 +648,7 @@ export NGINX_CC_OPT="$NGINX_CC_OPT -fprofile-prefix-path=$WORK/src"
 export CPATH="$DEP_AWS_LC/usr/include:$DEP_PCRE2/usr/include:$DEP_ZLIB_NG/usr/include"
 export LIBRARY_PATH="$DEP_AWS_LC/usr/lib:$DEP_PCRE2/usr/lib:$DEP_ZLIB_NG/usr/lib"
 unset CFLAGS
-./auto/configure \
+./configure \
   --prefix=/etc/nginx \
   --sbin-path=/usr/sbin/nginx \
   --conf-path=/etc/nginx/nginx.conf \
@@ -732,7 +717,7 @@ tar -czf /src/zlib-ng-2.2.2-git.tar.gz -C /src/zlib_ng-tree zlib-ng-2.2.2
 cd / && rm -rf /src/zlib_ng-tree
 EOF
 COPY --from=pgo-train /out/pgo-train/ /deps/pgo-train/
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile -Wno-error=coverage-mismatch" \
@@ -778,9 +763,9 @@ NGINX_FORGE_EOF
 
 FROM builder AS pcre2
 ARG CPU
-ADD --checksum=sha256:86b9cb0aa3bcb7994faa88018292bc704cdbb708e785f7c74352ff6ea7d3175b https://github.com/PCRE2Project/pcre2/releases/download/pcre2-10.44/pcre2-10.44.tar.gz /src/pcre2-10.44.tar.gz
+ADD --checksum=sha256:ebcc25aadf2a51fa1fefa9b8bc9e7a79b3dae86870a0f1152a22e42befd46888 https://github.com/PCRE2Project/pcre2/releases/download/pcre2-10.48/pcre2-10.48.tar.gz /src/pcre2-10.48.tar.gz
 COPY --from=pgo-train /out/pgo-train/ /deps/pgo-train/
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile -Wno-error=coverage-mismatch" \
@@ -788,7 +773,7 @@ ENV SOURCE_DATE_EPOCH="1723593600" \
     AR="gcc-ar" \
     RANLIB="gcc-ranlib" \
     NM="gcc-nm" \
-    SRC="/src/pcre2-10.44.tar.gz" \
+    SRC="/src/pcre2-10.48.tar.gz" \
     WORK="/work" \
     OUT="/out/pcre2" \
     DEP_PGO_TRAIN="/deps/pgo-train"
@@ -845,7 +830,7 @@ tar -czf /src/aws-lc-5.5.0-git.tar.gz -C /src/aws_lc-tree aws-lc-5.5.0
 cd / && rm -rf /src/aws_lc-tree
 EOF
 COPY --from=pgo-train /out/pgo-train/ /deps/pgo-train/
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile -Wno-error=coverage-mismatch" \
@@ -904,22 +889,7 @@ NGINX_FORGE_EOF
 
 FROM builder AS nginx
 ARG CPU
-ADD --keep-git-dir=false https://github.com/nginx/nginx.git#017cf98dcce217946572a896f0992370475e189f /src/nginx-tree/nginx-1.30.4
-RUN <<'EOF'
-cd /src/nginx-tree/nginx-1.30.4
-export GIT_DIR="$(mktemp -d)" GIT_WORK_TREE=.
-git init -q
-printf '* -text -filter -ident -export-ignore\n' > "$GIT_DIR/info/attributes"
-git add -A -f .
-tree=$(git write-tree)
-rm -rf "$GIT_DIR"
-if [ "$tree" != "296dce3d163a3a0b4151f5c8ab092defb4c32daf" ]; then
-  echo "nginx: the files hash to git tree $tree, the lock pins 296dce3d163a3a0b4151f5c8ab092defb4c32daf (commit 017cf98dcce217946572a896f0992370475e189f): refusing them" >&2
-  exit 1
-fi
-tar -czf /src/nginx-1.30.4-git.tar.gz -C /src/nginx-tree nginx-1.30.4
-cd / && rm -rf /src/nginx-tree
-EOF
+ADD --checksum=sha256:3cf46f5ed7504d460125866b7bea99fb357f31d887e2e63b35503310e9b8b6c8 https://nginx.org/download/nginx-1.30.6.tar.gz /src/nginx-1.30.6.tar.gz
 COPY --from=zlib_ng /out/zlib_ng/ /deps/zlib_ng/
 COPY --from=pcre2 /out/pcre2/ /deps/pcre2/
 COPY --from=aws_lc /out/aws_lc/ /deps/aws_lc/
@@ -1131,12 +1101,12 @@ enable HTTPS, HTTP/2 and HTTP/3 on port 8443 by mounting <code>tls.crt</code>,
 </body>
 </html>
 NGINX_FORGE_EOF
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     NGINX_CC_OPT="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -g0 -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile" \
     NGINX_LD_OPT="-pie -Wl,-z,relro,-z,now -Wl,--as-needed -l:libcrypt.a -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile" \
-    SRC="/src/nginx-1.30.4-git.tar.gz" \
+    SRC="/src/nginx-1.30.6.tar.gz" \
     WORK="/work" \
     OUT="/out/nginx" \
     DEP_ZLIB_NG="/deps/zlib_ng" \
@@ -1163,7 +1133,7 @@ cd src
 export CPATH="$DEP_AWS_LC/usr/include:$DEP_PCRE2/usr/include:$DEP_ZLIB_NG/usr/include"
 export LIBRARY_PATH="$DEP_AWS_LC/usr/lib:$DEP_PCRE2/usr/lib:$DEP_ZLIB_NG/usr/lib"
 unset CFLAGS
-./auto/configure \
+./configure \
   --prefix=/etc/nginx \
   --sbin-path=/usr/sbin/nginx \
   --conf-path=/etc/nginx/nginx.conf \

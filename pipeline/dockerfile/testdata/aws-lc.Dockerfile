@@ -53,7 +53,7 @@ fi
 tar -czf /src/zlib-ng-2.2.2-git.tar.gz -C /src/zlib_ng-tree zlib-ng-2.2.2
 cd / && rm -rf /src/zlib_ng-tree
 EOF
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection" \
@@ -89,13 +89,13 @@ NGINX_FORGE_EOF
 
 FROM builder AS pcre2
 ARG CPU
-ADD --checksum=sha256:86b9cb0aa3bcb7994faa88018292bc704cdbb708e785f7c74352ff6ea7d3175b https://github.com/PCRE2Project/pcre2/releases/download/pcre2-10.44/pcre2-10.44.tar.gz /src/pcre2-10.44.tar.gz
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ADD --checksum=sha256:ebcc25aadf2a51fa1fefa9b8bc9e7a79b3dae86870a0f1152a22e42befd46888 https://github.com/PCRE2Project/pcre2/releases/download/pcre2-10.48/pcre2-10.48.tar.gz /src/pcre2-10.48.tar.gz
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection" \
     LDFLAGS="-pie -Wl,-z,relro,-z,now -Wl,--as-needed" \
-    SRC="/src/pcre2-10.44.tar.gz" \
+    SRC="/src/pcre2-10.48.tar.gz" \
     WORK="/work" \
     OUT="/out/pcre2"
 WORKDIR /out/pcre2
@@ -144,7 +144,7 @@ fi
 tar -czf /src/aws-lc-5.5.0-git.tar.gz -C /src/aws_lc-tree aws-lc-5.5.0
 cd / && rm -rf /src/aws_lc-tree
 EOF
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection" \
@@ -192,22 +192,7 @@ NGINX_FORGE_EOF
 
 FROM builder AS nginx
 ARG CPU
-ADD --keep-git-dir=false https://github.com/nginx/nginx.git#017cf98dcce217946572a896f0992370475e189f /src/nginx-tree/nginx-1.30.4
-RUN <<'EOF'
-cd /src/nginx-tree/nginx-1.30.4
-export GIT_DIR="$(mktemp -d)" GIT_WORK_TREE=.
-git init -q
-printf '* -text -filter -ident -export-ignore\n' > "$GIT_DIR/info/attributes"
-git add -A -f .
-tree=$(git write-tree)
-rm -rf "$GIT_DIR"
-if [ "$tree" != "296dce3d163a3a0b4151f5c8ab092defb4c32daf" ]; then
-  echo "nginx: the files hash to git tree $tree, the lock pins 296dce3d163a3a0b4151f5c8ab092defb4c32daf (commit 017cf98dcce217946572a896f0992370475e189f): refusing them" >&2
-  exit 1
-fi
-tar -czf /src/nginx-1.30.4-git.tar.gz -C /src/nginx-tree nginx-1.30.4
-cd / && rm -rf /src/nginx-tree
-EOF
+ADD --checksum=sha256:3cf46f5ed7504d460125866b7bea99fb357f31d887e2e63b35503310e9b8b6c8 https://nginx.org/download/nginx-1.30.6.tar.gz /src/nginx-1.30.6.tar.gz
 COPY --from=zlib_ng /out/zlib_ng/ /deps/zlib_ng/
 COPY --from=pcre2 /out/pcre2/ /deps/pcre2/
 COPY --from=aws_lc /out/aws_lc/ /deps/aws_lc/
@@ -418,12 +403,12 @@ enable HTTPS, HTTP/2 and HTTP/3 on port 8443 by mounting <code>tls.crt</code>,
 </body>
 </html>
 NGINX_FORGE_EOF
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     NGINX_CC_OPT="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -g0" \
     NGINX_LD_OPT="-pie -Wl,-z,relro,-z,now -Wl,--as-needed -l:libcrypt.a" \
-    SRC="/src/nginx-1.30.4-git.tar.gz" \
+    SRC="/src/nginx-1.30.6.tar.gz" \
     WORK="/work" \
     OUT="/out/nginx" \
     DEP_ZLIB_NG="/deps/zlib_ng" \
@@ -449,7 +434,7 @@ cd src
 export CPATH="$DEP_AWS_LC/usr/include:$DEP_PCRE2/usr/include:$DEP_ZLIB_NG/usr/include"
 export LIBRARY_PATH="$DEP_AWS_LC/usr/lib:$DEP_PCRE2/usr/lib:$DEP_ZLIB_NG/usr/lib"
 unset CFLAGS
-./auto/configure \
+./configure \
   --prefix=/etc/nginx \
   --sbin-path=/usr/sbin/nginx \
   --conf-path=/etc/nginx/nginx.conf \

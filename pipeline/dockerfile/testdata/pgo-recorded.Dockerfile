@@ -38,7 +38,7 @@ NGINX_FORGE_EOF
 FROM builder AS zlib
 ARG CPU
 ADD --checksum=sha256:9a93b2b7dfdac77ceba5a558a580e74667dd6fede4585b91eefb60f03b72df23 https://github.com/madler/zlib/releases/download/v1.3.1/zlib-1.3.1.tar.gz /src/zlib-1.3.1.tar.gz
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -O3 -DUNALIGNED_OK -flto=auto" \
@@ -76,8 +76,8 @@ NGINX_FORGE_EOF
 
 FROM builder AS pcre2
 ARG CPU
-ADD --checksum=sha256:86b9cb0aa3bcb7994faa88018292bc704cdbb708e785f7c74352ff6ea7d3175b https://github.com/PCRE2Project/pcre2/releases/download/pcre2-10.44/pcre2-10.44.tar.gz /src/pcre2-10.44.tar.gz
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ADD --checksum=sha256:ebcc25aadf2a51fa1fefa9b8bc9e7a79b3dae86870a0f1152a22e42befd46888 https://github.com/PCRE2Project/pcre2/releases/download/pcre2-10.48/pcre2-10.48.tar.gz /src/pcre2-10.48.tar.gz
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto" \
@@ -85,7 +85,7 @@ ENV SOURCE_DATE_EPOCH="1723593600" \
     AR="gcc-ar" \
     RANLIB="gcc-ranlib" \
     NM="gcc-nm" \
-    SRC="/src/pcre2-10.44.tar.gz" \
+    SRC="/src/pcre2-10.48.tar.gz" \
     WORK="/work" \
     OUT="/out/pcre2"
 WORKDIR /out/pcre2
@@ -119,7 +119,7 @@ NGINX_FORGE_EOF
 FROM builder AS pgo-profile
 ARG CPU
 ADD --checksum=sha256:5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e https://pgo.example.org/nginx-forge/nginx-forge-pgo-amd64.tar.gz /src/nginx-forge-pgo-amd64.tar.gz
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     SRC="/src/nginx-forge-pgo-amd64.tar.gz" \
@@ -144,9 +144,9 @@ NGINX_FORGE_EOF
 
 FROM builder AS openssl
 ARG CPU
-ADD --checksum=sha256:777cd596284c883375a2a7a11bf5d2786fc5413255efab20c50d6ffe6d020b7e https://github.com/openssl/openssl/releases/download/openssl-3.3.1/openssl-3.3.1.tar.gz /src/openssl-3.3.1.tar.gz
+ADD --checksum=sha256:603f5602e2eef00d77fbd429d34dcd5822bb301757a1bc9cdb24c670f1eb859a https://github.com/openssl/openssl/releases/download/openssl-3.5.9/openssl-3.5.9.tar.gz /src/openssl-3.5.9.tar.gz
 COPY --from=pgo-profile /out/pgo-profile/ /deps/pgo-profile/
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     CFLAGS="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile" \
@@ -155,7 +155,7 @@ ENV SOURCE_DATE_EPOCH="1723593600" \
     AR="gcc-ar" \
     RANLIB="gcc-ranlib" \
     NM="gcc-nm" \
-    SRC="/src/openssl-3.3.1.tar.gz" \
+    SRC="/src/openssl-3.5.9.tar.gz" \
     WORK="/work" \
     OUT="/out/openssl" \
     DEP_PGO_PROFILE="/deps/pgo-profile"
@@ -203,7 +203,7 @@ NGINX_FORGE_EOF
 
 FROM builder AS nginx
 ARG CPU
-ADD --checksum=sha256:627fe086209bba80a2853a0add9d958d7ebbdffa1a8467a5784c9a6b4f03d738 https://nginx.org/download/nginx-1.26.2.tar.gz /src/nginx-1.26.2.tar.gz
+ADD --checksum=sha256:3cf46f5ed7504d460125866b7bea99fb357f31d887e2e63b35503310e9b8b6c8 https://nginx.org/download/nginx-1.30.6.tar.gz /src/nginx-1.30.6.tar.gz
 COPY --from=zlib /out/zlib/ /deps/zlib/
 COPY --from=pcre2 /out/pcre2/ /deps/pcre2/
 COPY --from=openssl /out/openssl/ /deps/openssl/
@@ -414,12 +414,12 @@ enable HTTPS, HTTP/2 and HTTP/3 on port 8443 by mounting <code>tls.crt</code>,
 </body>
 </html>
 NGINX_FORGE_EOF
-ENV SOURCE_DATE_EPOCH="1723593600" \
+ENV SOURCE_DATE_EPOCH="1796601600" \
     TZ="UTC" \
     LC_ALL="C" \
     NGINX_CC_OPT="-O2 -march=${CPU} -fstack-protector-strong -fstack-clash-protection -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fPIE -fcf-protection -g0 -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile" \
     NGINX_LD_OPT="-pie -Wl,-z,relro,-z,now -Wl,--as-needed -l:libcrypt.a -flto=auto -fprofile-use -fprofile-partial-training -fprofile-correction -Wno-missing-profile" \
-    SRC="/src/nginx-1.26.2.tar.gz" \
+    SRC="/src/nginx-1.30.6.tar.gz" \
     WORK="/work" \
     OUT="/out/nginx" \
     DEP_ZLIB="/deps/zlib" \

@@ -156,7 +156,7 @@ func TestPlantedRegistryHostsFail(t *testing.T) {
 	unescape := strings.NewReplacer(`\.`, ".")
 	for _, c := range []struct{ file, line, host string }{
 		{".ci/fetch-sources", `curl -fsS -o x "http://` + unescape.Replace(`deb\.debian\.org`) + `/debian/pool/main/n/nginx/x.asc"`, unescape.Replace(`deb\.debian\.org`)},
-		{"pipeline/lock/testdata/trixie.lock.json", `"url": "https://` + unescape.Replace(`DEB\.Debian\.org`) + `/debian/pool/main/z/zlib/z.tar.gz",`, unescape.Replace(`DEB\.Debian\.org`)},
+		{"pipeline/lock/testdata/stack.twin.lock.json", `"url": "https://` + unescape.Replace(`DEB\.Debian\.org`) + `/debian/pool/main/z/zlib/z.tar.gz",`, unescape.Replace(`DEB\.Debian\.org`)},
 		{"README.md", "fetched from " + unescape.Replace(`security\.debian\.org`) + ".", unescape.Replace(`security\.debian\.org`)},
 		{"pipeline/image/testdata/sbom.golden.spdx.json", `"referenceLocator": "pkg:generic/zlib@1.3.1?download_url=https%3A%2F%2F` + unescape.Replace(`deb\.debian\.org`) + `%2Fdebian%2Fpool",`, unescape.Replace(`deb\.debian\.org`)},
 		{"README.md", "GOPROXY=https://" + unescape.Replace(`proxy\.golang\.org`) + ",direct", unescape.Replace(`proxy\.golang\.org`)},

@@ -69,8 +69,19 @@ func findRepoRoot() string {
 // module is this repository's module path (go.mod).
 const module = "github.com/nginx-forge/nginx-forge"
 
-// TestLockPath is the lock that pins the tarballs Debian's trixie source packages carry.
+// TestLockPath is the shipped default lock's test twin: the lock the tests build, smoke-test
+// and publish in its place. It pins the shipped lock's bytes wherever this machine reaches
+// them (the mirror that .ci/fetch-sources lays out) and stand-ins elsewhere, each listed with
+// its reason in pipeline/lock's TestShippedLocksAndTheirTwins.
 func TestLockPath() string {
+	return filepath.Join(RepoRoot(), "pipeline", "lock", "testdata", "stack.twin.lock.json")
+}
+
+// TrixieLockPath is a lock of Debian trixie's releases as tarballs (nginx 1.26.3, OpenSSL
+// 3.5.7, PCRE2 10.46, zlib 1.3.1, and the optional components): one release behind what the
+// update scenarios offer, and every source a signed or checksummed tarball. Tests that need
+// such a lock as data (the update replay, the parser) use it; it is never the shipped stack.
+func TrixieLockPath() string {
 	return filepath.Join(RepoRoot(), "pipeline", "lock", "testdata", "trixie.lock.json")
 }
 
@@ -134,7 +145,7 @@ func SharedUpstream(t testing.TB) string {
 // AWSLCTestLockPath is the AWS-LC variant's test lock: the trees of SharedUpstream's archives
 // (laid into the mirror by .ci/fetch-sources) and the test lock's PCRE2.
 func AWSLCTestLockPath() string {
-	return filepath.Join(RepoRoot(), "pipeline", "lock", "testdata", "aws-lc.lock.json")
+	return filepath.Join(RepoRoot(), "pipeline", "lock", "testdata", "aws-lc.twin.lock.json")
 }
 
 // CosignIn runs the real cosign (the binary at cosign) in dir, which is also its HOME (keys

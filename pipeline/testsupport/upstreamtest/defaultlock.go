@@ -29,8 +29,10 @@ var recordedTargets = map[string]string{
 	lock.PCRE2:   "10.46",
 }
 
-// DefaultLockScenario is the shipped lock (pipeline/lock/stack.lock.json) against the
-// recorded upstream: GitHub and nginx.org answer with the recorded responses, and the mirror
+// DefaultLockScenario is the seed lock (pipeline/lock/seed.lock.json: the design card's
+// stack, nginx 1.26.2 and OpenSSL 3.3.1 on the "stable" and "lts" tracks, which the shipped
+// lock pinned until it moved to nginx 1.30) against the recorded upstream, whose answers are
+// of that time: GitHub and nginx.org answer with the recorded responses, and the mirror
 // serves, for every locked release and every recordedTargets release, a stand-in tarball
 // (<name>-<version>/ inside) signed by a test key per project, the new releases later than
 // the locked ones. The lock copy keeps the shipped versions, tracks and URLs; only its
@@ -48,13 +50,16 @@ type DefaultLockScenario struct {
 	BuilderDigest, RuntimeDigest string
 }
 
+// seedLockPath is the seed lock's path in a checkout.
+const seedLockPath = "pipeline/lock/seed.lock.json"
+
 // NewDefaultLockScenario builds it for the test's lifetime.
 func NewDefaultLockScenario(t testing.TB) *DefaultLockScenario {
 	t.Helper()
 	s := &DefaultLockScenario{Upstream: New(t), Keys: map[string]*Key{}, Tarballs: map[string][]byte{}}
 	ServeRecorded(t, s.Upstream, filepath.Join(testenv.RepoRoot(), "pipeline", "upstream", "testdata"))
 
-	l, err := lock.Load(filepath.Join(testenv.RepoRoot(), lock.DefaultPath))
+	l, err := lock.Load(filepath.Join(testenv.RepoRoot(), seedLockPath))
 	if err != nil {
 		t.Fatal(err)
 	}

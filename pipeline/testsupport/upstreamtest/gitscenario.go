@@ -36,8 +36,8 @@ type GitRepo struct {
 // zlib-ng, a new AWS-LC and nginx's next 1.30 stable release.
 var gitTargets = map[string]string{lock.ZlibNG: "2.2.4", lock.AWSLC: "5.6.0", lock.Nginx: "1.30.6"}
 
-// GitScenario is the shipped AWS-LC variant lock (pipeline/lock/aws-lc.lock.json) against a
-// loopback upstream: its git-pinned components (zlib-ng, AWS-LC, nginx) are real local git
+// GitScenario is the shipped AWS-LC variant lock (pipeline/lock/aws-lc.lock.json), with
+// nginx pinned by git as its twin pins it, against a loopback upstream: its git-pinned components (zlib-ng, AWS-LC, nginx) are real local git
 // repositories, each with the locked release and a newer one (gitTargets) tagged as upstream
 // tags them (nginx's tags annotated), and the lock copy pins their locked commits and trees
 // (repository URLs, tags, versions, tracks and "unsigned" reasons as shipped). The GitHub API
@@ -63,6 +63,13 @@ func NewGitScenario(t testing.TB) *GitScenario {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// nginx pinned by git, as the AWS-LC twin pins it: the shipped lock pins nginx.org's
+	// signed tarball, and a git-pinned nginx is a lock shape the update must keep handling.
+	twin, err := lock.Load(testenv.AWSLCTestLockPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetComponent(twin.MustComponent(lock.Nginx))
 	root := t.TempDir()
 	for _, name := range []string{lock.ZlibNG, lock.AWSLC, lock.Nginx} {
 		c := l.MustComponent(name)
@@ -78,8 +85,8 @@ func NewGitScenario(t testing.TB) *GitScenario {
 	s.Upstream.SetGitHub("aws/aws-lc", "tags", TagsJSON("aws/aws-lc", "v5.6.0", "AWS-LC-FIPS-3.4.0", "v5.5.0", "v1.73.0"))
 	s.Upstream.SetGitHub("nginx/nginx", "releases", ReleasesJSON("nginx/nginx", "release-1.31.5", "release-1.30.6"))
 	s.Upstream.SetGitHub("nginx/nginx", "tags", TagsJSON("nginx/nginx", "release-1.31.5", "release-1.30.6", "release-1.31.4", "release-1.30.4", "release-1.28.3"))
-	s.Upstream.SetGitHub("PCRE2Project/pcre2", "releases", ReleasesJSON("PCRE2Project/pcre2", "pcre2-10.44"))
-	s.Upstream.SetGitHub("PCRE2Project/pcre2", "tags", TagsJSON("PCRE2Project/pcre2", "pcre2-10.44"))
+	s.Upstream.SetGitHub("PCRE2Project/pcre2", "releases", ReleasesJSON("PCRE2Project/pcre2", "pcre2-10.48"))
+	s.Upstream.SetGitHub("PCRE2Project/pcre2", "tags", TagsJSON("PCRE2Project/pcre2", "pcre2-10.48"))
 
 	s.LockFile, s.Registry, s.BuilderDigest, s.RuntimeDigest = lockAndBases(t, l, "aws-lc.lock.json")
 	return s

@@ -41,7 +41,7 @@ var (
 )
 
 // Scenario is a complete loopback upstream for check-updates: the test lock
-// (pipeline/lock/testdata/trixie.lock.json) copied to a temporary file with OpenSSL's signer
+// (pipeline/lock/testdata/trixie.lock.json, Debian trixie's releases) copied to a temporary file with OpenSSL's signer
 // pinned to a test key and its checksum to a stand-in of the locked release; a GitHub API
 // that lists the locked versions of nginx, PCRE2, zlib and the lock's optional components
 // (brotli, ngx_brotli, zstd) and a newer OpenSSL (next to pre-releases and odd tags that must
@@ -81,7 +81,7 @@ func NewScenario(t testing.TB) *Scenario {
 	s.Vendored = []string{s.Pinned.Fingerprint}
 	u := s.Upstream
 
-	l, err := lock.Load(testenv.TestLockPath())
+	l, err := lock.Load(testenv.TrixieLockPath())
 	if err != nil {
 		t.Fatal(err)
 	}
