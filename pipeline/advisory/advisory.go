@@ -27,8 +27,8 @@ import (
 // embedded in it (Load).
 const DefaultPath = "pipeline/advisory/advisories.json"
 
-// MaxSnapshotSize bounds a snapshot file: the reviewed one is tens of KiB.
-const MaxSnapshotSize = 4 << 20
+// maxSnapshotSize bounds a snapshot file: the reviewed one is tens of KiB.
+const maxSnapshotSize = 4 << 20
 
 //go:embed advisories.json
 var embedded []byte
@@ -86,11 +86,11 @@ type Range struct {
 type Level int
 
 const (
-	LevelNone Level = iota
-	LevelLow
-	LevelMedium
+	levelNone Level = iota
+	levelLow
+	levelMedium
 	LevelHigh
-	LevelCritical
+	levelCritical
 )
 
 func (l Level) String() string {
@@ -100,12 +100,12 @@ func (l Level) String() string {
 // levels maps each upstream's words onto Level: nginx's "major" is its highest word and
 // reads as high; OpenSSL's Moderate as medium.
 var levels = map[string]map[string]Level{
-	"nginx":   {"none": LevelNone, "minor": LevelLow, "low": LevelLow, "medium": LevelMedium, "major": LevelHigh},
-	"openssl": {"low": LevelLow, "moderate": LevelMedium, "high": LevelHigh, "critical": LevelCritical},
+	"nginx":   {"none": levelNone, "minor": levelLow, "low": levelLow, "medium": levelMedium, "major": LevelHigh},
+	"openssl": {"low": levelLow, "moderate": levelMedium, "high": LevelHigh, "critical": levelCritical},
 }
 
-// Components are the components whose advisories the snapshot holds.
-func Components() []string { return []string{"nginx", "openssl"} }
+// components are the components whose advisories the snapshot holds.
+func components() []string { return []string{"nginx", "openssl"} }
 
 // Level is the advisory's severity on the common scale: ReviewedSeverity when set.
 func (a Advisory) Level() Level {
@@ -132,7 +132,7 @@ var cveRE = regexp.MustCompile(`^CVE-[0-9]{4}-[0-9]{4,7}$`)
 func Load(path string) (*Snapshot, error) {
 	data, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) && path == DefaultPath {
-		return Embedded(), nil
+		return embeddedSnapshot(), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading advisories %s: %w", path, err)
@@ -150,18 +150,18 @@ func readFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxSnapshotSize+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxSnapshotSize+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > MaxSnapshotSize {
-		return nil, fmt.Errorf("larger than %d bytes: not a snapshot of advisories", MaxSnapshotSize)
+	if len(data) > maxSnapshotSize {
+		return nil, fmt.Errorf("larger than %d bytes: not a snapshot of advisories", maxSnapshotSize)
 	}
 	return data, nil
 }
 
-// Embedded is the reviewed snapshot built into the program.
-func Embedded() *Snapshot {
+// embeddedSnapshot is the reviewed snapshot built into the program.
+func embeddedSnapshot() *Snapshot {
 	s, err := Parse(embedded)
 	if err != nil {
 		// advisory_test.go parses it; a program with a broken one must not build images.
@@ -214,7 +214,7 @@ func (a Advisory) validate() error {
 	words, ok := levels[a.Component]
 	switch {
 	case !ok:
-		return fmt.Errorf("component %q: advisories are kept for %s", a.Component, strings.Join(Components(), ", "))
+		return fmt.Errorf("component %q: advisories are kept for %s", a.Component, strings.Join(components(), ", "))
 	case !cveRE.MatchString(a.ID):
 		return fmt.Errorf("id %q is not CVE-YYYY-NNNN", a.ID)
 	case a.Summary == "" || a.Source == "":

@@ -23,7 +23,7 @@ func find(t *testing.T, s *Snapshot, component, id string) Advisory {
 
 // The reviewed snapshot holds the advisories issue 46 names, as upstream states them.
 func TestEmbeddedSnapshotHoldsTheIssuesAdvisories(t *testing.T) {
-	s := Embedded()
+	s := embeddedSnapshot()
 	rift := find(t, s, "nginx", "CVE-2026-42945")
 	if rift.Severity != "medium" || rift.ReviewedSeverity != "major" || rift.Level() != LevelHigh || rift.Review == "" {
 		t.Errorf("CVE-2026-42945: severity %q reviewed %q (level %s): want nginx.org's medium, reviewed major (high)", rift.Severity, rift.ReviewedSeverity, rift.Level())
@@ -86,7 +86,7 @@ func TestParseOpenSSLRecordedRecords(t *testing.T) {
 	if err != nil || !keep {
 		t.Fatalf("keep %v, err %v", keep, err)
 	}
-	if a.ID != "CVE-2025-9230" || a.Severity != "Moderate" || a.Level() != LevelMedium || a.URL != "https://openssl-library.org/news/secadv/20250930.txt" {
+	if a.ID != "CVE-2025-9230" || a.Severity != "Moderate" || a.Level() != levelMedium || a.URL != "https://openssl-library.org/news/secadv/20250930.txt" {
 		t.Errorf("%+v", a)
 	}
 	// The 1.1.1zd and 1.0.2zm (extended support) ranges are left out.
@@ -107,7 +107,7 @@ func TestAffectingTheSeedLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs := Embedded().Affecting(l)
+	fs := embeddedSnapshot().Affecting(l)
 	byID := map[string]Finding{}
 	for _, f := range fs {
 		byID[f.ID] = f
@@ -158,7 +158,7 @@ func TestFixOnTrack(t *testing.T) {
 
 // A refresh keeps a reviewed severity and its reason by ID.
 func TestRefreshKeepsReview(t *testing.T) {
-	s := Embedded()
+	s := embeddedSnapshot()
 	fresh := []Advisory{{Component: "nginx", ID: "CVE-2026-42945", Severity: "medium", Summary: "x", Source: "feed", Affected: []Range{{From: "0.6.27", To: "1.30.0"}}, Fixed: []string{"1.30.1"}}}
 	out, err := s.Refresh("nginx", fresh, Feed{URL: "https://example.invalid/x", Checked: "2026-12-08"})
 	if err != nil {

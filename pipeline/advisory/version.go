@@ -111,8 +111,8 @@ func (a Advisory) Affects(ver string) bool {
 // pipeline/upstream's support calendar says the same (a test there compares them).
 var openSSLLTS = []string{"1.0.2", "1.1.1", "3.0", "3.5"}
 
-// OpenSSLLTS: branch is an OpenSSL long-term-support branch.
-func OpenSSLLTS(branch string) bool { return slices.Contains(openSSLLTS, branch) }
+// openSSLLTSBranch: branch is an OpenSSL long-term-support branch.
+func openSSLLTSBranch(branch string) bool { return slices.Contains(openSSLLTS, branch) }
 
 // FixOnTrack is the advisory's fixed release that an update on the component's track
 // (the lock's "track") would reach, newer than pinned; "" when upstream lists none:
@@ -148,7 +148,7 @@ func onTrack(component, track string, v version) bool {
 	case component == "nginx" && track == "mainline":
 		return v[1]%2 == 1
 	case component == "openssl" && track == "lts":
-		return OpenSSLLTS(v.branch()) || (len(v) > 2 && OpenSSLLTS(fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2])))
+		return openSSLLTSBranch(v.branch()) || (len(v) > 2 && openSSLLTSBranch(fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2])))
 	}
 	return v.branch() == track
 }
