@@ -137,7 +137,7 @@ func Load(path string) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading advisories %s: %w", path, err)
 	}
-	s, err := Parse(data)
+	s, err := parseSnapshot(data)
 	if err != nil {
 		return nil, fmt.Errorf("advisories %s: %w (fix the file, or restore it with git checkout %s)", path, err, path)
 	}
@@ -162,7 +162,7 @@ func readFile(path string) ([]byte, error) {
 
 // embeddedSnapshot is the reviewed snapshot built into the program.
 func embeddedSnapshot() *Snapshot {
-	s, err := Parse(embedded)
+	s, err := parseSnapshot(embedded)
 	if err != nil {
 		// advisory_test.go parses it; a program with a broken one must not build images.
 		panic("the embedded advisories.json is invalid: " + err.Error())
@@ -170,9 +170,9 @@ func embeddedSnapshot() *Snapshot {
 	return s
 }
 
-// Parse reads a snapshot strictly: unknown fields, unknown components and severities,
+// parseSnapshot reads a snapshot strictly: unknown fields, unknown components and severities,
 // malformed IDs and version ranges are errors.
-func Parse(data []byte) (*Snapshot, error) {
+func parseSnapshot(data []byte) (*Snapshot, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var s Snapshot

@@ -17,17 +17,17 @@ import (
 // OpenSSL's secjson directory about 100 KiB for ~300 files). A feed past a bound is refused,
 // never truncated into a partial snapshot.
 const (
-	MaxNginxFeed      = 1 << 20
-	MaxOpenSSLListing = 1 << 20
-	MaxOpenSSLRecord  = 256 << 10
-	// MaxOpenSSLRecords caps the records one refresh reads (those of OpenSSLSince or later).
-	MaxOpenSSLRecords = 300
+	maxNginxFeed      = 1 << 20
+	maxOpenSSLListing = 1 << 20
+	maxOpenSSLRecord  = 256 << 10
+	// maxOpenSSLRecords caps the records one refresh reads (those of openSSLSince or later).
+	maxOpenSSLRecords = 300
 )
 
-// OpenSSLSince is the oldest year of OpenSSL CVE records a refresh reads: the oldest OpenSSL
+// openSSLSince is the oldest year of OpenSSL CVE records a refresh reads: the oldest OpenSSL
 // a lock here pins is 3.3 (released 2024-04-09), and a record published before a branch's
 // first release cannot list it as affected.
-const OpenSSLSince = 2024
+const openSSLSince = 2024
 
 // nginxItem is one <item> of nginx.org's xml/en/security_advisories.xml.
 type nginxItem struct {
@@ -38,14 +38,14 @@ type nginxItem struct {
 // has not been taught, and is refused rather than ignored.
 var nginxAttrs = map[string]bool{"name": true, "severity": true, "advisory": true, "cve": true, "good": true, "vulnerable": true, "cert": true, "core": true, "href": true}
 
-// ParseNginx reads nginx.org's security advisories (the XML source of
+// parseNginx reads nginx.org's security advisories (the XML source of
 // https://nginx.org/en/security_advisories.html): one Advisory per <item> with a CVE, with
 // source as each entry's Source. Items for nginx/Windows only and items of severity "none"
 // (upstream's "not a vulnerability to fix": good="none") are left out: this project builds
 // for Linux. A version list that does not parse is an error naming the item.
-func ParseNginx(data []byte, source string) ([]Advisory, error) {
-	if len(data) > MaxNginxFeed {
-		return nil, fmt.Errorf("%d bytes, over the %d-byte bound for this feed", len(data), MaxNginxFeed)
+func parseNginx(data []byte, source string) ([]Advisory, error) {
+	if len(data) > maxNginxFeed {
+		return nil, fmt.Errorf("%d bytes, over the %d-byte bound for this feed", len(data), maxNginxFeed)
 	}
 	dec := xml.NewDecoder(bytes.NewReader(data))
 	dec.Strict = true
@@ -93,7 +93,7 @@ func nginxItemOf(t xml.StartElement) (nginxItem, error) {
 	var it nginxItem
 	for _, a := range t.Attr {
 		if !nginxAttrs[a.Name.Local] {
-			return it, fmt.Errorf("<item> has attribute %q, which this reader does not know: upstream's format changed; teach pipeline/advisory's ParseNginx it", a.Name.Local)
+			return it, fmt.Errorf("<item> has attribute %q, which this reader does not know: upstream's format changed; teach pipeline/advisory's parseNginx it", a.Name.Local)
 		}
 		switch a.Name.Local {
 		case "name":
@@ -193,13 +193,13 @@ type cveRecord struct {
 
 var versionKeys = map[string]bool{"version": true, "lessThan": true, "status": true, "versionType": true}
 
-// ParseOpenSSLRecord reads one of OpenSSL's CVE JSON 5 records (openssl/release-metadata
+// parseOpenSSLRecord reads one of OpenSSL's CVE JSON 5 records (openssl/release-metadata
 // secjson/CVE-*.json, served at openssl-library.org/news/secjson/). keep is false for a
 // rejected record and for one that lists only OpenSSL 1.x extended-support releases (their
 // letter versions, 1.1.1zd, are for paying customers' builds, never a lock here).
-func ParseOpenSSLRecord(data []byte, source string) (a Advisory, keep bool, err error) {
-	if len(data) > MaxOpenSSLRecord {
-		return a, false, fmt.Errorf("%d bytes, over the %d-byte bound for one record", len(data), MaxOpenSSLRecord)
+func parseOpenSSLRecord(data []byte, source string) (a Advisory, keep bool, err error) {
+	if len(data) > maxOpenSSLRecord {
+		return a, false, fmt.Errorf("%d bytes, over the %d-byte bound for one record", len(data), maxOpenSSLRecord)
 	}
 	var rec cveRecord
 	if err := json.Unmarshal(data, &rec); err != nil {
@@ -250,7 +250,7 @@ func ParseOpenSSLRecord(data []byte, source string) (a Advisory, keep bool, err 
 func addOpenSSLRange(a *Advisory, v map[string]string) error {
 	for k := range v {
 		if !versionKeys[k] {
-			return fmt.Errorf("affected version has %q, which this reader does not know: upstream's format changed; teach pipeline/advisory's ParseOpenSSLRecord it", k)
+			return fmt.Errorf("affected version has %q, which this reader does not know: upstream's format changed; teach pipeline/advisory's parseOpenSSLRecord it", k)
 		}
 	}
 	if v["status"] != "affected" {
@@ -282,8 +282,8 @@ func containsString(ss []string, s string) bool {
 	return false
 }
 
-// ListingEntry is one file of a GitHub contents API listing of OpenSSL's secjson directory.
-type ListingEntry struct {
+// listingEntry is one file of a GitHub contents API listing of OpenSSL's secjson directory.
+type listingEntry struct {
 	Name        string `json:"name"`
 	Type        string `json:"type"`
 	DownloadURL string `json:"download_url"`
@@ -291,23 +291,23 @@ type ListingEntry struct {
 
 var recordNameRE = regexp.MustCompile(`^CVE-([0-9]{4})-[0-9]{4,7}\.json$`)
 
-// ParseOpenSSLListing reads the listing and returns the records a refresh reads: CVE-*.json
-// files of OpenSSLSince or later, at most MaxOpenSSLRecords.
-func ParseOpenSSLListing(data []byte) ([]ListingEntry, error) {
-	if len(data) > MaxOpenSSLListing {
-		return nil, fmt.Errorf("%d bytes, over the %d-byte bound for the listing", len(data), MaxOpenSSLListing)
+// parseOpenSSLListing reads the listing and returns the records a refresh reads: CVE-*.json
+// files of openSSLSince or later, at most maxOpenSSLRecords.
+func parseOpenSSLListing(data []byte) ([]listingEntry, error) {
+	if len(data) > maxOpenSSLListing {
+		return nil, fmt.Errorf("%d bytes, over the %d-byte bound for the listing", len(data), maxOpenSSLListing)
 	}
-	var all []ListingEntry
+	var all []listingEntry
 	if err := json.Unmarshal(data, &all); err != nil {
 		return nil, fmt.Errorf("not a GitHub contents listing (a JSON array of files): %w", err)
 	}
-	var out []ListingEntry
+	var out []listingEntry
 	for _, e := range all {
 		m := recordNameRE.FindStringSubmatch(e.Name)
 		if m == nil || e.Type != "file" {
 			continue
 		}
-		if y, _ := strconv.Atoi(m[1]); y < OpenSSLSince {
+		if y, _ := strconv.Atoi(m[1]); y < openSSLSince {
 			continue
 		}
 		if !strings.HasPrefix(e.DownloadURL, "https://") && !strings.HasPrefix(e.DownloadURL, "http://") {
@@ -316,10 +316,10 @@ func ParseOpenSSLListing(data []byte) ([]ListingEntry, error) {
 		out = append(out, e)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("lists no CVE-YYYY-N.json record of %d or later: is this the listing of OpenSSL's secjson directory?", OpenSSLSince)
+		return nil, fmt.Errorf("lists no CVE-YYYY-N.json record of %d or later: is this the listing of OpenSSL's secjson directory?", openSSLSince)
 	}
-	if len(out) > MaxOpenSSLRecords {
-		return nil, fmt.Errorf("lists %d records of %d or later, over the bound of %d", len(out), OpenSSLSince, MaxOpenSSLRecords)
+	if len(out) > maxOpenSSLRecords {
+		return nil, fmt.Errorf("lists %d records of %d or later, over the bound of %d", len(out), openSSLSince, maxOpenSSLRecords)
 	}
 	return out, nil
 }
