@@ -54,6 +54,7 @@ type buildFlags struct {
 	ref          string
 	signKey      string
 	registryWait time.Duration // --registry-timeout
+	accept       string        // --accept-advisory: CVE IDs, comma-separated
 }
 
 // buildHelp is `ci build --help`.
@@ -94,6 +95,13 @@ Engines:
 
 Before anything is fetched the build refuses a runtime image whose glibc is older than the
 builder's (the binary would fail at start with "GLIBC_2.xx not found").
+
+Advisories: before anything is fetched the build prints each nginx and OpenSSL security
+advisory that affects a version the lock pins (the reviewed snapshot
+pipeline/advisory/advisories.json, built into the program): CVE, severity and the fixed
+release on the component's track. --push refuses (exit status 2) a stack with a high or
+critical advisory that has a fixed release on its track, unless --accept-advisory names
+each such CVE; update the lock instead with 'ci check-updates --write'.
 
 Examples:
   # Build in Dagger, smoke-test, push and tag 1.26.2 and the full stack version; then run it
@@ -160,6 +168,7 @@ func declareBuildFlags(fs *flag.FlagSet) *buildFlags {
 	fs.StringVar(&f.runtimeImage, "runtime-image", "", "base the image on `REF` instead of the lock's runtime image: "+image.SourceSpellings+" (ci base makes one offline)")
 	fs.StringVar(&f.revision, "revision", "", "source `revision` (commit) recorded in org.opencontainers.image.revision")
 	fs.DurationVar(&f.registryWait, "registry-timeout", image.DefaultStallTimeout, "fail a registry request (the runtime image's pull, the push, the signatures) that moves less than 1 KiB in this `duration` (a registry that went quiet or trickles); a slow transfer that keeps moving is not cut off")
+	fs.StringVar(&f.accept, strings.TrimPrefix(forge.AcceptAdvisoryFlag, "--"), "", "with --push: publish although these high or critical advisories (comma-separated `CVE-IDs`) affect the lock and have a fixed release on its track; each must be named, so a new one still refuses the push")
 	fs.StringVar(&f.signKey, "sign-key", "", "with --push: sign each pushed image and index with this PEM private key `FILE` (cosign.key with COSIGN_PASSWORD, or unencrypted PKCS#8/EC), cosign's way, and attach its SBOM and SLSA provenance as signed attestations (sha256-<digest>.sig, .att; cosign verify and verify-attestation --key PUB --insecure-ignore-tlog=true), before any tag moves")
 	return &f
 }
@@ -320,7 +329,7 @@ func (f buildFlags) request() (forge.Request, error) {
 		Tree: f.tree, Bundle: f.bundle, Output: f.output,
 		Push: f.push, DigestOnly: f.digestOnly, Latest: f.latest, NoSmoke: f.noSmoke, Insecure: f.insecure,
 		Revision: f.revision, Ref: f.ref, SignKey: f.signKey, MaxSourceSize: f.maxSource << 20,
-		RegistryTimeout: f.registryWait,
+		RegistryTimeout: f.registryWait, AcceptAdvisories: splitList(f.accept),
 	}
 	if f.modules != "" {
 		req.Modules = strings.Split(f.modules, ",") // as dockerfile: ",,," is refused, not the default set

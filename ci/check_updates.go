@@ -54,7 +54,15 @@ its fingerprint and self-signatures checked, and written as keys/<FPR>.asc besid
 upstream publishes one for the new release. What is refused is listed with its reason and
 the command that resolves it (a release signed by an unpinned key: ci lock trust), and the
 rest is still written. Exit status: 0 all done, 3 partial (written and refused), 1 nothing
-written (refused or a lookup failed), 2 usage. All lookups run in parallel under one
+written (refused or a lookup failed), 2 usage, 4 all done but a pinned version (after the
+updates) stays affected by a high or critical advisory with no fixed release on its
+component's track (each is a line on standard error and in the summary: choose another track
+or accept it).
+
+Advisories (--advisories, the reviewed snapshot pipeline/advisory/advisories.json): an
+update that fixes an advisory is a security update: the title ends "(security: CVE-...)",
+the pull request body lists each CVE with severity and link, and the step outputs
+security=true and security_advisories=<IDs> let the workflow label it "security". All lookups run in parallel under one
 --timeout for the whole run. --pr-body FILE writes, when the lock was rewritten, the Markdown
 that lists what was verified for each change, the new keys to review and what was refused
 (the update pull request's body).
@@ -85,6 +93,7 @@ func init() {
 			keysDir := fs.String("keys", "", "reviewed signer keys `dir`: trusted like the vendored keys, and where a pinned signer's key is vendored (default: keys/ beside --lock)")
 			timeout := fs.Duration("timeout", defaultCheckTimeout, "one `deadline` for the whole run (lookups, downloads, key fetches): an upstream that never answers fails the run after this long")
 			verbose := fs.Bool("v", false, "print each request and decision")
+			advisories := fs.String("advisories", upstream.DefaultAdvisories, "the reviewed advisories snapshot `file` the updates are classified by (security updates; advisories with no fix on the track: exit status 4); outside a checkout, the copy built into this program")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if err := noArgs("check-updates", args); err != nil {
 					return err
@@ -106,7 +115,7 @@ func init() {
 				run := upstream.Run{
 					LockFile: *lockFile, Write: *write, KeysDir: *keysDir, Mirror: *mirror, CacheDir: *cacheDir,
 					Keyservers: splitList(*keyserver), GitHubAPI: *ghAPI, NginxOrg: *nginxOrg, Token: os.Getenv(*tokenEnv),
-					Registry: *registry, SkipImages: *skipImages, Timeout: *timeout,
+					Registry: *registry, SkipImages: *skipImages, Timeout: *timeout, Advisories: *advisories,
 				}
 				if err := checkUpdateOutputs(&run, *prBody); err != nil {
 					return err
@@ -172,6 +181,60 @@ var testVendoredKeys []string
 // the update workflow still opens the pull request with what landed, then fails visibly.
 const exitPartial = 3
 
+// exitUnfixed is check-updates' exit status when everything asked for was done but a pinned
+// version (after this run's updates) stays affected by a high or critical advisory with no
+// fixed release on its component's track: no update can fix that, so it is not buried in
+// the table; a person chooses another track or accepts it.
+const exitUnfixed = 4
+
+// securityOutputs marks an update that fixes advisories: the title says so, the step outputs
+// security (true/false, for update.yml's "security" label) and security_advisories (the
+// IDs) tell it apart, and each unfixed advisory is a warning (annotation, summary).
+func securityOutputs(rep *actions.Reporter, s *upstream.Security, outputs map[string]string) {
+	outputs["security"] = "false"
+	outputs["security_advisories"] = ""
+	if s == nil {
+		return
+	}
+	// The high and critical ones only: they set exitUnfixed, and their line goes in the
+	// summary; the others are listed in the pull request's body.
+	for _, f := range s.Serious() {
+		// Short: the table's stream keeps to 100 columns; the full line, with the fixed
+		// releases and link, is the exit status 4 error and the pull request body's.
+		rep.Warningf("unfixed advisory: %s %s %s (%s), no fixed release on track %q", f.Component, f.Version, f.ID, f.Level(), f.Track)
+	}
+	if len(s.Fixes) == 0 {
+		return
+	}
+	var ids []string
+	for _, f := range s.Fixes {
+		if !slices.Contains(ids, f.ID) {
+			ids = append(ids, f.ID)
+		}
+	}
+	outputs["security"] = "true"
+	outputs["security_advisories"] = strings.Join(ids, " ")
+	shown := ids
+	if len(shown) > 3 {
+		shown = append(slices.Clone(ids[:3]), fmt.Sprintf("and %d more", len(ids)-3))
+	}
+	if outputs["title"] != "" {
+		outputs["title"] += " (security: " + strings.Join(shown, ", ") + ")"
+	}
+}
+
+// unfixedError is exitUnfixed's error when s has a high or critical unfixed advisory.
+func unfixedError(s *upstream.Security) error {
+	var lines []string
+	for _, f := range s.Serious() {
+		lines = append(lines, upstream.UnfixedLine(f))
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return &exitError{code: exitUnfixed, err: fmt.Errorf("%d high or critical advisories have no fixed release on the component's track:\n%s", len(lines), strings.Join(lines, "\n"))}
+}
+
 // checkUpdates runs the update flow (pipeline/upstream.Run) and renders its outcome: the
 // table, the Actions step outputs, summary and annotations, and the pull request body.
 func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdatesConfig) error {
@@ -226,7 +289,7 @@ func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdate
 	}
 	err = o.Err(&run)
 	if err == nil {
-		return nil
+		return unfixedError(o.Security)
 	}
 	err = &shownError{err: err, text: outcomeSummary(o, &run) + ":\n" + strings.Join(lines, "\n")}
 	if errors.As(err, new(*upstream.PartialError)) {
@@ -266,6 +329,7 @@ func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, o *upstream.Ou
 	report, applied, refused, written := o.Report, o.Applied, o.Refused, o.Written
 	lockFile, write := cfg.run.LockFile, cfg.run.Write
 	rows, outputs := updateRows(report)
+	securityOutputs(rep, o.Security, outputs)
 	outputs["written"] = fmt.Sprint(written)
 	var names []string
 	for _, r := range refused {
@@ -320,7 +384,7 @@ func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, o *upstream.Ou
 	}
 	if written && cfg.prBody != "" {
 		// The body quotes refusals, whose text a server may have written: one redaction rule.
-		body := safeio.Redact(upstream.PRBody(applied, refused, report.Warnings)+"\n"+outputs["summary"], append([]string{cfg.run.Token}, cfg.secrets...)...)
+		body := safeio.Redact(upstream.SecurityBody(o.Security)+upstream.PRBody(applied, refused, report.Warnings)+"\n"+outputs["summary"], append([]string{cfg.run.Token}, cfg.secrets...)...)
 		if err := safeio.ReplaceFile(cfg.prBody, []byte(body), 0o644); err != nil {
 			return fmt.Errorf("writing the pull request body %q (the lock %s was updated): %w", cfg.prBody, lockFile, err)
 		}

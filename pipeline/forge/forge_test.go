@@ -146,6 +146,8 @@ type world struct {
 	fetches int
 	mu      sync.Mutex
 	files   map[string][]byte // what the mirror serves, by path
+	// advisories is an empty snapshot (newWorld): see there.
+	advisories string
 }
 
 // serve makes the mirror serve body as /name.
@@ -224,12 +226,19 @@ func newWorld(t *testing.T) *world {
 	w.base = reg + "/distroless/base@" + d.String()
 	w.lock = l
 	w.repo = w.reg + "/nginx-forge/nginx"
+	// These tests are about the order of a push, of the shipped lock whatever its versions:
+	// an empty advisories snapshot keeps its advisories out of them (advisories_test.go
+	// holds the advisory rules, with the reviewed snapshot).
+	w.advisories = filepath.Join(t.TempDir(), "advisories.json")
+	if err := os.WriteFile(w.advisories, []byte(`{"schema": 1, "feeds": {}, "advisories": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return w
 }
 
 func (w *world) request(dir string) forge.Request {
 	return forge.Request{Lock: w.lock, Mirror: w.mirror, RuntimeImage: w.base, Repo: w.repo, Push: true,
-		Output: filepath.Join(dir, "nginx.tar")}
+		Output: filepath.Join(dir, "nginx.tar"), Advisories: w.advisories}
 }
 
 // tags lists the repository's tags (none when the repository does not exist yet).

@@ -72,6 +72,12 @@ type Request struct {
 	// and provenance as signed attestations, cosign's way (pipeline/sign), before any tag moves.
 	SignKey  string
 	Revision string // source revision recorded in the image's annotations
+	// Advisories is the reviewed advisories snapshot; "" is pipeline/advisory's default file,
+	// or the copy built into the program outside a checkout.
+	Advisories string
+	// AcceptAdvisories acknowledges, by ID, the high or critical advisories with a fixed
+	// release that would otherwise refuse a Push (--accept-advisory).
+	AcceptAdvisories []string
 }
 
 // WantsImage: an image is assembled unless the only output asked for is the install tree.

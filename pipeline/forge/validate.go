@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/advisory"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
@@ -30,6 +31,8 @@ type Resolved struct {
 	lock    *lock.Lock
 	plans   []*plan.Plan
 	builtin bool
+	// advisories affect the lock's pinned versions (pipeline/advisory), reported by Run first.
+	advisories []advisory.Finding
 }
 
 // Resolve checks every rule of the request, once, here: option combinations, the output
@@ -56,6 +59,10 @@ func (r Request) resolve() (*Resolved, error) {
 		if err := r.checkTags(l); err != nil {
 			return nil, err
 		}
+	}
+	found, err := r.advisories(l)
+	if err != nil {
+		return nil, err
 	}
 	// A copy: the image overrides must not change the caller's lock.
 	cp := *l
@@ -85,7 +92,7 @@ func (r Request) resolve() (*Resolved, error) {
 	if missing := l.UnsignedWithoutReason(); len(missing) > 0 && r.Push {
 		return nil, fmt.Errorf("refusing to publish: %s has no upstream signature in the lock and no \"unsigned\" reason: add its signature (url and signer fingerprints), or \"unsigned\": \"<why>\" to its lock entry in a reviewed change", strings.Join(missing, ", "))
 	}
-	return &Resolved{req: r, lock: l, plans: plans, builtin: builtin}, nil
+	return &Resolved{req: r, lock: l, plans: plans, builtin: builtin, advisories: found}, nil
 }
 
 // plans makes one plan of l per platform (the training plan for a ProfileDir request).
@@ -250,6 +257,7 @@ func (b *build) start(rs *Resolved) {
 		b.warnf("%s", w)
 		b.res.Warnings = append(b.res.Warnings, w)
 	}
+	b.reportAdvisories(rs.advisories)
 	b.reportUnsigned()
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/advisory"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
@@ -41,6 +42,9 @@ type Run struct {
 	SkipImages bool
 	// Timeout bounds the whole run (withDeadline); 0 is no bound beyond ctx's.
 	Timeout time.Duration
+	// Advisories is the reviewed advisories snapshot the updates are classified by
+	// (Outcome.Security); "" is pipeline/advisory's default, or the built-in copy.
+	Advisories string
 	// Vendored, when not nil, replaces the keys vendored in pipeline/lock/keys (updater).
 	Vendored []string
 	// Sink receives each request and decision as a Detail note (nil: discarded). Lookups run
@@ -61,6 +65,8 @@ type Outcome struct {
 	CheckErr error
 	// WriteErr is a failure to write the lock at all (it is unchanged).
 	WriteErr error
+	// Security says which updates fix advisories and which versions stay affected.
+	Security *Security
 }
 
 // PartialError is an Outcome that wrote some updates and refused others: the update
@@ -106,6 +112,16 @@ func (r *Run) Do(ctx context.Context) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The advisories are read before anything else too: a snapshot that does not load is
+	// the same kind of error as a lock that does not, and nothing has been written.
+	advisories := r.Advisories
+	if advisories == "" {
+		advisories = advisory.DefaultPath
+	}
+	snap, err := advisory.Load(advisories)
+	if err != nil {
+		return nil, err
+	}
 	sink, step := r.Sink, r.Step
 	if sink == nil {
 		sink = progress.Discard
@@ -130,6 +146,7 @@ func (r *Run) Do(ctx context.Context) (*Outcome, error) {
 	})
 	o.Refused = o.Report.Failed
 	if !r.Write || !o.Report.Changed() {
+		o.classify(snap, r.Write)
 		return o, nil
 	}
 	o.WriteErr = step("Downloading and verifying new releases", func() error {
@@ -150,7 +167,15 @@ func (r *Run) Do(ctx context.Context) (*Outcome, error) {
 		o.Refused, o.WriteErr = re.Refused, nil
 	}
 	o.Written = o.WriteErr == nil && len(o.Applied) > 0
+	o.classify(snap, r.Write)
 	return o, nil
+}
+
+// classify fills o.Security from the reviewed advisories snapshot.
+func (o *Outcome) classify(snap *advisory.Snapshot, write bool) {
+	if o.Report != nil {
+		o.Security = security(snap, o.Report, o.Applied, write)
+	}
 }
 
 // ResolvedKeysDir is where the run trusts reviewed keys from and vendors new ones: KeysDir,

@@ -71,6 +71,11 @@ var newPackageArrows = map[string]string{
 	"ci -> pipeline/standin":                           "standin",
 	"pipeline/standin -> pipeline/image":               "standin",
 	"pipeline/smoke/cmd/smokeclient -> pipeline/smoke": "smoke/cmd/smokeclient",
+	// pipeline/advisory (issue 46, advisories as data): it reads the lock's pinned versions;
+	// forge checks a request against it before anything is fetched; upstream refreshes it.
+	"pipeline/advisory -> pipeline/lock":     "advisory",
+	"pipeline/forge -> pipeline/advisory":    "advisory",
+	"pipeline/upstream -> pipeline/advisory": "advisory",
 }
 
 // keptArrows are the arrows that are neither among the 40 nor a new package's, each with why
