@@ -177,48 +177,68 @@ func checkActionsGroups(t *testing.T, log string) {
 	}
 }
 
+// A tampered tarball, or a tampered signature over an intact one, stops the build before
+// anything is built, naming the file: the test twin's OpenSSL (signed by upstream, verified
+// against the vendored key), as the shipped lock's nginx and OpenSSL are.
 func TestBuildTamperedTarballCreatesNothing(t *testing.T) {
+	const tarball, sum = "openssl-3.5.7.tar.gz", "a8c0d28a529ca480f9f36cf5792e2cd21984552a3c8e4aa11a24aa31aeac98e8"
 	mirror := testenv.MirrorDir(t)
-	tampered, err := os.ReadFile(filepath.Join(mirror, "nginx-1.26.3.tar.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tampered[len(tampered)/2] ^= 0x01
-	files := http.FileServer(http.Dir(mirror))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/nginx-1.26.3.tar.gz" {
-			w.Write(tampered)
-			return
-		}
-		files.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	dir := t.TempDir()
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "xdg")) // the source cache
-	out, cache := filepath.Join(dir, "tree"), filepath.Join(dir, "cache")
-	var stderr bytes.Buffer
-	err = runBuild(context.Background(), buildFlags{engine: "host", tree: out, lockFile: testLockPath,
-		mirror: srv.URL, platform: "linux/amd64", cache: cache}, io.Discard, &stderr)
-	if err == nil {
-		t.Fatal("a tampered tarball was accepted")
-	}
-	for _, want := range []string{"nginx-1.26.3.tar.gz", "69ee2b237744036e61d24b836668aad3040dda461fe6f570f1787eab570c75aa", "nothing was built"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error lacks %q: %v", want, err)
-		}
-	}
-	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("%s was created: %v", out, err)
-	}
-	// --cache holds the verified sources too (DIR/sources): nothing else of the build may be
-	// there, and not the tampered file.
-	entries, _ := os.ReadDir(cache)
-	for _, e := range entries {
-		if e.Name() != "sources" {
-			t.Errorf("the build created %s in its cache", filepath.Join(cache, e.Name()))
-		}
-	}
-	if _, err := os.Stat(filepath.Join(cache, "sources", "sha256", "69ee2b237744036e61d24b836668aad3040dda461fe6f570f1787eab570c75aa")); err == nil {
-		t.Error("the tampered tarball's checksum has a cache entry")
+	for _, tc := range []struct {
+		file string
+		want []string
+	}{
+		{tarball, []string{tarball, sum, "nothing was built"}},
+		{tarball + ".asc", []string{tarball + ".asc", "nothing was built"}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			tampered, err := os.ReadFile(filepath.Join(mirror, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasSuffix(tc.file, ".asc") {
+				// A byte of the signature's base64 body, past the armor header line.
+				i := bytes.Index(tampered, []byte("\n\n")) + 40
+				tampered[i] ^= 0x01
+			} else {
+				tampered[len(tampered)/2] ^= 0x01
+			}
+			files := http.FileServer(http.Dir(mirror))
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/"+tc.file {
+					w.Write(tampered)
+					return
+				}
+				files.ServeHTTP(w, r)
+			}))
+			defer srv.Close()
+			dir := t.TempDir()
+			t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "xdg")) // the source cache
+			out, cache := filepath.Join(dir, "tree"), filepath.Join(dir, "cache")
+			var stderr bytes.Buffer
+			err = runBuild(context.Background(), buildFlags{engine: "host", tree: out, lockFile: testLockPath,
+				mirror: srv.URL, platform: "linux/amd64", cache: cache}, io.Discard, &stderr)
+			if err == nil {
+				t.Fatalf("a tampered %s was accepted", tc.file)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error lacks %q: %v", want, err)
+				}
+			}
+			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s was created: %v", out, err)
+			}
+			// --cache holds the verified sources too (DIR/sources): nothing else of the build
+			// may be there, and not the tampered file.
+			entries, _ := os.ReadDir(cache)
+			for _, e := range entries {
+				if e.Name() != "sources" {
+					t.Errorf("the build created %s in its cache", filepath.Join(cache, e.Name()))
+				}
+			}
+			if _, err := os.Stat(filepath.Join(cache, "sources", "sha256", sum, tc.file)); err == nil {
+				t.Errorf("the tampered %s has a cache entry", tc.file)
+			}
+		})
 	}
 }

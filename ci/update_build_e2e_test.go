@@ -65,7 +65,7 @@ type realRelease struct {
 	topDir string
 }
 
-// realReleases are newer than the shipped lock's releases on each of its tracks (nginx
+// realReleases are newer than the seed lock's releases on each of its tracks (nginx
 // stable, OpenSSL LTS, PCRE2 and zlib latest). nginx's and OpenSSL's come with upstream's own
 // signatures. zlib's is Debian's repack of 1.3.2 (upstream's tarball is not reachable
 // here), re-rooted under zlib-1.3.2/ and served under upstream's name.
@@ -128,7 +128,8 @@ var githubRepos = map[string]string{lock.Nginx: "nginx/nginx", lock.OpenSSL: "op
 	lock.PCRE2: "PCRE2Project/pcre2", lock.Zlib: "madler/zlib"}
 
 // TestUpdateThenBuildWithoutAKeyServer is the unattended loop's first day, compiled: the
-// shipped lock (pipeline/lock/stack.lock.json, its versions, tracks, URLs and signers) meets
+// seed lock (pipeline/lock/seed.lock.json, the shipped lock until it moved to nginx 1.30: its
+// versions, tracks, URLs and signers) meets
 // an upstream on loopback that offers real newer releases of all four components and new
 // base image digests. One `check-updates --write` moves every component, pins both images
 // and vendors the two signer keys that only a key server had (PCRE2's and zlib's, pinned but
@@ -148,7 +149,7 @@ func TestUpdateThenBuildWithoutAKeyServer(t *testing.T) {
 	mirror := testenv.MirrorDir(t)
 	u := upstreamtest.New(t)
 	ks := upstreamtest.NewKeyserver(t)
-	l, err := lock.Load(filepath.Join(testenv.RepoRoot(), lock.DefaultPath))
+	l, err := lock.Load(filepath.Join(testenv.RepoRoot(), "pipeline", "lock", "seed.lock.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
