@@ -59,16 +59,17 @@ type profileFixture struct {
 	Mirror string // the loopback mirror of the real tarballs, for ci pgo-profile
 	// PCRE2 is the real tarball of the new PCRE2 release, as the scenario serves it.
 	PCRE2 []byte
-	// NewPCRE2 is the test lock's PCRE2: the entry the update must write.
+	// NewPCRE2 is trixie.lock.json's PCRE2 (10.46): the entry the update must write.
 	NewPCRE2 lock.Component
 }
 
 // newProfileFixture: the update fixture (both locks current against the recorded upstream)
-// whose default lock is then replaced by one that compiles here: the test lock's nginx
-// 1.26.3, OpenSSL 3.5.7 and zlib 1.3.1, and PCRE2 at staleTrainablePCRE2 (the shipped lock's
-// component set: no optional components). Against the recorded upstream only PCRE2 is new
-// (nginx's newest 1.26 is 1.26.3, OpenSSL's newest 3.5 release 3.5.4 is older than 3.5.7,
-// zlib's latest is 1.3.1); the scenario's mirror serves the real PCRE2 10.46 tarball and no
+// whose default lock is then replaced by one that compiles here: the test twin's nginx
+// 1.30.4 (its git tree), OpenSSL 3.5.7 and zlib 1.3.1, and PCRE2 at staleTrainablePCRE2 (the
+// shipped lock's component set: no optional components). Against the recorded upstream only
+// PCRE2 is new (nothing there is newer than nginx 1.30.4 or OpenSSL 3.5.7, and zlib's latest
+// is 1.3.1); the scenario's mirror serves the real PCRE2 10.46 tarball (Debian trixie's, as
+// trixie.lock.json pins it: the recorded upstream's newest PCRE2) and no
 // signature of it, so it stays unsigned with the test lock's reason (which names no version,
 // as check-updates requires). The lock names its base images by tag, as the shipped one does,
 // and check-updates does not look them up here (--skip-images): the lab's engine resolves
@@ -90,13 +91,17 @@ func newTrainableUpdateFixture(t *testing.T, edit func(string) string) *profileF
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &profileFixture{Mirror: testenv.Mirror(t), NewPCRE2: test.MustComponent(lock.PCRE2)}
+	trixie, err := lock.Load(testenv.TrixieLockPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &profileFixture{Mirror: testenv.Mirror(t), NewPCRE2: trixie.MustComponent(lock.PCRE2)}
 	p.PCRE2, err = os.ReadFile(filepath.Join(mirrorDir, p.NewPCRE2.FileName()))
 	if err != nil {
-		t.Fatalf("the mirror lacks the test lock's PCRE2 (.ci/fetch-sources gets it): %v", err)
+		t.Fatalf("the mirror lacks trixie.lock.json's PCRE2 (.ci/fetch-sources gets it): %v", err)
 	}
 	if sum := upstreamtest.SHA256(p.PCRE2); sum != p.NewPCRE2.SHA256 || p.NewPCRE2.Signature != nil || p.NewPCRE2.Version != "10.46" {
-		t.Fatalf("the test lock's PCRE2 is %s (sha256 %s, signed %v), the mirror's %s: the scenario wants the unsigned 10.46 the mirror has",
+		t.Fatalf("trixie.lock.json's PCRE2 is %s (sha256 %s, signed %v), the mirror's %s: the scenario wants the unsigned 10.46 the mirror has",
 			p.NewPCRE2.Version, p.NewPCRE2.SHA256, p.NewPCRE2.Signature != nil, sum)
 	}
 	p.updateFixture = newUpdateFixtureWith(t, updateFixtureOptions{Edit: edit, Prepare: func(f *updateFixture) {
