@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
@@ -61,12 +62,26 @@ func crossPackages(arch string) []string {
 func crossLibcrypt(arch string) string { return LibcryptPackage + ":" + arch }
 
 // LibcryptPackageOf is the package whose libcrypt.a p links (its version goes into the SBOM):
-// the target architecture's in a cross build.
+// the target architecture's, named with its architecture always. A builder with a second
+// architecture's libcrypt-dev installed (this machine after .ci/install-deps, for arm64 cross
+// builds) answers dpkg-query about a bare "libcrypt-dev" with both versions run together
+// ("1:4.4.33-21:4.4.33-2"), which no scanner matches.
 func (p *Plan) LibcryptPackageOf() string {
-	if p.Cross != nil {
-		return crossLibcrypt(p.Platform.Arch)
+	return crossLibcrypt(p.Platform.Arch)
+}
+
+// debVersionRE is a Debian package version (deb-version(7)): [epoch:]upstream[-revision], the
+// upstream part starting with a digit. A colon is allowed only after the epoch, so two
+// versions printed back to back do not parse.
+var debVersionRE = regexp.MustCompile(`^(?:[0-9]+:)?[0-9][A-Za-z0-9.+~-]*$`)
+
+// CheckDebVersion refuses what is not one Debian package version: what dpkg-query printed for
+// pkg goes into the SBOM as a pkg:deb purl's version, where a scanner must match it.
+func CheckDebVersion(pkg, v string) error {
+	if !debVersionRE.MatchString(v) || len(v) > 128 {
+		return fmt.Errorf("dpkg-query printed %q for %s: not one Debian package version (two architectures' packages read together?)", v, pkg)
 	}
-	return LibcryptPackage
+	return nil
 }
 
 // ForBuild is the plan a builder of architecture buildArch runs to build p: p itself when

@@ -138,7 +138,7 @@ func TestCrossPlan(t *testing.T) {
 			t.Errorf("build packages lack %s: %s", want, pkgs)
 		}
 	}
-	if c.LibcryptPackageOf() != "libcrypt-dev:arm64" || native.LibcryptPackageOf() != plan.LibcryptPackage {
+	if c.LibcryptPackageOf() != "libcrypt-dev:arm64" || native.LibcryptPackageOf() != "libcrypt-dev:arm64" {
 		t.Errorf("libcrypt package: cross %s, native %s", c.LibcryptPackageOf(), native.LibcryptPackageOf())
 	}
 	again, err := c.ForBuild("amd64")
@@ -199,6 +199,36 @@ func TestCrossRefusesLTOAndPGO(t *testing.T) {
 		}
 		if _, err := p.ForBuild("amd64"); err == nil || !strings.Contains(err.Error(), "--optimize none") {
 			t.Errorf("optimize %s cross-compiled: %v", mode, err)
+		}
+	}
+}
+
+// TestCheckDebVersion: one Debian version passes; two run together (dpkg-query about a
+// package installed for two architectures, unqualified), or anything else, is refused.
+func TestCheckDebVersion(t *testing.T) {
+	for _, v := range []string{"1:4.4.33-2", "4.4.36-4build1", "2.39-0ubuntu8.4", "1.2.3+dfsg~rc1-1"} {
+		if err := plan.CheckDebVersion("p", v); err != nil {
+			t.Errorf("%q: %v", v, err)
+		}
+	}
+	for _, v := range []string{"1:4.4.33-21:4.4.33-2", "", "x1.0", "1.0 2.0", "1.0\n"} {
+		if err := plan.CheckDebVersion("libcrypt-dev", v); err == nil || !strings.Contains(err.Error(), "libcrypt-dev") {
+			t.Errorf("%q: err = %v, want a refusal naming the package", v, err)
+		}
+	}
+}
+
+// TestLibcryptPackageNamesItsArchitecture: the package whose version the SBOM records is the
+// target's, named with its architecture, native or cross.
+func TestLibcryptPackageNamesItsArchitecture(t *testing.T) {
+	for _, platform := range []string{"linux/amd64", "linux/arm64"} {
+		p, err := plan.New(testLock(t), plan.WithPlatform(platform))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "libcrypt-dev:" + strings.TrimPrefix(platform, "linux/")
+		if got := p.LibcryptPackageOf(); got != want {
+			t.Errorf("%s: %s, want %s", platform, got, want)
 		}
 	}
 }

@@ -377,5 +377,9 @@ func (e *Executor) PackageVersion(ctx context.Context, p *plan.Plan, pkg string)
 	if err != nil {
 		return "", fmt.Errorf("reading the version of %s in the builder %s: %w%s", pkg, p.BuilderImage, err, stderrTail(err))
 	}
-	return strings.TrimSpace(out), nil
+	v := strings.TrimSpace(out)
+	if err := plan.CheckDebVersion(pkg, v); err != nil {
+		return "", err
+	}
+	return v, nil
 }

@@ -103,7 +103,11 @@ func (e *Engine) PackageVersion(ctx context.Context, p *plan.Plan, pkg string) (
 	if err != nil {
 		return "", fmt.Errorf("reading the version of %s on this machine (dpkg-query): %w", pkg, err)
 	}
-	return strings.TrimSpace(string(out)), nil
+	v := strings.TrimSpace(string(out))
+	if err := plan.CheckDebVersion(pkg, v); err != nil {
+		return "", err
+	}
+	return v, nil
 }
 
 // Smoke runs img in runc here (see SmokeImage), with the engine's conf.d and TLS choices

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -16,9 +17,11 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine/host"
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
+	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
 // These tests run real bash scripts through the executor with small plans of their own; the
@@ -399,5 +402,34 @@ func TestFailedLogsKeepTheNewest(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(cache, fmt.Sprintf("failed-old%d.log", i))); err == nil {
 			t.Errorf("failed-old%d.log, one of the oldest, is still there", i)
 		}
+	}
+}
+
+// TestLibcryptVersionIsOneVersion: on a machine with libcrypt-dev installed for two
+// architectures (.ci/install-deps adds arm64's for cross builds), the version the SBOM records
+// is the build's own architecture's, one Debian version.
+func TestLibcryptVersionIsOneVersion(t *testing.T) {
+	if _, err := exec.LookPath("dpkg-query"); err != nil {
+		t.Skip("no dpkg-query: not a Debian-family machine")
+	}
+	if out, err := exec.Command("dpkg-query", "-W", "-f=${Version}", plan.LibcryptPackage).Output(); err != nil {
+		t.Skipf("libcrypt-dev is not installed here (.ci/install-deps installs it): %v", err)
+	} else {
+		t.Logf("dpkg-query about the bare package name: %q", out)
+	}
+	l, err := lock.Load(testenv.TestLockPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := host.NewEngine().PackageVersion(context.Background(), p, plan.LibcryptPackage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plan.CheckDebVersion(plan.LibcryptPackage, v); err != nil {
+		t.Error(err)
 	}
 }
