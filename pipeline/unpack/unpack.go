@@ -8,7 +8,7 @@
 // when it is not:
 //   - exactly one compressed stream (gzip or xz), with nothing after it, and inside it one
 //     tar archive followed by nothing but zero padding;
-//   - one top directory, every entry below it;
+//   - one top directory, every entry below it, and at least one file or symbolic link;
 //   - regular files, directories and symbolic links only (a pax global header, which git
 //     archive writes, is read and ignored): no hard links, devices, FIFOs or other types;
 //   - names that are relative, with no "." or ".." segment, no empty segment and no control
@@ -97,6 +97,7 @@ type extraction struct {
 	dirTime map[string]time.Time
 	dirMode map[string]os.FileMode
 	res     Result
+	files   int           // regular files and symbolic links written
 	raw     *bufio.Reader // the archive's bytes, below the decompressor
 }
 
@@ -149,6 +150,12 @@ func (x *extraction) run(f io.Reader) error {
 	}
 	if x.top == "" {
 		return x.refuse("", "it holds no entries")
+	}
+	if x.files == 0 {
+		// No source this project builds is empty, and git records no directory without a
+		// file below it: such an archive can only stand for git's empty tree, which no
+		// release is (issue 47: one verified against a pin of 0000...).
+		return x.refuse("", "it holds no file (only directories); a source archive holds at least one file or symbolic link")
 	}
 	if err := x.trailer(stream); err != nil {
 		return err
@@ -377,6 +384,7 @@ func (x *extraction) file(h *tar.Header, rel string, r io.Reader) error {
 	if err := x.claim(h, rel, kindFile); err != nil {
 		return err
 	}
+	x.files++
 	p := filepath.Join(x.dst, filepath.FromSlash(rel))
 	out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -407,6 +415,7 @@ func (x *extraction) symlink(h *tar.Header, rel string) error {
 		return err
 	}
 	x.links[rel] = h.Linkname
+	x.files++
 	p := filepath.Join(x.dst, filepath.FromSlash(rel))
 	if err := os.Symlink(h.Linkname, p); err != nil {
 		return err

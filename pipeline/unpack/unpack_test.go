@@ -146,6 +146,8 @@ func hostileCases(t testing.TB) []struct {
 		{"below a file", gz(t, tarOf(t, append(good, file("src-1.0/zlib.h/x", "x"))...)), "which is not a directory"},
 		{"not compressed", tarOf(t, good...), "not gzip or xz compressed"},
 		{"empty", gz(t, nil), "holds no entries"},
+		// Issue 47: directories only hashed to tree 0000... and verified against that pin.
+		{"directories only", gz(t, tarOf(t, dirEnt("src-1.0/"), dirEnt("src-1.0/a/"), dirEnt("src-1.0/a/b/"))), "it holds no file"},
 		{"not a tar", gz(t, []byte(strings.Repeat("not a tar archive ", 100))), "not a readable tar archive"},
 	}
 }
