@@ -125,7 +125,7 @@ func (c *client) ghObject(ctx context.Context, path string, into any) error {
 	if err != nil {
 		return fmt.Errorf("GitHub API URL %q: %w", c.githubAPI, err)
 	}
-	resp, body, err := c.ghGet(ctx, u)
+	resp, body, err := c.ghGet(ctx, u, maxAPIBody)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
