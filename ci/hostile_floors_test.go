@@ -79,3 +79,81 @@ func TestCheckUpdatesRefusesAHugeTagListWithBoundedMemory(t *testing.T) {
 		t.Errorf("%d bytes served: the client read far past the limit on a list", served.Load())
 	}
 }
+
+// trickle is a mirror that answers every file with a 1 MB Content-Length and then one byte a
+// second.
+func trickle(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000000")
+		w.WriteHeader(http.StatusOK)
+		for {
+			if _, err := w.Write([]byte{'x'}); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// Issue 47: a mirror sending one byte a second kept `ci build` fetching past 4 min 23 s: the
+// stall timer restarted on every byte. A download must move 1 KiB in every stall time
+// (--source-timeout, here 2s): the build fails within the stall time and a few seconds (a
+// trickle is not retried: the next try trickles the same), naming the floor.
+func TestBuildFailsATrickleWithinTheStallTime(t *testing.T) {
+	mirror := trickle(t)
+	start := time.Now()
+	code, _, stderr := runWithin(t, 60*time.Second, "build", "--engine", "host", "--no-smoke", "--tree", t.TempDir()+"/tree",
+		"--lock", testLockPath, "--cache", t.TempDir(), "--mirror", mirror, "--source-timeout", "2s")
+	took := time.Since(start)
+	t.Logf("ended after %s", took.Round(time.Millisecond))
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, stderr)
+	}
+	if took > 8*time.Second {
+		t.Errorf("took %s with a 2s --source-timeout", took)
+	}
+	for _, w := range []string{"in 2s, less than the floor of 1024 bytes", "nothing was built"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr)
+		}
+	}
+}
+
+// Issue 47: the fetch of `ci build` has a deadline of its own, as check-updates' run has, and
+// a fetch it ends is reported as the deadline (the flag that sets it), never as a refusal of
+// an archive or as transient.
+func TestBuildFetchEndsAtItsDeadline(t *testing.T) {
+	mirror := trickle(t)
+	start := time.Now()
+	code, _, stderr := runWithin(t, 60*time.Second, "build", "--engine", "host", "--no-smoke", "--tree", t.TempDir()+"/tree",
+		"--lock", testLockPath, "--cache", t.TempDir(), "--mirror", mirror, "--source-timeout", "1m", "--fetch-timeout", "2s")
+	took := time.Since(start)
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, stderr)
+	}
+	if took > 8*time.Second {
+		t.Errorf("took %s with a 2s --fetch-timeout", took)
+	}
+	for _, w := range []string{"stopped at the 2s deadline", "--fetch-timeout", "nothing partial was cached"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr)
+		}
+	}
+	for _, w := range []string{"refused", "transient"} {
+		if strings.Contains(stderr, w) {
+			t.Errorf("stderr says %q of a deadline:\n%s", w, stderr)
+		}
+	}
+	code, _, stderr = runWithin(t, 10*time.Second, "build", "--engine", "host", "--no-smoke", "--tree", t.TempDir()+"/tree", "--fetch-timeout", "0s")
+	if code != 2 || !strings.Contains(stderr, "--fetch-timeout 0s: give a duration from 1s to 24h") {
+		t.Errorf("--fetch-timeout 0s: exit %d\n%s", code, stderr)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/upstreamtest"
@@ -113,4 +114,45 @@ func TestBuildRefusesNullIDsAndFilelessArchives(t *testing.T) {
 		}
 	}
 	noCachedFile(t, cache, name, lock.EmptyTree)
+}
+
+// Issue 47: 99,000 empty files 2,000 segments deep with 4,000-byte names (3.4 MB) held
+// `ci build` for an estimated 70 CPU-minutes. Here 2,000 such files (the refusal comes at the
+// first header; the rest would only make the test slower to build) served by the mirror as
+// zlib-ng's archive: the build refuses it in under 10 s, naming the archive and the depth
+// rule, and caches nothing of it.
+func TestBuildRefusesTheDeepPathArchive(t *testing.T) {
+	notInActions(t)
+	s := upstreamtest.NewGitScenario(t)
+	s.ServeArchives(t)
+	ng := s.Repos[lock.ZlibNG]
+	name := "zlib-ng-" + ng.Locked.Version + "-git.tar.gz"
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	tw := tar.NewWriter(zw)
+	dir := "zlib-ng-" + ng.Locked.Version + "/" + strings.Repeat("d/", 1998)
+	for i := range 2000 {
+		tw.WriteHeader(&tar.Header{Name: dir + strings.Repeat("f", 10) + string(rune('a'+i%26)) + strings.Repeat("0", i%7), Typeflag: tar.TypeReg, Mode: 0o644, Format: tar.FormatPAX})
+	}
+	tw.Close()
+	zw.Close()
+	s.Upstream.SetFile(name, buf.Bytes())
+	cache := t.TempDir()
+	start := time.Now()
+	code, _, stderr := runWithin(t, 120*time.Second, "build", "--engine", "host", "--no-smoke", "--lock", s.LockFile, "--cache", cache,
+		"--mirror", s.Upstream.Mirror(), "--tree", filepath.Join(t.TempDir(), "tree"))
+	took := time.Since(start)
+	t.Logf("refused after %s", took.Round(time.Millisecond))
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, stderr)
+	}
+	if took > 10*time.Second {
+		t.Errorf("took %s, want under 10 s", took)
+	}
+	for _, w := range []string{"archive " + name, "2000 segments deep, over the limit of 128 segments on a name", "nothing from it was used or cached"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr)
+		}
+	}
+	noCachedFile(t, cache, name, ng.Locked.Tree)
 }

@@ -109,12 +109,12 @@ func TestNoFilesIsGitsEmptyTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != EmptyTree {
-		t.Errorf("tree %s, want git's empty tree %s", got, EmptyTree)
+	if got != emptyTree {
+		t.Errorf("tree %s, want git's empty tree %s", got, emptyTree)
 	}
 	if _, err := exec.LookPath("git"); err == nil {
-		if want := git(t, dir, "hash-object", "-t", "tree", "/dev/null"); want != EmptyTree {
-			t.Errorf("git says the empty tree is %s, the constant %s", want, EmptyTree)
+		if want := git(t, dir, "hash-object", "-t", "tree", "/dev/null"); want != emptyTree {
+			t.Errorf("git says the empty tree is %s, the constant %s", want, emptyTree)
 		}
 	}
 }
