@@ -55,6 +55,8 @@ type buildFlags struct {
 	signKey      string
 	registryWait time.Duration // --registry-timeout
 	accept       string        // --accept-advisory: CVE IDs, comma-separated
+	sourceWait   time.Duration // --source-timeout
+	fetchWait    time.Duration // --fetch-timeout
 }
 
 // buildHelp is `ci build --help`.
@@ -169,6 +171,8 @@ func declareBuildFlags(fs *flag.FlagSet) *buildFlags {
 	fs.StringVar(&f.revision, "revision", "", "source `revision` (commit) recorded in org.opencontainers.image.revision")
 	fs.DurationVar(&f.registryWait, "registry-timeout", image.DefaultStallTimeout, "fail a registry request (the runtime image's pull, the push, the signatures) that moves less than 1 KiB in this `duration` (a registry that went quiet or trickles); a slow transfer that keeps moving is not cut off")
 	fs.StringVar(&f.accept, strings.TrimPrefix(forge.AcceptAdvisoryFlag, "--"), "", "with --push: publish although these high or critical advisories (comma-separated `CVE-IDs`) affect the lock and have a fixed release on its track; each must be named, so a new one still refuses the push")
+	fs.DurationVar(&f.sourceWait, "source-timeout", source.DefaultStallTimeout, "fail a download (a source, a signature, a key) that moves less than 1 KiB in this `duration`, and a git fetch whose transfer does (git's http.lowSpeedLimit; a server that went quiet, or trickles); a slow transfer that keeps moving is not cut off")
+	fs.DurationVar(&f.fetchWait, "fetch-timeout", forge.DefaultFetchTimeout, "one `deadline` for fetching, checking and unpacking every source, before anything is built")
 	fs.StringVar(&f.signKey, "sign-key", "", "with --push: sign each pushed image and index with this PEM private key `FILE` (cosign.key with COSIGN_PASSWORD, or unencrypted PKCS#8/EC), cosign's way, and attach its SBOM and SLSA provenance as signed attestations (sha256-<digest>.sig, .att; cosign verify and verify-attestation --key PUB --insecure-ignore-tlog=true), before any tag moves")
 	return &f
 }
@@ -228,6 +232,9 @@ func (f buildFlags) check() error {
 // build's own flag (pgo-profile shares the others, through check), so it is checked apart.
 func (f buildFlags) checkRegistryTimeout() error {
 	if err := forge.CheckRegistryTimeout(f.registryWait); err != nil {
+		return usageErrorf("%v", err)
+	}
+	if err := forge.CheckFetchTimeouts(f.sourceWait, f.fetchWait); err != nil {
 		return usageErrorf("%v", err)
 	}
 	return nil
@@ -329,7 +336,7 @@ func (f buildFlags) request() (forge.Request, error) {
 		Tree: f.tree, Bundle: f.bundle, Output: f.output,
 		Push: f.push, DigestOnly: f.digestOnly, Latest: f.latest, NoSmoke: f.noSmoke, Insecure: f.insecure,
 		Revision: f.revision, Ref: f.ref, SignKey: f.signKey, MaxSourceSize: f.maxSource << 20,
-		RegistryTimeout: f.registryWait, AcceptAdvisories: splitList(f.accept),
+		RegistryTimeout: f.registryWait, AcceptAdvisories: splitList(f.accept), SourceTimeout: f.sourceWait, FetchTimeout: f.fetchWait,
 	}
 	if f.modules != "" {
 		req.Modules = strings.Split(f.modules, ",") // as dockerfile: ",,," is refused, not the default set

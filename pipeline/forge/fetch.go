@@ -39,13 +39,22 @@ func (b *build) fetchSources(ctx context.Context) error {
 	if b.req.MaxSourceSize > 0 {
 		opts = append(opts, source.WithMaxSize(b.req.MaxSourceSize))
 	}
+	if b.req.SourceTimeout > 0 {
+		opts = append(opts, source.WithStallTimeout(b.req.SourceTimeout))
+	}
+	deadline := b.req.FetchTimeout
+	if deadline <= 0 {
+		deadline = DefaultFetchTimeout
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, deadline, errFetchDeadline)
+	defer cancel()
 	// Keys an update vendored beside this lock count before the program is rebuilt.
 	opts = append(opts, source.WithKeysDir(lock.KeysDirBeside(b.req.lockFile())))
 	start := time.Now()
 	f := source.New(opts...)
 	verified, err := f.FetchAll(ctx, b.l)
 	if err != nil {
-		return fetchError(err)
+		return fetchError(ctx, deadline, err)
 	}
 	b.sources = map[string]string{}
 	for name, v := range verified {
@@ -66,7 +75,7 @@ func (b *build) fetchSources(ctx context.Context) error {
 			}
 			v, err := f.Fetch(ctx, c)
 			if err != nil {
-				return fetchError(err)
+				return fetchError(ctx, deadline, err)
 			}
 			b.logf("profile: %s", v)
 			b.sources[c.Name] = v.Prepared
@@ -76,8 +85,16 @@ func (b *build) fetchSources(ctx context.Context) error {
 	return nil
 }
 
-// fetchError says which flag changes the limit a download ran into.
-func fetchError(err error) error {
+// errFetchDeadline is the cause of the fetch's deadline: what ended the fetch, told apart
+// from a signal and from anything about the sources.
+var errFetchDeadline = errors.New("the deadline of fetching the sources")
+
+// fetchError says which flag changes the limit a download ran into. A fetch its deadline
+// ended says so, and that nothing was judged: the sources may be fine (a slow link).
+func fetchError(ctx context.Context, deadline time.Duration, err error) error {
+	if errors.Is(context.Cause(ctx), errFetchDeadline) {
+		return fmt.Errorf("fetching sources (nothing was built): stopped at the %s deadline of fetching, checking and unpacking the sources (--fetch-timeout), before they were judged; nothing partial was cached: give a longer --fetch-timeout, or run again: %w", deadline, err)
+	}
 	var se *source.SizeError
 	if errors.As(err, &se) {
 		return fmt.Errorf("fetching sources (nothing was built): %w (if the file really is that big, raise the limit with --max-source-size MiB)", err)

@@ -47,6 +47,13 @@ type Request struct {
 	CacheDir string
 	// MaxSourceSize caps each download in bytes; 0 is pipeline/source's DefaultMaxSize.
 	MaxSourceSize int64
+	// SourceTimeout fails a download that moves less than source.MinProgress bytes in this
+	// long, and a git fetch whose transfer does (git's low-speed limit); 0 is
+	// source.DefaultStallTimeout.
+	SourceTimeout time.Duration
+	// FetchTimeout is one deadline for fetching, checking and unpacking every source; 0 is
+	// DefaultFetchTimeout.
+	FetchTimeout time.Duration
 
 	// ProfileDir: instead of an image, train the pgo plan of each platform and write its
 	// profile into this directory (see RecordProfile); Result.Profiles says what to record.

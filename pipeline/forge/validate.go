@@ -12,6 +12,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
 // RequestError is a request refused before anything runs: a combination of options that
@@ -198,6 +199,25 @@ const (
 func CheckRegistryTimeout(d time.Duration) error {
 	if d < minRegistryTimeout || d > maxRegistryTimeout {
 		return fmt.Errorf("--registry-timeout %s: give a duration from %s to %s (how long a registry request may move less than 1 KiB; default %s)", d, minRegistryTimeout, "1h", image.DefaultStallTimeout)
+	}
+	return nil
+}
+
+// DefaultFetchTimeout bounds fetching and preparing every source, as check-updates' --timeout
+// bounds its run: a cold fetch of the stack is some 100 MB and a minute's unpacking on a slow
+// machine; the stall floor ends a stalled download long before, and this ends whatever else
+// would hold a build before it compiles anything (issue 47: a hostile archive's unpacking
+// held a build for an estimated 70 CPU-minutes).
+const DefaultFetchTimeout = 30 * time.Minute
+
+// CheckFetchTimeouts refuses a --source-timeout outside 1s .. 1h and a --fetch-timeout
+// outside 1s .. 24h.
+func CheckFetchTimeouts(stall, fetch time.Duration) error {
+	if stall < time.Second || stall > time.Hour {
+		return fmt.Errorf("--source-timeout %s: give a duration from 1s to 1h (how long a download may move less than 1 KiB; default %s)", stall, source.DefaultStallTimeout)
+	}
+	if fetch < time.Second || fetch > 24*time.Hour {
+		return fmt.Errorf("--fetch-timeout %s: give a duration from 1s to 24h (the deadline of fetching and unpacking the sources; default %s)", fetch, DefaultFetchTimeout)
 	}
 	return nil
 }

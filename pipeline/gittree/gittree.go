@@ -66,9 +66,18 @@ func OfDir(ctx context.Context, top string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	id, _ := close(root)
+	id, ok := close(root)
+	if !ok {
+		// No file at all: git's empty tree, as `git write-tree` gives for an empty index.
+		// close's zero ID here once let a directories-only archive verify against a pin of
+		// 0000... (issue 47), an ID git never gives a tree.
+		return emptyTree, nil
+	}
 	return hex.EncodeToString(id[:]), nil
 }
+
+// emptyTree is the ID git gives a tree with no entries (the SHA-1 of "tree 0\x00").
+const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 func add(root dir, rel, p string, d fs.DirEntry) error {
 	var e *entry

@@ -96,3 +96,25 @@ func TestTreeOfArchiveIsGitsTree(t *testing.T) {
 		t.Error("an archive without the export-ignored file hashes to the whole tree")
 	}
 }
+
+// Issue 47: a directory with no file below it (only empty directories) hashed to 0000...,
+// an ID git never gives a tree, so a lock pinning 0000... "verified" a directories-only
+// archive. It is git's empty tree, as `git hash-object -t tree /dev/null` says.
+func TestNoFilesIsGitsEmptyTree(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "a", "b", "c"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got, err := OfDir(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != emptyTree {
+		t.Errorf("tree %s, want git's empty tree %s", got, emptyTree)
+	}
+	if _, err := exec.LookPath("git"); err == nil {
+		if want := git(t, dir, "hash-object", "-t", "tree", "/dev/null"); want != emptyTree {
+			t.Errorf("git says the empty tree is %s, the constant %s", want, emptyTree)
+		}
+	}
+}

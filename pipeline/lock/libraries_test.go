@@ -76,6 +76,21 @@ func TestLibraryRoles(t *testing.T) {
 			c.Git = &g
 			l.SetComponent(c)
 		}, `.git.commit: "991e67ff" is not a full commit ID`},
+		// Issue 47: git's null ID names no object; a lock pinning it pinned nothing.
+		{"null commit", func(l *Lock) {
+			c := l.MustComponent(AWSLC)
+			g := *c.Git
+			g.Commit = NullID
+			c.Git = &g
+			l.SetComponent(c)
+		}, ".git.commit: is all zeros, git's null ID"},
+		{"null tree", func(l *Lock) {
+			c := l.MustComponent(AWSLC)
+			g := *c.Git
+			g.Tree = NullID
+			c.Git = &g
+			l.SetComponent(c)
+		}, ".git.tree: is all zeros, git's null ID"},
 		{"no reason", func(l *Lock) {
 			c := l.MustComponent(AWSLC)
 			c.Unsigned = ""

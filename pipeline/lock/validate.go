@@ -19,6 +19,14 @@ var (
 	gitIDRE       = regexp.MustCompile(`^[0-9a-f]{40}$`)
 )
 
+// NullID is git's null object ID: git writes it where there is no object (a ref being
+// created or deleted), so no commit or tree is ever named by it. A lock that pins it pins
+// nothing; a hostile API once got check-updates --write to pin it (issue 47).
+const NullID = "0000000000000000000000000000000000000000"
+
+// EmptyTree is the ID of git's tree with no entries: what a directory with no files hashes to.
+const EmptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
 // fieldError names the field that is wrong and why.
 type fieldError struct {
 	Field  string
@@ -232,8 +240,14 @@ func checkGit(f string, c Component) error {
 	if !gitIDRE.MatchString(g.Commit) {
 		return &fieldError{f + ".git.commit", fmt.Sprintf("%q is not a full commit ID (40 lower-case hex digits)", g.Commit)}
 	}
+	if g.Commit == NullID {
+		return &fieldError{f + ".git.commit", "is all zeros, git's null ID, which names no commit; take the commit from `git rev-parse TAG^{commit}` in a clone of the repository"}
+	}
 	if !gitIDRE.MatchString(g.Tree) {
 		return &fieldError{f + ".git.tree", fmt.Sprintf("%q is not a tree ID (40 lower-case hex digits; git rev-parse COMMIT^{tree})", g.Tree)}
+	}
+	if g.Tree == NullID {
+		return &fieldError{f + ".git.tree", "is all zeros, git's null ID, which names no tree (a tree with no files is 4b825dc642cb6eb9a060e54bf8d69288fbee4904); take the tree from `git rev-parse COMMIT^{tree}` in a clone of the repository"}
 	}
 	if err := checkGitTag(g.Tag); err != nil {
 		return &fieldError{f + ".git.tag", err.Error()}

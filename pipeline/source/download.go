@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/netfail"
@@ -189,13 +190,16 @@ func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit in
 		return n, err
 	}
 	// A server that stops sending in mid-body would otherwise hold the build forever (the
-	// client has no overall timeout, on purpose): cancel the request when no byte has
-	// arrived for the stall timeout, and let the retry loop try again.
+	// client has no overall timeout, on purpose), and one that trickles a byte at a time
+	// would hold it almost as long: cancel the request when less than minProgress bytes
+	// arrived in a stall time (an answer's headers included), and let the retry loop try
+	// again. The window restarts only when the floor is met, never on any single byte.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var stalled error = &stallError{After: f.stall.String()}
-	timer := time.AfterFunc(f.stall, func() { cancel(stalled) })
-	defer timer.Stop()
+	floor := newFloorTimer(f.stall, minProgress, func(moved int64) {
+		cancel(&stallError{After: f.stall.String(), Floor: minProgress, Moved: moved})
+	})
+	defer floor.stop()
 	// shown is src for messages: a mirror given with credentials (user:password@) must not
 	// print them.
 	shown := safeio.RedactURL(src)
@@ -206,8 +210,8 @@ func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit in
 	req.Header.Set("User-Agent", "nginx-forge (+https://github.com/nginx-forge/nginx-forge)")
 	resp, err := f.client.Do(req)
 	if err != nil {
-		if context.Cause(ctx) == stalled {
-			err = stalled
+		if se := (*stallError)(nil); errors.As(context.Cause(ctx), &se) {
+			err = se
 		}
 		if errors.As(err, new(*redirects.LoopError)) {
 			return 0, permanent(fmt.Errorf("GET %s: %w", shown, err)) // every try follows the same redirects
@@ -226,11 +230,11 @@ func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit in
 		return 0, permanent(&SizeError{URL: shown, Limit: limit, Size: resp.ContentLength})
 	}
 	// Read one byte past the limit to tell "exactly at the limit" from "over it".
-	body := &progressReader{r: resp.Body, progress: func() { timer.Reset(f.stall) }}
+	body := &progressReader{r: resp.Body, progress: floor.add}
 	n, err := io.Copy(w, io.LimitReader(body, limit+1))
 	if err != nil {
-		if context.Cause(ctx) == stalled {
-			err = stalled
+		if se := (*stallError)(nil); errors.As(context.Cause(ctx), &se) {
+			err = se
 		}
 		// A body cut short (connection reset, io.ErrUnexpectedEOF against Content-Length) is
 		// worth another try.
@@ -242,19 +246,53 @@ func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit in
 	return n, nil
 }
 
-// progressReader calls progress whenever bytes arrive.
+// progressReader calls progress with the bytes that arrive.
 type progressReader struct {
 	r        io.Reader
-	progress func()
+	progress func(n int)
 }
 
 func (p *progressReader) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	if n > 0 {
-		p.progress()
+		p.progress(n)
 	}
 	return n, err
 }
+
+// floorTimer calls fire (with the bytes of the window) when fewer than floor bytes were added within a window of d: each
+// window that meets the floor starts the next one (so a transfer that keeps moving is never
+// cut off, however long it takes), and bytes beyond the floor carry no credit over.
+type floorTimer struct {
+	mu    sync.Mutex
+	d     time.Duration
+	floor int64
+	got   int64 // bytes in the current window
+	t     *time.Timer
+}
+
+func newFloorTimer(d time.Duration, floor int64, fire func(moved int64)) *floorTimer {
+	ft := &floorTimer{d: d, floor: floor}
+	ft.t = time.AfterFunc(d, func() {
+		ft.mu.Lock()
+		moved := ft.got
+		ft.mu.Unlock()
+		fire(moved)
+	})
+	return ft
+}
+
+func (ft *floorTimer) add(n int) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	ft.got += int64(n)
+	if ft.got >= ft.floor && ft.t.Stop() {
+		ft.got = 0
+		ft.t.Reset(ft.d)
+	}
+}
+
+func (ft *floorTimer) stop() { ft.t.Stop() }
 
 // cleanTemp removes temporary downloads left by a process that was killed mid-download. Only
 // old ones: a younger one may belong to a build running right now.

@@ -145,9 +145,19 @@ func WithRetries(n int) Option { return func(f *Fetcher) { f.retries = n } }
 // twice as long, up to 30s.
 func withBackoff(d time.Duration) Option { return func(f *Fetcher) { f.backoff = d } }
 
-// withStallTimeout sets how long a download may receive nothing before it is abandoned and
-// retried (default one minute).
-func withStallTimeout(d time.Duration) Option { return func(f *Fetcher) { f.stall = d } }
+// WithStallTimeout sets the stall time (default DefaultStallTimeout): a download that moves
+// less than minProgress bytes in it is abandoned and retried (a server that went quiet, or
+// trickles to hold the build).
+func WithStallTimeout(d time.Duration) Option { return func(f *Fetcher) { f.stall = d } }
+
+// DefaultStallTimeout is the stall time of downloads and of git fetch.
+const DefaultStallTimeout = time.Minute
+
+// minProgress is the floor of a download: at least this many bytes in every stall time, as
+// registry transfers have (image.DefaultStallTimeout, --registry-timeout). A mirror that sent
+// one byte a second kept a build fetching past four minutes when any byte restarted the
+// timer (issue 47); 1 KiB a minute is still far below any link a build could use.
+const minProgress = 1 << 10
 
 // withNow sets the clock used to judge whether keys and signatures are currently revoked or
 // expired (default time.Now).
@@ -162,7 +172,7 @@ func New(opts ...Option) *Fetcher {
 		maxSize:    DefaultMaxSize,
 		retries:    defaultRetries,
 		backoff:    time.Second,
-		stall:      time.Minute,
+		stall:      DefaultStallTimeout,
 		now:        time.Now,
 	}
 	for _, o := range opts {

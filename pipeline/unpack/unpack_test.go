@@ -144,8 +144,16 @@ func hostileCases(t testing.TB) []struct {
 		{"symlink loop", gz(t, tarOf(t, append(good, symlink("src-1.0/l1", "l2"), symlink("src-1.0/l2", "l1"))...)), "too many levels"},
 		{"write through a symlink", gz(t, tarOf(t, append(good, symlink("src-1.0/d", "."), file("src-1.0/d/zlib.c", "x"))...)), "which is not a directory"},
 		{"below a file", gz(t, tarOf(t, append(good, file("src-1.0/zlib.h/x", "x"))...)), "which is not a directory"},
+		// Issue 47: names whose every entry cost work in proportion to their depth squared,
+		// and one deeper than mkdir could make: refused from the header.
+		{"name too long", gz(t, tarOf(t, append(good, file("src-1.0/"+strings.Repeat("d/", 2500)+"f", "x"))...)), "over the limit of 4096 bytes on a name"},
+		{"segment too long", gz(t, tarOf(t, append(good, file("src-1.0/"+strings.Repeat("s", 256), "x"))...)), "a segment of 256 bytes, over the limit of 255 bytes"},
+		{"too deep", gz(t, tarOf(t, append(good, file("src-1.0/"+strings.Repeat("d/", 128)+"f", "x"))...)), "130 segments deep, over the limit of 128 segments"},
+		{"symlink target too long", gz(t, tarOf(t, append(good, symlink("src-1.0/l", strings.Repeat("a/", 2100)))...)), "target of 4200 bytes, over the limit of 4096 bytes"},
 		{"not compressed", tarOf(t, good...), "not gzip or xz compressed"},
 		{"empty", gz(t, nil), "holds no entries"},
+		// Issue 47: directories only hashed to tree 0000... and verified against that pin.
+		{"directories only", gz(t, tarOf(t, dirEnt("src-1.0/"), dirEnt("src-1.0/a/"), dirEnt("src-1.0/a/b/"))), "it holds no file"},
 		{"not a tar", gz(t, []byte(strings.Repeat("not a tar archive ", 100))), "not a readable tar archive"},
 	}
 }
@@ -253,9 +261,12 @@ func TestExtractStopsWhenTheContextEnds(t *testing.T) {
 	// Cancelled part way: the written file is far from whole when the error comes back.
 	ctx, cancel = context.WithCancel(context.Background())
 	r := &cancelAfter{r: bytes.NewReader(buf.Bytes()), n: 64 << 10, cancel: cancel}
-	x := &extraction{ctx: ctx, name: "src-1.0.tar.gz", dst: filepath.Join(dir, "tree2"), lim: DefaultLimits,
-		seen: map[string]kind{}, links: map[string]string{}, dirTime: map[string]time.Time{}, dirMode: map[string]os.FileMode{}}
-	os.Mkdir(x.dst, 0o700)
+	os.Mkdir(filepath.Join(dir, "tree2"), 0o700)
+	x, err := newExtraction(ctx, "src-1.0.tar.gz", filepath.Join(dir, "tree2"), DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.close()
 	if err := x.run(r); !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}

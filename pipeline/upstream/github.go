@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,13 @@ const maxPages = 30
 // larger answer is a misbehaving server, refused as too large rather than cut and then
 // misreported as bad JSON.
 const maxAPIBody = 16 << 20
+
+// maxListBytes bounds the answers of one list across all its pages: openssl/openssl's
+// releases, the largest list read, are a few MB with their notes. A hostile API once made one
+// tag list cost 3.6 GB of memory (30 pages of 16 MB, every item kept whole, eight lists at
+// once; issue 47): now a list reads at most this many bytes, and of each item only the names
+// are kept.
+const maxListBytes = 32 << 20
 
 // ghRelease is the part of a GitHub release object we read.
 type ghRelease struct {
@@ -63,12 +71,22 @@ func (c *client) GitHubReleaseTags(ctx context.Context, component string) ([]ver
 	}
 	var releases []ghRelease
 	if !repo.TagsOnly {
-		if err := c.ghList(ctx, "/repos/"+repo.GitHub+"/releases", &releases); err != nil {
+		if err := c.ghList(ctx, "/repos/"+repo.GitHub+"/releases", func(body []byte) (int, error) {
+			var page []ghRelease
+			err := json.Unmarshal(body, &page)
+			releases = append(releases, page...)
+			return len(page), err
+		}); err != nil {
 			return nil, nil, err
 		}
 	}
 	var tags []ghTag
-	if err := c.ghList(ctx, "/repos/"+repo.GitHub+"/tags", &tags); err != nil {
+	if err := c.ghList(ctx, "/repos/"+repo.GitHub+"/tags", func(body []byte) (int, error) {
+		var page []ghTag
+		err := json.Unmarshal(body, &page)
+		tags = append(tags, page...)
+		return len(page), err
+	}); err != nil {
 		return nil, nil, err
 	}
 	if err := checkNamed(repo.GitHub, releases, tags); err != nil {
@@ -134,14 +152,16 @@ func checkNamed(repo string, releases []ghRelease, tags []ghTag) error {
 	return nil
 }
 
-// ghList GETs every page of a GitHub list endpoint and appends the items to *into.
-func (c *client) ghList(ctx context.Context, path string, into any) error {
+// ghList GETs every page of a GitHub list endpoint and gives each page's body to decode,
+// which keeps what it needs of the items (the names: the structs read only those fields).
+// All pages together may be at most maxListBytes.
+func (c *client) ghList(ctx context.Context, path string, decode func(body []byte) (int, error)) error {
 	base, err := url.Parse(c.githubAPI)
 	if err != nil {
 		return fmt.Errorf("GitHub API URL %q: %w", c.githubAPI, err)
 	}
 	next := strings.TrimSuffix(c.githubAPI, "/") + path + "?per_page=100"
-	var all []json.RawMessage
+	var total int64
 	for page := 1; next != ""; page++ {
 		if page > maxPages {
 			return fmt.Errorf("listing %s: more than %d pages; refusing to follow the Link chain further", path, maxPages)
@@ -155,37 +175,37 @@ func (c *client) ghList(ctx context.Context, path string, into any) error {
 		if u.Scheme != base.Scheme || u.Host != base.Host {
 			return fmt.Errorf("listing %s: next-page link %q leaves the API host %s", path, next, base.Host)
 		}
-		resp, body, err := c.ghGet(ctx, u)
+		limit := min(maxAPIBody, maxListBytes-total)
+		resp, body, err := c.ghGet(ctx, u, limit)
 		if err != nil {
+			if errors.As(err, new(*source.SizeError)) && limit < maxAPIBody {
+				return fmt.Errorf("listing %s: the pages so far and page %d hold more than the limit of %d bytes on one list (GitHub's largest list read here is a few MB; check --github-api): %w", path, page, maxListBytes, err)
+			}
 			return fmt.Errorf("listing %s: %w", path, err)
 		}
+		total += int64(len(body))
 		if resp.StatusCode != http.StatusOK {
 			// What the server sent back may quote what it was sent: redacted before it is shown.
 			return ghError("listing "+path, resp, []byte(safeio.Redact(string(body), c.token)), c.token != "")
 		}
-		var items []json.RawMessage
-		if err := json.Unmarshal(body, &items); err != nil {
-			return fmt.Errorf("listing %s: the response is not a JSON array: %w", path, err)
-		}
-		if items == nil {
+		if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
 			return fmt.Errorf("listing %s: the response is null, not a JSON array (%w)", path, errNotAList)
 		}
-		all = append(all, items...)
+		if _, err := decode(body); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Field != "" {
+				return fmt.Errorf("listing %s: decoding items: %w", path, err)
+			}
+			return fmt.Errorf("listing %s: the response is not a JSON array: %w", path, err)
+		}
 		next = nextLink(resp.Header.Values("Link"))
-	}
-	b, err := json.Marshal(all)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, into); err != nil {
-		return fmt.Errorf("listing %s: decoding items: %w", path, err)
 	}
 	return nil
 }
 
 // ghGet does one GET of an API page, retrying transient network errors and 5xx answers (GitHub has
 // brief outages; a daily job should not fail on one). Other statuses are returned as they are.
-func (c *client) ghGet(ctx context.Context, u *url.URL) (*http.Response, []byte, error) {
+func (c *client) ghGet(ctx context.Context, u *url.URL, limit int64) (*http.Response, []byte, error) {
 	wait := c.backoff
 	for attempt := 0; ; attempt++ {
 		c.logf("GET %s", u.Redacted())
@@ -202,7 +222,7 @@ func (c *client) ghGet(ctx context.Context, u *url.URL) (*http.Response, []byte,
 		resp, err := c.tokenSafe(u).Do(req)
 		var body []byte
 		if err == nil {
-			body, err = readBody(resp, u.Redacted(), maxAPIBody)
+			body, err = readBody(resp, u.Redacted(), limit)
 			if errors.As(err, new(*source.SizeError)) {
 				return nil, nil, err
 			}

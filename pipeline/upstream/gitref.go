@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
@@ -50,6 +51,10 @@ type ghCommit struct {
 }
 
 var gitIDRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// isGitID reports whether s can name a git object: 40 lower-case hex digits, and not git's
+// null ID (lock.NullID), which an API answer once got pinned as a commit's tree (issue 47).
+func isGitID(s string) bool { return gitIDRE.MatchString(s) && s != lock.NullID }
 
 // maxTagChain bounds annotated tags pointing at annotated tags: git allows a chain, release
 // tags are one level, and a longer chain is a misbehaving server.
@@ -93,8 +98,8 @@ func (c *client) ResolveTag(ctx context.Context, component, tag string) (resolve
 	if err := c.gitObject(ctx, base+"commits/", "commit", obj.SHA, &cm, func() string { return cm.SHA }); err != nil {
 		return fail(err)
 	}
-	if !gitIDRE.MatchString(cm.Tree.SHA) {
-		return fail(fmt.Errorf("commit %s: tree ID %q is not 40 lower-case hex digits", obj.SHA, cm.Tree.SHA))
+	if !isGitID(cm.Tree.SHA) {
+		return fail(fmt.Errorf("commit %s: tree ID %q is not 40 lower-case hex digits, or is git's null ID (names no tree)", obj.SHA, cm.Tree.SHA))
 	}
 	return resolvedTag{Tag: tag, Commit: obj.SHA, Tree: cm.Tree.SHA}, nil
 }
@@ -102,8 +107,8 @@ func (c *client) ResolveTag(ctx context.Context, component, tag string) (resolve
 // gitObject GETs the git object of kind ("tag object", "commit") whose ID is sha, from
 // dir+sha, into into, and checks that the answer is about it (answered is the ID into holds).
 func (c *client) gitObject(ctx context.Context, dir, kind, sha string, into any, answered func() string) error {
-	if !gitIDRE.MatchString(sha) {
-		return fmt.Errorf("%s ID %q is not 40 lower-case hex digits", kind, sha)
+	if !isGitID(sha) {
+		return fmt.Errorf("%s ID %q is not 40 lower-case hex digits, or is git's null ID (names no object)", kind, sha)
 	}
 	if err := c.ghObject(ctx, dir+sha, into); err != nil {
 		return err
@@ -120,7 +125,7 @@ func (c *client) ghObject(ctx context.Context, path string, into any) error {
 	if err != nil {
 		return fmt.Errorf("GitHub API URL %q: %w", c.githubAPI, err)
 	}
-	resp, body, err := c.ghGet(ctx, u)
+	resp, body, err := c.ghGet(ctx, u, maxAPIBody)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}

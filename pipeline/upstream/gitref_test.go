@@ -110,6 +110,15 @@ func TestResolveTagRefusesOddAnswers(t *testing.T) {
 			s.SetGitHub("zlib-ng/zlib-ng", "git/ref/tags/2.2.4", ref("commit", commit))
 			s.SetGitHub("zlib-ng/zlib-ng", "git/commits/"+commit, upstreamtest.GitCommitJSON("zlib-ng/zlib-ng", commit, "TREE", "2.2.4 Release\n"))
 		}, `tree ID "TREE"`},
+		// Issue 47: git's null ID names no object; an API that answers with it for the tree
+		// or the commit once got check-updates --write to pin tree 0000....
+		{"null tree ID", func(s *upstreamtest.Server) {
+			s.SetGitHub("zlib-ng/zlib-ng", "git/ref/tags/2.2.4", ref("commit", commit))
+			s.SetGitHub("zlib-ng/zlib-ng", "git/commits/"+commit, upstreamtest.GitCommitJSON("zlib-ng/zlib-ng", commit, lock.NullID, "2.2.4 Release\n"))
+		}, `tree ID "` + lock.NullID + `" is not 40 lower-case hex digits, or is git's null ID`},
+		{"null commit ID", func(s *upstreamtest.Server) {
+			s.SetGitHub("zlib-ng/zlib-ng", "git/ref/tags/2.2.4", ref("commit", lock.NullID))
+		}, `commit ID "` + lock.NullID + `"`},
 		{"rate limited", func(s *upstreamtest.Server) { s.FailGitHub("zlib-ng/zlib-ng", http.StatusForbidden) }, "rate limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -75,7 +75,7 @@ func pickTag(c lock.Component, v string, tags []string) (string, error) {
 // is refused, naming both. Nothing is signed: the lock's "unsigned" reason is kept, with the
 // locked tag and version in it replaced by the new ones (it describes the pin, which moves).
 func (u *updater) gitComponent(ctx context.Context, old lock.Component, cr ComponentReport) (lock.Component, Applied, error) {
-	if !gitIDRE.MatchString(cr.Commit) || !gitIDRE.MatchString(cr.Tree) {
+	if !isGitID(cr.Commit) || !isGitID(cr.Tree) {
 		return lock.Component{}, Applied{}, fmt.Errorf("the check resolved no commit and tree for %s's release %s (tag %q, commit %q, tree %q); run the check again", old.Name, cr.Latest, cr.Tag, cr.Commit, cr.Tree)
 	}
 	if err := upstreamRepository(old); err != nil {

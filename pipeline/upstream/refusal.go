@@ -10,6 +10,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
+	"github.com/nginx-forge/nginx-forge/pipeline/unpack"
 )
 
 // Refusal is an update that was not made: the component or image, the release or digest
@@ -65,6 +66,10 @@ func fixFor(name string, err error) string {
 		return fmt.Sprintf("keep the lock as it is, or set %s's track so that it picks a release this lock allows (an AWS-LC lock needs nginx %s or later, e.g. track \"stable\")", name, lock.MinNginxForAWSLC)
 	case errors.Is(err, errPlatforms):
 		return "wait for the image to be published for every platform the build targets (the next run checks again), or pin a digest by hand"
+	case errors.As(err, new(*unpack.DeadlineError)):
+		// The deadline ended the unpacking: nothing was judged, and running again with the
+		// same deadline on the same machine ends the same way (issue 47 called it transient).
+		return "the run's deadline (--timeout) ended it before the release was judged, not a refusal of the release: give a longer --timeout (or run on a faster machine), then run go run ./ci check-updates again"
 	case errors.Is(err, errTrack):
 		return fmt.Sprintf("not transient: set %s's \"track\" in the lock to one that picks an upstream release (see go run ./ci check-updates -h), then run again", name)
 	}
