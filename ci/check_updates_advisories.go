@@ -32,8 +32,11 @@ func securityOutputs(rep *actions.Reporter, s *upstream.Security, outputs map[st
 	if len(s.Fixes) == 0 {
 		return
 	}
+	// The most severe first: the title names three, and a reviewer reads the worst there.
+	fixes := slices.Clone(s.Fixes)
+	slices.SortStableFunc(fixes, func(a, b upstream.SecurityFix) int { return int(b.Level()) - int(a.Level()) })
 	var ids []string
-	for _, f := range s.Fixes {
+	for _, f := range fixes {
 		if !slices.Contains(ids, f.ID) {
 			ids = append(ids, f.ID)
 		}
