@@ -62,7 +62,12 @@ or accept it).
 Advisories (--advisories, the reviewed snapshot pipeline/advisory/advisories.json): an
 update that fixes an advisory is a security update: the title ends "(security: CVE-...)",
 the pull request body lists each CVE with severity and link, and the step outputs
-security=true and security_advisories=<IDs> let the workflow label it "security". All lookups run in parallel under one
+security=true and security_advisories=<IDs> let the workflow label it "security". The
+snapshot is refreshed from the feeds (--nginx-advisories, --openssl-advisories; not with
+--skip-advisory-feeds), read alongside the lookups, each answer bounded: with --write a
+changed snapshot is written to --advisories and listed in the pull request body (outputs
+advisories_written, advisories_changes); a feed that fails leaves the snapshot unchanged, the
+lock's updates still done, and is exit status 3. All lookups run in parallel under one
 --timeout for the whole run. --pr-body FILE writes, when the lock was rewritten, the Markdown
 that lists what was verified for each change, the new keys to review and what was refused
 (the update pull request's body).
