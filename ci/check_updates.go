@@ -62,7 +62,12 @@ or accept it).
 Advisories (--advisories, the reviewed snapshot pipeline/advisory/advisories.json): an
 update that fixes an advisory is a security update: the title ends "(security: CVE-...)",
 the pull request body lists each CVE with severity and link, and the step outputs
-security=true and security_advisories=<IDs> let the workflow label it "security". All lookups run in parallel under one
+security=true and security_advisories=<IDs> let the workflow label it "security". The
+snapshot is refreshed from the feeds (--nginx-advisories, --openssl-advisories; not with
+--skip-advisory-feeds), read alongside the lookups, each answer bounded: with --write a
+changed snapshot is written to --advisories and listed in the pull request body (outputs
+advisories_written, advisories_changes); a feed that fails leaves the snapshot unchanged, the
+lock's updates still done, and is exit status 3. All lookups run in parallel under one
 --timeout for the whole run. --pr-body FILE writes, when the lock was rewritten, the Markdown
 that lists what was verified for each change, the new keys to review and what was refused
 (the update pull request's body).
@@ -93,12 +98,15 @@ func init() {
 			keysDir := fs.String("keys", "", "reviewed signer keys `dir`: trusted like the vendored keys, and where a pinned signer's key is vendored (default: keys/ beside --lock)")
 			timeout := fs.Duration("timeout", defaultCheckTimeout, "one `deadline` for the whole run (lookups, downloads, key fetches): an upstream that never answers fails the run after this long")
 			verbose := fs.Bool("v", false, "print each request and decision")
+			nginxAdv := fs.String("nginx-advisories", upstream.DefaultNginxAdvisories, "nginx's advisory feed `URL` (nginx.org's security_advisories.xml)")
+			opensslAdv := fs.String("openssl-advisories", upstream.DefaultOpenSSLAdvisories, "OpenSSL's advisory feed `URL` (GitHub's contents listing of openssl/release-metadata secjson/; each record from its download_url)")
+			skipFeeds := fs.Bool("skip-advisory-feeds", false, "do not read the advisory feeds: classify by the snapshot as it is")
 			advisories := fs.String("advisories", upstream.DefaultAdvisories, "the reviewed advisories snapshot `file` the updates are classified by (security updates; advisories with no fix on the track: exit status 4); outside a checkout, the copy built into this program")
 			return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if err := noArgs("check-updates", args); err != nil {
 					return err
 				}
-				for _, f := range []struct{ name, val string }{{"--github-api", *ghAPI}, {"--nginx-org", *nginxOrg}, {"--mirror", *mirror}} {
+				for _, f := range []struct{ name, val string }{{"--github-api", *ghAPI}, {"--nginx-org", *nginxOrg}, {"--mirror", *mirror}, {"--nginx-advisories", *nginxAdv}, {"--openssl-advisories", *opensslAdv}} {
 					if f.val == "" && f.name == "--mirror" {
 						continue
 					}
@@ -116,6 +124,7 @@ func init() {
 					LockFile: *lockFile, Write: *write, KeysDir: *keysDir, Mirror: *mirror, CacheDir: *cacheDir,
 					Keyservers: splitList(*keyserver), GitHubAPI: *ghAPI, NginxOrg: *nginxOrg, Token: os.Getenv(*tokenEnv),
 					Registry: *registry, SkipImages: *skipImages, Timeout: *timeout, Advisories: *advisories,
+					NginxAdvisories: *nginxAdv, OpenSSLAdvisories: *opensslAdv, SkipAdvisoryFeeds: *skipFeeds,
 				}
 				if err := checkUpdateOutputs(&run, *prBody); err != nil {
 					return err
@@ -187,54 +196,6 @@ const exitPartial = 3
 // the table; a person chooses another track or accepts it.
 const exitUnfixed = 4
 
-// securityOutputs marks an update that fixes advisories: the title says so, the step outputs
-// security (true/false, for update.yml's "security" label) and security_advisories (the
-// IDs) tell it apart, and each unfixed advisory is a warning (annotation, summary).
-func securityOutputs(rep *actions.Reporter, s *upstream.Security, outputs map[string]string) {
-	outputs["security"] = "false"
-	outputs["security_advisories"] = ""
-	if s == nil {
-		return
-	}
-	// The high and critical ones only: they set exitUnfixed, and their line goes in the
-	// summary; the others are listed in the pull request's body.
-	for _, f := range s.Serious() {
-		// Short: the table's stream keeps to 100 columns; the full line, with the fixed
-		// releases and link, is the exit status 4 error and the pull request body's.
-		rep.Warningf("unfixed advisory: %s %s %s (%s), no fixed release on track %q", f.Component, f.Version, f.ID, f.Level(), f.Track)
-	}
-	if len(s.Fixes) == 0 {
-		return
-	}
-	var ids []string
-	for _, f := range s.Fixes {
-		if !slices.Contains(ids, f.ID) {
-			ids = append(ids, f.ID)
-		}
-	}
-	outputs["security"] = "true"
-	outputs["security_advisories"] = strings.Join(ids, " ")
-	shown := ids
-	if len(shown) > 3 {
-		shown = append(slices.Clone(ids[:3]), fmt.Sprintf("and %d more", len(ids)-3))
-	}
-	if outputs["title"] != "" {
-		outputs["title"] += " (security: " + strings.Join(shown, ", ") + ")"
-	}
-}
-
-// unfixedError is exitUnfixed's error when s has a high or critical unfixed advisory.
-func unfixedError(s *upstream.Security) error {
-	var lines []string
-	for _, f := range s.Serious() {
-		lines = append(lines, upstream.UnfixedLine(f))
-	}
-	if len(lines) == 0 {
-		return nil
-	}
-	return &exitError{code: exitUnfixed, err: fmt.Errorf("%d high or critical advisories have no fixed release on the component's track:\n%s", len(lines), strings.Join(lines, "\n"))}
-}
-
 // checkUpdates runs the update flow (pipeline/upstream.Run) and renders its outcome: the
 // table, the Actions step outputs, summary and annotations, and the pull request body.
 func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdatesConfig) error {
@@ -282,12 +243,23 @@ func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdate
 	for _, r := range rest {
 		lines = append(lines, fmt.Sprintf("refused %s; to resolve: %s", strings.ReplaceAll(r.Error(), "\n", "; "), r.Fix))
 	}
+	feeds := feedLines(o.Advisories)
+	lines = append(lines, feeds...)
 	if rep.InActions() {
 		for _, l := range lines {
 			rep.Errorf("%s", l)
 		}
 	}
 	err = o.Err(&run)
+	if err == nil && len(feeds) > 0 {
+		// The lock's updates are done (or there were none); the snapshot is not refreshed:
+		// a partial failure, handed on like one by update.yml, whose refused job names it.
+		what := "the lock's updates were written to " + run.LockFile
+		if !o.Written {
+			what = run.LockFile + " needed no update written"
+		}
+		return &exitError{code: exitPartial, err: fmt.Errorf("the advisories snapshot was not refreshed (it is unchanged; %s):\n%s", what, strings.Join(feeds, "\n"))}
+	}
 	if err == nil {
 		return unfixedError(o.Security)
 	}
@@ -329,11 +301,16 @@ func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, o *upstream.Ou
 	report, applied, refused, written := o.Report, o.Applied, o.Refused, o.Written
 	lockFile, write := cfg.run.LockFile, cfg.run.Write
 	rows, outputs := updateRows(report)
+	rows = advisoryOutputs(o.Advisories, rows, outputs)
 	securityOutputs(rep, o.Security, outputs)
 	outputs["written"] = fmt.Sprint(written)
 	var names []string
 	for _, r := range refused {
 		names = append(names, r.Name)
+	}
+	if a := o.Advisories; a != nil && (len(a.Failed) > 0 || a.WriteErr != nil) {
+		// The refused job of update.yml turns the run red for it, naming it.
+		names = append(names, "advisories snapshot (not refreshed)")
 	}
 	outputs["refused"] = strings.Join(names, ", ")
 	var keys []string
@@ -382,25 +359,38 @@ func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, o *upstream.Ou
 	if err := rep.SetOutputs(outputs); err != nil {
 		return err
 	}
-	if written && cfg.prBody != "" {
+	advWritten := o.Advisories != nil && o.Advisories.Written
+	if (written || advWritten) && cfg.prBody != "" {
 		// The body quotes refusals, whose text a server may have written: one redaction rule.
-		body := safeio.Redact(upstream.SecurityBody(o.Security)+upstream.PRBody(applied, refused, report.Warnings)+"\n"+outputs["summary"], append([]string{cfg.run.Token}, cfg.secrets...)...)
+		body := safeio.Redact(upstream.SecurityBody(o.Security)+upstream.AdvisoriesBody(o.Advisories)+upstream.PRBody(applied, refused, report.Warnings)+"\n"+outputs["summary"], append([]string{cfg.run.Token}, cfg.secrets...)...)
 		if err := safeio.ReplaceFile(cfg.prBody, []byte(body), 0o644); err != nil {
 			return fmt.Errorf("writing the pull request body %q (the lock %s was updated): %w", cfg.prBody, lockFile, err)
 		}
 	}
+	printWritten(rep.Writer(), o, lockFile, write)
+	return nil
+}
+
+// printWritten says, under the table, what was written or would be with --write.
+func printWritten(w io.Writer, o *upstream.Outcome, lockFile string, write bool) {
+	report, applied, refused, written := o.Report, o.Applied, o.Refused, o.Written
+	advWritten := o.Advisories != nil && o.Advisories.Written
 	switch {
 	case written:
-		fmt.Fprintf(rep.Writer(), "updated %s:\n", lockFile)
+		fmt.Fprintf(w, "updated %s:\n", lockFile)
 		for _, a := range applied {
-			fmt.Fprintf(rep.Writer(), "  %s: %s -> %s%s\n", a.Name, orNone(a.Old), a.New, appliedHow(a))
+			fmt.Fprintf(w, "  %s: %s -> %s%s\n", a.Name, orNone(a.Old), a.New, appliedHow(a))
 		}
 	case report.Changed() && !write:
-		fmt.Fprintf(rep.Writer(), "updates are available: run with --write to verify them and update %s\n", lockFile)
-	case !report.Changed() && len(refused) == 0:
-		fmt.Fprintln(rep.Writer(), "everything is up to date")
+		fmt.Fprintf(w, "updates are available: run with --write to verify them and update %s\n", lockFile)
+	case !report.Changed() && len(refused) == 0 && !o.Advisories.Changed():
+		fmt.Fprintln(w, "everything is up to date")
 	}
-	return nil
+	if a := o.Advisories; advWritten {
+		fmt.Fprintf(w, "refreshed %s: %s\n", a.Path, a.Counts())
+	} else if a.Changed() && !write {
+		fmt.Fprintf(w, "the advisory feeds differ from the snapshot (%s): run with --write to refresh it\n", a.Counts())
+	}
 }
 
 // unreachableFor is the server r's failure is grouped under, if it is.

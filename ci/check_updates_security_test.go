@@ -62,7 +62,7 @@ func checkUpdatesSecurity(t *testing.T, snapshot []byte, wantCode int) (string, 
 	t.Cleanup(func() { testVendoredKeys = old })
 	body := filepath.Join(dir, "body.md")
 	args := []string{"check-updates", "--write", "--lock", s.LockFile, "--github-api", s.Upstream.GitHubAPI(),
-		"--nginx-org", s.Upstream.NginxOrg(), "--mirror", s.Upstream.Mirror(), "--registry", s.Registry, "--cache", t.TempDir(), "--pr-body", body}
+		"--nginx-org", s.Upstream.NginxOrg(), "--mirror", s.Upstream.Mirror(), "--registry", s.Registry, "--cache", t.TempDir(), "--pr-body", body, "--skip-advisory-feeds"}
 	if snapshot != nil {
 		p := filepath.Join(dir, "advisories.json")
 		os.WriteFile(p, snapshot, 0o644)

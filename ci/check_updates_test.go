@@ -40,6 +40,8 @@ func runCheckUpdatesOn(t *testing.T, u *upstreamtest.Server, registry, lockFile 
 		// track has unfixed advisories (exit status 4), which check_updates_security_test.go
 		// covers with the reviewed snapshot.
 		"--advisories", noAdvisories(t),
+		// Nor about the advisory feeds (check_updates_feeds_test.go).
+		"--skip-advisory-feeds",
 	}, extra...)
 	code := run(context.Background(), args, &out, &errb)
 	return code, out.String(), errb.String()

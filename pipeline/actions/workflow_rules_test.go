@@ -1025,7 +1025,7 @@ func updateProblems(w *actionlint.Workflow) []string {
 			} else if ps := pathsStep(pr, m[1]); ps == nil {
 				add("job %s: add-paths is %q, but no earlier step has the id %s", prID, ap, m[1])
 			} else if got := addPathsCandidates(runOf(ps)); !slices.Equal(got, wantAddPaths) {
-				add("job %s commits %q (from step %s), want the two locks, vendored keys and PGO profiles only", prID, got, m[1])
+				add("job %s commits %q (from step %s), want the two locks, vendored keys, PGO profiles and the advisories snapshot only", prID, got, m[1])
 			}
 			if inputOf(s, "body-path") == "" {
 				add("job %s does not take the pull request's body from the artifact (body-path)", prID)
@@ -1053,10 +1053,10 @@ func updateProblems(w *actionlint.Workflow) []string {
 }
 
 // wantAddPaths: what the update pull request may commit.
-var wantAddPaths = []string{"pipeline/lock/stack.lock.json", "pipeline/lock/aws-lc.lock.json", "pipeline/lock/keys/*.asc", "pipeline/lock/profiles/*.tar.gz"}
+var wantAddPaths = []string{"pipeline/lock/stack.lock.json", "pipeline/lock/aws-lc.lock.json", "pipeline/lock/keys/*.asc", "pipeline/lock/profiles/*.tar.gz", "pipeline/advisory/advisories.json"}
 
 // addPathsCandidateRE finds the pathspecs a listing script names (pipeline/lock/...).
-var addPathsCandidateRE = regexp.MustCompile(`pipeline/lock/[^\s'"]+`)
+var addPathsCandidateRE = regexp.MustCompile(`pipeline/(?:lock/|advisory/advisories\.json)[^\s'";]*`)
 
 func addPathsCandidates(script string) []string {
 	return addPathsCandidateRE.FindAllString(script, -1)
@@ -1245,11 +1245,11 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			`            cp "pipeline/lock/$lock.lock.json" "$RUNNER_TEMP/update/$lock/$lock.lock.json"; echo "All verified." > "$RUNNER_TEMP/update/$lock/body.md"`,
 			"writes the pull request's body in a script"},
 		{"update.yml", "pull-request job commits more than the lock and keys",
-			"'pipeline/lock/profiles/*.tar.gz'; do", "'pipeline/lock/profiles/*.tar.gz' pipeline/lock/ci; do",
-			"want the two locks, vendored keys and PGO profiles only"},
+			"pipeline/advisory/advisories.json; do", "pipeline/advisory/advisories.json pipeline/lock/ci; do",
+			"want the two locks, vendored keys, PGO profiles and the advisories snapshot only"},
 		{"update.yml", "pull-request job leaves the variant's lock out",
 			"pipeline/lock/stack.lock.json pipeline/lock/aws-lc.lock.json 'pipeline", "pipeline/lock/stack.lock.json 'pipeline",
-			"want the two locks, vendored keys and PGO profiles only"},
+			"want the two locks, vendored keys, PGO profiles and the advisories snapshot only"},
 		// issue 36: git add refuses the whole add-paths list when one pathspec matches nothing
 		{"update.yml", "fixed add-paths with the profiles (issue 36)",
 			"          add-paths: ${{ steps.paths.outputs.paths }}\n",

@@ -55,7 +55,7 @@ func TestParseNginxRecordedFeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := parseNginx(data, "test")
+	got, err := ParseNginx(data, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestParseOpenSSLRecordedRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, keep, err := parseOpenSSLRecord(data, "test")
+	a, keep, err := ParseOpenSSLRecord(data, "test")
 	if err != nil || !keep {
 		t.Fatalf("keep %v, err %v", keep, err)
 	}
@@ -97,7 +97,7 @@ func TestParseOpenSSLRecordedRecords(t *testing.T) {
 		t.Errorf("ranges %v", a.Affected)
 	}
 	h, _ := os.ReadFile("testdata/openssl-CVE-2024-12797.json")
-	if a, _, err := parseOpenSSLRecord(h, "test"); err != nil || a.Level() != LevelHigh {
+	if a, _, err := ParseOpenSSLRecord(h, "test"); err != nil || a.Level() != LevelHigh {
 		t.Errorf("CVE-2024-12797: level %s err %v: want High", a.Level(), err)
 	}
 }
@@ -187,15 +187,15 @@ func TestStrictReaders(t *testing.T) {
 		"unknown attribute":    {item(`good="1.2.3+" vulnerable="1.2.0" fixed="1"`), `attribute "fixed"`},
 		"not XML":              {[]byte("<html><body>rate limited"), "not well-formed XML"},
 		"no items":             {[]byte("<article></article>"), "no <security> list"},
-		"enormous":             {bytes.Repeat([]byte(" "), maxNginxFeed+1), "over the"},
+		"enormous":             {bytes.Repeat([]byte(" "), MaxNginxFeed+1), "over the"},
 	} {
-		if _, err := parseNginx(c.data, "t"); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := ParseNginx(c.data, "t"); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", name, err, c.want)
 		}
 	}
 	rec, _ := os.ReadFile("testdata/openssl-CVE-2025-9230.json")
 	bad := bytes.Replace(rec, []byte(`"lessThan": "3.5.4"`), []byte(`"lessThan": "3.5.4-beta"`), 1)
-	if _, _, err := parseOpenSSLRecord(bad, "t"); err == nil || !strings.Contains(err.Error(), "3.5.4-beta") {
+	if _, _, err := ParseOpenSSLRecord(bad, "t"); err == nil || !strings.Contains(err.Error(), "3.5.4-beta") {
 		t.Errorf("a lessThan that does not parse: %v", err)
 	}
 	if _, err := parseSnapshot(bytes.Replace(embedded, []byte(`"schema": 1,`), []byte(`"schema": 1, "extra": 2,`), 1)); err == nil {

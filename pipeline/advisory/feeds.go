@@ -12,16 +12,20 @@ import (
 	"strings"
 )
 
-// Bounds on what a feed may send: the real files are far below them (nginx.org's
+// Bounds on what a feed may send (check-updates reads at most this much of each answer,
+// pipeline/upstream's feed refresh): the real files are far below them (nginx.org's
 // security_advisories.xml is about 20 KiB, an OpenSSL CVE record about 8 KiB, the listing of
 // OpenSSL's secjson directory about 100 KiB for ~300 files). A feed past a bound is refused,
 // never truncated into a partial snapshot.
 const (
-	maxNginxFeed      = 1 << 20
-	maxOpenSSLListing = 1 << 20
-	maxOpenSSLRecord  = 256 << 10
+	MaxNginxFeed      = 1 << 20
+	MaxOpenSSLListing = 1 << 20
+	MaxOpenSSLRecord  = 256 << 10
 	// maxOpenSSLRecords caps the records one refresh reads (those of openSSLSince or later).
 	maxOpenSSLRecords = 300
+	// MaxOpenSSLRecordsTotal bounds the bytes of all records one refresh reads together: the 51
+	// records of 2024 or later are about 450 KiB.
+	MaxOpenSSLRecordsTotal = 8 << 20
 )
 
 // openSSLSince is the oldest year of OpenSSL CVE records a refresh reads: the oldest OpenSSL
@@ -38,14 +42,14 @@ type nginxItem struct {
 // has not been taught, and is refused rather than ignored.
 var nginxAttrs = map[string]bool{"name": true, "severity": true, "advisory": true, "cve": true, "good": true, "vulnerable": true, "cert": true, "core": true, "href": true}
 
-// parseNginx reads nginx.org's security advisories (the XML source of
+// ParseNginx reads nginx.org's security advisories (the XML source of
 // https://nginx.org/en/security_advisories.html): one Advisory per <item> with a CVE, with
 // source as each entry's Source. Items for nginx/Windows only and items of severity "none"
 // (upstream's "not a vulnerability to fix": good="none") are left out: this project builds
 // for Linux. A version list that does not parse is an error naming the item.
-func parseNginx(data []byte, source string) ([]Advisory, error) {
-	if len(data) > maxNginxFeed {
-		return nil, fmt.Errorf("%d bytes, over the %d-byte bound for this feed", len(data), maxNginxFeed)
+func ParseNginx(data []byte, source string) ([]Advisory, error) {
+	if len(data) > MaxNginxFeed {
+		return nil, fmt.Errorf("%d bytes, over the %d-byte bound for this feed", len(data), MaxNginxFeed)
 	}
 	dec := xml.NewDecoder(bytes.NewReader(data))
 	dec.Strict = true
@@ -93,7 +97,7 @@ func nginxItemOf(t xml.StartElement) (nginxItem, error) {
 	var it nginxItem
 	for _, a := range t.Attr {
 		if !nginxAttrs[a.Name.Local] {
-			return it, fmt.Errorf("<item> has attribute %q, which this reader does not know: upstream's format changed; teach pipeline/advisory's parseNginx it", a.Name.Local)
+			return it, fmt.Errorf("<item> has attribute %q, which this reader does not know: upstream's format changed; teach pipeline/advisory's ParseNginx it", a.Name.Local)
 		}
 		switch a.Name.Local {
 		case "name":
@@ -193,13 +197,13 @@ type cveRecord struct {
 
 var versionKeys = map[string]bool{"version": true, "lessThan": true, "status": true, "versionType": true}
 
-// parseOpenSSLRecord reads one of OpenSSL's CVE JSON 5 records (openssl/release-metadata
+// ParseOpenSSLRecord reads one of OpenSSL's CVE JSON 5 records (openssl/release-metadata
 // secjson/CVE-*.json, served at openssl-library.org/news/secjson/). keep is false for a
 // rejected record and for one that lists only OpenSSL 1.x extended-support releases (their
 // letter versions, 1.1.1zd, are for paying customers' builds, never a lock here).
-func parseOpenSSLRecord(data []byte, source string) (a Advisory, keep bool, err error) {
-	if len(data) > maxOpenSSLRecord {
-		return a, false, fmt.Errorf("%d bytes, over the %d-byte bound for one record", len(data), maxOpenSSLRecord)
+func ParseOpenSSLRecord(data []byte, source string) (a Advisory, keep bool, err error) {
+	if len(data) > MaxOpenSSLRecord {
+		return a, false, fmt.Errorf("%d bytes, over the %d-byte bound for one record", len(data), MaxOpenSSLRecord)
 	}
 	var rec cveRecord
 	if err := json.Unmarshal(data, &rec); err != nil {
@@ -250,7 +254,7 @@ func parseOpenSSLRecord(data []byte, source string) (a Advisory, keep bool, err 
 func addOpenSSLRange(a *Advisory, v map[string]string) error {
 	for k := range v {
 		if !versionKeys[k] {
-			return fmt.Errorf("affected version has %q, which this reader does not know: upstream's format changed; teach pipeline/advisory's parseOpenSSLRecord it", k)
+			return fmt.Errorf("affected version has %q, which this reader does not know: upstream's format changed; teach pipeline/advisory's ParseOpenSSLRecord it", k)
 		}
 	}
 	if v["status"] != "affected" {
@@ -282,26 +286,29 @@ func containsString(ss []string, s string) bool {
 	return false
 }
 
-// listingEntry is one file of a GitHub contents API listing of OpenSSL's secjson directory.
-type listingEntry struct {
-	Name        string `json:"name"`
-	Type        string `json:"type"`
+// ListingEntry is one file of a GitHub contents API listing of OpenSSL's secjson directory.
+type ListingEntry struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// SHA is the file's git blob ID: the revision a refreshed entry's Source names.
+	SHA         string `json:"sha"`
+	Size        int64  `json:"size"`
 	DownloadURL string `json:"download_url"`
 }
 
 var recordNameRE = regexp.MustCompile(`^CVE-([0-9]{4})-[0-9]{4,7}\.json$`)
 
-// parseOpenSSLListing reads the listing and returns the records a refresh reads: CVE-*.json
+// ParseOpenSSLListing reads the listing and returns the records a refresh reads: CVE-*.json
 // files of openSSLSince or later, at most maxOpenSSLRecords.
-func parseOpenSSLListing(data []byte) ([]listingEntry, error) {
-	if len(data) > maxOpenSSLListing {
-		return nil, fmt.Errorf("%d bytes, over the %d-byte bound for the listing", len(data), maxOpenSSLListing)
+func ParseOpenSSLListing(data []byte) ([]ListingEntry, error) {
+	if len(data) > MaxOpenSSLListing {
+		return nil, fmt.Errorf("%d bytes, over the %d-byte bound for the listing", len(data), MaxOpenSSLListing)
 	}
-	var all []listingEntry
+	var all []ListingEntry
 	if err := json.Unmarshal(data, &all); err != nil {
 		return nil, fmt.Errorf("not a GitHub contents listing (a JSON array of files): %w", err)
 	}
-	var out []listingEntry
+	var out []ListingEntry
 	for _, e := range all {
 		m := recordNameRE.FindStringSubmatch(e.Name)
 		if m == nil || e.Type != "file" {
@@ -309,6 +316,9 @@ func parseOpenSSLListing(data []byte) ([]listingEntry, error) {
 		}
 		if y, _ := strconv.Atoi(m[1]); y < openSSLSince {
 			continue
+		}
+		if e.Size > MaxOpenSSLRecord {
+			return nil, fmt.Errorf("%s: %d bytes, over the %d-byte bound for one record", e.Name, e.Size, MaxOpenSSLRecord)
 		}
 		if !strings.HasPrefix(e.DownloadURL, "https://") && !strings.HasPrefix(e.DownloadURL, "http://") {
 			return nil, fmt.Errorf("%s: download_url %q is not an http(s) URL", e.Name, e.DownloadURL)

@@ -45,6 +45,11 @@ type Run struct {
 	// Advisories is the reviewed advisories snapshot the updates are classified by
 	// (Outcome.Security); "" is pipeline/advisory's default, or the built-in copy.
 	Advisories string
+	// NginxAdvisories and OpenSSLAdvisories are the advisory feeds' URLs ("" is upstream's,
+	// DefaultNginxAdvisories and DefaultOpenSSLAdvisories); SkipAdvisoryFeeds reads none
+	// and classifies by the snapshot as it is.
+	NginxAdvisories, OpenSSLAdvisories string
+	SkipAdvisoryFeeds                  bool
 	// Vendored, when not nil, replaces the keys vendored in pipeline/lock/keys (updater).
 	Vendored []string
 	// Sink receives each request and decision as a Detail note (nil: discarded). Lookups run
@@ -67,6 +72,8 @@ type Outcome struct {
 	WriteErr error
 	// Security says which updates fix advisories and which versions stay affected.
 	Security *Security
+	// Advisories is what the feeds did to the snapshot; nil with SkipAdvisoryFeeds.
+	Advisories *AdvisoryRefresh
 }
 
 // PartialError is an Outcome that wrote some updates and refused others: the update
@@ -139,6 +146,8 @@ func (r *Run) Do(ctx context.Context) (*Outcome, error) {
 	}
 	checker := r.checker(sink)
 	o := &Outcome{}
+	refreshed := r.startRefresh(ctx, sink, advisories, snap)
+	finish := func() { o.finish(r, <-refreshed, snap, advisories) }
 	o.CheckErr = step("Looking up upstream releases and base images", func() error {
 		var err error
 		o.Report, err = checker.Check(ctx, l)
@@ -146,7 +155,7 @@ func (r *Run) Do(ctx context.Context) (*Outcome, error) {
 	})
 	o.Refused = o.Report.Failed
 	if !r.Write || !o.Report.Changed() {
-		o.classify(snap, r.Write)
+		finish()
 		return o, nil
 	}
 	o.WriteErr = step("Downloading and verifying new releases", func() error {
@@ -167,8 +176,39 @@ func (r *Run) Do(ctx context.Context) (*Outcome, error) {
 		o.Refused, o.WriteErr = re.Refused, nil
 	}
 	o.Written = o.WriteErr == nil && len(o.Applied) > 0
-	o.classify(snap, r.Write)
+	finish()
 	return o, nil
+}
+
+// startRefresh reads the advisory feeds alongside the lookups and downloads, under the same
+// deadline: a slow or hostile feed costs at most the run's --timeout and holds back no
+// update of the lock. The channel gets nil with SkipAdvisoryFeeds.
+func (r *Run) startRefresh(ctx context.Context, sink progress.Sink, path string, snap *advisory.Snapshot) <-chan *AdvisoryRefresh {
+	refreshed := make(chan *AdvisoryRefresh, 1)
+	if r.SkipAdvisoryFeeds {
+		refreshed <- nil
+		return refreshed
+	}
+	feeds := r.client(sink)
+	go func() { refreshed <- r.refreshAdvisories(ctx, feeds, path, snap, today()) }()
+	return refreshed
+}
+
+// finish records the refresh a, writes the refreshed snapshot with --write, and classifies
+// the updates: by the refreshed snapshot when every feed was read, else by snap.
+func (o *Outcome) finish(r *Run, a *AdvisoryRefresh, snap *advisory.Snapshot, path string) {
+	o.Advisories = a
+	if a != nil {
+		snap = a.After
+		if r.Write && a.Changed() && len(a.Failed) == 0 {
+			if a.Path = snapshotPath(path); a.Path == "" {
+				a.WriteErr = fmt.Errorf("the advisories snapshot is the copy built into this program (no %s here): run in a checkout or give --advisories FILE to write the refresh", advisory.DefaultPath)
+			} else {
+				a.write()
+			}
+		}
+	}
+	o.classify(snap, r.Write)
 }
 
 // classify fills o.Security from the reviewed advisories snapshot.
@@ -204,6 +244,19 @@ func (r *Run) fetcher(sink progress.Sink, keysDir string) Fetcher {
 }
 
 func (r *Run) checker(sink progress.Sink) *checker {
+	checker := &checker{Releases: r.client(sink), Sink: sink}
+	if !r.SkipImages {
+		var imgOpts []ImageOption
+		if r.Registry != "" {
+			imgOpts = append(imgOpts, withRegistry(r.Registry))
+		}
+		checker.Images = NewImageResolver(imgOpts...)
+	}
+	return checker
+}
+
+// client is the run's HTTP client for the release lists and the advisory feeds.
+func (r *Run) client(sink progress.Sink) *client {
 	clientOpts := []clientOption{withSink(sink)}
 	if r.GitHubAPI != "" {
 		clientOpts = append(clientOpts, withGitHubAPI(r.GitHubAPI))
@@ -214,13 +267,5 @@ func (r *Run) checker(sink progress.Sink) *checker {
 	if r.Token != "" {
 		clientOpts = append(clientOpts, withToken(r.Token))
 	}
-	checker := &checker{Releases: newClient(clientOpts...), Sink: sink}
-	if !r.SkipImages {
-		var imgOpts []ImageOption
-		if r.Registry != "" {
-			imgOpts = append(imgOpts, withRegistry(r.Registry))
-		}
-		checker.Images = NewImageResolver(imgOpts...)
-	}
-	return checker
+	return newClient(clientOpts...)
 }
