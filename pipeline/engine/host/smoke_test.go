@@ -5,6 +5,7 @@ package host_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -271,7 +272,12 @@ func TestCISmokeCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{d.DigestStr(), "CHECK", smoke.CheckHTTP3, "nginx 1.26.3, OpenSSL 3.5.7, PCRE2 10.46", "0 failed, 0 skipped"} {
+	tl, err := lock.Load(testenv.TestLockPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := fmt.Sprintf("nginx %s, OpenSSL %s, PCRE2 %s", tl.MustComponent(lock.Nginx).Version, tl.MustComponent(lock.OpenSSL).Version, tl.MustComponent(lock.PCRE2).Version)
+	for _, want := range []string{d.DigestStr(), "CHECK", smoke.CheckHTTP3, versions, "0 failed, 0 skipped"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q", want)
 		}
