@@ -106,10 +106,10 @@ critical advisory that has a fixed release on its track, unless --accept-advisor
 each such CVE; update the lock instead with 'ci check-updates --write'.
 
 Examples:
-  # Build in Dagger, smoke-test, push and tag 1.26.2 and the full stack version; then run it
+  # Build in Dagger, smoke-test, push and tag 1.30.6 and the full stack version; then run it
   go run ./ci build --push --image ghcr.io/owner/nginx
   podman run --read-only --tmpfs /var/cache/nginx:U --tmpfs /run/nginx:U --tmpfs /tmp:U \
-    --ulimit nofile=10240:10240 -p 8080:8080 ghcr.io/owner/nginx:1.26
+    --ulimit nofile=10240:10240 -p 8080:8080 ghcr.io/owner/nginx:1.30
 
   # Offline: a stand-in base from a Debian mirror, then a build on it (README: Offline)
   go run ./ci base --mirror http://HOST/debian --output /tmp/base

@@ -31,7 +31,7 @@ const checkUpdatesHelp = `
 Reads the releases of nginx, the lock's TLS library (OpenSSL or AWS-LC), PCRE2 and its zlib
 (zlib or zlib-ng), and of the optional components the lock has (brotli, ngx_brotli, zstd, the
 zstd module), from GitHub (nginx.org's download page when GitHub fails for nginx), applies
-each component's track from the lock (nginx: a stable branch like "1.26" or "stable";
+each component's track from the lock (nginx: a stable branch like "1.30" or "stable";
 OpenSSL: a branch like "3.5" or "lts"; others "latest"), warns about end-of-life branches,
 and looks up the digests the builder and runtime image tags point at now. For a component
 pinned by git commit (AWS-LC, zlib-ng, a git-pinned nginx), the new release's tag is resolved

@@ -192,7 +192,7 @@ Examples:
       --expect-lock pipeline/lock/testdata/stack.twin.lock.json
 
   # Try your server blocks against the image
-  go run ./ci smoke --image ghcr.io/nginx-forge/nginx:1.26.2 --conf-d ./sites --modules any
+  go run ./ci smoke --image ghcr.io/nginx-forge/nginx:1.30.6 --conf-d ./sites --modules any
 
   # The same digest as a service on the Dagger engine, as ci build smoke-tests it
   go run ./ci smoke --engine dagger --image 127.0.0.1:5000/nginx-forge/nginx@sha256:...
