@@ -142,6 +142,12 @@ func (r Request) checkOptions() error {
 	if err := checkRef(r.Ref); err != nil {
 		return err
 	}
+	if err := image.CheckSource(r.Origin.Repository); err != nil {
+		return err
+	}
+	if err := image.CheckRef(r.Origin.Ref); err != nil {
+		return fmt.Errorf("the source's git ref %w", err)
+	}
 	if n := len(r.platforms()); n > 1 && (r.Output != "" || r.Tree != "") {
 		return fmt.Errorf("%d platforms: --output and --tree take one platform; build them one platform at a time", n)
 	}
