@@ -36,6 +36,9 @@ type Resolved struct {
 	advisories []advisory.Finding
 }
 
+// Request is the request as it was resolved.
+func (rs *Resolved) Request() Request { return rs.req }
+
 // Resolve checks every rule of the request, once, here: option combinations, the output
 // paths, the image overrides, the lock, and a plan per platform. Nothing is fetched or built.
 // Its errors are *RequestError.
