@@ -52,6 +52,8 @@ type buildFlags struct {
 	runtimeImage string
 	revision     string
 	ref          string
+	sourceRepo   string       // --source-repository
+	origin       originSource // where readOrigin looks; the zero value is realOrigin
 	signKey      string
 	registryWait time.Duration // --registry-timeout
 	accept       string        // --accept-advisory: CVE IDs, comma-separated
@@ -168,7 +170,8 @@ func declareBuildFlags(fs *flag.FlagSet) *buildFlags {
 	fs.BoolVar(&f.insecure, "insecure", false, "allow plain HTTP to registries that are not on loopback")
 	fs.BoolVar(&f.bundle, "bundle", false, "with --tree: add a systemd unit, sysusers.d and sysctl.d files for a bare-metal install")
 	fs.StringVar(&f.runtimeImage, "runtime-image", "", "base the image on `REF` instead of the lock's runtime image: "+image.SourceSpellings+" (ci base makes one offline)")
-	fs.StringVar(&f.revision, "revision", "", "source `revision` (commit) recorded in org.opencontainers.image.revision")
+	fs.StringVar(&f.revision, "revision", "", "source `revision` (commit) recorded in org.opencontainers.image.revision and the provenance")
+	fs.StringVar(&f.sourceRepo, "source-repository", "", "the repository built, as an https `URL` (org.opencontainers.image.source and the provenance's source; default: in GitHub Actions the workflow's repository, else the checkout's origin remote without credentials, else none: no label)")
 	fs.DurationVar(&f.registryWait, "registry-timeout", image.DefaultStallTimeout, "fail a registry request (the runtime image's pull, the push, the signatures) that moves less than 1 KiB in this `duration` (a registry that went quiet or trickles); a slow transfer that keeps moving is not cut off")
 	fs.StringVar(&f.accept, strings.TrimPrefix(forge.AcceptAdvisoryFlag, "--"), "", "with --push: publish although these high or critical advisories (comma-separated `CVE-IDs`) affect the lock and have a fixed release on its track; each must be named, so a new one still refuses the push")
 	fs.DurationVar(&f.sourceWait, "source-timeout", source.DefaultStallTimeout, "fail a download (a source, a signature, a key) that moves less than 1 KiB in this `duration`, and a git fetch whose transfer does (git's http.lowSpeedLimit; a server that went quiet, or trickles); a slow transfer that keeps moving is not cut off")
@@ -276,6 +279,9 @@ func quoteShort(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
+// forgeRun is forge.Run; the tests of what the command line asks for stop there.
+var forgeRun = forge.Run
+
 func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error {
 	rs, err := f.resolve()
 	if err != nil {
@@ -294,7 +300,7 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	res, err := forge.Run(ctx, eng, rs, forge.WithProgress(sink), forge.WithBranchWarnings(branchWarnings))
+	res, err := forgeRun(ctx, eng, rs, forge.WithProgress(sink), forge.WithBranchWarnings(branchWarnings))
 	closeGroups()
 	if inActions && res != nil {
 		for _, w := range res.Warnings {
@@ -338,6 +344,14 @@ func (f buildFlags) request() (forge.Request, error) {
 		Revision: f.revision, Ref: f.ref, SignKey: f.signKey, MaxSourceSize: f.maxSource << 20,
 		RegistryTimeout: f.registryWait, AcceptAdvisories: splitList(f.accept), SourceTimeout: f.sourceWait, FetchTimeout: f.fetchWait,
 	}
+	src := f.origin
+	if src.getenv == nil {
+		src = realOrigin
+	}
+	var err error
+	if req.Origin, err = readOrigin(f.sourceRepo, f.ref, src); err != nil {
+		return forge.Request{}, err
+	}
 	if f.modules != "" {
 		req.Modules = strings.Split(f.modules, ",") // as dockerfile: ",,," is refused, not the default set
 	}
@@ -345,7 +359,6 @@ func (f buildFlags) request() (forge.Request, error) {
 		req.Keyservers = splitList(f.keyserver)
 	}
 	if f.image != "" {
-		var err error
 		if req.Repo, req.Tags, err = parseImage(f.image); err != nil {
 			return forge.Request{}, err
 		}

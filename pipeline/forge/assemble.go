@@ -76,6 +76,9 @@ func (b *build) buildTarget(ctx context.Context, t *target) error {
 	if b.req.Revision != "" {
 		imgOpts = append(imgOpts, image.WithRevision(b.req.Revision))
 	}
+	if b.req.Origin.Repository != "" {
+		imgOpts = append(imgOpts, image.WithSource(b.req.Origin.Repository))
+	}
 	if t.img, err = image.Assemble(t.base, treeDir, b.l, imgOpts...); err != nil {
 		return fmt.Errorf("assembling the image for %s: %w", p.Platform, err)
 	}

@@ -184,7 +184,9 @@ func (r *registry) signOptions(ts ...*target) []image.Option {
 // attestations are what signOptions attests for ts: their SBOMs and how each was built.
 func (b *build) attestations(ts []*target) ([][]byte, sign.Build, error) {
 	var sboms [][]byte
-	build := sign.Build{Lock: provenanceLock(b.l), Engine: b.eng.Name()}
+	o := b.req.Origin
+	build := sign.Build{Lock: provenanceLock(b.l), Engine: b.eng.Name(),
+		Origin: sign.Origin{BuilderID: o.BuilderID, Repository: o.Repository, Ref: o.Ref, Revision: b.req.Revision}}
 	for _, t := range ts {
 		base, err := t.base.Digest()
 		if err != nil {

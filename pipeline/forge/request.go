@@ -78,13 +78,33 @@ type Request struct {
 	// (cosign's encrypted key with COSIGN_PASSWORD, or an unencrypted one) and attach its SBOM
 	// and provenance as signed attestations, cosign's way (pipeline/sign), before any tag moves.
 	SignKey  string
-	Revision string // source revision recorded in the image's annotations
+	Revision string // source revision recorded in the image's annotations and the provenance
+	// Origin is where the build runs from: the repository the image's source label and the
+	// provenance name, and the provenance's builder. The command reads it once, where it
+	// runs (ci); the zero Origin names no repository.
+	Origin Origin
 	// Advisories is the reviewed advisories snapshot; "" is pipeline/advisory's default file,
 	// or the copy built into the program outside a checkout.
 	Advisories string
 	// AcceptAdvisories acknowledges, by ID, the high or critical advisories with a fixed
 	// release that would otherwise refuse a Push (--accept-advisory).
 	AcceptAdvisories []string
+}
+
+// Origin is where a build runs from, read by the command (the GitHub Actions workflow's
+// repository, --source-repository, or the checkout's origin remote), never a constant: a
+// fork's image and provenance name the fork.
+type Origin struct {
+	// Repository is the https URL of the repository built (image.CheckSource's rule):
+	// org.opencontainers.image.source and the provenance's source; "" leaves both out.
+	Repository string
+	// BuilderID is the provenance's runDetails.builder.id (the workflow that ran, in GitHub
+	// Actions); "" is pipeline/sign's builder that names no repository.
+	BuilderID string
+	// Ref is the git ref built, as the provenance names the revision (git+REPOSITORY@REF);
+	// "" names the revision by its commit alone. Request.Ref, which decides the tags, is
+	// apart: a build in Actions knows its ref without moving tags by it.
+	Ref string
 }
 
 // WantsImage: an image is assembled unless the only output asked for is the install tree.

@@ -36,6 +36,9 @@ type Resolved struct {
 	advisories []advisory.Finding
 }
 
+// Request is the request as it was resolved.
+func (rs *Resolved) Request() Request { return rs.req }
+
 // Resolve checks every rule of the request, once, here: option combinations, the output
 // paths, the image overrides, the lock, and a plan per platform. Nothing is fetched or built.
 // Its errors are *RequestError.
@@ -141,6 +144,12 @@ func (r Request) checkOptions() error {
 	}
 	if err := checkRef(r.Ref); err != nil {
 		return err
+	}
+	if err := image.CheckSource(r.Origin.Repository); err != nil {
+		return err
+	}
+	if err := image.CheckRef(r.Origin.Ref); err != nil {
+		return fmt.Errorf("the source's git ref %w", err)
 	}
 	if n := len(r.platforms()); n > 1 && (r.Output != "" || r.Tree != "") {
 		return fmt.Errorf("%d platforms: --output and --tree take one platform; build them one platform at a time", n)

@@ -173,6 +173,10 @@ func syntheticDebianBase(t testing.TB, arch string) v1.Image {
 	return img
 }
 
+// forkSource is the repository the synthetic image says it is built from: a fork's, not
+// this project's, so the goldens show a label that came from the options.
+const forkSource = "https://github.com/acme/edge-nginx"
+
 func assembleSynthetic(t testing.TB, arch string, opts ...Option) v1.Image {
 	t.Helper()
 	return assembleOn(t, syntheticBase(t, arch), opts...)
@@ -181,7 +185,7 @@ func assembleSynthetic(t testing.TB, arch string, opts ...Option) v1.Image {
 func assembleOn(t testing.TB, base v1.Image, opts ...Option) v1.Image {
 	t.Helper()
 	tree := syntheticTree(t, time.Now(), 0, false)
-	opts = append([]Option{WithBaseRef("gcr.io/distroless/base-nossl-debian13:nonroot"), WithRevision("0123456789abcdef0123456789abcdef01234567"), WithLibcrypt("1:4.4.33-2"), WithOptimize("lto")}, opts...)
+	opts = append([]Option{WithBaseRef("gcr.io/distroless/base-nossl-debian13:nonroot"), WithSource(forkSource), WithRevision("0123456789abcdef0123456789abcdef01234567"), WithLibcrypt("1:4.4.33-2"), WithOptimize("lto")}, opts...)
 	img, err := Assemble(base, tree, testLock(t), opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -27,9 +27,6 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
-// defaultSource is the org.opencontainers.image.source of images built from this repository.
-const defaultSource = "https://github.com/nginx-forge/nginx-forge"
-
 // AnnotationPrefix prefixes the per-component annotations and labels
 // (dev.nginx-forge.openssl.version, dev.nginx-forge.openssl.sha256, ...).
 const AnnotationPrefix = "dev.nginx-forge."
@@ -49,6 +46,13 @@ const (
 // Libcrypt is the component name of the statically linked libcrypt (libxcrypt) in
 // annotations and in the SBOM, and the directory of its licence under /usr/share/licenses.
 const Libcrypt = plan.LibcryptLicense
+
+// WithSource sets org.opencontainers.image.source: the https URL of the repository the
+// image is built from (the workflow's repository, --source-repository, or the checkout's
+// origin remote; ci decides, once). Empty, the default, leaves the label out: an image
+// never names a repository nobody said it came from (GitHub links a package to the
+// repository this label names).
+func WithSource(repo string) Option { return func(o *options) { o.source = repo } }
 
 // WithRevision sets org.opencontainers.image.revision (the git commit); empty leaves it out.
 func WithRevision(rev string) Option { return func(o *options) { o.revision = rev } }
@@ -278,7 +282,6 @@ func baseIdentity(base v1.Image, ref string) (string, string, error) {
 func annotations(l *lock.Lock, o options, baseName, baseDigest string, created time.Time) map[string]string {
 	a := map[string]string{
 		annotationVersion:    o.version,
-		annotationSource:     o.source,
 		annotationBaseDigest: baseDigest,
 		annotationCreated:    created.Format(time.RFC3339),
 		annotationTitle:      "nginx-forge",
@@ -286,6 +289,9 @@ func annotations(l *lock.Lock, o options, baseName, baseDigest string, created t
 	}
 	if baseName != "" {
 		a[annotationBaseName] = baseName
+	}
+	if o.source != "" {
+		a[annotationSource] = o.source
 	}
 	if o.revision != "" {
 		a[annotationRevision] = o.revision

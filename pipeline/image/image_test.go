@@ -56,6 +56,7 @@ func TestAssembleConfigGolden(t *testing.T) {
 		"dev.nginx-forge.openssl.sha256":       "a8c0d28a529ca480f9f36cf5792e2cd21984552a3c8e4aa11a24aa31aeac98e8",
 		"dev.nginx-forge.libcrypt.version":     "1:4.4.33-2",
 		"org.opencontainers.image.revision":    "0123456789abcdef0123456789abcdef01234567",
+		"org.opencontainers.image.source":      forkSource,
 		"org.opencontainers.image.base.digest": "",
 	} {
 		got := m.Annotations[k]

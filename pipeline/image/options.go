@@ -45,10 +45,10 @@ type options struct {
 	insecure    bool
 }
 
-// makeOptions applies opts over the defaults, here and nowhere else: this repository's
-// source URL, the stall deadline, no progress, the one keychain (registryauth.Keychain).
+// makeOptions applies opts over the defaults, here and nowhere else: no source URL, the
+// stall deadline, no progress, the one keychain (registryauth.Keychain).
 func makeOptions(opts []Option) *options {
-	o := &options{source: defaultSource, stall: DefaultStallTimeout, sink: progress.Discard}
+	o := &options{stall: DefaultStallTimeout, sink: progress.Discard}
 	for _, opt := range opts {
 		opt(o)
 	}

@@ -83,6 +83,16 @@ func SBOM(img v1.Image, l *lock.Lock, opts ...Option) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// documentNamespace is the SBOM's unique URI: under the image's source repository, or,
+// when none is known, under the SPDX specification's own default (spdx.org/spdxdocs), so
+// that no document names a repository the image does not come from.
+func documentNamespace(source string, digest v1.Hash) string {
+	if source == "" {
+		return "https://spdx.org/spdxdocs/nginx-forge-" + digest.Hex
+	}
+	return source + "/spdx/" + digest.Hex
+}
+
 // imageID is the SPDX element of the image itself.
 const imageID = "Image"
 
@@ -94,7 +104,7 @@ func sbomDocument(digest v1.Hash, l *lock.Lock, o options) *spdx.Document {
 		DataLicense:       spdx.DataLicense,
 		SPDXIdentifier:    "DOCUMENT",
 		DocumentName:      "nginx-forge-" + o.version,
-		DocumentNamespace: o.source + "/spdx/" + digest.Hex,
+		DocumentNamespace: documentNamespace(o.source, digest),
 		CreationInfo: &spdx.CreationInfo{
 			Created:        created.Format(time.RFC3339),
 			Creators:       []spdx.Creator{{CreatorType: "Tool", Creator: "nginx-forge"}, {CreatorType: "Organization", Creator: "nginx-forge"}},

@@ -232,7 +232,7 @@ func checkProvenanceStatement(t *testing.T, st statement, b Build) {
 	if err := json.Unmarshal(st.Predicate, &p); err != nil {
 		t.Fatal(err)
 	}
-	if p.RunDetails.Builder.ID != builderID || p.BuildDefinition.BuildType != buildType {
+	if p.RunDetails.Builder.ID != cmpOr(b.Origin.BuilderID, unnamedBuilderID) || p.BuildDefinition.BuildType != buildType {
 		t.Errorf("builder %q, build type %q", p.RunDetails.Builder.ID, p.BuildDefinition.BuildType)
 	}
 	ext, _ := json.Marshal(p.BuildDefinition.ExternalParameters)

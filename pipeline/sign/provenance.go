@@ -14,20 +14,23 @@ import (
 )
 
 const (
-	// builderID names who ran a key-signed build: `ci build --push --sign-key` of this
-	// repository, on whatever machine holds the key (the key is the identity a verifier
-	// trusts; builder.version says which program it was). Builds in GitHub Actions carry
-	// GitHub's own provenance (actions/attest-build-provenance) instead.
-	builderID = "https://github.com/nginx-forge/nginx-forge/ci"
+	// unnamedBuilderID is runDetails.builder.id when the build names no builder
+	// (Origin.BuilderID ""): a key-signed build outside GitHub Actions with no repository
+	// known (no --source-repository, no origin remote). It names the program, nginx-forge's
+	// ci (builder.version says which), and no repository: the key is what a verifier trusts.
+	unnamedBuilderID = "urn:nginx-forge:ci"
 	// buildType says how to read the predicate: externalParameters are the engine (dagger or
-	// host), the lock (its components and their versions, source_date_epoch, images) and each
-	// platform's build flags (platform, cpu, optimize, modules) that together fix the image;
-	// the resolvedDependencies are each source a stage compiled (tarball by SHA-256, git
+	// host), the lock (its components and their versions, source_date_epoch, images), each
+	// platform's build flags (platform, cpu, optimize, modules) that together fix the image,
+	// and, when known, the source: the repository built and its git ref; the
+	// resolvedDependencies are that repository's revision (git+REPOSITORY[@REF] by
+	// gitCommit, named "source"), each source a stage compiled (tarball by SHA-256, git
 	// source by commit, recorded PGO profile by SHA-256) and each platform's runtime base
 	// image by the manifest digest pulled, as a pkg:oci purl. The Dagger engine compiles in
 	// the lock's builder image, listed in runDetails.builder.builderDependencies by the
 	// digest the engine pulled; the host engine compiles with the machine's own toolchain,
-	// which is not listed.
+	// which is not listed. It names this schema, the same for every repository that builds
+	// with nginx-forge (as GitHub's workflow build type is the same for every workflow).
 	buildType = "https://github.com/nginx-forge/nginx-forge/ci-build@v1"
 )
 
@@ -42,6 +45,20 @@ type Build struct {
 	// Platforms are the images the subject holds: one for an image, each platform's for an
 	// index of them.
 	Platforms []PlatformBuild
+	// Origin is who ran the build and what repository and revision it built.
+	Origin Origin
+}
+
+// Origin is where a build ran, as the command read it where it runs (ci): never a constant
+// of this package, so a fork's provenance names the fork.
+type Origin struct {
+	// BuilderID is runDetails.builder.id: in GitHub Actions the workflow that ran
+	// (https://github.com/OWNER/REPO/.github/workflows/FILE@REF, as GitHub's own provenance
+	// names it), else REPOSITORY/ci; "" is unnamedBuilderID.
+	BuilderID string
+	// Repository is the https URL of the repository built ("" unknown), Ref the git ref
+	// built ("" unknown) and Revision its commit ("" unknown).
+	Repository, Ref, Revision string
 }
 
 // LockParams are the lock's choices the provenance states as external parameters.
@@ -97,7 +114,7 @@ func provenancePredicate(b Build) (attestation, error) {
 	if err != nil {
 		return attestation{}, err
 	}
-	builder := &prov1.Builder{Id: builderID, Version: builderVersion()}
+	builder := &prov1.Builder{Id: cmp.Or(b.Origin.BuilderID, unnamedBuilderID), Version: builderVersion()}
 	if builder.BuilderDependencies, err = builderImages(b); err != nil {
 		return attestation{}, err
 	}
@@ -129,7 +146,7 @@ func externalParameters(b Build) map[string]any {
 		}
 		platforms = append(platforms, map[string]any{"platform": p.Platform, "cpu": p.CPU, "optimize": p.Optimize, "modules": mods})
 	}
-	return map[string]any{
+	ext := map[string]any{
 		"engine": b.Engine,
 		"lock": map[string]any{
 			"source_date_epoch": float64(b.Lock.SourceDateEpoch),
@@ -138,6 +155,14 @@ func externalParameters(b Build) map[string]any {
 		},
 		"platforms": platforms,
 	}
+	if o := b.Origin; o.Repository != "" {
+		src := map[string]any{"repository": o.Repository}
+		if o.Ref != "" {
+			src["ref"] = o.Ref
+		}
+		ext["source"] = src
+	}
+	return ext
 }
 
 // builderImages are the images the platforms compiled in, each once.
@@ -162,6 +187,9 @@ func builderImages(b Build) ([]*ita1.ResourceDescriptor, error) {
 // first read, then each platform's runtime base image.
 func resolvedDependencies(b Build) ([]*ita1.ResourceDescriptor, error) {
 	var deps []*ita1.ResourceDescriptor
+	if d := originDescriptor(b.Origin); d != nil {
+		deps = append(deps, d)
+	}
 	var seen []string
 	for _, p := range b.Platforms {
 		for _, src := range p.Sources {
@@ -185,6 +213,23 @@ func resolvedDependencies(b Build) ([]*ita1.ResourceDescriptor, error) {
 		}
 	}
 	return deps, nil
+}
+
+// originDescriptor is the revision built, as SLSA names a git dependency:
+// git+REPOSITORY[@REF] by its gitCommit, or the commit alone when no repository is known;
+// nil when the revision is not known.
+func originDescriptor(o Origin) *ita1.ResourceDescriptor {
+	if o.Revision == "" {
+		return nil
+	}
+	d := &ita1.ResourceDescriptor{Name: "source", Digest: map[string]string{"gitCommit": o.Revision}}
+	if o.Repository != "" {
+		d.Uri = "git+" + o.Repository
+		if o.Ref != "" {
+			d.Uri += "@" + o.Ref
+		}
+	}
+	return d
 }
 
 // imageDescriptor is the image dep, named what, as SLSA names a dependency.
