@@ -60,6 +60,11 @@ func (f *Fetcher) fetchGit(ctx context.Context, c lock.Component) (Verified, err
 		if ctx.Err() != nil {
 			return Verified{}, err
 		}
+		// A fault of this machine (a full disk while unpacking) says nothing about the file,
+		// which matched its pin when it was cached: it is kept.
+		if !refused(err) {
+			return Verified{}, fmt.Errorf("checking the cached %s (kept: it is not at fault): %w", tarball, err)
+		}
 		f.logf("cached %s failed its check (%v): removing it and fetching again", tarball, err)
 		if err := os.Remove(tarball); err != nil {
 			return Verified{}, fmt.Errorf("removing corrupt cache entry %s: %w", tarball, err)
@@ -101,7 +106,7 @@ func (f *Fetcher) gitArchive(ctx context.Context, c lock.Component, dst string, 
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(repo, "info", "attributes"), []byte("* -export-ignore -export-subst\n"), 0o644); err != nil {
-		return err
+		return local("writing", filepath.Join(repo, "info", "attributes"), err)
 	}
 	f.logf("%s: fetching commit %s from %s", c.Name, g.Commit, shown)
 	if _, err := f.git(ctx, repo, shown, true, "fetch", "--progress", "--depth=1", "--no-tags", g.Repository, g.Commit); err != nil {
@@ -127,13 +132,13 @@ func (f *Fetcher) gitArchive(ctx context.Context, c lock.Component, dst string, 
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return fmt.Errorf("creating cache directory: %w", err)
+		return local("creating the cache directory", filepath.Dir(dst), err)
 	}
 	if err := os.Chmod(tmp, 0o444); err != nil {
-		return err
+		return local("making read-only", tmp, err)
 	}
 	if err := os.Rename(tmp, dst); err != nil {
-		return fmt.Errorf("moving %s into the cache: %w", c.FileName(), err)
+		return local("moving into the cache", dst, err)
 	}
 	f.logf("%s: archived commit %s (tree %s verified)", c.Name, g.Commit, g.Tree)
 	return nil
