@@ -113,15 +113,21 @@ func builtBinary(tree, nginx string) (string, error) {
 	case tree != "" && nginx != "":
 		return "", usageErrorf("give --tree or --nginx, not both")
 	case tree != "":
-		bin := filepath.Join(tree, "usr", "sbin", "nginx")
-		if _, err := os.Stat(bin); err != nil {
-			return "", usageErrorf("--tree %s has no usr/sbin/nginx (give the install tree `go run ./ci build --engine host` wrote)", tree)
-		}
-		return bin, checkExecutable("--tree", bin)
+		return treeBinary("--tree", tree)
 	case nginx != "":
 		return nginx, checkExecutable("--nginx", nginx)
 	}
 	return "", usageErrorf("give the nginx to measure: --tree DIR (an install tree) or --nginx BIN")
+}
+
+// treeBinary is the nginx of an install tree given with flag (--tree, --variant-tree): the
+// messages name the flag that gave it.
+func treeBinary(flag, tree string) (string, error) {
+	bin := filepath.Join(tree, "usr", "sbin", "nginx")
+	if _, err := os.Stat(bin); err != nil {
+		return "", usageErrorf("%s %s has no usr/sbin/nginx (give the install tree `go run ./ci build --engine host` wrote)", flag, tree)
+	}
+	return bin, checkExecutable(flag, bin)
 }
 
 // checkBaseline: --baseline names an executable file.
@@ -299,9 +305,9 @@ func runBench(ctx context.Context, a benchArgs, stdout, stderr io.Writer) error 
 	}
 	lflTargets := []bench.Target{{Name: "built", Binary: bin, Knobs: k}}
 	if a.variant != "" {
-		vbin, err := builtBinary(a.variant, "")
+		vbin, err := treeBinary("--variant-tree", a.variant)
 		if err != nil {
-			return usageErrorf("--variant-tree: %v", err)
+			return err
 		}
 		if !lfl {
 			return usageErrorf("--variant-tree is measured like for like: use --mode like-for-like or both")

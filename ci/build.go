@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -172,11 +173,11 @@ func declareBuildFlags(fs *flag.FlagSet) *buildFlags {
 	fs.StringVar(&f.runtimeImage, "runtime-image", "", "base the image on `REF` instead of the lock's runtime image: "+image.SourceSpellings+" (ci base makes one offline)")
 	fs.StringVar(&f.revision, "revision", "", "source `revision` (commit) recorded in org.opencontainers.image.revision and the provenance")
 	fs.StringVar(&f.sourceRepo, "source-repository", "", "the repository built, as an https `URL` (org.opencontainers.image.source and the provenance's source; default: in GitHub Actions the workflow's repository, else the checkout's origin remote without credentials, else none: no label)")
-	fs.DurationVar(&f.registryWait, "registry-timeout", image.DefaultStallTimeout, "fail a registry request (the runtime image's pull, the push, the signatures) that moves less than 1 KiB in this `duration` (a registry that went quiet or trickles); a slow transfer that keeps moving is not cut off")
+	durationFlag(fs, &f.registryWait, "registry-timeout", image.DefaultStallTimeout, "1s to 1h", "fail a registry request (the runtime image's pull, the push, the signatures) that moves less than 1 KiB in this `duration` (a registry that went quiet or trickles); a slow transfer that keeps moving is not cut off")
 	fs.StringVar(&f.accept, strings.TrimPrefix(forge.AcceptAdvisoryFlag, "--"), "", "with --push: publish although these high or critical advisories (comma-separated `CVE-IDs`) affect the lock and have a fixed release on its track; each must be named, so a new one still refuses the push")
-	fs.DurationVar(&f.sourceWait, "source-timeout", source.DefaultStallTimeout, "fail a download (a source, a signature, a key) that moves less than 1 KiB in this `duration`, and a git fetch whose transfer does (git's http.lowSpeedLimit; a server that went quiet, or trickles); a slow transfer that keeps moving is not cut off")
-	fs.DurationVar(&f.fetchWait, "fetch-timeout", forge.DefaultFetchTimeout, "one `deadline` for fetching, checking and unpacking every source, before anything is built")
-	fs.StringVar(&f.signKey, "sign-key", "", "with --push: sign each pushed image and index with this PEM private key `FILE` (cosign.key with COSIGN_PASSWORD, or unencrypted PKCS#8/EC), cosign's way, and attach its SBOM and SLSA provenance as signed attestations (sha256-<digest>.sig, .att; cosign verify and verify-attestation --key PUB --insecure-ignore-tlog=true), before any tag moves")
+	durationFlag(fs, &f.sourceWait, "source-timeout", source.DefaultStallTimeout, "1s to 1h", "fail a download (a source, a signature, a key) that moves less than 1 KiB in this `duration`, and a git fetch that says nothing for it (a server that never answers, TLS included) or whose transfer does (a server that went quiet, or trickles); a slow transfer that keeps moving is not cut off")
+	durationFlag(fs, &f.fetchWait, "fetch-timeout", forge.DefaultFetchTimeout, "1s to 24h", "one `deadline` for fetching, checking and unpacking every source, before anything is built")
+	fs.StringVar(&f.signKey, "sign-key", "", "with --push: sign each pushed image and index with this PEM private key `FILE` (cosign.key with COSIGN_PASSWORD, or unencrypted PKCS#8/EC; one key, RSA at least 2048 bits), cosign's way, and attach its SBOM and SLSA provenance as signed attestations (sha256-<digest>.sig, .att; cosign verify and verify-attestation --key PUB --insecure-ignore-tlog=true), before any tag moves")
 	return &f
 }
 
@@ -191,7 +192,7 @@ func (f *buildFlags) stackFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.keyserver, "keyserver", "", "fetch signer keys that are not vendored from these comma-separated `URLs` (default keyserver.ubuntu.com, then keys.openpgp.org)")
 	fs.StringVar(&f.cpu, "cpu", "", "CPU `level` to compile for: x86-64-v2, x86-64-v3 (amd64 default), x86-64-v4, armv8.2-a (arm64 default), ..., or native (not portable)")
 	fs.IntVar(&f.jobs, "jobs", 0, "parallel compile jobs (0: one per CPU)")
-	fs.StringVar(&f.platform, "platform", "linux/amd64", "target `platforms`: linux/amd64, linux/arm64, or both comma-separated (dagger: one build per platform, pushed as one index)")
+	fs.StringVar(&f.platform, "platform", "linux/amd64", "target `platforms`: linux/amd64, linux/arm64, or both comma-separated, each once (dagger: one build per platform, pushed as one index)")
 	fs.StringVar(&f.modules, "modules", "", "nginx `modules`: +name,-name change the default set (e.g. +mail,-http_v3), a plain list replaces it; 'ci modules' lists them")
 	fs.StringVar(&f.cache, "cache", "", "cache `DIR`: verified sources (DIR/sources) and the host engine's stage outputs (default: "+host.DefaultCacheDir+" as root, else $XDG_CACHE_HOME/nginx-forge, i.e. ~/.cache/nginx-forge)")
 	f.maxSource = source.DefaultMaxSize >> 20
@@ -329,9 +330,9 @@ func (f buildFlags) request() (forge.Request, error) {
 	if err := f.check(); err != nil {
 		return forge.Request{}, err
 	}
-	platforms := splitList(f.platform)
-	if len(platforms) == 0 {
-		return forge.Request{}, usageErrorf("--platform is empty: give linux/amd64, linux/arm64 or both, comma-separated")
+	platforms, err := platformList(f.platform)
+	if err != nil {
+		return forge.Request{}, err
 	}
 	if len(platforms) > 1 && f.engine == "host" {
 		return forge.Request{}, usageErrorf("--platform %s: the host engine builds for this machine only; build several platforms with --engine dagger", f.platform)
@@ -348,7 +349,6 @@ func (f buildFlags) request() (forge.Request, error) {
 	if src.getenv == nil {
 		src = realOrigin
 	}
-	var err error
 	if req.Origin, err = readOrigin(f.sourceRepo, f.ref, src); err != nil {
 		return forge.Request{}, err
 	}
@@ -374,6 +374,61 @@ func (f buildFlags) resolve() (*forge.Resolved, error) {
 		return nil, err
 	}
 	return req.Resolve()
+}
+
+// durationFlag is fs.DurationVar whose refusal says the accepted range: the flag package's
+// own says only "parse error" of a value too large for a duration (9999999999999h).
+func durationFlag(fs *flag.FlagSet, d *time.Duration, name string, def time.Duration, accepted, usage string) {
+	*d = def
+	fs.Var(rangedDuration{d, accepted}, name, usage)
+}
+
+type rangedDuration struct {
+	d        *time.Duration
+	accepted string
+}
+
+func (r rangedDuration) String() string {
+	if r.d == nil {
+		return ""
+	}
+	return r.d.String()
+}
+
+func (r rangedDuration) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("not a duration, or too large for one: give a duration from %s (e.g. 30s, 5m)", r.accepted)
+	}
+	*r.d = d
+	return nil
+}
+
+// platformList reads --platform: each supported platform at most once, no empty entries
+// (a list with 50 entries or ",," is a mistake to point out, not to build or trim).
+func platformList(s string) ([]string, error) {
+	fix := "give " + strings.Join(plan.SupportedPlatforms, " or ") + ", or several once each, comma-separated"
+	if strings.Trim(s, ", \t") == "" {
+		return nil, usageErrorf("--platform is empty: %s", fix)
+	}
+	entries := strings.Split(s, ",")
+	if len(entries) > len(plan.SupportedPlatforms) {
+		return nil, usageErrorf("--platform has %d entries, more than the %d supported platforms: %s", len(entries), len(plan.SupportedPlatforms), fix)
+	}
+	var out []string
+	for _, p := range entries {
+		p = strings.TrimSpace(p)
+		switch {
+		case p == "":
+			return nil, usageErrorf("--platform %q has an empty entry: %s", s, fix)
+		case !slices.Contains(plan.SupportedPlatforms, p):
+			return nil, usageErrorf("--platform %q: %q is not supported: %s", s, p, fix)
+		case slices.Contains(out, p):
+			return nil, usageErrorf("--platform %q names %s twice: %s", s, p, fix)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 func splitList(s string) []string {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -155,5 +157,43 @@ func TestBuildFetchEndsAtItsDeadline(t *testing.T) {
 	code, _, stderr = runWithin(t, 10*time.Second, "build", "--engine", "host", "--no-smoke", "--tree", t.TempDir()+"/tree", "--fetch-timeout", "0s")
 	if code != 2 || !strings.Contains(stderr, "--fetch-timeout 0s: give a duration from 1s to 24h") {
 		t.Errorf("--fetch-timeout 0s: exit %d\n%s", code, stderr)
+	}
+}
+
+// Issue 47: a git server that accepts TCP and never answers TLS held `git fetch` for curl's
+// 300 s connect timeout (git 2.39 has no setting for it, and its low-speed limit starts only
+// with a transfer). Here the test lock's nginx, pinned by git commit, is fetched from a black
+// hole (no --mirror, so git fetches it; the other sources' hosts do not resolve, refused at
+// once): the build fails within the 2s stall time and a few seconds, naming the server and
+// the flag that sets the bound.
+func TestBuildGitBlackHoleEndsAtTheStallTime(t *testing.T) {
+	hole := blackHole(t)
+	raw, err := os.ReadFile(testLockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nginxRepo = "https://github.com/nginx/nginx.git"
+	if !bytes.Contains(raw, []byte(nginxRepo)) {
+		t.Fatalf("%s no longer pins nginx by git commit from %s", testLockPath, nginxRepo)
+	}
+	lockFile := filepath.Join(t.TempDir(), "stack.lock.json")
+	if err := os.WriteFile(lockFile, bytes.ReplaceAll(raw, []byte(nginxRepo), []byte("https://"+hole+"/nginx/nginx.git")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	code, _, stderr := runWithin(t, 90*time.Second, "build", "--engine", "host", "--no-smoke", "--tree", t.TempDir()+"/tree",
+		"--lock", lockFile, "--cache", t.TempDir(), "--source-timeout", "2s")
+	took := time.Since(start)
+	t.Logf("ended after %s", took.Round(time.Millisecond))
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, stderr)
+	}
+	if took > 10*time.Second {
+		t.Errorf("took %s with a 2s --source-timeout", took)
+	}
+	for _, w := range []string{hole, "--source-timeout", "nothing was built"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr)
+		}
 	}
 }

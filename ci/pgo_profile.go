@@ -13,6 +13,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
 const pgoProfileHelp = `Train the pgo build once and record its profile, so that every --optimize pgo build of
@@ -82,6 +83,11 @@ func (f pgoProfileFlags) check() error {
 		u, err := url.Parse(f.baseURL)
 		if err != nil || u.Scheme != "https" || u.Host == "" {
 			return usageErrorf("--url %q: give the https URL of the directory the tarballs will be served from", f.baseURL)
+		}
+		// The lock records URL/<tarball>: a query or fragment would end up before the file
+		// name, and credentials in a committed lock are published with it.
+		if u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(f.baseURL, "#") || u.User != nil {
+			return usageErrorf("--url %q: give the directory's URL without a query, fragment or user information (the lock records URL/<tarball name>)", safeio.RedactURL(f.baseURL))
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ package actions
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -238,6 +239,16 @@ func permissionProblems(name, text string, w *actionlint.Workflow) []string {
 		}
 		if pushes && !offPR(w, j) {
 			add("job %s pushes but is not kept off pull requests", id)
+		}
+		// Issue 47: setup-go restores a cache of modules and build outputs that any run on
+		// the repository's branches may have saved, pull requests' included: a job that
+		// pushes, signs or attests builds only from what it fetched and checked itself.
+		if writes := pushes || slices.Contains(slices.Collect(maps.Values(perms)), "write"); writes {
+			for _, s := range j.Steps {
+				if actionOf(s) == "actions/setup-go" && inputOf(s, "cache") != "false" {
+					add("job %s pushes, signs or attests and its setup-go restores a cache (cache: %q): set cache: false", id, inputOf(s, "cache"))
+				}
+			}
 		}
 		for scope, v := range perms {
 			if v != "write" {
@@ -1204,6 +1215,14 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 	cases := []struct {
 		file, name, old, new, want string
 	}{
+		// issue 47: a job that pushes restores no cache another run saved
+		{"build.yml", "pushing job restores setup-go's cache",
+			"          cache: false # it pushes: no Go cache another run saved (a pull request's too) is restored here\n",
+			"          cache: true\n",
+			"job build pushes, signs or attests and its setup-go restores a cache"},
+		{"build.yml", "tagging job restores setup-go's cache by default",
+			"          cache: false # it pushes and moves tags: no Go cache another run saved is restored here\n", "",
+			"job merge pushes, signs or attests and its setup-go restores a cache"},
 		// update.yml
 		{"update.yml", "check job gets a write token",
 			"    permissions:\n      contents: read\n    outputs:",

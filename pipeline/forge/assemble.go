@@ -82,6 +82,9 @@ func (b *build) buildTarget(ctx context.Context, t *target) error {
 	if t.img, err = image.Assemble(t.base, treeDir, b.l, imgOpts...); err != nil {
 		return fmt.Errorf("assembling the image for %s: %w", p.Platform, err)
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("interrupted while assembling the image for %s: %w", p.Platform, err)
+	}
 	if t.sbom, err = image.SBOM(t.img, b.l, imgOpts...); err != nil {
 		return fmt.Errorf("writing the SBOM for %s: %w", p.Platform, err)
 	}

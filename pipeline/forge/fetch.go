@@ -95,6 +95,9 @@ func fetchError(ctx context.Context, deadline time.Duration, err error) error {
 	if errors.Is(context.Cause(ctx), errFetchDeadline) {
 		return fmt.Errorf("fetching sources (nothing was built): stopped at the %s deadline of fetching, checking and unpacking the sources (--fetch-timeout), before they were judged; nothing partial was cached: give a longer --fetch-timeout, or run again: %w", deadline, err)
 	}
+	if gs := (*source.GitStallError)(nil); errors.As(err, &gs) {
+		return fmt.Errorf("fetching sources (nothing was built): %w (the stall time is --source-timeout: give a longer one for a server that is slow to answer, or check the repository's URL)", err)
+	}
 	var se *source.SizeError
 	if errors.As(err, &se) {
 		return fmt.Errorf("fetching sources (nothing was built): %w (if the file really is that big, raise the limit with --max-source-size MiB)", err)

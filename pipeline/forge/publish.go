@@ -76,7 +76,12 @@ type output struct {
 	path string
 }
 
-func (o *output) publish(_ context.Context, targets []*target) error {
+func (o *output) publish(ctx context.Context, targets []*target) error {
+	// Assembling takes no context: a signal that came meanwhile is seen here, before
+	// anything is written (issue 47: an interrupted build still wrote --output).
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("interrupted: --output %s was not written: %w", o.path, err)
+	}
 	b, t := o.b, targets[0]
 	refName := outputRefName(b.req.Repo, b.req.Tags, b.l)
 	created := time.Unix(b.l.SourceDateEpoch, 0).UTC()

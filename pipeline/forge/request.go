@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -201,6 +202,27 @@ func checkOutputPath(path string) error {
 		return fmt.Errorf("%s exists: choose a new path or remove it", abs)
 	}
 	return parentWritable(abs)
+}
+
+// checkProfileDir is nil when dir is a writable directory, or would be made (as profile.go
+// makes it, with its parents) in one: where pgo-profile writes its tarballs.
+func checkProfileDir(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("%q: %w", dir, err)
+	}
+	for p := abs; ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		switch {
+		case (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) && filepath.Dir(p) != p:
+			continue // its parent says why (absent, or a file)
+		case err != nil:
+			return err
+		case !fi.IsDir():
+			return fmt.Errorf("%s is not a directory: give a directory for the profile tarballs", p)
+		}
+		return writable(p)
+	}
 }
 
 // apart refuses an install tree and an image output that name one path, or one inside the

@@ -169,6 +169,12 @@ func (r Request) checkOptions() error {
 			return fmt.Errorf("image output (--output): %w", err)
 		}
 	}
+	if r.ProfileDir != "" {
+		// Checked before the training's minutes, not when its tarball is written after them.
+		if err := checkProfileDir(r.ProfileDir); err != nil {
+			return fmt.Errorf("profile directory (--dir): %w", err)
+		}
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package plan
 import (
 	"embed"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
@@ -23,11 +24,14 @@ type options struct {
 	training bool
 }
 
-// WithPlatform sets the target platform, "linux/amd64" or "linux/arm64" (default linux/amd64).
+// SupportedPlatforms are the platforms a plan targets.
+var SupportedPlatforms = []string{"linux/amd64", "linux/arm64"}
+
+// WithPlatform sets the target platform, one of SupportedPlatforms (default linux/amd64).
 func WithPlatform(p string) Option {
 	return func(o *options) error {
 		os, arch, ok := strings.Cut(p, "/")
-		if !ok || os != "linux" || (arch != "amd64" && arch != "arm64") {
+		if !ok || !slices.Contains(SupportedPlatforms, p) {
 			return fmt.Errorf("platform %q is not supported: use linux/amd64 or linux/arm64", p)
 		}
 		o.platform = Platform{OS: os, Arch: arch}

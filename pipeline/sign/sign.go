@@ -17,11 +17,14 @@ import (
 	"bytes"
 	"context"
 	"crypto"
+	"crypto/rsa"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -65,6 +68,9 @@ func LoadKey(path string) (signature.SignerVerifier, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := oneKey(path, raw); err != nil {
+		return nil, err
+	}
 	password, hasPassword := os.LookupEnv(passwordEnv)
 	encrypted := bytes.Contains(raw, []byte("ENCRYPTED SIGSTORE PRIVATE KEY")) || bytes.Contains(raw, []byte("ENCRYPTED COSIGN PRIVATE KEY")) ||
 		bytes.Contains(raw, []byte("ENCRYPTED PRIVATE KEY")) || bytes.Contains(raw, []byte("Proc-Type: 4,ENCRYPTED"))
@@ -85,11 +91,37 @@ func LoadKey(path string) (signature.SignerVerifier, error) {
 	case err != nil:
 		return nil, fmt.Errorf("--sign-key %s is not a PEM private key (PKCS#8, EC or RSA, or cosign's encrypted key with %s); make one with openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out key.pem, or cosign generate-key-pair", path, passwordEnv)
 	}
+	if k, ok := priv.(*rsa.PrivateKey); ok && k.N.BitLen() < minRSABits {
+		return nil, fmt.Errorf("--sign-key %s is a %d-bit RSA key, under the %d bits a signature needs to resist forgery (NIST SP 800-131A): make a new key (openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out key.pem, or cosign generate-key-pair)", path, k.N.BitLen(), minRSABits)
+	}
 	sv, err := signature.LoadSignerVerifier(priv, crypto.SHA256)
 	if err != nil {
 		return nil, fmt.Errorf("--sign-key %s: %w", path, err)
 	}
 	return sv, nil
+}
+
+// minRSABits is the smallest RSA key LoadKey signs with.
+const minRSABits = 2048
+
+// oneKey refuses a file holding more than one private key: which of them signs would be the
+// parser's choice (the first), not the person's. Other PEM blocks (openssl ecparam's "EC
+// PARAMETERS") are not keys and may stay.
+func oneKey(path string, raw []byte) error {
+	n := 0
+	for rest := raw; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		if strings.Contains(b.Type, "PRIVATE KEY") {
+			n++
+		}
+	}
+	if n > 1 {
+		return fmt.Errorf("--sign-key %s holds %d private keys: give a file with the one key that signs", path, n)
+	}
+	return nil
 }
 
 // readKeyFile reads the key file at path: a regular file of at most maxKeyFile bytes.

@@ -86,22 +86,29 @@ func (f *Fetcher) download(ctx context.Context, src, dst, name string, limit int
 func (f *Fetcher) downloadChecked(ctx context.Context, src, dst, name string, limit int64, check func(file, sha256 string) error) error {
 	tmpDir := filepath.Join(f.cacheDir, "tmp")
 	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
-		return fmt.Errorf("creating cache directory: %w", err)
+		return local("creating the cache directory", tmpDir, err)
 	}
 	cleanTemp(tmpDir)
 	var got string
 	err := f.retry(ctx, src, func() error {
 		tmp, err := os.CreateTemp(tmpDir, ".download-*")
 		if err != nil {
-			return permanent(fmt.Errorf("creating temporary file: %w", err))
+			return permanent(local("creating a file in", tmpDir, err))
 		}
 		// Whatever happens below, the temporary file goes: either it was renamed into the
 		// cache (and Remove fails harmlessly) or it must not survive.
 		defer os.Remove(tmp.Name())
 		h := sha256.New()
-		n, err := f.fetchTo(ctx, src, io.MultiWriter(tmp, h), limit)
+		// A write that fails is this machine's (a full disk), not the server's: said so and
+		// not retried, where the copy would report it as a body cut short.
+		w := &localWriter{w: tmp, path: tmp.Name()}
+		n, err := f.fetchTo(ctx, src, io.MultiWriter(w, h), limit)
+		if w.err != nil {
+			tmp.Close()
+			return permanent(w.err)
+		}
 		if cerr := tmp.Close(); err == nil && cerr != nil {
-			err = permanent(fmt.Errorf("writing temporary file: %w", cerr))
+			err = permanent(local("writing", tmp.Name(), cerr))
 		}
 		if err != nil {
 			return err
@@ -111,13 +118,13 @@ func (f *Fetcher) downloadChecked(ctx context.Context, src, dst, name string, li
 			return permanent(err)
 		}
 		if err := os.Chmod(tmp.Name(), 0o444); err != nil {
-			return permanent(err)
+			return permanent(local("making read-only", tmp.Name(), err))
 		}
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return permanent(fmt.Errorf("creating cache directory: %w", err))
+			return permanent(local("creating the cache directory", filepath.Dir(dst), err))
 		}
 		if err := os.Rename(tmp.Name(), dst); err != nil {
-			return permanent(fmt.Errorf("moving %s into the cache: %w", name, err))
+			return permanent(local("moving into the cache", dst, err))
 		}
 		f.logf("fetched %s (%d bytes) from %s, verified", name, n, safeio.RedactURL(src))
 		return nil

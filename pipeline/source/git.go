@@ -1,16 +1,13 @@
 package source
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
@@ -63,6 +60,11 @@ func (f *Fetcher) fetchGit(ctx context.Context, c lock.Component) (Verified, err
 		if ctx.Err() != nil {
 			return Verified{}, err
 		}
+		// A fault of this machine (a full disk while unpacking) says nothing about the file,
+		// which matched its pin when it was cached: it is kept.
+		if !refused(err) {
+			return Verified{}, fmt.Errorf("checking the cached %s (kept: it is not at fault): %w", tarball, err)
+		}
 		f.logf("cached %s failed its check (%v): removing it and fetching again", tarball, err)
 		if err := os.Remove(tarball); err != nil {
 			return Verified{}, fmt.Errorf("removing corrupt cache entry %s: %w", tarball, err)
@@ -98,36 +100,24 @@ func (f *Fetcher) gitArchive(ctx context.Context, c lock.Component, dst string, 
 		return err
 	}
 	defer os.RemoveAll(repo)
-	run := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", repo}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-			// The downloads' stall bound for git's HTTP transport: a server that sends less
-			// than 1 KiB a second for the stall timeout (answering nothing at all included)
-			// ends the fetch, naming the URL. The run's context ends it on a signal.
-			"GIT_HTTP_LOW_SPEED_LIMIT=1024", "GIT_HTTP_LOW_SPEED_TIME="+strconv.Itoa(max(1, int(f.stall/time.Second))))
-		var out, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &stderr
-		if err := cmd.Run(); err != nil {
-			return "", &gitError{op: args[0], err: err, stderr: strings.TrimSpace(safeio.Redact(stderr.String()))}
-		}
-		return strings.TrimSpace(out.String()), nil
-	}
+	shown := safeio.RedactURL(g.Repository)
+	run := func(args ...string) (string, error) { return f.git(ctx, repo, shown, false, args...) }
 	if _, err := run("init", "-q", "--bare"); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(repo, "info", "attributes"), []byte("* -export-ignore -export-subst\n"), 0o644); err != nil {
-		return err
+		return local("writing", filepath.Join(repo, "info", "attributes"), err)
 	}
-	f.logf("%s: fetching commit %s from %s", c.Name, g.Commit, safeio.RedactURL(g.Repository))
-	if _, err := run("fetch", "-q", "--depth=1", "--no-tags", g.Repository, g.Commit); err != nil {
-		return fmt.Errorf("fetching commit %s of %s: %w", g.Commit, safeio.RedactURL(g.Repository), err)
+	f.logf("%s: fetching commit %s from %s", c.Name, g.Commit, shown)
+	if _, err := f.git(ctx, repo, shown, true, "fetch", "--progress", "--depth=1", "--no-tags", g.Repository, g.Commit); err != nil {
+		return fmt.Errorf("fetching commit %s of %s: %w", g.Commit, shown, err)
 	}
 	tree, err := run("rev-parse", "--verify", g.Commit+"^{tree}")
 	if err != nil {
 		return err
 	}
 	if tree != g.Tree {
-		return &TreeError{File: c.FileName(), From: safeio.RedactURL(g.Repository), Commit: g.Commit, Want: g.Tree, Got: tree}
+		return &TreeError{File: c.FileName(), From: shown, Commit: g.Commit, Want: g.Tree, Got: tree}
 	}
 	prefix := strings.TrimSuffix(c.FileName(), "-git.tar.gz") + "/"
 	tmp := filepath.Join(repo, "archive.tar.gz")
@@ -142,13 +132,13 @@ func (f *Fetcher) gitArchive(ctx context.Context, c lock.Component, dst string, 
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return fmt.Errorf("creating cache directory: %w", err)
+		return local("creating the cache directory", filepath.Dir(dst), err)
 	}
 	if err := os.Chmod(tmp, 0o444); err != nil {
-		return err
+		return local("making read-only", tmp, err)
 	}
 	if err := os.Rename(tmp, dst); err != nil {
-		return fmt.Errorf("moving %s into the cache: %w", c.FileName(), err)
+		return local("moving into the cache", dst, err)
 	}
 	f.logf("%s: archived commit %s (tree %s verified)", c.Name, g.Commit, g.Tree)
 	return nil

@@ -62,27 +62,31 @@ func (f *Fetcher) prepare(ctx context.Context, c lock.Component, archive, name, 
 func (f *Fetcher) pack(ctx context.Context, tree, top, work string) (string, error) {
 	tmp, err := os.CreateTemp(work, "packed-*")
 	if err != nil {
-		return "", err
+		return "", local("creating a file in", work, err)
 	}
 	defer tmp.Close()
 	h := sha256.New()
-	if err := unpack.Pack(ctx, tree, top, io.MultiWriter(tmp, h)); err != nil {
+	w := &localWriter{w: tmp, path: tmp.Name()}
+	if err := unpack.Pack(ctx, tree, top, io.MultiWriter(w, h)); err != nil {
+		if w.err != nil {
+			return "", w.err
+		}
 		return "", err
 	}
 	if err := tmp.Close(); err != nil {
-		return "", err
+		return "", local("writing", tmp.Name(), err)
 	}
 	// Named after its own SHA-256 under prepared.Dir, so that every engine's check
 	// (prepared.Check) can tell the file is still what was written.
 	dst := prepared.Path(f.cacheDir, h.Sum(nil))
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return "", err
+		return "", local("creating the cache directory", filepath.Dir(dst), err)
 	}
 	if err := os.Chmod(tmp.Name(), 0o444); err != nil {
-		return "", err
+		return "", local("making read-only", tmp.Name(), err)
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return "", err
+		return "", local("moving into the cache", dst, err)
 	}
 	return dst, nil
 }
@@ -110,11 +114,11 @@ func PrepareFile(ctx context.Context, archive, cacheDir string) (string, error) 
 func (f *Fetcher) scratchDir(pattern string) (string, error) {
 	tmpDir := filepath.Join(f.cacheDir, "tmp")
 	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
-		return "", fmt.Errorf("creating cache directory: %w", err)
+		return "", local("creating the cache directory", tmpDir, err)
 	}
 	dir, err := os.MkdirTemp(tmpDir, pattern)
 	if err != nil {
-		return "", fmt.Errorf("creating temporary directory: %w", err)
+		return "", local("creating a directory in", tmpDir, err)
 	}
 	return dir, nil
 }

@@ -147,7 +147,8 @@ func withBackoff(d time.Duration) Option { return func(f *Fetcher) { f.backoff =
 
 // WithStallTimeout sets the stall time (default DefaultStallTimeout): a download that moves
 // less than minProgress bytes in it is abandoned and retried (a server that went quiet, or
-// trickles to hold the build).
+// trickles to hold the build), and a git fetch that says nothing for it is stopped
+// (GitStallError).
 func WithStallTimeout(d time.Duration) Option { return func(f *Fetcher) { f.stall = d } }
 
 // DefaultStallTimeout is the stall time of downloads and of git fetch.

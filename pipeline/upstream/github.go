@@ -121,6 +121,9 @@ func (c *client) GitHubReleaseTags(ctx context.Context, component string) ([]ver
 			add(t.Name)
 		}
 	}
+	if len(found) == 0 && len(releases)+len(tags) > 0 {
+		return nil, nil, unreadTags(repo.GitHub, releases, tags)
+	}
 	out := make([]version, 0, len(found))
 	byString := make(map[string][]string, len(found))
 	for key, v := range found {
@@ -129,6 +132,24 @@ func (c *client) GitHubReleaseTags(ctx context.Context, component string) ([]ver
 	}
 	sortVersions(out)
 	return out, byString, nil
+}
+
+// unreadTags is a list that has tags, none of which names a release: said with what was seen
+// (a few names, quoted and shortened: they come from the API), not as a list with no tags.
+func unreadTags(repo string, releases []ghRelease, tags []ghTag) error {
+	var seen []string
+	for _, t := range tags {
+		if len(seen) < 3 {
+			seen = append(seen, fmt.Sprintf("%.40q", t.Name))
+		}
+	}
+	for _, r := range releases {
+		if len(seen) < 3 {
+			seen = append(seen, fmt.Sprintf("%.40q", r.TagName))
+		}
+	}
+	return fmt.Errorf("GitHub lists %d tags and %d releases for %s, none of them a release tag this program reads (drafts and pre-releases left out; seen: %s): check --github-api, or the repository's tag naming",
+		len(tags), len(releases), repo, strings.Join(seen, ", "))
 }
 
 // errNotAList marks a GitHub answer that is not the list asked for: not a list of
