@@ -203,8 +203,12 @@ func (f *Fetcher) fetchTo(ctx context.Context, src string, w io.Writer, limit in
 	// again. The window restarts only when the floor is met, never on any single byte.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	floor := newFloorTimer(f.stall, minProgress, func(moved int64) {
-		cancel(&stallError{After: f.stall.String(), Floor: minProgress, Moved: moved})
+	floor := newFloorTimer(f.stall, minProgress, func(moved int64, silent time.Duration) {
+		// A window whose few bytes all came at its start and then nothing (a body cut off
+		// in mid-transfer) is a server that stopped, as worth another try as one that sent
+		// nothing; bytes spread over the window are a trickle.
+		stopped := moved == 0 || silent >= f.stall*3/4
+		cancel(&stallError{After: f.stall.String(), Floor: minProgress, Moved: moved, Stopped: stopped})
 	})
 	defer floor.stop()
 	// shown is src for messages: a mirror given with credentials (user:password@) must not
@@ -274,17 +278,19 @@ type floorTimer struct {
 	mu    sync.Mutex
 	d     time.Duration
 	floor int64
-	got   int64 // bytes in the current window
+	got   int64     // bytes in the current window
+	last  time.Time // when the last bytes came (or the window started)
 	t     *time.Timer
 }
 
-func newFloorTimer(d time.Duration, floor int64, fire func(moved int64)) *floorTimer {
-	ft := &floorTimer{d: d, floor: floor}
+// newFloorTimer: fire gets the window's bytes and how long nothing had come when it ended.
+func newFloorTimer(d time.Duration, floor int64, fire func(moved int64, silent time.Duration)) *floorTimer {
+	ft := &floorTimer{d: d, floor: floor, last: time.Now()}
 	ft.t = time.AfterFunc(d, func() {
 		ft.mu.Lock()
-		moved := ft.got
+		moved, silent := ft.got, time.Since(ft.last)
 		ft.mu.Unlock()
-		fire(moved)
+		fire(moved, silent)
 	})
 	return ft
 }
@@ -293,6 +299,7 @@ func (ft *floorTimer) add(n int) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	ft.got += int64(n)
+	ft.last = time.Now()
 	if ft.got >= ft.floor && ft.t.Stop() {
 		ft.got = 0
 		ft.t.Reset(ft.d)

@@ -17,6 +17,8 @@ func TestRetryable(t *testing.T) {
 		want bool
 	}{
 		{"a stalled body", fmt.Errorf("GET x: %w", &stallError{After: "1m"}), true},
+		{"a body cut off after a few bytes", fmt.Errorf("GET x: %w", &stallError{After: "1m", Floor: 1024, Moved: 444, Stopped: true}), true},
+		{"a trickle", fmt.Errorf("GET x: %w", &stallError{After: "1m", Floor: 1024, Moved: 60}), false},
 		{"a size limit", &SizeError{URL: "x", Limit: 1, Size: -1}, false},
 		{"a checksum", &ChecksumError{File: "f", URL: "x", Want: "a", Got: "b"}, false},
 		{"marked permanent", permanent(&netfail.HTTPStatusError{What: "GET x", Code: 503}), false},
