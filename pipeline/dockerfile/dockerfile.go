@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
@@ -173,6 +174,25 @@ func (r *renderer) header() {
 	r.w("ARG %s=%s\n", argCPU, p.CPU)
 }
 
+// withGit is p, or a copy of it whose build packages include git when a stage's source is
+// git-pinned: the rendering checks such a source's tree with git in the builder (gitSource),
+// where the engines check it in Go. The plan's own list adds git only for the sources of the
+// stages before nginx, so a lock that pins nginx alone by git (the test twin) would render a
+// builder without it.
+func withGit(p *plan.Plan) *plan.Plan {
+	if slices.Contains(p.BuildPackages, "git") {
+		return p
+	}
+	for _, s := range p.Stages {
+		if s.Source.Tree != "" {
+			c := *p
+			c.BuildPackages = append(slices.Clone(p.BuildPackages), "git")
+			return &c
+		}
+	}
+	return p
+}
+
 // builderStage writes the builder: build packages installed once, through cache mounts.
 func (r *renderer) builderStage() error {
 	r.w("\nFROM ${%s} AS builder\n", argBuilderImage)
@@ -182,7 +202,7 @@ func (r *renderer) builderStage() error {
 	for _, dir := range plan.ContainerAptCacheDirs {
 		r.w(" --mount=type=cache,target=%s,sharing=locked", dir)
 	}
-	if err := heredoc(&r.b, " ", r.p.ContainerSetupScript()); err != nil {
+	if err := heredoc(&r.b, " ", withGit(r.p).ContainerSetupScript()); err != nil {
 		return fmt.Errorf("rendering the builder stage: %w", err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -389,5 +390,34 @@ func TestDockerfileGoldenAWSLC(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s drifted from the plan:\n%s\nregenerate with go test ./pipeline/dockerfile -run DockerfileGoldenAWSLC -update", file, firstDiff(want, got))
+	}
+}
+
+// TestDockerfileInstallsGitForAGitPinnedNginx: a lock that pins nginx alone by git commit
+// (the test twin) renders a builder that installs git, which checks the tree; the default
+// lock's (tarballs only) does not.
+func TestDockerfileInstallsGitForAGitPinnedNginx(t *testing.T) {
+	twin, err := lock.Load(testenv.TestLockPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		l    *lock.Lock
+		git  bool
+	}{{"the twin (git nginx)", twin, true}, {"the default lock", lock.Default(), false}} {
+		p, err := plan.New(tc.l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := dockerfile.Render(p, tc.l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, install, _ := strings.Cut(string(b), "apt-get install -y --no-install-recommends ")
+		install, _, _ = strings.Cut(install, "\n")
+		if got := slices.Contains(strings.Fields(install), "git"); got != tc.git {
+			t.Errorf("%s: the builder installs %q; git there = %v, want %v", tc.name, install, got, tc.git)
+		}
 	}
 }
