@@ -47,21 +47,17 @@ func readOrigin(flagRepo, flagRef string, src originSource) (forge.Origin, error
 		}
 		o.Repository = r
 	case inActions && server != "" && repo != "":
-		r, err := repositoryURL(server + "/" + repo)
-		if err != nil {
-			return o, usageErrorf("GITHUB_SERVER_URL and GITHUB_REPOSITORY: %v (give --source-repository URL)", err)
-		}
-		o.Repository = r
+		// The runner's own variables: GitHub's always name a repository; a runner that
+		// stands in for it (act, with a checkout whose remote is a local path) may not, and
+		// then nothing is named, as outside a checkout, rather than stopping a build that
+		// no flag of the user's made wrong.
+		o.Repository, _ = repositoryURL(server + "/" + repo)
 	case !inActions:
 		// A remote that names no repository (a path, a credential-only form) names none here.
 		o.Repository, _ = repositoryURL(src.gitRemote())
 	}
-	if wf := src.getenv("GITHUB_WORKFLOW_REF"); inActions && server != "" && wf != "" {
-		id := server + "/" + wf
-		if err := image.CheckRef(id); err != nil {
-			return o, usageErrorf("GITHUB_WORKFLOW_REF: %v", err)
-		}
-		o.BuilderID = id
+	if wf := src.getenv("GITHUB_WORKFLOW_REF"); inActions && server != "" && wf != "" && o.Repository != "" && image.CheckRef(server+"/"+wf) == nil {
+		o.BuilderID = server + "/" + wf
 	} else if o.Repository != "" {
 		o.BuilderID = o.Repository + "/ci"
 	}

@@ -320,12 +320,12 @@ func TestUpdateRecordsProfile(t *testing.T) {
 // the profile is committed without the profile. The run stays green; the scenario must find
 // the tarball missing from the branch.
 func TestUpdateProfileLeftOutFails(t *testing.T) {
-	old := ` 'pipeline/lock/keys/*.asc' 'pipeline/lock/profiles/*.tar.gz'; do`
+	old := ` 'pipeline/lock/keys/*.asc' 'pipeline/lock/profiles/*.tar.gz' pipeline/advisory/advisories.json; do`
 	p := newProfileFixture(t, func(s string) string {
 		if strings.Count(s, old) != 1 {
 			t.Fatalf("update.yml does not have %q once", old)
 		}
-		return strings.Replace(s, old, ` 'pipeline/lock/keys/*.asc'; do`, 1)
+		return strings.Replace(s, old, ` 'pipeline/lock/keys/*.asc' pipeline/advisory/advisories.json; do`, 1)
 	})
 	r := p.run(t)
 	problems := profileProblems(t, p, r)
