@@ -58,7 +58,7 @@ func (f *Fetcher) prepare(ctx context.Context, c lock.Component, archive, name, 
 }
 
 // pack writes tree as the stages' archive into the cache under its own digest. The same
-// files give the same bytes, so a second build renames an identical file over the first.
+// files give the same bytes, so a second build finds the identical file there and keeps it.
 func (f *Fetcher) pack(ctx context.Context, tree, top, work string) (string, error) {
 	tmp, err := os.CreateTemp(work, "packed-*")
 	if err != nil {
@@ -81,6 +81,14 @@ func (f *Fetcher) pack(ctx context.Context, tree, top, work string) (string, err
 	dst := prepared.Path(f.cacheDir, h.Sum(nil))
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return "", local("creating the cache directory", filepath.Dir(dst), err)
+	}
+	// An identical file already there is kept, not renamed over: builds running side by side
+	// (build.yml's legs under one runner, each with its own Dagger session) prepare the same
+	// archive, and a file replaced while another build's engine session is uploading it fails
+	// that build ("conflict at <file>: mod time changed"). Kept only if its bytes still hash
+	// to its name; anything else there is replaced.
+	if prepared.Check(dst) == nil {
+		return dst, nil
 	}
 	if err := os.Chmod(tmp.Name(), 0o444); err != nil {
 		return "", local("making read-only", tmp.Name(), err)
