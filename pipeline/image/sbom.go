@@ -134,7 +134,10 @@ func addComponents(doc *spdx.Document, built []lock.Component, o options) {
 	for _, c := range built {
 		id := componentID(c.Name)
 		refs := []*spdx.PackageExternalReference{}
-		for _, vp := range cpeProducts[c.Name] {
+		// The component table's NVD vendor:product pairs (lock.Spec.CPE); a component NVD
+		// has no product for carries the purl alone.
+		spec, _ := lock.SpecOf(c.Name)
+		for _, vp := range spec.CPE {
 			refs = append(refs, cpeRef(vp[0], vp[1], c.Version))
 		}
 		refs = append(refs, purlRef(componentPurl(c)))
@@ -201,8 +204,8 @@ func addLibcrypt(doc *spdx.Document, l *lock.Lock, version string) {
 		PackageName:             Libcrypt,
 		PackageVersion:          version,
 		PackageDownloadLocation: "NOASSERTION",
-		PackageLicenseConcluded: licenses[Libcrypt],
-		PackageLicenseDeclared:  licenses[Libcrypt],
+		PackageLicenseConcluded: libcryptLicense,
+		PackageLicenseDeclared:  libcryptLicense,
 		PackageLicenseComments:  licenseTextComment(Libcrypt) + " (the builder's " + plan.LibcryptPackage + " copyright file, and the LGPL 2.1 text it points to); the files of the static library are under the licences that file names: LGPL 2.1 or later overall, with BSD-3-Clause, BSD-2-Clause, 0BSD and public-domain parts",
 		PackageCopyrightText:    "NOASSERTION",
 		PrimaryPackagePurpose:   "LIBRARY",
@@ -277,21 +280,6 @@ func addBase(doc *spdx.Document, anns map[string]string, debs []debPackage, osr 
 		doc.Relationships = append(doc.Relationships, rel("Base", common.TypeRelationshipContains, id))
 	}
 	return nil
-}
-
-// cpeProducts are the NVD vendor:product pairs of the components, the names NVD's CVE
-// records (and so grype's and trivy's CPE matching) use. nginx is listed twice: NVD moved it
-// from nginx:nginx to f5:nginx in 2022, and older advisories keep the old name. ngx_brotli
-// and the zstd nginx module have no NVD product, so they carry the purl alone.
-var cpeProducts = map[string][][2]string{
-	lock.Nginx:   {{"f5", "nginx"}, {"nginx", "nginx"}},
-	lock.OpenSSL: {{"openssl", "openssl"}},
-	lock.PCRE2:   {{"pcre", "pcre2"}},
-	lock.Zlib:    {{"zlib", "zlib"}},
-	// AWS-LC's CVE records come from AWS's own CNA under aws:aws-lc (e.g. CVE-2026-4428).
-	lock.AWSLC:  {{"aws", "aws-lc"}},
-	lock.Brotli: {{"google", "brotli"}},
-	lock.Zstd:   {{"facebook", "zstandard"}},
 }
 
 // cpe23 is the CPE 2.3 formatted string of an application. Characters other than letters,

@@ -124,7 +124,7 @@ func sbomLicenseExpression(l *lock.Lock, o options) string {
 	var parts []string
 	seen := map[string]bool{}
 	for _, n := range names {
-		l := licenses[n]
+		l := licenseOf(n)
 		if strings.Contains(l, " ") {
 			l = "(" + l + ")"
 		}

@@ -368,8 +368,12 @@ func unlicensed(names []string, table map[string]string) []string {
 // planted table proves the check sees a missing entry.
 func TestLicensesCoverEveryComponent(t *testing.T) {
 	names := append(lock.AllComponents(), Libcrypt)
+	licenses := map[string]string{}
+	for _, n := range names {
+		licenses[n] = licenseOf(n)
+	}
 	if missing := unlicensed(names, licenses); len(missing) > 0 {
-		t.Errorf("no SPDX licence for %v: add each to licenses (sbom_licenses.go), read from the license file the image ships (plan.LicenseFiles)", missing)
+		t.Errorf("no SPDX licence for %v: add each to its row of the component table (lock.Spec.License), read from the license file the image ships (LicenseFiles)", missing)
 	}
 	planted := map[string]string{}
 	for k, v := range licenses {
@@ -381,8 +385,8 @@ func TestLicensesCoverEveryComponent(t *testing.T) {
 		t.Errorf("planted table: unlicensed = %v, want [%s %s]", got, lock.Nginx, lock.Zstd)
 	}
 	for _, name := range lock.AllComponents() {
-		if _, ok := plan.LicenseFiles[name]; !ok {
-			t.Errorf("%s has a licence here but the image ships no license file for it (plan.LicenseFiles)", name)
+		if s, _ := lock.SpecOf(name); len(s.LicenseFiles) == 0 {
+			t.Errorf("%s has a licence here but the image ships no license file for it (lock.Spec.LicenseFiles)", name)
 		}
 	}
 }
@@ -414,7 +418,7 @@ func TestSBOMDeclaresOurLicenses(t *testing.T) {
 		switch {
 		case ours[p.PackageName]:
 			seen[p.PackageName] = true
-			want := licenses[p.PackageName]
+			want := licenseOf(p.PackageName)
 			if p.PackageLicenseDeclared != want || p.PackageLicenseConcluded != want {
 				t.Errorf("%s: declared %q, concluded %q; want %q for both", p.PackageName, p.PackageLicenseDeclared, p.PackageLicenseConcluded, want)
 			}

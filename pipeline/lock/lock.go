@@ -41,15 +41,15 @@ const (
 // ComponentOrder is the order the core components are built in and written in. A lock has
 // nginx, PCRE2, one TLS library (TLSLibraries) and one zlib (ZlibLibraries); code that needs
 // one of those may rely on that (MustComponent, TLS, ZlibLibrary).
-var ComponentOrder = []string{Zlib, ZlibNG, PCRE2, OpenSSL, AWSLC, Nginx}
+var ComponentOrder = namesWhere(func(s Spec) bool { return !s.Optional })
 
 // TLSLibraries are the TLS libraries a lock may build nginx with, the default first; a lock
 // holds exactly one of them.
-var TLSLibraries = []string{OpenSSL, AWSLC}
+var TLSLibraries = namesWhere(func(s Spec) bool { return s.Kind == KindTLS })
 
 // ZlibLibraries are the zlib implementations a lock may build nginx with, the default
 // first; a lock holds exactly one of them.
-var ZlibLibraries = []string{Zlib, ZlibNG}
+var ZlibLibraries = namesWhere(func(s Spec) bool { return s.Kind == KindZlib })
 
 // MinNginxForAWSLC is the first nginx release that builds with AWS-LC (nginx pull requests
 // 800 and 848; the 1.30 stable branch has it).
@@ -78,7 +78,7 @@ func (l *Lock) oneOf(names []string) string {
 }
 
 // Optional components: third-party nginx modules and the libraries they need. A lock may
-// leave them out; a lock that has a module must have its library (optionalRequires), and
+// leave them out; a lock that has a module must have its library (Spec.Requires), and
 // the plan compiles a module into nginx only when the lock has it.
 const (
 	// Brotli is google/brotli, the library ngx_brotli compresses with.
@@ -94,10 +94,7 @@ const (
 
 // optionalOrder is the order optional components are built in and written in (after
 // ComponentOrder).
-var optionalOrder = []string{Brotli, NgxBrotli, Zstd, ZstdNginxModule}
-
-// optionalRequires maps an optional module component to the library component it needs.
-var optionalRequires = map[string]string{NgxBrotli: Brotli, ZstdNginxModule: Zstd}
+var optionalOrder = namesWhere(func(s Spec) bool { return s.Optional })
 
 // AllComponents is every component name a lock may hold, in build and write order.
 func AllComponents() []string {

@@ -106,9 +106,11 @@ func (l *Lock) Validate() error {
 	if err := l.checkRoles(seen); err != nil {
 		return err
 	}
-	for _, name := range optionalOrder {
-		if lib, ok := optionalRequires[name]; ok && seen[name] && !seen[lib] {
-			return &fieldError{"components", fmt.Sprintf("component %q needs component %q (the library it is linked with): add it, or drop %q", name, lib, name)}
+	for _, s := range specs {
+		for _, lib := range s.Requires {
+			if seen[s.Name] && !seen[lib] {
+				return &fieldError{"components", fmt.Sprintf("component %q needs component %q (the library it is linked with): add it, or drop %q", s.Name, lib, s.Name)}
+			}
 		}
 	}
 	for _, im := range []struct {

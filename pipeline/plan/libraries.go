@@ -48,10 +48,6 @@ func (s Source) Pin() string {
 	return s.SHA256
 }
 
-// libraryStageScripts build the zlib and the TLS library that are not the default (zlib's
-// and OpenSSL's stages are built in New, as before).
-var libraryStageScripts = map[string]string{lock.ZlibNG: zlibNGScript, lock.AWSLC: awsLCScript}
-
 // The git sources' archives are gzip'd tars like the release tarballs: prelude unpacks them.
 
 var zlibNGScript = prelude + `# zlib-ng in zlib-compatible mode: zlib's API and libz.a (what nginx's gzip module links),

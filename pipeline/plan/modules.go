@@ -27,7 +27,7 @@ type Module struct {
 	Flag     string
 	Requires []string // other modules it cannot work without
 	// Components are the lock components a third-party module is built from: the module's
-	// source first, then the library it links (lock.OptionalRequires). Empty for nginx's own.
+	// source first, then the library it links (lock.Spec.Requires). Empty for nginx's own.
 	Components []string
 	// Conf is the file under files/ that turns the module on, shipped as
 	// /etc/nginx/compression.d/<name>.conf only when the module is compiled in: the shipped
@@ -35,11 +35,14 @@ type Module struct {
 	Conf string
 	// Summary is what the module adds, one line for `ci modules`.
 	Summary string
+	// Encoding is the content-coding a third-party compression module serves (lock.Spec's),
+	// which the smoke suite asks for.
+	Encoding string
 }
 
 // Modules are the optional modules the plan knows. Names follow nginx's configure flags
 // without the --with- prefix and _module suffix.
-var Modules = []Module{
+var Modules = append([]Module{
 	{Name: "threads", Flag: "--with-threads", Summary: "thread pools (aio threads): blocking file reads off the event loop"},
 	{Name: "file-aio", Flag: "--with-file-aio", Summary: "asynchronous file I/O (aio on) for large files"},
 	{Name: "http_ssl", Flag: "--with-http_ssl_module", Summary: "HTTPS: TLS for HTTP (ssl_* directives)"},
@@ -63,11 +66,22 @@ var Modules = []Module{
 	{Name: "mail", Flag: "--with-mail", Summary: "the IMAP/POP3/SMTP proxy (mail {})"},
 	{Name: "mail_ssl", Flag: "--with-mail_ssl_module", Requires: []string{"mail"}, Summary: "TLS for the mail proxy"},
 	{Name: "pcre-jit", Flag: "--with-pcre-jit", Summary: "JIT-compiled regular expressions (locations, maps, rewrites)"},
-	// Third-party, compiled in statically (the image has no dynamic modules). The flag's
-	// relative path is where the nginx stage copies the module's source: nginx -V prints it,
-	// so it must not name an executor's directory.
-	{Name: "brotli", Flag: "--add-module=../ngx_brotli", Components: []string{lock.NgxBrotli, lock.Brotli}, Conf: "compression.d/brotli.conf", Summary: "brotli compression of responses and .br files (ngx_brotli)"},
-	{Name: "zstd", Flag: "--add-module=../zstd_nginx_module", Components: []string{lock.ZstdNginxModule, lock.Zstd}, Conf: "compression.d/zstd.conf", Summary: "zstd compression of responses and .zst files (zstd-nginx-module)"},
+}, thirdPartyModules()...)
+
+// thirdPartyModules are the modules of the component table (lock.Specs' KindModule rows), in
+// its order, compiled in statically (the image has no dynamic modules). The flag's relative
+// path is where the nginx stage copies the module's source: nginx -V prints it, so it must
+// not name an executor's directory.
+func thirdPartyModules() []Module {
+	var out []Module
+	for _, s := range lock.Specs() {
+		if s.Kind != lock.KindModule {
+			continue
+		}
+		out = append(out, Module{Name: s.Module, Flag: s.ConfigureFlag, Components: append([]string{s.Name}, s.Requires...),
+			Conf: s.Conf, Summary: s.Summary, Encoding: s.Encoding})
+	}
+	return out
 }
 
 // DefaultModules is nginx's own part of the default module set; the third-party modules

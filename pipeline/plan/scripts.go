@@ -23,35 +23,19 @@ import (
 //   - SOURCE_DATE_EPOCH (from the lock) replaces build dates (OpenSSL's buildinf.h) and
 //     every file in OUT gets that mtime.
 
-// LicenseFiles are, per lock component, the files of its source tree that hold its license,
-// installed into the image as /usr/share/licenses/<component>/<file> (the licenses of what
-// is compiled into nginx travel with the binary). Each inner list is alternatives, the first
-// one present is taken: PCRE2 renamed LICENCE to LICENCE.md in 10.45, and zlib before 1.2.13
-// carried its license only in README. A source without any of them fails its stage.
-var LicenseFiles = map[string][][]string{
-	lock.Zlib:            {{"LICENSE", "README"}},
-	lock.ZlibNG:          {{"LICENSE.md"}},
-	lock.PCRE2:           {{"LICENCE.md", "LICENCE"}},
-	lock.OpenSSL:         {{"LICENSE.txt", "LICENSE"}},
-	lock.AWSLC:           {{"LICENSE"}},
-	lock.Nginx:           {{"LICENSE"}},
-	lock.Brotli:          {{"LICENSE"}},
-	lock.NgxBrotli:       {{"LICENSE"}},
-	lock.Zstd:            {{"LICENSE"}, {"COPYING"}}, // BSD or GPLv2, at the user's choice: both texts
-	lock.ZstdNginxModule: {{"LICENSE"}},
-}
-
 // LicenseDir is where the image carries the upstream licenses, one directory per component.
 const LicenseDir = "usr/share/licenses"
 
 // licenseScript installs component's license files from the current directory (its
-// unpacked source) into OUT/usr/share/licenses/<component>.
+// unpacked source) into OUT/usr/share/licenses/<component>: the component table's licence
+// files (lock.Spec.LicenseFiles), each list of alternatives taking the first present.
 func licenseScript(component string) string {
 	dir := `"$OUT/` + LicenseDir + `/` + component + `"`
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s's license, from its verified source, for /%s/%s in the image.\n", component, LicenseDir, component)
 	fmt.Fprintf(&b, "mkdir -p %s\n", dir)
-	for _, alts := range LicenseFiles[component] {
+	spec, _ := lock.SpecOf(component)
+	for _, alts := range spec.LicenseFiles {
 		fmt.Fprintf(&b, "for f in %s; do\n", strings.Join(alts, " "))
 		fmt.Fprintf(&b, "  if [ -f \"$f\" ]; then install -m 0644 \"$f\" %s/; break; fi\n", dir)
 		fmt.Fprintf(&b, "  if [ \"$f\" = %s ]; then echo \"%s: no license file (%s) in the source\" >&2; exit 1; fi\n", alts[len(alts)-1], component, strings.Join(alts, ", "))
@@ -120,8 +104,17 @@ tar -xf "$SRC" -C src --strip-components=1 --no-same-owner
 cd src
 `
 
-// libraryScripts build the third-party modules' libraries, by lock component name.
-var libraryScripts = map[string]string{lock.Brotli: brotliScript, lock.Zstd: zstdScript}
+// moduleLibraryScript is the stage script of a third-party module's library (a lock.KindLibrary
+// component), "" for a library this package has no script for (TestEveryComponentHasAScript).
+func moduleLibraryScript(component string) string {
+	switch component {
+	case lock.Brotli:
+		return brotliScript
+	case lock.Zstd:
+		return zstdScript
+	}
+	return ""
+}
 
 var brotliScript = preludeAnyTar + `# Static, encoder only (nginx compresses; it never decodes brotli). brotli builds with CMake,
 # which no other stage needs, and its library is two directories of C files: compiled here
@@ -155,23 +148,33 @@ cd "$OUT/src"
 ` + licenseScript(component) + epilogue
 }
 
-// moduleSetup are the nginx stage's lines that put a third-party module's source where its
-// --add-module flag points (../NAME, beside nginx's source) and show it its library.
-var moduleSetup = map[string]string{
-	"brotli": `# ngx_brotli looks for brotli's headers in its deps/brotli/c (a git submodule upstream,
+// moduleSetup is the nginx stage's lines that put a third-party module's source where its
+// configure flag points (../NAME, beside nginx's source) and show it its library, by module
+// component (a lock.KindModule component); "" for one this package has no lines for.
+func moduleSetup(component string) string {
+	switch component {
+	case lock.NgxBrotli:
+		return ngxBrotliSetup
+	case lock.ZstdNginxModule:
+		return zstdNginxModuleSetup
+	}
+	return ""
+}
+
+var ngxBrotliSetup = `# ngx_brotli looks for brotli's headers in its deps/brotli/c (a git submodule upstream,
 # absent from release archives); a copy of the brotli stage's headers there makes it link
 # the static library instead (-lbrotlienc, found through LIBRARY_PATH).
 cp -R "$DEP_NGX_BROTLI/src" ../ngx_brotli
 mkdir -p ../ngx_brotli/deps/brotli/c
 cp -R "$DEP_BROTLI/usr/include" ../ngx_brotli/deps/brotli/c/include
 export LIBRARY_PATH="$LIBRARY_PATH:$DEP_BROTLI/usr/lib"
-`,
-	"zstd": `# The zstd module takes its library from ZSTD_INC and ZSTD_LIB (read by its config, not
+`
+
+var zstdNginxModuleSetup = `# The zstd module takes its library from ZSTD_INC and ZSTD_LIB (read by its config, not
 # recorded by nginx -V) and prefers the static libzstd.a there.
 cp -R "$DEP_ZSTD_NGINX_MODULE/src" ../zstd_nginx_module
 export ZSTD_INC="$DEP_ZSTD/usr/include" ZSTD_LIB="$DEP_ZSTD/usr/lib"
-`,
-}
+`
 
 // nginxScript configures nginx for the runtime contract (see /usr/sbin/nginx and /etc/nginx
 // in the image) against the static prefixes.
@@ -288,9 +291,8 @@ func nginxBuild(st stack, moduleFlags, moduleNames []string) (string, []string) 
 	b.WriteString("unset CFLAGS\n")
 	var confs []string
 	for _, name := range moduleNames {
-		if setup, ok := moduleSetup[name]; ok {
-			b.WriteString(setup)
-			m, _ := lookupModule(name)
+		if m, _ := lookupModule(name); len(m.Components) > 0 {
+			b.WriteString(moduleSetup(m.Components[0]))
 			confs = append(confs, m.Conf)
 		}
 	}

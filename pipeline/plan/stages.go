@@ -130,8 +130,10 @@ func (b *builder) libraryScript(name string) string {
 		return opensslScript
 	case lock.AWSLC:
 		return awsLCScriptFor(b.lto)
+	case lock.ZlibNG:
+		return zlibNGScript
 	}
-	return libraryStageScripts[name]
+	return ""
 }
 
 // profileUseFor is the profile-use flags of library name's stage.
@@ -190,7 +192,7 @@ func (b *builder) moduleStages(modFlags []string) {
 				Name:   lib,
 				Source: b.src(lib),
 				Env:    b.common(b.opt(b.f.cflags(), EnvVar{"CFLAGS", b.f.cflags()}, EnvVar{"LDFLAGS", b.f.ldflags()})...),
-				Script: libraryScripts[lib],
+				Script: moduleLibraryScript(lib),
 			},
 			Stage{
 				Name:   mod,

@@ -9,20 +9,35 @@ import (
 	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
-// Third-party compression modules (pipeline/plan: "brotli", "zstd"). Their configure flags
-// as the plan writes them and nginx -V prints them.
-const (
-	BrotliModuleFlag = "--add-module=../ngx_brotli"
-	zstdModuleFlag   = "--add-module=../zstd_nginx_module"
-)
+// BrotliModuleFlag is the configure flag of the brotli module (pipeline/plan's "brotli", a
+// row of the component table), as the plan writes it and nginx -V prints it.
+var BrotliModuleFlag = moduleFlag("brotli")
 
-// encodingModules are the on-the-fly encodings beside gzip, each with the configure flag of
-// the module that serves it.
-var encodingModules = map[string]string{
-	"br":   BrotliModuleFlag,
-	"zstd": zstdModuleFlag,
+// encodingFlag is the configure flag of the module serving encoding (plan.Module.Encoding,
+// from the component table).
+func encodingFlag(encoding string) string {
+	for _, m := range plan.Modules {
+		if m.Encoding == encoding {
+			return m.Flag
+		}
+	}
+	panic("smoke: plan.Modules has no module serving " + encoding)
+}
+
+// encodingChecks are the checks of the third-party compression modules, one per module
+// that serves an encoding, named after the module (CheckBrotli, CheckZstd), in the
+// component table's order.
+func encodingChecks() []check {
+	var out []check
+	for _, m := range plan.Modules {
+		if m.Encoding != "" {
+			out = append(out, check{m.Name, encodingCheck(m.Encoding)})
+		}
+	}
+	return out
 }
 
 // encodingCheck asks for GET / with only this encoding acceptable and requires that
@@ -30,7 +45,7 @@ var encodingModules = map[string]string{
 // response carries one Vary: Accept-Encoding (caches must key on it). An image built
 // without the module passes when it does not answer with the encoding.
 func encodingCheck(encoding string) func(ctx context.Context, r *runner) (Status, string) {
-	flag := encodingModules[encoding]
+	flag := encodingFlag(encoding)
 	return func(ctx context.Context, r *runner) (Status, string) {
 		plain, resp, body, err := r.getEncoded(ctx, encoding)
 		if err != nil {

@@ -248,7 +248,7 @@ const (
 	CheckHTTP         = "HTTP 200 on 8080"
 	CheckHealthz      = "healthz"
 	CheckGzip         = "gzip"
-	CheckBrotli       = "brotli"
+	CheckBrotli       = "brotli" // the module's name: encodingChecks
 	CheckZstd         = "zstd"
 	CheckTLS13        = "TLS 1.3 on 8443"
 	CheckTLSVersions  = "TLS 1.2 on / 1.1 off"
@@ -315,7 +315,7 @@ func Checks() []string {
 }
 
 func (r *runner) checks() []check {
-	return []check{
+	checks := []check{
 		{CheckNoShell, checkNoShell},
 		{CheckPIE, elfCheck(checkPIE)},
 		{CheckRELRO, elfCheck(checkRELRO)},
@@ -330,8 +330,9 @@ func (r *runner) checks() []check {
 		{CheckHTTP, checkHTTP},
 		{CheckHealthz, checkHealthz},
 		{CheckGzip, checkGzip},
-		{CheckBrotli, encodingCheck("br")},
-		{CheckZstd, encodingCheck("zstd")},
+	}
+	checks = append(checks, encodingChecks()...) // CheckBrotli, CheckZstd
+	return append(checks, []check{
 		{CheckTLS13, checkTLS13},
 		{CheckTLSVersions, checkTLSVersions},
 		{CheckResumption, checkResumption},
@@ -340,7 +341,7 @@ func (r *runner) checks() []check {
 		{CheckUser, checkUser},
 		{CheckReadOnly, checkReadOnly},
 		{CheckErrorLog, checkErrorLog},
-	}
+	}...)
 }
 
 // unsupported turns a runtime's ErrUnsupported into a skip.

@@ -234,7 +234,7 @@ func (ch *checker) releases(ctx context.Context, name string) (releaseList, []st
 		return releaseList{vs, tags, "github"}, nil, nil
 	}
 	if err == nil {
-		err = fmt.Errorf("GitHub lists no release tags for %s", repos[name].GitHub)
+		err = fmt.Errorf("GitHub lists no release tags for %s", upstreamOf(name).GitHub)
 	}
 	err = deadlineHint(ctx, err)
 	if name != lock.Nginx || ctx.Err() != nil {

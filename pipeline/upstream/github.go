@@ -65,8 +65,8 @@ func (c *client) GitHubReleases(ctx context.Context, component string) ([]versio
 // the tags that name it, as listed (a component pinned by git commit is moved to the commit
 // of its new release's tag).
 func (c *client) GitHubReleaseTags(ctx context.Context, component string) ([]version, map[string][]string, error) {
-	repo, ok := repos[component]
-	if !ok {
+	repo := upstreamOf(component)
+	if repo.GitHub == "" {
 		return nil, nil, fmt.Errorf("component %q has no known upstream repository", component)
 	}
 	var releases []ghRelease

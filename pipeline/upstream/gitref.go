@@ -65,8 +65,8 @@ const maxTagChain = 4
 // /git/tags/SHA (as many levels as it has, up to maxTagChain), then /git/commits/SHA for the
 // tree. Each answer must be about the object asked for.
 func (c *client) ResolveTag(ctx context.Context, component, tag string) (resolvedTag, error) {
-	repo, ok := repos[component]
-	if !ok {
+	repo := upstreamOf(component)
+	if repo.GitHub == "" {
 		return resolvedTag{}, fmt.Errorf("component %q has no known upstream repository", component)
 	}
 	base := "/repos/" + repo.GitHub + "/git/"

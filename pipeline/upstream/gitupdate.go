@@ -35,9 +35,9 @@ func (ch *checker) gitRelease(ctx context.Context, c lock.Component, v string, t
 }
 
 // upstreamRepository checks that c's repository is the one its releases are looked up in
-// (repos): a commit found there is then a commit of the repository the build fetches from.
+// (lock.Specs): a commit found there is then a commit of the repository the build fetches from.
 func upstreamRepository(c lock.Component) error {
-	want := "https://github.com/" + repos[c.Name].GitHub
+	want := "https://github.com/" + upstreamOf(c.Name).GitHub
 	got := strings.TrimSuffix(strings.TrimSuffix(c.Git.Repository, "/"), ".git")
 	if !strings.EqualFold(got, want) {
 		return fmt.Errorf("the lock pins %s's commits from %s, but its releases are looked up in %s: an update cannot vouch for a commit of another repository; move it by hand (%w)",

@@ -75,7 +75,7 @@ type Applied struct {
 	Unsigned string
 	// NoSignatureAt is where a signature of the still unsigned new release was looked for
 	// and not found; "" when upstream publishes no signatures for the component (no
-	// signatureSuffix), so none was looked for.
+	// lock.Spec.SignatureSuffix), so none was looked for.
 	NoSignatureAt string
 	TopDir        string // the tarball's single top-level directory, e.g. "nginx-1.28.0"
 
@@ -112,19 +112,6 @@ var (
 )
 
 var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
-
-// signatureSuffix is the name upstream gives a release's detached signature, appended to the
-// tarball's URL (nginx.org, OpenSSL's and zlib's GitHub releases publish .asc, PCRE2's and
-// zstd's .sig). It is how a component the lock marks "unsigned" gains a signature when
-// upstream has one. brotli, ngx_brotli and zstd-nginx-module publish no signatures, so
-// there is nothing to look for: their new releases stay unsigned.
-var signatureSuffix = map[string]string{
-	lock.Nginx:   ".asc",
-	lock.OpenSSL: ".asc",
-	lock.PCRE2:   ".sig",
-	lock.Zlib:    ".asc",
-	lock.Zstd:    ".sig",
-}
 
 // imagePlatforms are the platforms every build targets (build.yml builds linux/amd64 and
 // linux/arm64 and joins them into one index): a pinned base image digest must be an index
@@ -247,7 +234,10 @@ func (u *updater) component(ctx context.Context, old lock.Component, v string) (
 
 	// A component the lock marks unsigned gains a signature when upstream publishes one for
 	// the new release: it is then verified like any other (by a vendored key) and pinned.
-	if suffix, ok := signatureSuffix[old.Name]; old.Signature == nil && ok {
+	// The table's SignatureSuffix is the name upstream gives a release's detached signature
+	// (nginx.org, OpenSSL's and zlib's GitHub releases publish .asc, PCRE2's and zstd's
+	// .sig); a component whose upstream signs nothing has none, and stays unsigned.
+	if suffix := upstreamOf(old.Name).SignatureSuffix; old.Signature == nil && suffix != "" {
 		sigURL := next.URL + suffix
 		found, err := u.published(ctx, sigURL)
 		if err != nil {

@@ -15,7 +15,6 @@ package upstream
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -130,48 +129,19 @@ func (v version) Branch() string {
 	return fmt.Sprintf("%d.%d", v[0], v[1])
 }
 
-// repo describes where a component's releases are published.
-type repo struct {
-	// GitHub is "owner/name".
-	GitHub string
-	// tag matches a release tag and captures its version. The patterns are anchored and
-	// take digits and dots only, so pre-release tags (openssl-3.6.0-beta1, pcre2-10.45-RC1),
-	// old-style tags (OpenSSL_1_1_1w) and anything odd never match. ngx_brotli's alone takes
-	// an "rc" suffix: its only release is the tag v1.0.0rc, and a later final release still
-	// sorts above it.
-	tag *regexp.Regexp
-	// TagsOnly: the releases are git tags, and the lock pins GitHub's archive of the tag, so
-	// the release objects (and their draft and pre-release flags) are not read.
-	TagsOnly bool
-	// Dir is the name the release tarball's top directory starts with, "<Dir>-<version>/",
-	// when it is not the component's name (GitHub names an archive's directory after the
-	// repository: zstd-nginx-module-0.1.1/ for the component zstd_nginx_module).
-	Dir string
-}
-
-// repos maps each component to its upstream repository.
-var repos = map[string]repo{
-	lock.Nginx:   {GitHub: "nginx/nginx", tag: regexp.MustCompile(`^release-([0-9]+\.[0-9]+\.[0-9]+)$`)},
-	lock.OpenSSL: {GitHub: "openssl/openssl", tag: regexp.MustCompile(`^openssl-([0-9]+\.[0-9]+\.[0-9]+)$`)},
-	lock.PCRE2:   {GitHub: "PCRE2Project/pcre2", tag: regexp.MustCompile(`^pcre2-([0-9]+\.[0-9]+)$`)},
-	lock.Zlib:    {GitHub: "madler/zlib", tag: regexp.MustCompile(`^v([0-9]+\.[0-9]+(?:\.[0-9]+){0,2})$`)},
-	// zlib-ng's releases are bare "2.2.2" tags; its repository also carries zlib's history,
-	// whose "v1.2.11"-style tags are zlib's releases, not zlib-ng's, and must never match.
-	lock.ZlibNG: {GitHub: "zlib-ng/zlib-ng", tag: regexp.MustCompile(`^([0-9]+\.[0-9]+\.[0-9]+)$`)},
-	// AWS-LC's releases are "v5.5.0"; its FIPS branch ("AWS-LC-FIPS-3.3.0") is another line.
-	lock.AWSLC: {GitHub: "aws/aws-lc", tag: regexp.MustCompile(`^v([0-9]+\.[0-9]+\.[0-9]+)$`)},
-
-	lock.Brotli:          {GitHub: "google/brotli", tag: regexp.MustCompile(`^v([0-9]+\.[0-9]+\.[0-9]+)$`)},
-	lock.NgxBrotli:       {GitHub: "google/ngx_brotli", tag: regexp.MustCompile(`^v([0-9]+\.[0-9]+\.[0-9]+(?:rc(?:[1-9][0-9]*)?)?)$`), TagsOnly: true},
-	lock.Zstd:            {GitHub: "facebook/zstd", tag: regexp.MustCompile(`^v([0-9]+\.[0-9]+\.[0-9]+)$`)},
-	lock.ZstdNginxModule: {GitHub: "tokers/zstd-nginx-module", tag: regexp.MustCompile(`^v?([0-9]+\.[0-9]+\.[0-9]+)$`), TagsOnly: true, Dir: "zstd-nginx-module"},
+// upstreamOf is component's row of the component table (lock.Specs), which says where its
+// releases are published: repository, release tag rule, tags-only, top directory and
+// signature suffix. The zero Spec (no GitHub) for a component the table does not have.
+func upstreamOf(component string) lock.Spec {
+	s, _ := lock.SpecOf(component)
+	return s
 }
 
 // topDirName is the top directory component's release v unpacks into: "<name>-<v>", with
-// the repo's Dir for name when it has one.
+// the table's TopDir for name when it has one.
 func topDirName(component, v string) string {
 	name := component
-	if d := repos[component].Dir; d != "" {
+	if d := upstreamOf(component).TopDir; d != "" {
 		name = d
 	}
 	return name + "-" + v
@@ -180,11 +150,11 @@ func topDirName(component, v string) string {
 // versionFromTag returns the release version a tag names for the component, or false when
 // the tag is not a final release of it.
 func versionFromTag(component, tag string) (version, bool) {
-	r, ok := repos[component]
-	if !ok {
+	r := upstreamOf(component)
+	if r.Tag == nil {
 		return nil, false
 	}
-	m := r.tag.FindStringSubmatch(tag)
+	m := r.Tag.FindStringSubmatch(tag)
 	if m == nil {
 		return nil, false
 	}

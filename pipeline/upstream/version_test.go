@@ -204,7 +204,7 @@ func TestTopDirName(t *testing.T) {
 // Every component a lock may hold has an upstream repository to look it up in.
 func TestReposCoverEveryComponent(t *testing.T) {
 	for _, name := range lock.AllComponents() {
-		if repos[name].GitHub == "" {
+		if upstreamOf(name).GitHub == "" {
 			t.Errorf("component %s has no entry in Repos", name)
 		}
 	}

@@ -517,7 +517,8 @@ func checkLicenses(t *testing.T, tree string, l *lock.Lock, p *plan.Plan) {
 	want := map[string]bool{}
 	for _, s := range p.Stages {
 		c, ok := l.Component(s.Source.Component)
-		if !ok || plan.LicenseFiles[c.Name] == nil {
+		spec, _ := lock.SpecOf(c.Name)
+		if !ok || spec.LicenseFiles == nil {
 			continue
 		}
 		want[c.Name] = true
@@ -532,7 +533,7 @@ func checkLicenses(t *testing.T, tree string, l *lock.Lock, p *plan.Plan) {
 				top[parts[1]] = e
 			}
 		}
-		for _, alts := range plan.LicenseFiles[c.Name] {
+		for _, alts := range spec.LicenseFiles {
 			name := ""
 			for _, a := range alts {
 				if _, ok := top[a]; ok {
