@@ -17,18 +17,18 @@ import "regexp"
 type Kind int
 
 const (
-	// KindNginx is nginx itself.
-	KindNginx Kind = iota + 1
+	// kindNginx is nginx itself.
+	kindNginx Kind = iota + 1
 	// KindTLS is a TLS library; a lock holds exactly one (TLSLibraries).
 	KindTLS
 	// KindZlib is a zlib implementation; a lock holds exactly one (ZlibLibraries).
 	KindZlib
-	// KindPCRE is the regular expression library.
-	KindPCRE
+	// kindPCRE is the regular expression library.
+	kindPCRE
 	// KindModule is a third-party nginx module, compiled in statically.
 	KindModule
-	// KindLibrary is a library a third-party module links.
-	KindLibrary
+	// kindLibrary is a library a third-party module links.
+	kindLibrary
 )
 
 // Spec is one component's row.
@@ -104,7 +104,7 @@ var specs = []Spec{
 		GitHub: "zlib-ng/zlib-ng", Tag: regexp.MustCompile(`^([0-9]+\.[0-9]+\.[0-9]+)$`),
 		// LICENSE.md: the zlib licence (zlib-ng keeps zlib's).
 		License: "Zlib", LicenseFiles: [][]string{{"LICENSE.md"}}},
-	{Name: PCRE2, Kind: KindPCRE,
+	{Name: PCRE2, Kind: kindPCRE,
 		GitHub: "PCRE2Project/pcre2", Tag: regexp.MustCompile(`^pcre2-([0-9]+\.[0-9]+)$`), SignatureSuffix: ".sig",
 		// LICENCE.md (LICENCE before 10.45): "BSD" with one exemption for binary
 		// library-like packages (the binary-redistribution clause does not reach software
@@ -129,7 +129,7 @@ var specs = []Spec{
 		License: "Apache-2.0 AND ISC AND MIT AND BSD-3-Clause", LicenseFiles: [][]string{{"LICENSE"}},
 		// AWS-LC's CVE records come from AWS's own CNA under aws:aws-lc (e.g. CVE-2026-4428).
 		CPE: [][2]string{{"aws", "aws-lc"}}},
-	{Name: Nginx, Kind: KindNginx,
+	{Name: Nginx, Kind: kindNginx,
 		GitHub: "nginx/nginx", Tag: regexp.MustCompile(`^release-([0-9]+\.[0-9]+\.[0-9]+)$`), SignatureSuffix: ".asc",
 		// LICENSE: the two-clause BSD licence of Igor Sysoev and Nginx, Inc.
 		License: "BSD-2-Clause", LicenseFiles: [][]string{{"LICENSE"}},
@@ -138,7 +138,7 @@ var specs = []Spec{
 		CPE: [][2]string{{"f5", "nginx"}, {"nginx", "nginx"}}},
 
 	// google/brotli, the library ngx_brotli compresses with. No signatures upstream.
-	{Name: Brotli, Kind: KindLibrary, Optional: true,
+	{Name: Brotli, Kind: kindLibrary, Optional: true,
 		GitHub: "google/brotli", Tag: semver,
 		// LICENSE: the MIT licence.
 		License: "MIT", LicenseFiles: [][]string{{"LICENSE"}},
@@ -154,7 +154,7 @@ var specs = []Spec{
 		Summary:  "brotli compression of responses and .br files (ngx_brotli)",
 		Requires: []string{Brotli}, Encoding: "br"},
 	// facebook/zstd, the library the zstd module compresses with.
-	{Name: Zstd, Kind: KindLibrary, Optional: true,
+	{Name: Zstd, Kind: kindLibrary, Optional: true,
 		GitHub: "facebook/zstd", Tag: semver, SignatureSuffix: ".sig",
 		// LICENSE (three-clause BSD) and COPYING (GPL version 2, without "or any later
 		// version"); its README: "dual-licensed under BSD OR GPLv2", the recipient's

@@ -104,8 +104,9 @@ tar -xf "$SRC" -C src --strip-components=1 --no-same-owner
 cd src
 `
 
-// moduleLibraryScript is the stage script of a third-party module's library (a lock.KindLibrary
-// component), "" for a library this package has no script for (TestEveryComponentHasAScript).
+// moduleLibraryScript is the stage script of a third-party module's library (a library row
+// of the component table, lock.Specs), "" for a library this package has no script for
+// (TestModulesHaveScripts).
 func moduleLibraryScript(component string) string {
 	switch component {
 	case lock.Brotli:
@@ -150,7 +151,8 @@ cd "$OUT/src"
 
 // moduleSetup is the nginx stage's lines that put a third-party module's source where its
 // configure flag points (../NAME, beside nginx's source) and show it its library, by module
-// component (a lock.KindModule component); "" for one this package has no lines for.
+// component (a lock.KindModule row of the component table); "" for one this package has no
+// lines for (TestModulesHaveScripts).
 func moduleSetup(component string) string {
 	switch component {
 	case lock.NgxBrotli:
