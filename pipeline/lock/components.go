@@ -57,6 +57,11 @@ type Spec struct {
 	// The keys allowed to have made it are the lock entry's fingerprints, vendored under
 	// KeysDir.
 	SignatureSuffix string
+	// StaysOnBranch: without a track in its lock entry, the update keeps the component on
+	// its pinned release branch (moving to another branch is a deliberate edit); otherwise
+	// it follows the latest release. The tracks' meanings ("stable" for nginx, "lts" for
+	// OpenSSL) are upstream's policy code.
+	StaysOnBranch bool
 
 	// License is the SPDX licence expression of what is compiled in, read from
 	// LicenseFiles: the SBOM's declared and concluded licence and the image's licenses
@@ -114,7 +119,7 @@ var specs = []Spec{
 		CPE: [][2]string{{"pcre", "pcre2"}}},
 	// OpenSSL is the default TLS library.
 	{Name: OpenSSL, Kind: KindTLS,
-		GitHub: "openssl/openssl", Tag: regexp.MustCompile(`^openssl-([0-9]+\.[0-9]+\.[0-9]+)$`), SignatureSuffix: ".asc",
+		GitHub: "openssl/openssl", Tag: regexp.MustCompile(`^openssl-([0-9]+\.[0-9]+\.[0-9]+)$`), SignatureSuffix: ".asc", StaysOnBranch: true,
 		// LICENSE.txt: the Apache License 2.0, OpenSSL's licence since 3.0.
 		License: "Apache-2.0", LicenseFiles: [][]string{{"LICENSE.txt", "LICENSE"}},
 		CPE: [][2]string{{"openssl", "openssl"}}},
@@ -130,7 +135,7 @@ var specs = []Spec{
 		// AWS-LC's CVE records come from AWS's own CNA under aws:aws-lc (e.g. CVE-2026-4428).
 		CPE: [][2]string{{"aws", "aws-lc"}}},
 	{Name: Nginx, Kind: kindNginx,
-		GitHub: "nginx/nginx", Tag: regexp.MustCompile(`^release-([0-9]+\.[0-9]+\.[0-9]+)$`), SignatureSuffix: ".asc",
+		GitHub: "nginx/nginx", Tag: regexp.MustCompile(`^release-([0-9]+\.[0-9]+\.[0-9]+)$`), SignatureSuffix: ".asc", StaysOnBranch: true,
 		// LICENSE: the two-clause BSD licence of Igor Sysoev and Nginx, Inc.
 		License: "BSD-2-Clause", LicenseFiles: [][]string{{"LICENSE"}},
 		// NVD moved nginx from nginx:nginx to f5:nginx in 2022; older advisories keep the

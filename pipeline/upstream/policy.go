@@ -68,12 +68,11 @@ var errTrack = errors.New("the lock's track picks no release")
 
 var branchTrackRE = regexp.MustCompile(`^[0-9]+\.[0-9]+$`)
 
-// defaultTrack is the track of a component whose lock entry has none: nginx and OpenSSL
-// stay on the current branch (a branch change is a deliberate edit), the others follow
-// their latest release.
+// defaultTrack is the track of a component whose lock entry has none: the current branch
+// for a component the table keeps on its branch (lock.Spec.StaysOnBranch: nginx and OpenSSL,
+// whose branch change is a deliberate edit), else the latest release.
 func defaultTrack(component string, current version) string {
-	switch component {
-	case lock.Nginx, lock.OpenSSL:
+	if upstreamOf(component).StaysOnBranch {
 		return current.Branch()
 	}
 	return trackLatest
