@@ -63,13 +63,9 @@ func feedRun(t *testing.T, s *upstreamtest.DefaultLockScenario, snapshot string,
 	return code, string(outputs), string(b), errb.String() + out.String()
 }
 
-// offerNginx1306 makes the stand-in upstream offer nginx 1.30.6 (signed by the scenario's
-// nginx test key), the release issue 46 moves the shipped lock to.
-func offerNginx1306(t *testing.T, s *upstreamtest.DefaultLockScenario) {
-	s.ServeRelease(t, lock.Nginx, "1.30.6")
-	s.Upstream.SetGitHub("nginx/nginx", "releases", upstreamtest.ReleasesJSON("nginx/nginx", "release-1.30.6", "release-1.26.2"))
-	s.Upstream.SetGitHub("nginx/nginx", "tags", upstreamtest.TagsJSON("nginx/nginx", "release-1.30.6", "release-1.26.2"))
-}
+// offerNginx1306 makes the stand-in upstream offer nginx 1.30.6, the release issue 46 moves
+// the shipped lock to.
+func offerNginx1306(t *testing.T, s *upstreamtest.DefaultLockScenario) { s.OfferNginx1306(t) }
 
 func output(outputs, name string) string {
 	_, v, ok := strings.Cut(outputs, name+"<<_GitHubActionsFileCommandDelimeter_\n")

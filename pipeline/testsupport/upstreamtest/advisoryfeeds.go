@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/advisory"
@@ -23,6 +24,16 @@ import (
 type AdvisoryFeeds struct {
 	*httptest.Server
 	Nginx, Listing http.HandlerFunc
+
+	mu    sync.Mutex
+	paths []string
+}
+
+// Requests are the paths asked for, in order.
+func (f *AdvisoryFeeds) Requests() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.paths)
 }
 
 // RecordedOpenSSL are the OpenSSL advisories whose records the stand-in serves (the listing
@@ -43,6 +54,9 @@ func NewAdvisoryFeeds(t testing.TB) *AdvisoryFeeds {
 	xml, listing := read("nginx-security_advisories-3924a7f8.xml"), read("openssl-secjson-listing.json")
 	f := &AdvisoryFeeds{}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.paths = append(f.paths, r.URL.Path)
+		f.mu.Unlock()
 		switch p := r.URL.Path; {
 		case p == "/nginx.xml" && f.Nginx != nil:
 			f.Nginx(w, r)
