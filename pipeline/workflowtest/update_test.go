@@ -23,6 +23,9 @@ import (
 //     recorded GitHub responses of pipeline/upstream/testdata with stand-in tarballs signed
 //     by test keys (upstreamtest.DefaultLockScenario), handed to check-updates through the
 //     repository variable CHECK_UPDATES_UPSTREAM_FLAGS;
+//   - nginx's and OpenSSL's advisory feeds, in the scenarios that read them
+//     (updateFixtureOptions.Feeds): upstreamtest.AdvisoryFeeds, upstream's recorded answers,
+//     handed to check-updates through the same variable (the others skip the feeds);
 //   - the base images' registry: a loopback registry with the scenario's indexes;
 //   - github.com: a TLS server on loopback holding the repository (git http-backend) and the
 //     pulls API create-pull-request calls;
