@@ -19,7 +19,7 @@ import (
 // recorded answers (pipeline/advisory/testdata): nginx.org's security_advisories.xml whole
 // (nginx/nginx.org at 3924a7f8), GitHub's contents listing of openssl/release-metadata
 // secjson/ (the real shape, trimmed to five files) with each download_url moved onto this
-// server, and the records of RecordedOpenSSL. Nginx and Listing, when set, replace those
+// server, and the records of recordedOpenSSL. Nginx and Listing, when set, replace those
 // answers (hostile feeds).
 type AdvisoryFeeds struct {
 	*httptest.Server
@@ -36,9 +36,9 @@ func (f *AdvisoryFeeds) Requests() []string {
 	return slices.Clone(f.paths)
 }
 
-// RecordedOpenSSL are the OpenSSL advisories whose records the stand-in serves (the listing
+// recordedOpenSSL are the OpenSSL advisories whose records the stand-in serves (the listing
 // names two more, which answer 404 like a record that went away).
-var RecordedOpenSSL = []string{"CVE-2024-12797", "CVE-2024-5535", "CVE-2025-9230"}
+var recordedOpenSSL = []string{"CVE-2024-12797", "CVE-2024-5535", "CVE-2025-9230"}
 
 // NewAdvisoryFeeds serves them for the test's lifetime.
 func NewAdvisoryFeeds(t testing.TB) *AdvisoryFeeds {
@@ -88,7 +88,7 @@ func (f *AdvisoryFeeds) Flags() []string {
 
 // FeedSnapshot is the reviewed snapshot (pipeline/advisory/advisories.json) as these feeds
 // state it, less the nginx advisories drop: its OpenSSL entries only those of
-// RecordedOpenSSL. A refresh against the feeds starting from it adds exactly drop; with
+// recordedOpenSSL. A refresh against the feeds starting from it adds exactly drop; with
 // nothing dropped it changes nothing.
 func FeedSnapshot(t testing.TB, drop ...string) []byte {
 	t.Helper()
@@ -100,7 +100,7 @@ func FeedSnapshot(t testing.TB, drop ...string) []byte {
 	for _, a := range s.Advisories {
 		switch {
 		case a.Component == "nginx" && slices.Contains(drop, a.ID):
-		case a.Component == "openssl" && !slices.Contains(RecordedOpenSSL, a.ID):
+		case a.Component == "openssl" && !slices.Contains(recordedOpenSSL, a.ID):
 		default:
 			keep = append(keep, a)
 		}
