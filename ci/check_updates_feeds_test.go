@@ -174,6 +174,39 @@ func TestReplayLockAtNginx1306ProposesNothing(t *testing.T) {
 	}
 }
 
+// Issue 46, acceptance, with the shipped default lock itself (pipeline/lock/stack.lock.json:
+// nginx 1.30.6, OpenSSL 3.5.9 on track "3.5", PCRE2 10.48) against the upstream offering
+// nginx 1.30.6 and the feeds: nothing to propose, nothing unfixed (exit 0), no security
+// update, the lock and snapshot untouched. Its base images are not looked up (--skip-images):
+// the stand-in registry cannot hold the digests it pins.
+func TestReplayShippedLockProposesNothing(t *testing.T) {
+	s := upstreamtest.NewDefaultLockScenario(t)
+	offerNginx1306(t, s)
+	shipped, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "pipeline", "lock", "stack.lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.LockFile = filepath.Join(t.TempDir(), "stack.lock.json")
+	if err := os.WriteFile(s.LockFile, shipped, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	feeds := newFeedServer(t)
+	snap, before := feedSnapshot(t)
+	code, outputs, _, errs := feedRun(t, s, snap, append([]string{"--write", "--skip-images"}, feeds.Flags()...)...)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, errs)
+	}
+	if output(outputs, "written") != "false" || output(outputs, "title") != "" || output(outputs, "security") != "false" || output(outputs, "advisories_written") != "false" {
+		t.Errorf("the shipped lock proposed something:\n%s", outputs)
+	}
+	if after, _ := os.ReadFile(snap); !bytes.Equal(after, before) || !bytes.Equal(s.LockBytes(t), shipped) {
+		t.Error("the snapshot or the lock changed")
+	}
+	if n := len(feeds.Requests()); n == 0 {
+		t.Error("the feeds were not read")
+	}
+}
+
 func mustLoad(t *testing.T, file string) *lock.Lock {
 	t.Helper()
 	l, err := lock.Load(file)
