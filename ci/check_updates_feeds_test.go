@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,80 +17,16 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/upstreamtest"
 )
 
-// feedServer stands in for the two advisory feeds with upstream's recorded answers
-// (pipeline/advisory/testdata): nginx.org's security_advisories.xml whole (nginx/nginx.org
-// at 3924a7f8), GitHub's contents listing of openssl/release-metadata secjson/ (the real
-// shape, trimmed to five files) with each download_url moved onto this server, and those
-// records. nginx and listing, when set, replace the answers (hostile feeds).
-type feedServer struct {
-	*httptest.Server
-	nginx, listing http.HandlerFunc
-}
+// newFeedServer stands in for the two advisory feeds with upstream's recorded answers
+// (upstreamtest.AdvisoryFeeds; Nginx and Listing, when set, replace them: hostile feeds).
+func newFeedServer(t *testing.T) *upstreamtest.AdvisoryFeeds { return upstreamtest.NewAdvisoryFeeds(t) }
 
-func newFeedServer(t *testing.T) *feedServer {
-	t.Helper()
-	td := filepath.Join(testenv.RepoRoot(), "pipeline", "advisory", "testdata")
-	read := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join(td, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	xml, listing := read("nginx-security_advisories-3924a7f8.xml"), read("openssl-secjson-listing.json")
-	f := &feedServer{}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch p := r.URL.Path; {
-		case p == "/nginx.xml" && f.nginx != nil:
-			f.nginx(w, r)
-		case p == "/nginx.xml":
-			w.Write(xml)
-		case p == "/secjson" && f.listing != nil:
-			f.listing(w, r)
-		case p == "/secjson":
-			w.Write(bytes.ReplaceAll(listing, []byte("https://raw.githubusercontent.com/openssl/release-metadata/main"), []byte(f.URL+"/raw")))
-		case strings.HasPrefix(p, "/raw/secjson/CVE-"):
-			b, err := os.ReadFile(filepath.Join(td, "openssl-"+strings.TrimPrefix(p, "/raw/secjson/")))
-			if err != nil {
-				http.NotFound(w, r)
-				return
-			}
-			w.Write(b)
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(f.Close)
-	return f
-}
-
-func (f *feedServer) flags() []string {
-	return []string{"--nginx-advisories", f.URL + "/nginx.xml", "--openssl-advisories", f.URL + "/secjson"}
-}
-
-// feedSnapshot writes the reviewed snapshot as the stand-in feeds would leave it (its
-// OpenSSL entries only those of the three recorded records), less the nginx advisories
-// drop, to a file, and returns its path and bytes: what a refresh starts from.
+// feedSnapshot writes the reviewed snapshot as the stand-in feeds would leave it, less the
+// nginx advisories drop (upstreamtest.FeedSnapshot), to a file, and returns its path and
+// bytes: what a refresh starts from.
 func feedSnapshot(t *testing.T, drop ...string) (string, []byte) {
 	t.Helper()
-	s, err := advisory.Load(filepath.Join(testenv.RepoRoot(), advisory.DefaultPath))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keep []advisory.Advisory
-	for _, a := range s.Advisories {
-		switch {
-		case a.Component == "nginx" && slices.Contains(drop, a.ID):
-		case a.Component == "openssl" && !slices.Contains([]string{"CVE-2024-12797", "CVE-2024-5535", "CVE-2025-9230"}, a.ID):
-		default:
-			keep = append(keep, a)
-		}
-	}
-	s.Advisories = keep
-	b, err := s.Write()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := upstreamtest.FeedSnapshot(t, drop...)
 	p := filepath.Join(t.TempDir(), "advisories.json")
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
@@ -128,13 +63,9 @@ func feedRun(t *testing.T, s *upstreamtest.DefaultLockScenario, snapshot string,
 	return code, string(outputs), string(b), errb.String() + out.String()
 }
 
-// offerNginx1306 makes the stand-in upstream offer nginx 1.30.6 (signed by the scenario's
-// nginx test key), the release issue 46 moves the shipped lock to.
-func offerNginx1306(t *testing.T, s *upstreamtest.DefaultLockScenario) {
-	s.ServeRelease(t, lock.Nginx, "1.30.6")
-	s.Upstream.SetGitHub("nginx/nginx", "releases", upstreamtest.ReleasesJSON("nginx/nginx", "release-1.30.6", "release-1.26.2"))
-	s.Upstream.SetGitHub("nginx/nginx", "tags", upstreamtest.TagsJSON("nginx/nginx", "release-1.30.6", "release-1.26.2"))
-}
+// offerNginx1306 makes the stand-in upstream offer nginx 1.30.6, the release issue 46 moves
+// the shipped lock to.
+func offerNginx1306(t *testing.T, s *upstreamtest.DefaultLockScenario) { s.OfferNginx1306(t) }
 
 func output(outputs, name string) string {
 	_, v, ok := strings.Cut(outputs, name+"<<_GitHubActionsFileCommandDelimeter_\n")
@@ -155,7 +86,7 @@ func TestReplayScheduledUpdateWithAdvisoryFeeds(t *testing.T) {
 	offerNginx1306(t, s)
 	feeds := newFeedServer(t)
 	snap, before := feedSnapshot(t, "CVE-2026-60005")
-	code, outputs, body, errs := feedRun(t, s, snap, append([]string{"--write"}, feeds.flags()...)...)
+	code, outputs, body, errs := feedRun(t, s, snap, append([]string{"--write"}, feeds.Flags()...)...)
 	if code != 0 && code != exitUnfixed {
 		t.Fatalf("exit %d:\n%s", code, errs)
 	}
@@ -204,7 +135,7 @@ func TestReplayScheduledUpdateWithAdvisoryFeeds(t *testing.T) {
 	s2 := upstreamtest.NewDefaultLockScenario(t)
 	offerNginx1306(t, s2)
 	lockBefore := s2.LockBytes(t)
-	code, _, _, errs = feedRun(t, s2, snap2, feeds.flags()...)
+	code, _, _, errs = feedRun(t, s2, snap2, feeds.Flags()...)
 	if after, _ := os.ReadFile(snap2); !bytes.Equal(after, before2) || !bytes.Equal(s2.LockBytes(t), lockBefore) {
 		t.Error("without --write, the snapshot or the lock was written")
 	}
@@ -223,7 +154,7 @@ func TestReplayLockAtNginx1306ProposesNothing(t *testing.T) {
 	snap, _ := feedSnapshot(t, "CVE-2026-60005")
 	// A first run moves the lock to 1.30.6 and refreshes the snapshot; the second is the
 	// next day's run against the same upstream.
-	if code, _, _, errs := feedRun(t, s, snap, append([]string{"--write"}, feeds.flags()...)...); code != 0 && code != exitUnfixed {
+	if code, _, _, errs := feedRun(t, s, snap, append([]string{"--write"}, feeds.Flags()...)...); code != 0 && code != exitUnfixed {
 		t.Fatalf("first run: exit %d:\n%s", code, errs)
 	}
 	if v := mustLoad(t, s.LockFile).MustComponent(lock.Nginx).Version; v != "1.30.6" {
@@ -231,7 +162,7 @@ func TestReplayLockAtNginx1306ProposesNothing(t *testing.T) {
 	}
 	snapBefore, _ := os.ReadFile(snap)
 	lockBefore := s.LockBytes(t)
-	code, outputs, _, errs := feedRun(t, s, snap, append([]string{"--write"}, feeds.flags()...)...)
+	code, outputs, _, errs := feedRun(t, s, snap, append([]string{"--write"}, feeds.Flags()...)...)
 	if code != 0 && code != exitUnfixed {
 		t.Fatalf("exit %d:\n%s", code, errs)
 	}
@@ -240,6 +171,39 @@ func TestReplayLockAtNginx1306ProposesNothing(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(snap); !bytes.Equal(after, snapBefore) || !bytes.Equal(s.LockBytes(t), lockBefore) {
 		t.Error("the snapshot or the lock changed")
+	}
+}
+
+// Issue 46, acceptance, with the shipped default lock itself (pipeline/lock/stack.lock.json:
+// nginx 1.30.6, OpenSSL 3.5.9 on track "3.5", PCRE2 10.48) against the upstream offering
+// nginx 1.30.6 and the feeds: nothing to propose, nothing unfixed (exit 0), no security
+// update, the lock and snapshot untouched. Its base images are not looked up (--skip-images):
+// the stand-in registry cannot hold the digests it pins.
+func TestReplayShippedLockProposesNothing(t *testing.T) {
+	s := upstreamtest.NewDefaultLockScenario(t)
+	offerNginx1306(t, s)
+	shipped, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "pipeline", "lock", "stack.lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.LockFile = filepath.Join(t.TempDir(), "stack.lock.json")
+	if err := os.WriteFile(s.LockFile, shipped, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	feeds := newFeedServer(t)
+	snap, before := feedSnapshot(t)
+	code, outputs, _, errs := feedRun(t, s, snap, append([]string{"--write", "--skip-images"}, feeds.Flags()...)...)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, errs)
+	}
+	if output(outputs, "written") != "false" || output(outputs, "title") != "" || output(outputs, "security") != "false" || output(outputs, "advisories_written") != "false" {
+		t.Errorf("the shipped lock proposed something:\n%s", outputs)
+	}
+	if after, _ := os.ReadFile(snap); !bytes.Equal(after, before) || !bytes.Equal(s.LockBytes(t), shipped) {
+		t.Error("the snapshot or the lock changed")
+	}
+	if n := len(feeds.Requests()); n == 0 {
+		t.Error("the feeds were not read")
 	}
 }
 
@@ -288,10 +252,10 @@ func TestHostileAdvisoryFeeds(t *testing.T) {
 			s := upstreamtest.NewDefaultLockScenario(t)
 			offerNginx1306(t, s)
 			feeds := newFeedServer(t)
-			feeds.nginx, feeds.listing = c.nginx, c.listing
+			feeds.Nginx, feeds.Listing = c.nginx, c.listing
 			snap, before := feedSnapshot(t, "CVE-2026-60005")
 			start := time.Now()
-			code, outputs, body, errs := feedRun(t, s, snap, append([]string{"--write", "--timeout", "3s"}, feeds.flags()...)...)
+			code, outputs, body, errs := feedRun(t, s, snap, append([]string{"--write", "--timeout", "3s"}, feeds.Flags()...)...)
 			if took := time.Since(start); took > 20*time.Second {
 				t.Errorf("took %s with a 3s deadline", took)
 			}

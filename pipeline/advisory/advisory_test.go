@@ -123,10 +123,14 @@ func TestAffectingTheSeedLock(t *testing.T) {
 	if f := byID["CVE-2025-9230"]; f.Fix != "3.5.4" || f.Blocks() {
 		t.Errorf("CVE-2025-9230 on 3.3.1: %+v: want fix 3.5.4, not blocking (moderate)", f)
 	}
-	// High, but upstream lists no fix on an LTS branch (3.5 came after it): reported, not
-	// blocking, as there is nothing on the track to update to by the feed's word.
-	if f := byID["CVE-2024-12797"]; f.Fix != "" || f.Level() != LevelHigh || f.Blocks() {
-		t.Errorf("CVE-2024-12797 on 3.3.1: %+v", f)
+	// High; upstream lists no fix on an LTS branch (3.5 came after it), but none of its
+	// ranges reaches 3.5, the branch track lts updates to: the track is unaffected, not
+	// unfixed, so updating is the fix and the push is refused unacknowledged.
+	if f := byID["CVE-2024-12797"]; f.Fix != "" || f.Unaffected != "3.5" || f.Unfixed() || f.Level() != LevelHigh || !f.Blocks() {
+		t.Errorf("CVE-2024-12797 on 3.3.1: %+v: want no fix listed, 3.5 unaffected, blocking", f)
+	}
+	if l := byID["CVE-2024-12797"].String(); !strings.Contains(l, `not affecting 3.5, the branch track "lts" updates to`) || strings.Contains(l, "no fixed release") {
+		t.Errorf("line %q: want it to say 3.5 is unaffected, not that the track has no fix", l)
 	}
 	if !strings.Contains(rift.String(), "CVE-2026-42945") || !strings.Contains(rift.String(), "fixed in 1.30.1") {
 		t.Errorf("line %q", rift.String())
@@ -152,6 +156,33 @@ func TestFixOnTrack(t *testing.T) {
 	} {
 		if got := c.a.FixOnTrack(c.track, c.pinned); got != c.want {
 			t.Errorf("%s %s on %q: %q, want %q", c.a.Component, c.pinned, c.track, got, c.want)
+		}
+	}
+}
+
+// An OpenSSL advisory whose ranges stop before 3.5 leaves track "lts" unaffected (the
+// newest LTS branch, 3.5, is outside them); one that reaches into 3.5, a pin already on 3.5,
+// or another track, is not said to be.
+func TestUnaffectedOnTrack(t *testing.T) {
+	pre35 := Advisory{Component: "openssl", Affected: []Range{{From: "3.2.0", Before: "3.2.4"}, {From: "3.3.0", Before: "3.3.3"}, {From: "3.4.0", Before: "3.4.1"}}, Fixed: []string{"3.4.1", "3.3.3", "3.2.4"}}
+	spans := Advisory{Component: "openssl", Affected: []Range{{From: "3.0.0", To: "3.5.1"}}}
+	in35 := Advisory{Component: "openssl", Affected: []Range{{From: "3.3.0", Before: "3.3.5"}, {From: "3.5.1", Before: "3.5.4"}}}
+	nginx := Advisory{Component: "nginx", Affected: []Range{{From: "1.25.0", To: "1.26.2"}}}
+	for _, c := range []struct {
+		a             Advisory
+		track, pinned string
+		want          string
+	}{
+		{pre35, "lts", "3.3.1", "3.5"},
+		{pre35, "lts", "3.2.0", "3.5"},
+		{pre35, "3.3", "3.3.1", ""}, // the track is the 3.3 branch: its fix is FixOnTrack's
+		{pre35, "lts", "3.5.0", ""}, // already on the newest LTS branch
+		{spans, "lts", "3.3.1", ""}, // the range runs into 3.5
+		{in35, "lts", "3.3.1", ""},  // a range starts on 3.5
+		{nginx, "stable", "1.26.2", ""},
+	} {
+		if got := c.a.UnaffectedOnTrack(c.track, c.pinned); got != c.want {
+			t.Errorf("%s %s on %q, affected %v: %q, want %q", c.a.Component, c.pinned, c.track, c.a.Affected, got, c.want)
 		}
 	}
 }

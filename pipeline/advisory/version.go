@@ -139,6 +139,31 @@ func (a Advisory) FixOnTrack(track, pinned string) string {
 	return bestS
 }
 
+// UnaffectedOnTrack is, for an OpenSSL version on track "lts", the newest long-term-support
+// branch ("3.5") when it is newer than pinned's branch and none of the advisory's affected
+// ranges reaches into it: an update on the track ends the finding although upstream lists no
+// fix there (its advisories name fixes on the affected branches only). "" otherwise: other
+// tracks either name one branch (its fix is FixOnTrack's) or follow branches this package
+// cannot list (nginx's stable and mainline).
+func (a Advisory) UnaffectedOnTrack(track, pinned string) string {
+	pv, err := parseVersion(pinned)
+	if err != nil || a.Component != "openssl" || track != "lts" {
+		return ""
+	}
+	newest := openSSLLTS[len(openSSLLTS)-1]
+	bv, err := parseVersion(newest + ".0")
+	if err != nil || bv.compare(pv) <= 0 || bv.branch() == pv.branch() {
+		return ""
+	}
+	for _, r := range a.Affected {
+		from, err := parseVersion(r.From)
+		if err != nil || from.branch() == newest || r.contains(bv) {
+			return ""
+		}
+	}
+	return newest
+}
+
 func onTrack(component, track string, v version) bool {
 	switch {
 	case track == "" || track == "latest":

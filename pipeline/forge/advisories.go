@@ -46,7 +46,7 @@ func (r Request) advisories(l *lock.Lock) ([]advisory.Finding, error) {
 	if len(refused) > 0 {
 		slices.Sort(ids)
 		ids = slices.Compact(ids)
-		return nil, fmt.Errorf("refusing to publish (nothing was fetched): %d high or critical advisories affect the lock and have a fixed release on the component's track:\n  %s\nupdate the lock (go run ./ci check-updates --write, then review the pull request), or publish anyway by naming each one: %s %s",
+		return nil, fmt.Errorf("refusing to publish (nothing was fetched): %d high or critical advisories affect the lock and updating on the component's track ends them (a fixed release there, or a branch they do not affect):\n  %s\nupdate the lock (go run ./ci check-updates --write, then review the pull request), or publish anyway by naming each one: %s %s",
 			len(ids), strings.Join(refused, "\n  "), AcceptAdvisoryFlag, strings.Join(ids, ","))
 	}
 	return found, nil

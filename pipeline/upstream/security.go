@@ -45,7 +45,7 @@ func security(snap *advisory.Snapshot, r *Report, applied []Applied, written boo
 			}
 		}
 		for _, f := range snap.Affecting(after) {
-			if f.Fix == "" {
+			if f.Unfixed() {
 				s.Unfixed = append(s.Unfixed, f)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
+	advisorydata "github.com/nginx-forge/nginx-forge/pipeline/advisory"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/upstreamtest"
@@ -22,6 +23,9 @@ import (
 //     recorded GitHub responses of pipeline/upstream/testdata with stand-in tarballs signed
 //     by test keys (upstreamtest.DefaultLockScenario), handed to check-updates through the
 //     repository variable CHECK_UPDATES_UPSTREAM_FLAGS;
+//   - nginx's and OpenSSL's advisory feeds, in the scenarios that read them
+//     (updateFixtureOptions.Feeds): upstreamtest.AdvisoryFeeds, upstream's recorded answers,
+//     handed to check-updates through the same variable (the others skip the feeds);
 //   - the base images' registry: a loopback registry with the scenario's indexes;
 //   - github.com: a TLS server on loopback holding the repository (git http-backend) and the
 //     pulls API create-pull-request calls;
@@ -41,6 +45,8 @@ type updateFixture struct {
 	Scenario *upstreamtest.DefaultLockScenario
 	Flags    string
 	CI       string
+	// Feeds are the stand-in advisory feeds (updateFixtureOptions.Feeds), else nil.
+	Feeds *upstreamtest.AdvisoryFeeds
 }
 
 // newUpdateFixture builds it; stale names the stack lock's components set back to the
@@ -65,6 +71,15 @@ type updateFixtureOptions struct {
 	// Prepare changes the fixture's files (f.Repo, both locks current against the
 	// scenario, the stale components set back) before they are committed.
 	Prepare func(f *updateFixture)
+	// Upstream changes the stand-in upstream before the locks are brought up to date
+	// against it (what it offers then is what they are current with).
+	Upstream func(s *upstreamtest.DefaultLockScenario)
+	// Feeds: the run reads stand-in advisory feeds (f.Feeds, upstream's recorded answers)
+	// instead of skipping them, and the fixture's snapshot is the reviewed one as those
+	// feeds state it less the nginx advisories in DropAdvisories (which the run's refresh
+	// then adds).
+	Feeds          bool
+	DropAdvisories []string
 }
 
 func newUpdateFixtureWith(t *testing.T, o updateFixtureOptions) *updateFixture {
@@ -74,6 +89,9 @@ func newUpdateFixtureWith(t *testing.T, o updateFixtureOptions) *updateFixture {
 	dir := t.TempDir()
 	f := &updateFixture{Repo: filepath.Join(dir, "repo"), Scenario: upstreamtest.NewDefaultLockScenario(t)}
 	s := f.Scenario
+	if o.Upstream != nil {
+		o.Upstream(s)
+	}
 	f.CI = filepath.Join(dir, "ci-bin")
 	run(t, root, nil, "go", "build", "-o", f.CI, "./ci")
 	copyTracked(t, root, f.Repo)
@@ -87,12 +105,19 @@ func newUpdateFixtureWith(t *testing.T, o updateFixtureOptions) *updateFixture {
 			t.Fatal(err)
 		}
 	}
-	// --skip-advisory-feeds: the scenarios check the update's flow against the recorded
-	// releases; the advisory feeds' refresh, and a failing feed's exit 3, are ci's tests
-	// (check_updates_feeds_test.go), and a feed stood in here would have to hold every record
-	// the reviewed snapshot holds, or the run would propose dropping them.
+	// --skip-advisory-feeds, unless the scenario stands the feeds in (o.Feeds): the others
+	// check the update's flow against the recorded releases; the advisory feeds' refresh,
+	// and a failing feed's exit 3, are ci's tests (check_updates_feeds_test.go). The
+	// fixture's own check-updates runs below always skip them: the snapshot is set after.
 	f.Flags = strings.Join([]string{"--github-api", s.Upstream.GitHubAPI(), "--nginx-org", s.Upstream.NginxOrg(),
-		"--mirror", s.Upstream.Mirror(), "--registry", s.Registry, "--cache", filepath.Join(dir, "sources"), "--skip-advisory-feeds"}, " ")
+		"--mirror", s.Upstream.Mirror(), "--registry", s.Registry, "--cache", filepath.Join(dir, "sources")}, " ")
+	prepFlags := f.Flags + " --skip-advisory-feeds"
+	if o.Feeds {
+		f.Feeds = upstreamtest.NewAdvisoryFeeds(t)
+		f.Flags += " " + strings.Join(f.Feeds.Flags(), " ")
+	} else {
+		f.Flags = prepFlags
+	}
 
 	// The locks: the scenario's (stand-in checksums, test signers), the AWS-LC variant's
 	// PCRE2 the same as the default lock's; then brought up to date by check-updates itself,
@@ -116,7 +141,14 @@ func newUpdateFixtureWith(t *testing.T, o updateFixtureOptions) *updateFixture {
 	}
 	for _, l := range []string{stackFile, awsFile} {
 		run(t, f.Repo, []string{"GITHUB_ACTIONS=", "GITHUB_OUTPUT=", "GITHUB_STEP_SUMMARY=", "GITHUB_TOKEN="}, f.CI,
-			append([]string{"check-updates", "--write", "--lock", l}, strings.Fields(f.Flags)...)...)
+			append([]string{"check-updates", "--write", "--lock", l}, strings.Fields(prepFlags)...)...)
+	}
+	if o.Feeds {
+		// A feed stood in here holds the OpenSSL records of three advisories only: the
+		// snapshot as it states them, or the run would propose dropping the others.
+		if err := os.WriteFile(filepath.Join(f.Repo, filepath.FromSlash(advisorydata.DefaultPath)), upstreamtest.FeedSnapshot(t, o.DropAdvisories...), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The stale components go back to their locked releases, their keys out of keys/.
 	cur, err := lock.Load(stackFile)
@@ -162,10 +194,16 @@ func (f *updateFixture) run(t *testing.T) actRun {
 
 const updateBranch = "automation/upstream-updates"
 
-// TestUpdateNothingNew: both locks current: the run is green, no branch is pushed, no pull
-// request is asked for, the locks are as they were.
+// TestUpdateNothingNew: both locks current, the default one at nginx 1.30.6 (issue 46's
+// acceptance: a lock already at the release that fixes CVE-2026-42945 proposes nothing),
+// with the stand-in advisory feeds read and stating what the snapshot holds: the run is
+// green, no branch is pushed, no pull request is asked for, the locks are as they were.
 func TestUpdateNothingNew(t *testing.T) {
-	f := newUpdateFixture(t, nil, nil)
+	f := newUpdateFixtureWith(t, updateFixtureOptions{Feeds: true,
+		Upstream: func(s *upstreamtest.DefaultLockScenario) { s.OfferNginx1306(t) }})
+	if v := mustLoad(t, filepath.Join(f.Repo, "pipeline", "lock", "stack.lock.json")).MustComponent(lock.Nginx).Version; v != "1.30.6" {
+		t.Fatalf("the fixture's default lock pins nginx %s, want 1.30.6", v)
+	}
 	r := f.run(t)
 	if r.Err != nil {
 		fail(t, r, "act: %v, want a green run", r.Err)
@@ -176,20 +214,50 @@ func TestUpdateNothingNew(t *testing.T) {
 	if c := f.Remote.API.Calls(); len(c) != 0 {
 		fail(t, r, "the pulls API was called: %+v", c)
 	}
-	// Both locks were checked, by the built binary, and found current.
+	// Both locks were checked, by the built binary, and found current; each check read
+	// both feeds.
 	for _, l := range []string{"stack", "aws-lc"} {
 		if !strings.Contains(r.Log, "Upstream updates (pipeline/lock/"+l+".lock.json)") {
 			fail(t, r, "the log does not show check-updates' table for %s.lock.json", l)
 		}
 	}
+	reqs := f.Feeds.Requests()
+	if n, m := count(reqs, "/nginx.xml"), count(reqs, "/secjson"); n != 2 || m != 2 {
+		fail(t, r, "the feeds were read %d (nginx) and %d (OpenSSL) times, want twice each (once per lock): %v", n, m, reqs)
+	}
 }
 
-// TestUpdateOneComponentNew: PCRE2 one release behind (its signer's key not vendored yet):
-// the run is green, the branch on the remote is main plus one commit with exactly the default
-// lock (PCRE2 at the new release, nothing else moved) and the newly vendored key, no profile;
-// the pull request is asked for with that title and the dependencies label.
-func TestUpdateOneComponentNew(t *testing.T) {
-	f := newUpdateFixture(t, []string{lock.PCRE2}, nil)
+func count(ss []string, s string) int {
+	n := 0
+	for _, x := range ss {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
+
+func mustLoad(t *testing.T, file string) *lock.Lock {
+	t.Helper()
+	l, err := lock.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestUpdateSecurityRelease: issue 46's replay of the scheduled update. The default lock
+// pins nginx 1.26.2 (the seed lock's, inside CVE-2026-42945's affected range) and PCRE2 one
+// release behind (its signer's key not vendored yet); the stand-in upstream offers nginx
+// 1.30.6 and the stand-in feeds list CVE-2026-60005, which the snapshot lacks. The run is
+// green; the branch on the remote is main plus one commit with exactly the default lock
+// (nginx 1.30.6 and PCRE2 10.46, the served tarballs' checksums, nothing else moved), the
+// newly vendored key and the refreshed snapshot; the pull request is asked for as a security
+// update naming CVE-2026-42945 (title, body) with the dependencies and security labels.
+func TestUpdateSecurityRelease(t *testing.T) {
+	f := newUpdateFixtureWith(t, updateFixtureOptions{Stale: []string{lock.PCRE2, lock.Nginx}, Unvendor: []string{lock.PCRE2},
+		Feeds: true, DropAdvisories: []string{"CVE-2026-60005"},
+		Upstream: func(s *upstreamtest.DefaultLockScenario) { s.OfferNginx1306(t) }})
 	r := f.run(t)
 	if r.Err != nil {
 		fail(t, r, "act: %v, want a green run", r.Err)
@@ -204,7 +272,7 @@ func TestUpdateOneComponentNew(t *testing.T) {
 	key := "pipeline/lock/keys/" + f.Scenario.Keys[lock.PCRE2].Fingerprint + ".asc"
 	changed := strings.Fields(git(t, f.Remote.Bare, "diff", "--name-only", "main", updateBranch))
 	slices.Sort(changed)
-	if want := []string{key, "pipeline/lock/stack.lock.json"}; !slices.Equal(changed, want) {
+	if want := []string{"pipeline/advisory/advisories.json", key, "pipeline/lock/stack.lock.json"}; !slices.Equal(changed, want) {
 		t.Errorf("the branch changes %q, want exactly %q", changed, want)
 	}
 	before, err := lock.Parse([]byte(git(t, f.Remote.Bare, "show", "main:pipeline/lock/stack.lock.json")))
@@ -215,12 +283,16 @@ func TestUpdateOneComponentNew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if v := before.MustComponent(lock.Nginx).Version; v != "1.26.2" {
+		t.Errorf("main's default lock pins nginx %s, want 1.26.2", v)
+	}
+	want := map[string]string{lock.PCRE2: "10.46", lock.Nginx: "1.30.6"}
 	for _, name := range []string{lock.Nginx, lock.OpenSSL, lock.PCRE2, lock.Zlib} {
 		b, a := before.MustComponent(name), after.MustComponent(name)
-		switch {
-		case name == lock.PCRE2 && (a.Version != "10.46" || a.SHA256 != upstreamtest.SHA256(f.Scenario.Tarballs[a.FileName()])):
-			t.Errorf("pcre2 on the branch is %s (%s), want 10.46 with the served tarball's SHA-256", a.Version, a.SHA256)
-		case name != lock.PCRE2 && (a.Version != b.Version || a.SHA256 != b.SHA256):
+		switch v, moved := want[name]; {
+		case moved && (a.Version != v || a.SHA256 != upstreamtest.SHA256(f.Scenario.Tarballs[a.FileName()])):
+			t.Errorf("%s on the branch is %s (%s), want %s with the served tarball's SHA-256", name, a.Version, a.SHA256, v)
+		case !moved && (a.Version != b.Version || a.SHA256 != b.SHA256):
 			t.Errorf("%s moved from %s to %s", name, b.Version, a.Version)
 		}
 	}
@@ -231,17 +303,33 @@ func TestUpdateOneComponentNew(t *testing.T) {
 		strings.ToUpper(hex.EncodeToString(ring[0].PrimaryKey.Fingerprint)) != f.Scenario.Keys[lock.PCRE2].Fingerprint {
 		t.Errorf("%s on the branch is not the PCRE2 signer's public key alone (%d keys, %v)", key, len(ring), err)
 	}
+	if snap := git(t, f.Remote.Bare, "show", updateBranch+":pipeline/advisory/advisories.json"); !strings.Contains(snap, `"CVE-2026-60005"`) {
+		t.Error("the snapshot on the branch lacks CVE-2026-60005, which the feed added")
+	}
 	var created, labelled bool
 	for _, c := range f.Remote.API.Calls() {
 		switch {
 		case c.Method == "POST" && c.Path == "/repos/nginx-forge/nginx-forge/pulls":
+			title, _ := c.Body["title"].(string)
+			body, _ := c.Body["body"].(string)
+			t.Logf("the pull request's title: %s", title)
+			_, sec, _ := strings.Cut(title, "(security: ")
 			created = c.Body["head"] == "nginx-forge:"+updateBranch && c.Body["base"] == "main" &&
-				strings.Contains(c.Body["title"].(string), "10.46") && strings.Contains(c.Body["body"].(string), "Default build (OpenSSL + zlib)")
+				strings.Contains(title, "10.46") && strings.Contains(title, "nginx 1.30.6") && strings.Contains(sec, "CVE-2026-42945")
 			if !created {
-				t.Errorf("the pull request asked for is %+v", c.Body)
+				t.Errorf("the pull request asked for is %+v, want its title to name pcre2 10.46, nginx 1.30.6 and CVE-2026-42945 as a security fix", c.Body)
+			}
+			for _, w := range []string{"Default build (OpenSSL + zlib)", "## Security update", "[CVE-2026-42945](", "1.26.2 -> 1.30.6", "## Advisories snapshot refreshed", "[CVE-2026-60005]("} {
+				if !strings.Contains(body, w) {
+					t.Errorf("the pull request body lacks %q:\n%s", w, body)
+				}
 			}
 		case c.Method == "POST" && strings.HasSuffix(c.Path, "/issues/1/labels"):
-			labelled = true
+			labels, _ := c.Body["labels"].([]any)
+			labelled = slices.Contains(labels, any("dependencies")) && slices.Contains(labels, any("security"))
+			if !labelled {
+				t.Errorf("the pull request is labelled %v, want dependencies and security", c.Body["labels"])
+			}
 		}
 	}
 	if !created || !labelled {
@@ -336,6 +424,13 @@ func TestUpdatePartial(t *testing.T) {
 	created := false
 	for _, c := range f.Remote.API.Calls() {
 		created = created || (c.Method == "POST" && c.Path == "/repos/nginx-forge/nginx-forge/pulls")
+		// PCRE2 10.46 fixes no advisory of the snapshot: an ordinary update, not labelled
+		// security.
+		if c.Method == "POST" && strings.HasSuffix(c.Path, "/issues/1/labels") {
+			if labels, _ := c.Body["labels"].([]any); !slices.Equal(labels, []any{"dependencies"}) {
+				t.Errorf("the pull request is labelled %v, want dependencies alone", c.Body["labels"])
+			}
+		}
 	}
 	if !created {
 		fail(t, r, "no pull request was asked for; API calls: %+v", f.Remote.API.Calls())

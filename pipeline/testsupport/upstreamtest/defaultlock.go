@@ -274,6 +274,15 @@ func (s *DefaultLockScenario) ServeRelease(t testing.TB, name, v string) string 
 	return s.standIn(t, l.MustComponent(name), v, NewSignedAt)
 }
 
+// OfferNginx1306 makes the upstream offer nginx 1.30.6 (a stand-in signed by the scenario's
+// nginx test key) as nginx's newest release, the release issue 46 moves the shipped lock to.
+func (s *DefaultLockScenario) OfferNginx1306(t testing.TB) {
+	t.Helper()
+	s.ServeRelease(t, lock.Nginx, "1.30.6")
+	s.Upstream.SetGitHub("nginx/nginx", "releases", ReleasesJSON("nginx/nginx", "release-1.30.6", "release-1.26.2"))
+	s.Upstream.SetGitHub("nginx/nginx", "tags", TagsJSON("nginx/nginx", "release-1.30.6", "release-1.26.2"))
+}
+
 // serveRecordedGit serves each dir/<owner>/<repo>/<path>.json as the GitHub API's
 // /repos/<owner>/<repo>/git/<path>.
 func serveRecordedGit(t testing.TB, s *Server, dir string) {
