@@ -67,7 +67,7 @@ func readmePodmanTLSLine(t *testing.T) string {
 			return l
 		}
 	}
-	t.Fatal("README.md has no podman line mounting /etc/nginx/tls")
+	t.Fatal("README.md and docs/ have no podman line mounting /etc/nginx/tls")
 	return ""
 }
 
@@ -144,12 +144,8 @@ func runReadmePodmanLine(t *testing.T, line, tarball, load string) {
 		// Not a missing install (.ci/install-deps cannot change a machine's hard limits): the
 		// line as typed is refused here, so the README's own fix for such a machine is
 		// applied, as README.md words it, and the line must then serve.
-		b, err := os.ReadFile("../README.md")
-		if err != nil {
-			t.Fatal(err)
-		}
 		const fix = "--ulimit nproc=4096:4096"
-		if !strings.Contains(string(b), "or add `"+fix+"` to the line") {
+		if !strings.Contains(docFiles(t)[0].text, "or add `"+fix+"` to the line") {
 			t.Fatalf("podman refused this machine's hard limits (%s), and README.md no longer gives the fix %q", strings.TrimSpace(cmdOut.String()), fix)
 		}
 		t.Logf("podman refused the line as typed on this machine (%s): again with the README's fix for such machines, %s", strings.TrimSpace(cmdOut.String()), fix)
@@ -207,15 +203,11 @@ func writeSitesAndTLS(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(b)
+	doc := allDocs(t)
 	from := strings.Index(doc, "  ```nginx\n")
 	to := strings.Index(doc[from+1:], "  ```\n")
 	if from < 0 || to < 0 {
-		t.Fatal("README.md shows no tls.conf block")
+		t.Fatal("neither README.md nor docs/ shows a tls.conf block")
 	}
 	var conf strings.Builder
 	for _, l := range strings.Split(doc[from+len("  ```nginx\n"):from+1+to], "\n") {
