@@ -110,6 +110,7 @@ each such CVE; update the lock instead with 'ci check-updates --write'.
 
 Examples:
   # Build in Dagger, smoke-test, push and tag 1.30.6 and the full stack version; then run it
+  # (where podman refuses its default limits, add --ulimit nproc=4096:4096: README.md, Run it)
   go run ./ci build --push --image ghcr.io/owner/nginx
   podman run --read-only --tmpfs /var/cache/nginx:U --tmpfs /run/nginx:U --tmpfs /tmp:U \
     --ulimit nofile=10240:10240 -p 8080:8080 ghcr.io/owner/nginx:1.30
