@@ -59,7 +59,7 @@ func TestBuildLocalImageUsageErrors(t *testing.T) {
 }
 
 // ci tags with nothing to move prints nothing, says why on stderr and exits 0; a pull
-// request's ref moves no tag even with a commit (README: Tags).
+// request's ref moves no tag even with a commit (docs/tags.md).
 func TestTagsWithNothingToMove(t *testing.T) {
 	for _, c := range []struct {
 		args []string

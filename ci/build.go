@@ -110,23 +110,27 @@ each such CVE; update the lock instead with 'ci check-updates --write'.
 
 Examples:
   # Build in Dagger, smoke-test, push and tag 1.30.6 and the full stack version; then run it
+  # (where podman refuses its default limits, add --ulimit nproc=4096:4096: README.md, Run it)
   go run ./ci build --push --image ghcr.io/owner/nginx
   podman run --read-only --tmpfs /var/cache/nginx:U --tmpfs /run/nginx:U --tmpfs /tmp:U \
     --ulimit nofile=10240:10240 -p 8080:8080 ghcr.io/owner/nginx:1.30
 
-  # Offline: a stand-in base from a Debian mirror, then a build on it (README: Offline)
-  go run ./ci base --mirror http://HOST/debian --output /tmp/base
-  sudo go run ./ci build --engine host --mirror http://127.0.0.1:8000 --runtime-image oci:/tmp/base --output nginx.tar
+  # Offline (README.md: Offline quick start): a stand-in base from this machine's Debian
+  # mirror, then a build of the test twin lock, whose sources .ci/fetch-sources takes from
+  # Debian's source packages and serves as the mirror on 127.0.0.1:8000
+  go run ./ci base --mirror "$(go run ./pipeline/testsupport/testenv/debianmirror)" --output /tmp/base
+  sudo go run ./ci build --engine host --lock pipeline/lock/testdata/stack.twin.lock.json --mirror http://127.0.0.1:8000 --runtime-image oci:/tmp/base --output /tmp/nginx.tar
 
   # Build on this machine into an OCI tarball, as a normal user (cache in
   # $XDG_CACHE_HOME/nginx-forge); with sudo and without --no-smoke, smoke-tested in runc
   go run ./ci build --engine host --no-smoke --output nginx.tar
 
   # Bare metal: an install tree for this machine's CPU, with a systemd unit
-  go run ./ci build --engine host --cpu native --no-smoke --tree out/tree --bundle
+  go run ./ci build --engine host --cpu native --no-smoke --tree /tmp/tree --bundle
 
-  # From a mirror holding the lock's files under their upstream names
-  go run ./ci build --engine host --mirror http://127.0.0.1:8000 --tree out/tree`
+  # From a mirror holding the lock's files under their upstream names (the shipped lock's
+  # files: a mirror made by .ci/fetch-sources holds the twin's, as above)
+  go run ./ci build --engine host --mirror http://127.0.0.1:8000 --tree /tmp/tree`
 
 func init() {
 	register(&command{
@@ -159,14 +163,14 @@ func declareBuildFlags(fs *flag.FlagSet) *buildFlags {
 	f.stackFlags(fs)
 	fs.StringVar(&f.tree, "tree", "", "write the install tree to `DIR` (must be new or empty)")
 	fs.StringVar(&f.output, "output", "", "write the image to `PATH`: an OCI layout directory, or a tarball if it ends in .tar")
-	fs.StringVar(&f.optimize, "optimize", plan.DefaultOptimize, "optimization `mode`: "+strings.Join(plan.OptimizeModes, ", ")+" (auto: pgo when the lock records a PGO profile for this build (ci pgo-profile), else none; lto: link-time optimization of nginx with OpenSSL, PCRE2, zlib; pgo: lto plus a profile of OpenSSL and nginx: the lock's recorded one, else trained on loopback during this build, which is then not reproducible)")
+	fs.StringVar(&f.optimize, "optimize", plan.DefaultOptimize, "optimization `mode`: "+strings.Join(plan.OptimizeModes, ", ")+" (auto: pgo when the lock records a PGO profile for this build (ci pgo-profile), else none; lto: link-time optimization of nginx with OpenSSL, PCRE2, zlib (AWS-LC, PCRE2, zlib-ng with --tls aws-lc --zlib zlib-ng); pgo: lto plus a profile of OpenSSL and nginx (of zlib-ng, PCRE2, AWS-LC and nginx with AWS-LC): the lock's recorded one, else trained on loopback during this build, which is then not reproducible)")
 	fs.BoolVar(&f.verbose, "v", false, "verbose: show downloads, verification, registry steps and the smoke table")
 	fs.BoolVar(&f.quiet, "q", false, "quiet: no \"still running\" line every 15 s while a step (a download, a compile, a push) runs")
 	fs.StringVar(&f.image, "image", "", "`REPO[:TAG[,TAG...]]` to publish to (with --push) and to name --output's tarball")
 	fs.BoolVar(&f.push, "push", false, "push by digest, smoke-test that digest, then move the tags")
 	fs.BoolVar(&f.digestOnly, "digest-only", false, "with --push: move no tag (print the digest for 'ci manifest')")
 	fs.BoolVar(&f.latest, "latest", false, "with --push and default tags: also move the nginx channel (stable or mainline) and latest")
-	fs.StringVar(&f.ref, "ref", "", "the git `ref` built (e.g. refs/heads/main, refs/tags/v1.4.0; GitHub's GITHUB_REF): decides the default tags as ci manifest does (README: Tags)")
+	fs.StringVar(&f.ref, "ref", "", "the git `ref` built (e.g. refs/heads/main, refs/tags/v1.4.0; GitHub's GITHUB_REF): decides the default tags as ci manifest does (docs/tags.md)")
 	fs.BoolVar(&f.noSmoke, "no-smoke", false, "skip the smoke tests (refused with --push)")
 	fs.BoolVar(&f.insecure, "insecure", false, "allow plain HTTP to registries that are not on loopback")
 	fs.BoolVar(&f.bundle, "bundle", false, "with --tree: add a systemd unit, sysusers.d and sysctl.d files for a bare-metal install")

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -121,5 +123,44 @@ func TestBuildWithoutEngineFailsFirst(t *testing.T) {
 		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s exists after a build that could not start: %v", p, err)
 		}
+	}
+}
+
+// TestBuildNamesTheMissingEngineBeforeTheRegistry: a machine where a container runtime works
+// but no Dagger engine can be started (here: the dagger CLI the SDK is told to use is not
+// there), and the runtime image's registry is out of reach. `ci build` as typed says that
+// there is no engine and that --engine host is the way out, not that the base could not be
+// pulled: the engine is asked before the base is pulled.
+func TestBuildNamesTheMissingEngineBeforeTheRegistry(t *testing.T) {
+	for _, v := range []string{"DAGGER_SESSION_PORT", "_EXPERIMENTAL_DAGGER_RUNNER_HOST", "DAGGER_SESSION_TOKEN"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	works := false
+	for _, rt := range []string{"docker", "podman", "nerdctl"} {
+		if exec.Command(rt, "info").Run() == nil {
+			works = true
+			break
+		}
+	}
+	if !works {
+		t.Skip("no container runtime answers `info` here, so the preflight already stops at the engine (TestBuildWithoutEngineFailsFirst); this test needs one that works")
+	}
+	dir := t.TempDir()
+	t.Setenv("_EXPERIMENTAL_DAGGER_CLI_BIN", filepath.Join(dir, "no-dagger-cli"))
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "xdg"))
+	// A registry that is not there: a closed loopback port.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	var stderr strings.Builder
+	code := run(context.Background(), []string{"build", "--lock", testLockPath, "--runtime-image", closed + "/distroless/base:nonroot",
+		"--mirror", "http://127.0.0.1:9/never-contacted", "--no-smoke", "--output", filepath.Join(dir, "nginx.tar")}, io.Discard, &stderr)
+	msg := stderr.String()
+	if code != 2 || !strings.Contains(msg, "no Dagger engine") || !strings.Contains(msg, "--engine host") || strings.Contains(msg, "pulling the runtime image") {
+		t.Errorf("ci build with no engine and no registry exited %d, want 2 naming the missing engine and --engine host before any pull:\n%s", code, msg)
 	}
 }

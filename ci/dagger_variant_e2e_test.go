@@ -71,7 +71,7 @@ func TestDaggerAWSLCVariant(t *testing.T) {
 // without an engine, and unless NGINX_FORGE_DAGGER_PGO_TEST=1 asks for its cost: the
 // training and two builds in containers take the better part of an hour on 2 cores, more
 // than the rest of .ci/test's Dagger tests together, so .ci/test leaves it to a lab run
-// (README: Tests) while the host engine's TestAWSLCVariantPGOIsReproducible runs every time.
+// (docs/tests.md) while the host engine's TestAWSLCVariantPGOIsReproducible runs every time.
 func TestDaggerAWSLCVariantPGO(t *testing.T) {
 	needDaggerEngine(t)
 	if testing.Short() || os.Getenv("NGINX_FORGE_DAGGER_PGO_TEST") != "1" {

@@ -27,7 +27,7 @@ image's config; entries are sorted by platform, so the index digest does not dep
 argument order; two images of one platform are refused.
 
 The tags are those --image names, or, for --image REPO alone, the ones the lock, --ref and
---revision decide (the same rule as ci build --push; README: Tags). The index is pushed by
+--revision decide (the same rule as ci build --push; docs/tags.md). The index is pushed by
 digest first, then the tags move, all or none (as when publishing an image: a failure puts
 every tag back where it was and says what, if anything, the registry kept). Transient
 registry errors are retried. Credentials come from the Docker config and, for ghcr.io,

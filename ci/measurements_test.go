@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path"
 	"regexp"
 	"strings"
 	"testing"
@@ -79,7 +80,7 @@ func headingAnchors(doc string) map[string]bool {
 
 // Every table of published figures says, before it, which command gives it again, and every
 // ci command there still parses: a renamed flag or subcommand fails here instead of leaving
-// figures nobody can re-run. The README's links into the document land on its headings. The
+// figures nobody can re-run. The links of README.md and docs/ into the document land on its headings. The
 // planted document proves each check sees its fault.
 func TestMeasurementsNameTheirCommands(t *testing.T) {
 	b, err := os.ReadFile(measurementsDoc)
@@ -94,22 +95,21 @@ func TestMeasurementsNameTheirCommands(t *testing.T) {
 		t.Errorf("%s has %d tables; the figures moved out of the README are at least 8", measurementsDoc, n)
 	}
 
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	anchors := headingAnchors(doc)
-	links := mdLink.FindAllStringSubmatch(string(readme), -1)
-	if len(links) == 0 {
-		t.Error("README.md does not link to pipeline/bench/MEASUREMENTS.md")
+	linked := 0
+	for _, d := range docFiles(t) {
+		for _, l := range mdLink.FindAllStringSubmatch(d.text, -1) {
+			linked++
+			if p := path.Clean(path.Join(path.Dir(d.name), l[1])); p != "pipeline/bench/MEASUREMENTS.md" {
+				t.Errorf("%s links to %q (%s), want pipeline/bench/MEASUREMENTS.md", d.name, l[1], p)
+			}
+			if l[2] != "" && !anchors[l[2]] {
+				t.Errorf("%s links to MEASUREMENTS.md%s, which is none of its headings %v", d.name, l[2], anchors)
+			}
+		}
 	}
-	for _, l := range links {
-		if l[1] != "pipeline/bench/MEASUREMENTS.md" {
-			t.Errorf("README links to %q, want pipeline/bench/MEASUREMENTS.md", l[1])
-		}
-		if l[2] != "" && !anchors[l[2]] {
-			t.Errorf("README links to MEASUREMENTS.md%s, which is none of its headings %v", l[2], anchors)
-		}
+	if linked == 0 {
+		t.Error("neither README.md nor docs/ links to pipeline/bench/MEASUREMENTS.md")
 	}
 
 	planted := "Figures: `go run ./ci bench`.\n\n# Section\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nThen `go run ./ci bench --no-such-flag 1`\nand `ci benchmark --tree T`.\n\n| c |\n|---|\n"

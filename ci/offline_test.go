@@ -227,7 +227,7 @@ func TestBuildNamesEachUnreachableServerOnce(t *testing.T) {
 		}},
 		{"a mirror where nothing listens", "http://" + refused, []string{
 			refused + ": connection refused, transient, tried 4 times: " + components,
-			"start its server (README: Offline) or fix the port in --mirror URL",
+			"start its server (docs/offline.md) or fix the port in --mirror URL",
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

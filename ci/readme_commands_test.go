@@ -40,32 +40,36 @@ func readmeProblems(doc, scratch string) (cmds []docCommand, problems []string) 
 	return cmds, problems
 }
 
-// Every ci command line README.md shows still runs as shown: those of its shell code blocks
+// Every ci command line README.md and the pages under docs/ show still runs as shown: those of their shell code blocks
 // through run itself up to the usage checks (build, pgo-profile) or through the command's
 // flag parsing (the others), and those its prose names in code spans through the flag
 // parsing. A lost or renamed flag or command, or a combination build now refuses, fails
 // here naming the README line. Run in an empty directory, so that the README's outputs
 // (nginx.tar, /tmp/tree) are new, as they are for someone following it.
 func TestReadmeCommandLines(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs := docFiles(t)
 	scratch := t.TempDir()
 	t.Chdir(scratch)
-	cmds, problems := readmeProblems(string(b), scratch)
-	for _, p := range problems {
-		t.Errorf("README.md %s", p)
-	}
-	whole, signKey := 0, false
-	for _, c := range cmds {
-		if !c.partial {
-			whole++
+	whole, spans, signKey := 0, 0, false
+	for _, d := range docs {
+		cmds, problems := readmeProblems(d.text, scratch)
+		for _, p := range problems {
+			t.Errorf("%s %s", d.name, p)
 		}
-		signKey = signKey || strings.Contains(strings.Join(c.args, " "), "--sign-key key.pem")
+		for _, c := range cmds {
+			if !c.partial {
+				whole++
+			} else {
+				spans++
+			}
+			signKey = signKey || strings.Contains(strings.Join(c.args, " "), "--sign-key key.pem")
+		}
+		if d.name == "README.md" && len(cmds) < 8 {
+			t.Errorf("README.md: %d ci command lines; is the walk still reading it?", len(cmds))
+		}
 	}
-	if whole < 12 || len(cmds)-whole < 30 || !signKey {
-		t.Errorf("README.md: %d command lines in code blocks and %d in code spans (want at least 12 and 30), --sign-key among them: %v; is the walk still reading it?", whole, len(cmds)-whole, signKey)
+	if whole < 12 || spans < 30 || !signKey {
+		t.Errorf("README.md and docs/: %d command lines in code blocks and %d in code spans (want at least 12 and 30), --sign-key among them: %v; is the walk still reading them?", whole, spans, signKey)
 	}
 }
 

@@ -4,16 +4,10 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -67,7 +61,7 @@ func readmePodmanTLSLine(t *testing.T) string {
 			return l
 		}
 	}
-	t.Fatal("README.md has no podman line mounting /etc/nginx/tls")
+	t.Fatal("README.md and docs/ have no podman line mounting /etc/nginx/tls")
 	return ""
 }
 
@@ -144,12 +138,8 @@ func runReadmePodmanLine(t *testing.T, line, tarball, load string) {
 		// Not a missing install (.ci/install-deps cannot change a machine's hard limits): the
 		// line as typed is refused here, so the README's own fix for such a machine is
 		// applied, as README.md words it, and the line must then serve.
-		b, err := os.ReadFile("../README.md")
-		if err != nil {
-			t.Fatal(err)
-		}
 		const fix = "--ulimit nproc=4096:4096"
-		if !strings.Contains(string(b), "or add `"+fix+"` to the line") {
+		if !strings.Contains(docFiles(t)[0].text, "or add `"+fix+"` to the line") {
 			t.Fatalf("podman refused this machine's hard limits (%s), and README.md no longer gives the fix %q", strings.TrimSpace(cmdOut.String()), fix)
 		}
 		t.Logf("podman refused the line as typed on this machine (%s): again with the README's fix for such machines, %s", strings.TrimSpace(cmdOut.String()), fix)
@@ -183,55 +173,45 @@ func runReadmePodmanLine(t *testing.T, line, tarball, load string) {
 	}
 }
 
-// writeSitesAndTLS makes dir/sites (empty: the image's own server) and dir/tls: a
-// self-signed certificate for localhost and README.md's tls.conf.
+// writeSitesAndTLS makes dir/sites (empty: the image's own server) and dir/tls as README.md
+// says, as typed: its mkdir and openssl lines (a self-signed certificate for localhost, its
+// key 0600), its tls.conf written with no permission for others (a umask of 077), then its
+// chmod line, without which nginx (uid 65532) could read neither.
 func writeSitesAndTLS(t *testing.T, dir string) {
 	t.Helper()
-	for _, d := range []string{"sites", "tls"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
-			t.Fatal(err)
+	readme := docFiles(t)[0].text
+	// step runs README.md's one shell line that starts with program and names tls.
+	step := func(program string) {
+		var lines []string
+		for _, l := range shellLines(readme, program) {
+			if strings.Contains(l, "tls") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) != 1 {
+			t.Fatalf("README.md has %d %s lines naming tls in its shell blocks, want the one of Run it: %q", len(lines), program, lines)
+		}
+		cmd := exec.Command("bash", "-euc", lines[0])
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("README.md's `%s`: %v\n%s", lines[0], err, out)
 		}
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"}, DNSNames: []string{"localhost"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(b)
-	from := strings.Index(doc, "  ```nginx\n")
-	to := strings.Index(doc[from+1:], "  ```\n")
+	step("mkdir")
+	step("openssl")
+	from := strings.Index(readme, "  ```nginx\n")
+	to := strings.Index(readme[from+1:], "  ```\n")
 	if from < 0 || to < 0 {
 		t.Fatal("README.md shows no tls.conf block")
 	}
 	var conf strings.Builder
-	for _, l := range strings.Split(doc[from+len("  ```nginx\n"):from+1+to], "\n") {
+	for _, l := range strings.Split(readme[from+len("  ```nginx\n"):from+1+to], "\n") {
 		conf.WriteString(strings.TrimPrefix(l, "  ") + "\n")
 	}
-	files := map[string][]byte{
-		"tls/tls.crt":  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		"tls/tls.key":  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
-		"tls/tls.conf": []byte(conf.String()),
+	if err := os.WriteFile(filepath.Join(dir, "tls", "tls.conf"), []byte(conf.String()), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	for name, data := range files {
-		// World-readable: nginx reads them as uid 65532 through the read-only bind mount.
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	step("chmod")
 }
 
 // waitOrExit waits up to d for cmd to exit early (a refused start) and returns its error;

@@ -9,17 +9,22 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
-// readmeShellLines are the lines of README.md's shell code blocks whose first word is
-// program, continuation lines joined, as a shell would read them.
+// readmeShellLines are the lines of the shell code blocks of README.md and then docs/*.md
+// whose first word is program, continuation lines joined, as a shell would read them.
 func readmeShellLines(t testing.TB, program string) []string {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
+	var out []string
+	for _, d := range docFiles(t) {
+		out = append(out, shellLines(d.text, program)...)
 	}
+	return out
+}
+
+// shellLines are the lines of a document's shell code blocks whose first word is program.
+func shellLines(doc, program string) []string {
 	var out []string
 	in, cur := false, ""
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(doc, "\n") {
 		trimmed := strings.TrimSpace(line)
 		if m := fence.FindStringSubmatch(line); m != nil {
 			in = !in && shellFences[m[2]]
@@ -48,11 +53,11 @@ func readmeShellLines(t testing.TB, program string) []string {
 func TestReadmeRunLinesFollowTheContract(t *testing.T) {
 	lines := readmeShellLines(t, "podman")
 	if len(lines) < 3 {
-		t.Fatalf("README.md has %d podman run lines, want the first screen's and two under Using the image: %q", len(lines), lines)
+		t.Fatalf("README.md and docs/ have %d podman run lines, want at least the first screen's and the two of Run it: %q", len(lines), lines)
 	}
 	docker := readmeShellLines(t, "docker")
 	if len(docker) < 1 {
-		t.Fatal("README.md has no docker run line")
+		t.Fatal("README.md and docs/ have no docker run line")
 	}
 	conf, err := os.ReadFile("../pipeline/plan/files/nginx.conf")
 	if err != nil {
@@ -70,11 +75,11 @@ func TestReadmeRunLinesFollowTheContract(t *testing.T) {
 				want = "--tmpfs " + p + " "
 			}
 			if !strings.Contains(l, want) {
-				t.Errorf("README.md `%s` lacks %s", l, want)
+				t.Errorf("README.md or docs/: `%s` lacks %s", l, want)
 			}
 		}
 		if !strings.Contains(l, "--read-only") || !strings.Contains(l, ulimit) {
-			t.Errorf("README.md `%s` lacks --read-only or %s", l, ulimit)
+			t.Errorf("README.md or docs/: `%s` lacks --read-only or %s", l, ulimit)
 		}
 	}
 }
@@ -115,7 +120,7 @@ func TestReadmeFirstScreen(t *testing.T) {
 	}
 }
 
-// The tls.conf README.md shows is the one nginx.conf documents (which a shell-less image
+// Each tls.conf README.md and docs/ show is the one nginx.conf documents (which a shell-less image
 // cannot print).
 func TestReadmeTLSConfIsTheImages(t *testing.T) {
 	conf, err := os.ReadFile("../pipeline/plan/files/nginx.conf")
@@ -132,12 +137,18 @@ func TestReadmeTLSConfIsTheImages(t *testing.T) {
 	for _, l := range strings.Split(strings.TrimSpace(c[from+len("# ---- BEGIN tls.conf ----\n"):to]), "\n") {
 		want = append(want, strings.TrimPrefix(strings.TrimPrefix(l, "#"), " "))
 	}
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
+	block, shown := indentLines(strings.Join(want, "\n"), "  "), 0
+	for _, d := range docFiles(t) {
+		if !strings.Contains(d.text, "listen 8443 ssl") {
+			continue
+		}
+		shown++
+		if !strings.Contains(d.text, block) {
+			t.Errorf("%s shows a tls.conf that is not nginx.conf's block verbatim:\n%s", d.name, strings.Join(want, "\n"))
+		}
 	}
-	if !strings.Contains(string(b), indentLines(strings.Join(want, "\n"), "  ")) {
-		t.Errorf("README.md does not show nginx.conf's tls.conf block verbatim:\n%s", strings.Join(want, "\n"))
+	if shown < 2 {
+		t.Errorf("%d documents show tls.conf, want README.md's Run it and docs/using.md", shown)
 	}
 }
 

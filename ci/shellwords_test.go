@@ -214,9 +214,19 @@ func (l *shellLexer) closing(open int) int {
 	return len(l.src)
 }
 
+// substitutionValues are what the substitutions the documents make print, where a commit
+// ID would not do: this machine's Debian mirror is a URL.
+var substitutionValues = map[string]string{
+	"go run ./pipeline/testsupport/testenv/debianmirror": "http://127.0.0.1:9/debian",
+}
+
 // substitute writes a command substitution's value; its commands are the line's too.
 func (l *shellLexer) substitute(inner string) {
 	l.cmds = append(l.cmds, shellCommands(inner)...)
+	if v, ok := substitutionValues[strings.Join(strings.Fields(inner), " ")]; ok {
+		l.word.WriteString(v)
+		return
+	}
 	l.word.WriteString(substitutionValue)
 }
 

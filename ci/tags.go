@@ -14,7 +14,7 @@ import (
 func init() {
 	register(&command{
 		name:    "tags",
-		summary: "print the tags a publish of the lock moves for a git ref (the README's tag table)",
+		summary: "print the tags a publish of the lock moves for a git ref (docs/tags.md's table)",
 		usage:   "[--lock FILE] [--ref REF] [--revision SHA] [--latest]",
 		long: `
 Prints, comma-separated, the tags that ci build --push and ci manifest --image REPO move
@@ -38,7 +38,7 @@ says so on standard error and exits 0.`,
 				}
 				sink, _ := newLog(stderr, false, false)
 				if strings.HasPrefix(*ref, "refs/pull/") {
-					// A pull request builds and smoke-tests, and publishes nothing (README: Tags).
+					// A pull request builds and smoke-tests, and publishes nothing (docs/tags.md).
 					say(sink, "ci tags: --ref %s is a pull request: it moves no tag", *ref)
 					return nil
 				}

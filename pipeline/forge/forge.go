@@ -163,6 +163,15 @@ func (b *build) preflightChecks(ctx context.Context) error {
 	if !wants {
 		return nil
 	}
+	// The engine and its builder first, the runtime image after: a machine with no engine
+	// and no registry in reach is told that it has no engine (and that --engine host builds
+	// without one) before a pull of the base fails on the network.
+	for _, t := range b.targets {
+		var err error
+		if t.builder, err = b.eng.Builder(ctx, t.plan); err != nil {
+			return fmt.Errorf("checking the builder for %s (nothing was built): %w", t.plan.Platform, err)
+		}
+	}
 	ref := b.runtimeRef()
 	for _, t := range b.targets {
 		pl := v1.Platform{OS: t.plan.Platform.OS, Architecture: t.plan.Platform.Arch}
@@ -173,16 +182,13 @@ func (b *build) preflightChecks(ctx context.Context) error {
 	return nil
 }
 
-// checkBase pulls the runtime image for t and checks its glibc: the binary needs the glibc
-// symbol versions of the builder, and an older runtime glibc fails at start with
-// "GLIBC_2.xx not found".
+// checkBase pulls the runtime image for t and checks its glibc against the builder's
+// (t.builder): the binary needs the glibc symbol versions of the builder, and an older
+// runtime glibc fails at start with "GLIBC_2.xx not found".
 func (b *build) checkBase(ctx context.Context, t *target, ref string, pl v1.Platform) error {
 	var err error
 	if t.base, err = image.PullBase(ctx, ref, pl, b.regOpts...); err != nil {
 		return fmt.Errorf("pulling the runtime image %s for %s (nothing was built; --runtime-image overrides it): %w", ref, t.plan.Platform, err)
-	}
-	if t.builder, err = b.eng.Builder(ctx, t.plan); err != nil {
-		return fmt.Errorf("checking the builder for %s (nothing was built): %w", t.plan.Platform, err)
 	}
 	baseV, err := image.GlibcVersion(t.base)
 	if err != nil {

@@ -196,7 +196,7 @@ func addLibcrypt(doc *spdx.Document, l *lock.Lock, version string) {
 	// libcrypt.a comes from the builder's libcrypt-dev, so its version is a distribution
 	// package version ("1:4.4.33-2"); the purl names libxcrypt at the upstream part, the
 	// version its advisories are about. No CPE: NVD lists no product for libxcrypt that
-	// this program could confirm (README, Verifying it), and a guessed one would match
+	// this program could confirm (docs/verifying.md), and a guessed one would match
 	// nothing or the wrong thing.
 	up := debianUpstreamVersion(version)
 	doc.Packages = append(doc.Packages, &spdx.Package{

@@ -72,7 +72,7 @@ func quoteShort(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-// Tags decides the tags a publish of l moves, in this order (the README's tag table says
+// Tags decides the tags a publish of l moves, in this order (docs/tags.md's table says
 // the same; `ci build --push` and `ci manifest` both call this):
 //
 //   - <nginx> (1.26.2), <nginx>-openssl<v>-pcre2-<v>-zlib<v> (this exact stack) and
@@ -88,7 +88,7 @@ func quoteShort(s string) string {
 //
 // There is no major-version tag ("1"): nginx's second number is its release branch, and a
 // new stable branch (1.26 to 1.28) may drop directives a configuration uses, so "1" would
-// move a consumer across what is a major release in all but name (README, Tags).
+// move a consumer across what is a major release in all but name (docs/tags.md).
 //
 // A lock that builds with another TLS library or zlib than the default (OpenSSL, zlib) is
 // a variant: every tag above gets the variant's suffix (variantSuffix: "-aws-lc-zlib-ng"),

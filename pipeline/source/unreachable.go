@@ -89,13 +89,13 @@ func (f *Fetcher) unreachableFix(fl netfail.Failure) string {
 			}
 			return "this machine cannot resolve the host name of " + role + ": check its spelling in " + flag
 		case netfail.Refused:
-			return "nothing accepts connections at " + role + ": start its server (README: Offline) or fix the port in " + flag + ", then run again"
+			return "nothing accepts connections at " + role + ": start its server (docs/offline.md) or fix the port in " + flag + ", then run again"
 		case netfail.TLS:
 			return "this machine does not trust the certificate of " + role + ": every file is checked by its SHA-256 and signature all the same, so a plain http:// URL is fine; or add its CA to the system's (SSL_CERT_FILE)"
 		}
 		return role + " did not answer or cut the connection off: check that server, then run again"
 	}
-	const mirror = "--mirror URL (a server this machine reaches that holds the lock's files under their file names, URL/<file name>; the same checks; README: Offline)"
+	const mirror = "--mirror URL (a server this machine reaches that holds the lock's files under their file names, URL/<file name>; the same checks; docs/offline.md)"
 	switch fl.Kind {
 	case netfail.DNS:
 		if fl.Transient {

@@ -107,7 +107,7 @@ func (e *Executor) Connect(ctx context.Context) error {
 	}
 	c, err := dagger.Connect(ctx, dagger.WithLogOutput(out))
 	if err != nil {
-		return fmt.Errorf("connecting to the Dagger engine through %s: %w", via, err)
+		return fmt.Errorf("%w: connecting through %s failed (no engine answered, or none could be started); build on this machine with --engine host, or start an engine: %w", ErrNoEngine, via, err)
 	}
 	e.client = c
 	return nil

@@ -12,7 +12,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
-// layoutPaths are the paths README.md's Layout table names (each `path` in its first column).
+// layoutPaths are the paths the Layout table of docs/architecture.md names (each `path` in its first column).
 func layoutPaths(readme string) []string {
 	_, rest, ok := strings.Cut(readme, "\n## Layout\n")
 	if !ok {
@@ -84,24 +84,24 @@ func missingFromLayout(root string, paths, pkgs []string) (uncovered, absent []s
 	return uncovered, absent
 }
 
-// TestReadmeLayoutMatchesTheTree: every path the README's Layout table names exists, and
+// TestReadmeLayoutMatchesTheTree: every path the Layout table of docs/architecture.md names exists, and
 // every package under pipeline/ is named there (itself or a parent).
 func TestReadmeLayoutMatchesTheTree(t *testing.T) {
 	root := testenv.RepoRoot()
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	b, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	paths := layoutPaths(string(b))
 	if len(paths) < 5 {
-		t.Fatalf("README.md's Layout table names %d paths: is the section there?", len(paths))
+		t.Fatalf("docs/architecture.md's Layout table names %d paths: is the section there?", len(paths))
 	}
 	uncovered, absent := missingFromLayout(root, paths, goPackageDirs(t, root))
 	for _, p := range absent {
-		t.Errorf("README Layout names %s, which does not exist", p)
+		t.Errorf("docs/architecture.md's Layout names %s, which does not exist", p)
 	}
 	for _, p := range uncovered {
-		t.Errorf("package %s is not in README's Layout table", p)
+		t.Errorf("package %s is not in the Layout table of docs/architecture.md", p)
 	}
 
 	// The check can fail: a package the table does not name, and a row for a removed one.

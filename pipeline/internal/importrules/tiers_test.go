@@ -18,7 +18,7 @@ import (
 )
 
 // integrationTag is the build tag of the end-to-end tier: .ci/test sets it, a plain
-// `go test ./...` (the fast tier, README's Tests section) leaves those files out.
+// `go test ./...` (the fast tier, docs/tests.md) leaves those files out.
 const integrationTag = "integration"
 
 // realParts names, by package, the test helpers that need a real part of the stack: a

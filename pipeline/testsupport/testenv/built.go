@@ -33,7 +33,7 @@ var built struct {
 // BuiltTree returns the install tree (usr/sbin/nginx, etc/nginx/..., see the runtime
 // contract) of the whole stack built by the host executor from the test lock's real tarballs,
 // fetched and verified from the loopback mirror. The first caller on a machine compiles it
-// (minutes: the README's Tests section has the times; give `go test` a -timeout of 30m); every later caller, in
+// (minutes: docs/tests.md has the times; give `go test` a -timeout of 30m); every later caller, in
 // any test package or process, gets it from the shared cache (BuildCacheDir) in seconds. A
 // lock per stage makes concurrent callers wait for one build instead of racing.
 //
