@@ -26,7 +26,8 @@ platform's image; an index's platform images each carry their own), checking its
 with --key first. It refuses, before anything is fetched or built, a provenance that does not
 verify, a checkout that is not at the revision it records (or has uncommitted changes to
 tracked files), and a lock or flags that differ from what it records (the message names the
-first field). Then it builds with the recorded engine, platform, CPU level, optimization and
+first field). Then it builds with the recorded engine (dagger or host: another engine
+compiles with another toolchain), platform, CPU level, optimization and
 modules, from this checkout's lock (--lock, or --tls/--zlib as for ci build), and compares.
 
 Exit status 0: the same digest (printed). With --attest, a rebuild that matched is attested
@@ -39,19 +40,22 @@ differ, and how (content, mode, mtime, owner, type, link target). Exit status 2:
 
 // rebuildFlags are rebuild's flags.
 type rebuildFlags struct {
-	key, signKey     string
-	attest           bool
-	engine           engineName
-	lockFile         string
-	tls, zlib        string
-	mirror, cache    string
-	runtimeImage     string
-	builderImage     string
-	insecure         bool
-	verbose, quiet   bool
-	jobs             int
-	checkoutRevision func(context.Context) (string, error) // the checkout's HEAD, clean; tests replace it
+	key, signKey   string
+	attest         bool
+	engine         engineName
+	lockFile       string
+	tls, zlib      string
+	mirror, cache  string
+	runtimeImage   string
+	builderImage   string
+	insecure       bool
+	verbose, quiet bool
+	jobs           int
 }
+
+// rebuildCheckout is checkoutRevision; the end-to-end test, whose pushed image records a
+// revision of its own, replaces it.
+var rebuildCheckout = checkoutRevision
 
 func init() {
 	register(&command{
@@ -60,11 +64,10 @@ func init() {
 		usage:   "--key PUB [--attest --sign-key KEY] [--lock FILE] [--mirror URL] IMAGE@DIGEST",
 		long:    rebuildHelp,
 		flags: func(fs *flag.FlagSet) runFunc {
-			f := rebuildFlags{checkoutRevision: checkoutRevision}
+			var f rebuildFlags
 			fs.StringVar(&f.key, "key", "", "the PEM public `FILE` that verifies the provenance's signature (cosign.pub; required)")
 			fs.BoolVar(&f.attest, "attest", false, "attest a rebuild that matched, signed with --sign-key, and attach it to the image")
 			fs.StringVar(&f.signKey, "sign-key", "", "with --attest: the PEM private key `FILE` that signs the rebuild attestation (as ci build --sign-key)")
-			fs.Var(&f.engine, "engine", "rebuild on dagger or host (default: the engine the provenance records; another engine compiles with another toolchain)")
 			lockFlag(fs, &f.lockFile, "lock `file` to rebuild from (checked against the provenance)")
 			libraryFlags(fs, &f.tls, &f.zlib)
 			fs.StringVar(&f.mirror, "mirror", "", "fetch every file as `URL`/<file name> instead of upstream (same checks)")
@@ -100,9 +103,6 @@ func runRebuild(ctx context.Context, f rebuildFlags, args []string, stdout, stde
 	if f.attest != (f.signKey != "") {
 		return usageErrorf("--attest and --sign-key go together: --attest --sign-key KEY attests a rebuild that matched")
 	}
-	if f.builderImage != "" && f.engine == hostEngine {
-		return usageErrorf("--builder-image applies to --engine dagger; the host engine builds with this machine's compiler")
-	}
 	verifier, err := sign.LoadPublicKey("--key", f.key)
 	if err != nil {
 		return usageErrorf("%v", err)
@@ -137,18 +137,18 @@ func runRebuild(ctx context.Context, f rebuildFlags, args []string, stdout, stde
 	if rec.Origin.Revision == "" {
 		return usageErrorf("the provenance of %s records no revision: a rebuild needs the commit it was built from (ci build --revision, or a build from a checkout)", ref)
 	}
-	head, err := f.checkoutRevision(ctx)
+	head, err := rebuildCheckout(ctx)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
 	if head != rec.Origin.Revision {
 		return usageErrorf("this checkout is at %s; the provenance records %s: check it out (git checkout %s) and run again", head, rec.Origin.Revision, rec.Origin.Revision)
 	}
-	eng := f.engine
-	if eng == "" {
-		if err := eng.Set(rec.Engine); err != nil {
-			return usageErrorf("the provenance records engine %q: %v (--engine chooses one)", rec.Engine, err)
-		}
+	// The engine is the provenance's: another compiles with another toolchain, and gives
+	// another digest.
+	var eng engineName
+	if err := eng.Set(rec.Engine); err != nil {
+		return usageErrorf("the provenance records engine %q, which this program does not have: %v", rec.Engine, err)
 	}
 	if !f.quiet {
 		defer sink.heartbeat()()

@@ -106,7 +106,10 @@ func TestReadProvenanceRoundTrip(t *testing.T) {
 		"lock.source_date_epoch":     func(b *Build) { b.Lock.SourceDateEpoch++ },
 		"platforms[0].optimize":      func(b *Build) { b.Platforms[0].Optimize = "none" },
 		"engine":                     func(b *Build) { b.Engine = "host" },
-		"source 1":                   func(b *Build) { b.Platforms[0].Sources[0].SHA256 = strings.Repeat("0", 64); b.Platforms[0].Sources[0].GitCommit = strings.Repeat("0", 40) },
+		"source 1": func(b *Build) {
+			b.Platforms[0].Sources[0].SHA256 = strings.Repeat("0", 64)
+			b.Platforms[0].Sources[0].GitCommit = strings.Repeat("0", 40)
+		},
 	}
 	for field, change := range cases {
 		other := same
