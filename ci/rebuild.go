@@ -10,11 +10,9 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
-	"github.com/nginx-forge/nginx-forge/pipeline/sign"
 )
 
 const rebuildHelp = `
@@ -32,9 +30,9 @@ modules, from this checkout's lock (--lock, or --tls/--zlib as for ci build), an
 
 Exit status 0: the same digest (printed). With --attest, a rebuild that matched is attested
 with --sign-key: an in-toto statement of SLSA's verification summary
-(` + sign.PredicateVerificationSummary + `, verifiedLevels ` + sign.RebuildMatched + `),
+(` + forge.RebuildPredicateType + `, verifiedLevels ` + forge.RebuildMatched + `),
 attached beside the image's other attestations, which cosign verify-attestation --key PUB
---type ` + sign.PredicateVerificationSummary + ` --insecure-ignore-tlog=true accepts.
+--type ` + forge.RebuildPredicateType + ` --insecure-ignore-tlog=true accepts.
 Exit status 1: another digest; the message names the first layer and the first file that
 differ, and how (content, mode, mtime, owner, type, link target). Exit status 2: refused.`
 
@@ -86,63 +84,20 @@ func init() {
 }
 
 func runRebuild(ctx context.Context, f rebuildFlags, args []string, stdout, stderr io.Writer) error {
-	if len(args) != 1 {
-		return usageErrorf("give one IMAGE@DIGEST to rebuild (got %d arguments)", len(args))
-	}
-	var nopts []name.Option
-	if f.insecure {
-		nopts = append(nopts, name.Insecure)
-	}
-	ref, err := name.NewDigest(args[0], nopts...)
-	if err != nil {
-		return usageErrorf("%s is not an image by digest (REPO@sha256:...): %v; a tag can move, the digest is what a rebuild compares", quoteShort(args[0]), err)
-	}
-	if f.key == "" {
-		return usageErrorf("--key PUB is required: the public key whose private half signed the provenance (cosign.pub)")
-	}
-	if f.attest != (f.signKey != "") {
-		return usageErrorf("--attest and --sign-key go together: --attest --sign-key KEY attests a rebuild that matched")
-	}
-	verifier, err := sign.LoadPublicKey("--key", f.key)
-	if err != nil {
-		return usageErrorf("%v", err)
-	}
-	var signer signature.SignerVerifier
-	if f.signKey != "" {
-		if signer, err = sign.LoadKey(f.signKey); err != nil {
-			return usageErrorf("%v", err)
-		}
-	}
-	origin, err := readOrigin("", "", realOrigin)
+	x, err := f.rebuild(args)
 	if err != nil {
 		return err
 	}
-	x := forge.Rebuild{
-		Ref: ref, Verifier: verifier, Signer: signer, VerifierID: origin.BuilderID,
-		Build: forge.Request{
-			LockFile: f.lockFile, TLS: f.tls, Zlib: f.zlib, Mirror: f.mirror, CacheDir: f.cache,
-			RuntimeImage: f.runtimeImage, BuilderImage: f.builderImage, Insecure: f.insecure, Jobs: f.jobs,
-		},
-	}
 	sink, closeGroups := newLog(stderr, f.verbose, false)
 	defer closeGroups()
-	var regOpts []image.Option
-	regOpts = append(regOpts, image.WithProgress(sink))
-	rec, err := forge.ReadRebuildProvenance(ctx, x, regOpts...)
+	rec, err := forge.ReadRebuildProvenance(ctx, x, image.WithProgress(sink))
 	if err != nil {
 		return err
 	}
 	p := rec.Platforms[0]
-	fmt.Fprintf(stderr, "rebuild: %s: provenance verified (%s engine, %s, cpu %s, optimize %s, revision %s)\n", ref, rec.Engine, p.Platform, p.CPU, p.Optimize, orNone(rec.Origin.Revision))
-	if rec.Origin.Revision == "" {
-		return usageErrorf("the provenance of %s records no revision: a rebuild needs the commit it was built from (ci build --revision, or a build from a checkout)", ref)
-	}
-	head, err := rebuildCheckout(ctx)
-	if err != nil {
-		return usageErrorf("%v", err)
-	}
-	if head != rec.Origin.Revision {
-		return usageErrorf("this checkout is at %s; the provenance records %s: check it out (git checkout %s) and run again", head, rec.Origin.Revision, rec.Origin.Revision)
+	say(sink, "rebuild: %s: provenance verified (%s engine, %s, cpu %s, optimize %s, revision %s)", x.Ref, rec.Engine, p.Platform, p.CPU, p.Optimize, orNone(rec.Origin.Revision))
+	if err := checkRebuildCheckout(ctx, x.Ref, rec.Origin.Revision); err != nil {
+		return err
 	}
 	// The engine is the provenance's: another compiles with another toolchain, and gives
 	// another digest.
@@ -158,18 +113,65 @@ func runRebuild(ctx context.Context, f rebuildFlags, args []string, stdout, stde
 		return err
 	}
 	res, err := forge.RunRebuild(ctx, e, x, rec, forge.WithProgress(sink), forge.WithBranchWarnings(branchWarnings))
-	closeGroups()
 	switch {
 	case errors.Is(err, forge.ErrRebuildDiffers):
 		return &exitError{code: 1, err: err}
 	case err != nil:
 		return err
 	}
-	fmt.Fprintf(stderr, "rebuild: the same digest: %s\n", res.Rebuilt)
+	say(sink, "rebuild: the same digest: %s", res.Rebuilt)
 	if res.Attestation != nil {
-		fmt.Fprintf(stderr, "rebuild: attested (%s, %s)\n", sign.PredicateVerificationSummary, res.Attestation.DigestStr())
+		say(sink, "rebuild: attested (%s, %s)", forge.RebuildPredicateType, res.Attestation.DigestStr())
 	}
-	fmt.Fprintln(stdout, ref.String())
+	closeGroups()
+	fmt.Fprintln(stdout, x.Ref.String())
+	return nil
+}
+
+// rebuild is the request the flags and the argument make, judged before anything is read.
+func (f rebuildFlags) rebuild(args []string) (forge.Rebuild, error) {
+	if len(args) != 1 {
+		return forge.Rebuild{}, usageErrorf("give one IMAGE@DIGEST to rebuild (got %d arguments)", len(args))
+	}
+	var nopts []name.Option
+	if f.insecure {
+		nopts = append(nopts, name.Insecure)
+	}
+	ref, err := name.NewDigest(args[0], nopts...)
+	if err != nil {
+		return forge.Rebuild{}, usageErrorf("%s is not an image by digest (REPO@sha256:...): %v; a tag can move, the digest is what a rebuild compares", quoteShort(args[0]), err)
+	}
+	if f.key == "" {
+		return forge.Rebuild{}, usageErrorf("--key PUB is required: the public key whose private half signed the provenance (cosign.pub)")
+	}
+	if f.attest != (f.signKey != "") {
+		return forge.Rebuild{}, usageErrorf("--attest and --sign-key go together: --attest --sign-key KEY attests a rebuild that matched")
+	}
+	origin, err := readOrigin("", "", realOrigin)
+	if err != nil {
+		return forge.Rebuild{}, err
+	}
+	return forge.Rebuild{
+		Ref: ref, Key: f.key, SignKey: f.signKey, VerifierID: origin.BuilderID,
+		Build: forge.Request{
+			LockFile: f.lockFile, TLS: f.tls, Zlib: f.zlib, Mirror: f.mirror, CacheDir: f.cache,
+			RuntimeImage: f.runtimeImage, BuilderImage: f.builderImage, Insecure: f.insecure, Jobs: f.jobs,
+		},
+	}, nil
+}
+
+// checkRebuildCheckout refuses a checkout that is not at the revision the provenance records.
+func checkRebuildCheckout(ctx context.Context, ref name.Digest, revision string) error {
+	if revision == "" {
+		return usageErrorf("the provenance of %s records no revision: a rebuild needs the commit it was built from (ci build --revision, or a build from a checkout)", ref)
+	}
+	head, err := rebuildCheckout(ctx)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	if head != revision {
+		return usageErrorf("this checkout is at %s; the provenance records %s: check it out (git checkout %s) and run again", head, revision, revision)
+	}
 	return nil
 }
 

@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/nginx-forge/nginx-forge/pipeline/sign"
+	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
@@ -59,9 +59,9 @@ func rebuildOnTheCommandLine(ctx context.Context, t *testing.T, keyDir string, a
 	}
 	cosignRun := testenv.CosignIn(ctx, cosign, keyDir)
 	for _, key := range []string{"cosign.pub", "other.pub"} {
-		out, err := cosignRun("verify-attestation", "--key", key, "--type", sign.PredicateVerificationSummary, "--insecure-ignore-tlog=true", d.String())
+		out, err := cosignRun("verify-attestation", "--key", key, "--type", forge.RebuildPredicateType, "--insecure-ignore-tlog=true", d.String())
 		switch {
-		case key == "cosign.pub" && (err != nil || !strings.Contains(out, sign.RebuildMatched)):
+		case key == "cosign.pub" && (err != nil || !strings.Contains(out, forge.RebuildMatched)):
 			t.Errorf("cosign verify-attestation of the rebuild attestation: %v\n%s", err, out)
 		case key == "other.pub" && err == nil:
 			t.Errorf("cosign accepts the rebuild attestation under another key")

@@ -12,7 +12,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
@@ -26,10 +25,11 @@ type Rebuild struct {
 	// Ref is the image to rebuild, by digest: one platform's image, as ci build --push
 	// pushes and attests each.
 	Ref name.Digest
-	// Verifier checks the provenance's signature (the public key of the key that signed).
-	Verifier signature.Verifier
-	// Signer, when set, attests a rebuild that matched (sign.AttestRebuild).
-	Signer signature.SignerVerifier
+	// Key is the PEM public key file that verifies the provenance's signature (cosign.pub).
+	Key string
+	// SignKey, when set, is the private key file that attests a rebuild that matched
+	// (sign.AttestRebuild), in the formats Request.SignKey takes.
+	SignKey string
 	// Verifier ID names who rebuilt, in the rebuild attestation ("" is this program).
 	VerifierID string
 	// Build is what the rebuild builds with that the provenance does not record: the lock
@@ -53,6 +53,13 @@ type RebuildResult struct {
 	Build *Result
 }
 
+// RebuildPredicateType and RebuildMatched are what a rebuild attestation states: SLSA's
+// verification summary, with this level when the digests matched.
+const (
+	RebuildPredicateType = sign.PredicateVerificationSummary
+	RebuildMatched       = sign.RebuildMatched
+)
+
 // ErrRebuildDiffers: the rebuild gave another digest (RebuildResult.Difference says where).
 var ErrRebuildDiffers = errors.New("the rebuild gave another digest")
 
@@ -60,6 +67,16 @@ var ErrRebuildDiffers = errors.New("the rebuild gave another digest")
 // index (its platforms' images carry their own) and a provenance of several platforms.
 // Nothing is built; ci reads it first to choose the engine the provenance names.
 func ReadRebuildProvenance(ctx context.Context, x Rebuild, opts ...image.Option) (sign.Recorded, error) {
+	verifier, err := sign.LoadPublicKey("--key", x.Key)
+	if err != nil {
+		return sign.Recorded{}, &RequestError{Err: err}
+	}
+	if x.SignKey != "" {
+		// A key that cannot sign fails now, not after the rebuild.
+		if _, err := sign.LoadKey(x.SignKey); err != nil {
+			return sign.Recorded{}, &RequestError{Err: err}
+		}
+	}
 	ropts := image.RemoteOptions(ctx, opts...)
 	desc, err := remote.Head(x.Ref, ropts...)
 	if err != nil {
@@ -68,7 +85,7 @@ func ReadRebuildProvenance(ctx context.Context, x Rebuild, opts ...image.Option)
 	if desc.MediaType.IsIndex() {
 		return sign.Recorded{}, &RequestError{Err: fmt.Errorf("%s is an index of platform images: rebuild each platform's image (its digest in the index: crane manifest %s), whose provenance says how it was built", x.Ref, x.Ref)}
 	}
-	rec, err := sign.ReadProvenance(ctx, x.Ref, x.Verifier, ropts...)
+	rec, err := sign.ReadProvenance(ctx, x.Ref, verifier, ropts...)
 	if errors.Is(err, sign.ErrNoProvenance) {
 		return sign.Recorded{}, &RequestError{Err: fmt.Errorf("%w: rebuild needs the provenance ci build --push --sign-key attaches, signed by the key whose public half is given", err)}
 	}
@@ -87,23 +104,13 @@ func ReadRebuildProvenance(ctx context.Context, x Rebuild, opts ...image.Option)
 // the rebuild. A mismatch returns ErrRebuildDiffers with the first difference in the result.
 func RunRebuild(ctx context.Context, eng engine.Engine, x Rebuild, rec sign.Recorded, opts ...Option) (*RebuildResult, error) {
 	res := &RebuildResult{Recorded: rec}
-	p := rec.Platforms[0]
-	req := x.Build
-	req.Platforms = []string{p.Platform}
-	req.CPU, req.Optimize, req.Modules = p.CPU, p.Optimize, p.Modules
-	if req.Modules == nil {
-		req.Modules = []string{} // the recorded set, even when empty; nil would be the default set
-	}
-	req.Revision = rec.Origin.Revision
-	req.Origin = Origin{Repository: rec.Origin.Repository, Ref: rec.Origin.Ref, BuilderID: rec.Origin.BuilderID}
-	req.Push, req.NoSmoke, req.Repo, req.Tags, req.Tree = false, true, "", nil, ""
 	scratch, err := os.MkdirTemp("", "nginx-forge-rebuild-")
 	if err != nil {
 		eng.Close()
 		return res, err
 	}
 	defer os.RemoveAll(scratch)
-	req.Output = filepath.Join(scratch, "image")
+	req := x.request(rec, filepath.Join(scratch, "image"))
 	rs, err := req.Resolve()
 	if err != nil {
 		eng.Close()
@@ -131,26 +138,14 @@ func RunRebuild(ctx context.Context, eng engine.Engine, x Rebuild, rec sign.Reco
 	o := makeOptions(opts)
 	regOpts := registryOptions(o.sink, req.Insecure, req.RegistryTimeout)
 	if !res.Matched {
-		published, err := remote.Image(x.Ref, image.RemoteOptions(ctx, regOpts...)...)
-		if err != nil {
-			return res, fmt.Errorf("%w (%s); reading the published image to compare: %w", ErrRebuildDiffers, res.Rebuilt, err)
-		}
-		rebuilt, err := layoutImage(req.Output, res.Rebuilt)
-		if err != nil {
-			return res, fmt.Errorf("%w (%s); reading the rebuilt image to compare: %w", ErrRebuildDiffers, res.Rebuilt, err)
-		}
-		d, differ, err := image.FirstDifference(published, rebuilt)
-		if err != nil {
-			return res, fmt.Errorf("%w (%s); comparing them: %w", ErrRebuildDiffers, res.Rebuilt, err)
-		}
-		if !differ {
-			d.Field = "the manifest (the layers and the config are the same)"
-		}
-		res.Difference = d
-		return res, fmt.Errorf("%w: %s, not %s: %s", ErrRebuildDiffers, res.Rebuilt, x.Ref.DigestStr(), d)
+		return res, x.compare(ctx, res, req.Output, regOpts)
 	}
-	if x.Signer != nil {
-		att, err := sign.AttestRebuild(ctx, x.Ref, x.Signer, sign.Rebuild{
+	if x.SignKey != "" {
+		signer, err := sign.LoadKey(x.SignKey)
+		if err != nil {
+			return res, err
+		}
+		att, err := sign.AttestRebuild(ctx, x.Ref, signer, sign.Rebuild{
 			Verifier: x.VerifierID, Engine: eng.Name(), Provenance: rec.Attestation, Time: time.Now(),
 		}, image.RemoteOptions(ctx, regOpts...)...)
 		if err != nil {
@@ -160,6 +155,44 @@ func RunRebuild(ctx context.Context, eng engine.Engine, x Rebuild, rec sign.Reco
 		o.sink.Send(progress.Note{Level: progress.Info, Text: fmt.Sprintf("rebuild: attested %s (%s)", x.Ref, att.DigestStr())})
 	}
 	return res, nil
+}
+
+// request is the build rec records, with what x adds (the lock file, the mirror, the
+// cache, the images), written as an OCI layout to output and neither smoke-tested nor pushed.
+func (x Rebuild) request(rec sign.Recorded, output string) Request {
+	p := rec.Platforms[0]
+	req := x.Build
+	req.Platforms = []string{p.Platform}
+	req.CPU, req.Optimize, req.Modules = p.CPU, p.Optimize, p.Modules
+	if req.Modules == nil {
+		req.Modules = []string{} // the recorded set, even when empty; nil would be the default set
+	}
+	req.Revision = rec.Origin.Revision
+	req.Origin = Origin{Repository: rec.Origin.Repository, Ref: rec.Origin.Ref, BuilderID: rec.Origin.BuilderID}
+	req.Push, req.NoSmoke, req.Repo, req.Tags, req.Tree, req.Output = false, true, "", nil, "", output
+	return req
+}
+
+// compare finds where the published image and the rebuild (in the layout at output) first
+// differ, and returns ErrRebuildDiffers saying so.
+func (x Rebuild) compare(ctx context.Context, res *RebuildResult, output string, regOpts []image.Option) error {
+	published, err := remote.Image(x.Ref, image.RemoteOptions(ctx, regOpts...)...)
+	if err != nil {
+		return fmt.Errorf("%w (%s); reading the published image to compare: %w", ErrRebuildDiffers, res.Rebuilt, err)
+	}
+	rebuilt, err := layoutImage(output, res.Rebuilt)
+	if err != nil {
+		return fmt.Errorf("%w (%s); reading the rebuilt image to compare: %w", ErrRebuildDiffers, res.Rebuilt, err)
+	}
+	d, differ, err := image.FirstDifference(published, rebuilt)
+	if err != nil {
+		return fmt.Errorf("%w (%s); comparing them: %w", ErrRebuildDiffers, res.Rebuilt, err)
+	}
+	if !differ {
+		d.Field = "the manifest (the layers and the config are the same)"
+	}
+	res.Difference = d
+	return fmt.Errorf("%w: %s, not %s: %s", ErrRebuildDiffers, res.Rebuilt, x.Ref.DigestStr(), d)
 }
 
 // layoutImage is the image of digest in the OCI layout at dir (what Request.Output wrote).

@@ -168,10 +168,22 @@ func parseProvenanceStatement(ref name.Digest, payload []byte) (Recorded, error)
 	}
 	rec := Recorded{external: p.BuildDefinition.ExternalParameters}
 	rec.Origin.BuilderID = p.RunDetails.Builder.ID
-	for _, d := range deps.BuildDefinition.ResolvedDependencies {
+	if err := rec.readDependencies(deps.BuildDefinition.ResolvedDependencies); err != nil {
+		return bad("%v", err)
+	}
+	if err := rec.readParameters(); err != nil {
+		return bad("%v", err)
+	}
+	return rec, nil
+}
+
+// readDependencies reads the revision built and the sources compiled out of the resolved
+// dependencies (the images' are the build's to read, not a rebuild's to check).
+func (rec *Recorded) readDependencies(deps []json.RawMessage) error {
+	for _, d := range deps {
 		var rd ita1.ResourceDescriptor
 		if err := protojson.Unmarshal(d, &rd); err != nil {
-			return bad("a resolved dependency: %v", err)
+			return fmt.Errorf("a resolved dependency: %w", err)
 		}
 		switch {
 		case rd.GetName() == "source":
@@ -181,6 +193,12 @@ func parseProvenanceStatement(ref name.Digest, payload []byte) (Recorded, error)
 			rec.sources = append(rec.sources, &rd)
 		}
 	}
+	return nil
+}
+
+// readParameters reads the engine, the repository built and each platform's flags out of
+// the external parameters.
+func (rec *Recorded) readParameters() error {
 	ext := rec.external
 	rec.Engine, _ = ext["engine"].(string)
 	if src, ok := ext["source"].(map[string]any); ok {
@@ -201,14 +219,14 @@ func parseProvenanceStatement(ref name.Digest, payload []byte) (Recorded, error)
 			}
 		}
 		if rp.Platform == "" {
-			return bad("a platform entry names no platform")
+			return errors.New("a platform entry names no platform")
 		}
 		rec.Platforms = append(rec.Platforms, rp)
 	}
 	if rec.Engine == "" || len(rec.Platforms) == 0 {
-		return bad("it records no engine or no platform")
+		return errors.New("it records no engine or no platform")
 	}
-	return rec, nil
+	return nil
 }
 
 // Check compares what the provenance recorded with b, the build the same lock and flags
