@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -33,16 +34,16 @@ import (
 //     comparison and the attestation; a rebuild from an empty cache on another runner is the
 //     workflow's) and, with --attest, cosign verify-attestation accepts the VSA.
 //   - Refused before anything is built, exit 2: another key, another revision, another lock.
-//   - A planted difference (the runtime base with one file's mtime moved) exits 1 naming
-//     the layer and the file.
+//   - A planted difference (an image like d with one file's mtime moved, attested with d's
+//     provenance) exits 1 naming the digest the rebuild gave, the layer and the file.
 func rebuildOnTheCommandLine(ctx context.Context, t *testing.T, keyDir string, args []string, d name.Digest, revision string, base name.Reference) {
 	t.Helper()
 	defer func(f func(context.Context) (string, error)) { rebuildCheckout = f }(rebuildCheckout)
 	rebuildCheckout = func(context.Context) (string, error) { return revision, nil }
 	rebuild := func(extra ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
-		full := append(append([]string{"rebuild"}, extra...), args...)
-		full = append(full, d.String())
+		// extra after args: a flag given twice takes its last value.
+		full := append(append(append([]string{"rebuild"}, args...), extra...), d.String())
 		code := run(ctx, full, &stdout, &stderr)
 		t.Logf("ci %s: exit %d", strings.Join(full, " "), code)
 		return code, stdout.String(), stderr.String()
@@ -87,18 +88,40 @@ func rebuildOnTheCommandLine(ctx context.Context, t *testing.T, keyDir string, a
 	}
 	rebuildCheckout = func(context.Context) (string, error) { return revision, nil }
 
-	planted, file := plantedBase(t, base)
-	code, _, stderr = rebuild("--key", pub, "--runtime-image", planted.String())
-	if code != 1 || !strings.Contains(stderr, "file "+file+": mtime differs") {
-		t.Errorf("rebuild on a base with %s's mtime moved: exit %d, want 1 naming the file and its mtime:\n%s", file, code, stderr)
+	// A planted non-determinism: the published image with one file's mtime a second later,
+	// attested with the provenance of d (signed by the same key, with cosign itself), as a
+	// build that stamped a time would have published it. Its rebuild gives d.
+	planted, file := plantedImage(t, d)
+	out, err := cosignRun("verify-attestation", "--key", "cosign.pub", "--type", "slsaprovenance1", "--insecure-ignore-tlog=true", d.String())
+	preds := attestedSBOMs(t, out)
+	if err != nil || len(preds) != 1 {
+		t.Fatalf("reading the provenance of %s: %v (%d predicates)\n%s", d, err, len(preds), out)
+	}
+	predFile := filepath.Join(keyDir, "provenance.json")
+	if err := os.WriteFile(predFile, []byte(preds[0]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cosignRun("attest", "--key", "cosign.key", "--type", "slsaprovenance1", "--predicate", predFile, "--tlog-upload=false", "--yes", planted.String()); err != nil {
+		t.Fatalf("cosign attest of the planted image: %v\n%s", err, out)
+	}
+	rebuildOf := func(target name.Digest, extra ...string) (int, string) {
+		var stdout, stderr bytes.Buffer
+		full := append(append(append([]string{"rebuild"}, args...), extra...), target.String())
+		code := run(ctx, full, &stdout, &stderr)
+		return code, stderr.String()
+	}
+	code, stderr = rebuildOf(planted, "--key", pub, "--runtime-image", base.String())
+	if code != 1 || !strings.Contains(stderr, "file "+file+": mtime differs") || !strings.Contains(stderr, d.DigestStr()) {
+		t.Errorf("rebuild of an image with %s's mtime moved: exit %d, want 1 naming the rebuilt digest, the file and its mtime:\n%s", file, code, stderr)
 	}
 }
 
-// plantedBase pushes base again with one change: the first regular file of its last layer
-// a second newer. It returns the new image and that file's path.
-func plantedBase(t *testing.T, base name.Reference) (name.Digest, string) {
+// plantedImage pushes the image at ref again, by digest into its repository, with one
+// change: the first regular file of its last layer a second newer. It returns the new image
+// and that file's path.
+func plantedImage(t *testing.T, ref name.Digest) (name.Digest, string) {
 	t.Helper()
-	img, err := remote.Image(base)
+	img, err := remote.Image(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,12 +186,12 @@ func plantedBase(t *testing.T, base name.Reference) (name.Digest, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := name.NewDigest(base.Context().String() + "-planted@" + dg.String())
+	planted, err := name.NewDigest(ref.Context().String() + "@" + dg.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(ref, out); err != nil {
+	if err := remote.Write(planted, out); err != nil {
 		t.Fatal(err)
 	}
-	return ref, file
+	return planted, file
 }
