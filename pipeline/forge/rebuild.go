@@ -114,7 +114,7 @@ func RunRebuild(ctx context.Context, eng engine.Engine, x Rebuild, rec sign.Reco
 	rs, err := req.Resolve()
 	if err != nil {
 		eng.Close()
-		return res, err
+		return res, &RequestError{Err: fmt.Errorf("refusing to rebuild %s with this checkout's lock and the recorded flags (nothing was fetched or built): %w", x.Ref, err)}
 	}
 	want, err := rs.Provenance(eng.Name())
 	if err != nil {
