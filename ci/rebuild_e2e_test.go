@@ -111,7 +111,8 @@ func rebuildOnTheCommandLine(ctx context.Context, t *testing.T, keyDir string, a
 		return code, stderr.String()
 	}
 	code, stderr = rebuildOf(planted, "--key", pub, "--runtime-image", base.String())
-	t.Logf("rebuild of the planted image: exit %d: %s", code, lastLine(stderr))
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	t.Logf("rebuild of the planted image: exit %d: %s", code, lines[len(lines)-1])
 	if code != 1 || !strings.Contains(stderr, "file "+file+": mtime differs") || !strings.Contains(stderr, d.DigestStr()) {
 		t.Errorf("rebuild of an image with %s's mtime moved: exit %d, want 1 naming the rebuilt digest, the file and its mtime:\n%s", file, code, stderr)
 	}
