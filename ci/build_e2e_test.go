@@ -111,7 +111,9 @@ func TestBuildPushEndToEnd(t *testing.T) {
 	signedPushOnTheCommandLine(ctx, t, []string{"build", "--engine", "host", "--lock", testLockPath, "--mirror", srv.URL,
 		"--platform", "linux/amd64", "--cache", testenv.BuildCacheDir(), "--image", repo, "--push", "--runtime-image", base.String(),
 		"--revision", "0123456789abcdef0123456789abcdef01234567"},
-		d, filepath.Join(dir, "nginx.tar.spdx.json"))
+		d, filepath.Join(dir, "nginx.tar.spdx.json"),
+		[]string{"--lock", testLockPath, "--mirror", srv.URL, "--cache", testenv.BuildCacheDir()},
+		"0123456789abcdef0123456789abcdef01234567", base)
 
 	// Again, as a GitHub Actions step: the same digest, nothing uploaded, outputs set.
 	outFile := filepath.Join(dir, "github_output")

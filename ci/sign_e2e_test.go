@@ -24,7 +24,7 @@ import (
 // log, accepts the signature, the SBOM attestation (whose predicate is the SBOM the build
 // wrote beside --output, sbomFile) and the provenance attestation, and refuses all three
 // under another key.
-func signedPushOnTheCommandLine(ctx context.Context, t *testing.T, args []string, d name.Digest, sbomFile string) {
+func signedPushOnTheCommandLine(ctx context.Context, t *testing.T, args []string, d name.Digest, sbomFile string, rebuildArgs []string, revision string, base name.Reference) {
 	t.Helper()
 	cosign, err := exec.LookPath("cosign")
 	if err != nil {
@@ -67,6 +67,8 @@ func signedPushOnTheCommandLine(ctx context.Context, t *testing.T, args []string
 			}
 		}
 	}
+	// Anyone with the checkout and cosign.pub: the same image again (issue 50).
+	rebuildOnTheCommandLine(ctx, t, dir, rebuildArgs, d, revision, base)
 }
 
 // checkAttestedSBOM: an envelope cosign verify-attestation printed holds, as its statement's

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/sign"
 )
@@ -197,16 +198,9 @@ func (b *build) attestations(ts []*target) ([][]byte, sign.Build, error) {
 		if err != nil {
 			return nil, sign.Build{}, fmt.Errorf("digest of the runtime image for %s: %w", t.plan.Platform, err)
 		}
-		var sources []sign.Source
-		for _, s := range t.plan.Stages {
-			if s.Source.Component == "" {
-				continue
-			}
-			c, ok := b.l.Input(s.Source.Component)
-			if !ok {
-				return nil, sign.Build{}, fmt.Errorf("provenance: the %s build read %q, which the lock does not have", t.plan.Platform, s.Source.Component)
-			}
-			sources = append(sources, provenanceSource(c))
+		sources, err := planSources(b.l, t.plan)
+		if err != nil {
+			return nil, sign.Build{}, err
 		}
 		sboms = append(sboms, t.sbom)
 		build.Platforms = append(build.Platforms, sign.PlatformBuild{
@@ -216,6 +210,41 @@ func (b *build) attestations(ts []*target) ([][]byte, sign.Build, error) {
 		})
 	}
 	return sboms, build, nil
+}
+
+// planSources are the lock inputs p's stages compile, in stage order, as a provenance
+// lists them.
+func planSources(l *lock.Lock, p *plan.Plan) ([]sign.Source, error) {
+	var sources []sign.Source
+	for _, s := range p.Stages {
+		if s.Source.Component == "" {
+			continue
+		}
+		c, ok := l.Input(s.Source.Component)
+		if !ok {
+			return nil, fmt.Errorf("provenance: the %s build read %q, which the lock does not have", p.Platform, s.Source.Component)
+		}
+		sources = append(sources, provenanceSource(c))
+	}
+	return sources, nil
+}
+
+// Provenance is what a provenance of rs's build on engineName states before anything is
+// built: the lock, each platform's flags and the sources its stages compile (the images'
+// digests, which only the build reads, left out). ci rebuild compares it with a provenance
+// read back (sign.Recorded.Check) before it builds.
+func (rs *Resolved) Provenance(engineName string) (sign.Build, error) {
+	b := sign.Build{Lock: provenanceLock(rs.lock), Engine: engineName}
+	for _, p := range rs.plans {
+		sources, err := planSources(rs.lock, p)
+		if err != nil {
+			return sign.Build{}, err
+		}
+		b.Platforms = append(b.Platforms, sign.PlatformBuild{
+			Platform: p.Platform.String(), CPU: p.CPU, Optimize: p.Optimize, Modules: p.Modules, Sources: sources,
+		})
+	}
+	return b, nil
 }
 
 // provenanceLock is what a provenance states of l: its components by name and version,

@@ -71,6 +71,13 @@ func (o *options) remoteOptions(ctx context.Context) []remote.Option {
 	return opts
 }
 
+// RemoteOptions are the go-containerregistry options every registry access with opts uses
+// (the credentials, the stall deadline, the retries), for a caller that reads a registry
+// itself: ci rebuild reads a provenance and the image it describes with the same ones.
+func RemoteOptions(ctx context.Context, opts ...Option) []remote.Option {
+	return makeOptions(opts).remoteOptions(ctx)
+}
+
 // Keychain is the credentials source every registry access uses by default
 // (registryauth.Keychain: the Docker config, then GITHUB_TOKEN for ghcr.io). It is exported
 // here for the command, which cannot import the library's internal packages, so that

@@ -190,16 +190,7 @@ func resolvedDependencies(b Build) ([]*ita1.ResourceDescriptor, error) {
 	if d := originDescriptor(b.Origin); d != nil {
 		deps = append(deps, d)
 	}
-	var seen []string
-	for _, p := range b.Platforms {
-		for _, src := range p.Sources {
-			if slices.Contains(seen, src.Name) {
-				continue
-			}
-			seen = append(seen, src.Name)
-			deps = append(deps, sourceDescriptor(src))
-		}
-	}
+	deps = append(deps, sourceDependencies(b)...)
 	for _, p := range b.Platforms {
 		d, err := imageDescriptor("runtime image "+p.Platform, p.Base)
 		if err != nil {
@@ -213,6 +204,23 @@ func resolvedDependencies(b Build) ([]*ita1.ResourceDescriptor, error) {
 		}
 	}
 	return deps, nil
+}
+
+// sourceDependencies are the sources the platforms compiled, each once, in the order first
+// read.
+func sourceDependencies(b Build) []*ita1.ResourceDescriptor {
+	var deps []*ita1.ResourceDescriptor
+	var seen []string
+	for _, p := range b.Platforms {
+		for _, src := range p.Sources {
+			if slices.Contains(seen, src.Name) {
+				continue
+			}
+			seen = append(seen, src.Name)
+			deps = append(deps, sourceDescriptor(src))
+		}
+	}
+	return deps
 }
 
 // originDescriptor is the revision built, as SLSA names a git dependency:
