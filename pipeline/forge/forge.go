@@ -25,6 +25,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/sign"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
 // Option configures Run: how it reports and what it asks the caller; none is a quiet build.
@@ -157,6 +158,10 @@ func (b *build) preflight(ctx context.Context) error {
 
 func (b *build) preflightChecks(ctx context.Context) error {
 	wants := b.req.WantsImage()
+	// A source cache another user could write is refused before anything is fetched.
+	if err := source.New(b.sourceOptions()...).Err(); err != nil {
+		return err
+	}
 	if err := b.eng.Preflight(ctx, wants && !b.req.NoSmoke); err != nil {
 		return err
 	}
