@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,5 +51,26 @@ func TestAnInterruptedSmokeRunSaysSo(t *testing.T) {
 		if !strings.Contains(stderr.String(), w) {
 			t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
 		}
+	}
+}
+
+// Issue 47: every file a command writes because a person named it is written only when the
+// command was not interrupted meanwhile (notInterrupted). `ci dockerfile -o FILE` as typed,
+// with its context already cancelled (a SIGTERM while it rendered): no file, an error naming
+// it, not exit 0.
+func TestAnInterruptedCommandWritesNoOutput(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "Dockerfile")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"dockerfile", "-o", out}, &stdout, &stderr)
+	if code == 0 {
+		t.Errorf("exit 0 for an interrupted run\nstderr: %s", stderr.String())
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("-o %s was written after the interruption: %v", out, err)
+	}
+	if w := "interrupted: -o " + out + " was not written"; !strings.Contains(stderr.String(), w) {
+		t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
 	}
 }
