@@ -135,10 +135,9 @@ func TestBuildNeverCompilesASwappedArchiveAndRebuildsATamperedStage(t *testing.T
 	if b, err := os.ReadFile(libz[0]); err != nil || bytes.Contains(b, []byte("appended by someone else")) {
 		t.Errorf("zlib's cached libz.a still holds the appended bytes (or is gone: %v)", err)
 	}
-	_, log = build()
-	if strings.Contains(log, "does not match what was stored") {
-		t.Errorf("the rebuilt zlib stage was not reused:\n%s", log)
-	}
+	// That the rebuilt entry is then reused (its manifest written as it was stored) is
+	// TestManifestNamesTheChangedFile's and every warm build's: a third run here would cost
+	// another fetch for nothing new.
 }
 
 // Issue 47, acceptance: "a world-writable or foreign-owned cache is refused before anything
