@@ -277,7 +277,7 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
 	}
 	defer os.RemoveAll(tmp)
-	if src, err = privateSource(filepath.Join(tmp, "src"), src); err != nil {
+	if src, err = engine.PrivateSource(filepath.Join(tmp, "src"), src); err != nil {
 		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
 	}
 	work, out, logPath := filepath.Join(tmp, "work"), filepath.Join(tmp, "out"), filepath.Join(tmp, "build.log")

@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
@@ -18,11 +17,11 @@ import (
 
 // What a stage reads is what was checked. engine.CheckSources hashes every prepared archive
 // once, before the first stage; nginx's stage runs minutes later, and the archive's path is
-// in a cache directory. So a stage never reads that path: privateSource copies the archive
-// into the stage's own scratch directory, hashing the bytes as it copies them, and the
-// stage's SRC is the copy, used only when its digest is the one the archive is named after
-// (the digest CheckSources checked). The scratch directory is under the cache directory,
-// which checkCacheDir keeps to this user alone, so nothing else can change the copy.
+// in a cache directory. So a stage never reads that path: engine.PrivateSource copies the
+// archive into the stage's own scratch directory, hashing the bytes as it copies them, and
+// the stage's SRC is the copy, used only when its digest is the one the archive is named
+// after (the digest CheckSources checked). The scratch directory is under the cache
+// directory, which checkCacheDir keeps to this user alone, so nothing else can change the copy.
 //
 // This is also why the stage key may hash the lock's pin (s.Source.Pin()) rather than the
 // prepared archive's digest, and must not change (every cached compile would go cold): the
@@ -31,40 +30,6 @@ import (
 // metadata), so for a given pin there is one digest, and the stage compiles exactly the bytes
 // with that digest. An archive swapped in after the check either fails here, naming the
 // file, or was swapped with the same bytes.
-
-// privateSource copies the prepared archive src into dir (made here) and returns the
-// copy's path, failing when the bytes copied do not hash to the digest src is named after.
-func privateSource(dir, src string) (string, error) {
-	want, ok := strings.CutSuffix(filepath.Base(src), ".tar.gz")
-	if !ok {
-		return "", fmt.Errorf("source %s is not a prepared archive (<sha256>.tar.gz)", src)
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return "", err
-	}
-	in, err := os.Open(src)
-	if err != nil {
-		return "", fmt.Errorf("reading source %s: %w", src, err)
-	}
-	defer in.Close()
-	dst := filepath.Join(dir, filepath.Base(src))
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o400)
-	if err != nil {
-		return "", err
-	}
-	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(out, h), in)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return "", fmt.Errorf("copying source %s into the stage's scratch directory: %w", src, err)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		return "", fmt.Errorf("source %s changed after it was checked: its bytes now hash to %s, not %s: the file was replaced while the build ran; nothing of it was compiled; delete it and fetch again", src, got, want)
-	}
-	return dst, nil
-}
 
 // checkCacheDir refuses a cache another user could change (safeio.CheckPrivateDir): the
 // cache directory and the directories the executor keeps in it. Run before anything is
