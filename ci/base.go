@@ -109,6 +109,9 @@ func makeBase(ctx context.Context, o standin.Options, output, cache string, verb
 	if err != nil {
 		return err
 	}
+	if err := notInterrupted(ctx, "--output "+output); err != nil {
+		return err
+	}
 	if err := image.WriteOutput(output, img, "localhost/nginx-forge-base:nonroot", nil, time.Time{}); err != nil {
 		return err
 	}

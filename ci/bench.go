@@ -238,9 +238,12 @@ func runBounded[T any](ctx context.Context, opts bench.Options, timeout time.Dur
 
 // emit prints the table, writes the JSON and Markdown files, and in GitHub Actions adds the
 // Markdown to the step summary.
-func (o *benchOpts) emit(stdout io.Writer, table, markdown, jsonw func(io.Writer) error) error {
+func (o *benchOpts) emit(ctx context.Context, stdout io.Writer, table, markdown, jsonw func(io.Writer) error) error {
 	jsonOut, mdOut := *o.jsonOut, *o.mdOut
 	if err := table(stdout); err != nil {
+		return err
+	}
+	if err := notInterrupted(ctx, "--json and --markdown"); err != nil {
 		return err
 	}
 	var md bytes.Buffer
@@ -354,7 +357,7 @@ func runBench(ctx context.Context, a benchArgs, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	return a.o.emit(stdout, rep.WriteTable, rep.WriteMarkdown, rep.WriteJSON)
+	return a.o.emit(ctx, stdout, rep.WriteTable, rep.WriteMarkdown, rep.WriteJSON)
 }
 
 // benchModes reads --mode: whether to run like for like, out of the box, or both. Out of

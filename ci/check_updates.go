@@ -226,7 +226,7 @@ func checkUpdates(ctx context.Context, stdout, stderr io.Writer, cfg checkUpdate
 	for _, w := range o.Report.Warnings {
 		rep.Warningf("%s", w)
 	}
-	if err := reportUpdates(rep, cfg, o); err != nil {
+	if err := reportUpdates(ctx, rep, cfg, o); err != nil {
 		return err
 	}
 	// A server that could not be reached is one line, whatever the number of components
@@ -297,7 +297,7 @@ func outcomeSummary(o *upstream.Outcome, run *upstream.Run) string {
 
 // reportUpdates writes the summary, step outputs, the pull request body and the lines that
 // say what was written.
-func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, o *upstream.Outcome) error {
+func reportUpdates(ctx context.Context, rep *actions.Reporter, cfg checkUpdatesConfig, o *upstream.Outcome) error {
 	report, applied, refused, written := o.Report, o.Applied, o.Refused, o.Written
 	lockFile, write := cfg.run.LockFile, cfg.run.Write
 	rows, outputs := updateRows(report)
@@ -363,6 +363,9 @@ func reportUpdates(rep *actions.Reporter, cfg checkUpdatesConfig, o *upstream.Ou
 	if (written || advWritten) && cfg.prBody != "" {
 		// The body quotes refusals, whose text a server may have written: one redaction rule.
 		body := safeio.Redact(upstream.SecurityBody(o.Security)+upstream.AdvisoriesBody(o.Advisories)+upstream.PRBody(applied, refused, report.Warnings)+"\n"+outputs["summary"], append([]string{cfg.run.Token}, cfg.secrets...)...)
+		if err := notInterrupted(ctx, "--pr-body "+cfg.prBody+" (the lock "+lockFile+" was updated)"); err != nil {
+			return err
+		}
 		if err := safeio.ReplaceFile(cfg.prBody, []byte(body), 0o644); err != nil {
 			return fmt.Errorf("writing the pull request body %q (the lock %s was updated): %w", cfg.prBody, lockFile, err)
 		}

@@ -71,6 +71,9 @@ test fails when it drifts; regenerate it with:
 					_, err = stdout.Write(b)
 					return err
 				}
+				if err := notInterrupted(ctx, "-o "+*out); err != nil {
+					return err
+				}
 				if err := os.WriteFile(*out, b, 0o644); err != nil {
 					return fmt.Errorf("writing %s: %w", *out, err)
 				}

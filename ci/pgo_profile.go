@@ -149,6 +149,9 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 		return nil
 	}
 	lockFile := lockPath(f.build.lockFile)
+	if err := notInterrupted(ctx, "the lock "+lockFile+" (--write)"); err != nil {
+		return err
+	}
 	l, err := lock.Load(lockFile)
 	if err != nil {
 		return fmt.Errorf("recording the profiles in %s: %w", lockFile, err)

@@ -70,7 +70,7 @@ Scenarios (--scenarios):
 				if err != nil {
 					return err
 				}
-				return o.emit(stdout, tr.WriteTable, tr.WriteMarkdown, tr.WriteJSON)
+				return o.emit(ctx, stdout, tr.WriteTable, tr.WriteMarkdown, tr.WriteJSON)
 			}
 		},
 	})

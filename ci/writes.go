@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -102,4 +103,15 @@ func resolved(file string) string {
 		return filepath.Join(dir, filepath.Base(abs))
 	}
 	return abs
+}
+
+// notInterrupted is checked right before a command writes a file a person named (--output,
+// --json, --markdown, -o, --pr-body, the lock and profile files): a signal or deadline that
+// came while the command worked (much of which takes no context: rendering, converting an
+// image) means nothing is written, and the error says which file was not.
+func notInterrupted(ctx context.Context, what string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("interrupted: %s was not written: %w", what, context.Cause(ctx))
+	}
+	return nil
 }

@@ -45,16 +45,11 @@ func (b *build) buildTarget(ctx context.Context, t *target) error {
 		b.logf("%s", stagesTable(stages))
 	}
 	if b.req.ProfileDir != "" {
-		return b.recordProfile(t, treeDir)
+		return b.recordProfile(ctx, t, treeDir)
 	}
 	b.logf("build: install tree for %s (cpu %s) took %s", p.Platform, p.CPU, time.Since(start).Round(time.Second))
-	if b.req.Tree != "" {
-		if b.req.Bundle {
-			if err := b.writeBundle(b.req.Tree); err != nil {
-				return err
-			}
-		}
-		b.logf("tree: %s", b.req.Tree)
+	if err := b.finishTree(ctx); err != nil {
+		return err
 	}
 	if !b.req.WantsImage() {
 		return nil
@@ -100,6 +95,24 @@ func (b *build) buildTarget(ctx context.Context, t *target) error {
 	t.res.Digest, t.res.Size = digest.String(), size
 	b.stepDone(step, time.Since(start), progress.Built)
 	b.logf("image: %s (%s on %s), %s", digest, p.Platform, b.runtimeRef(), size)
+	return nil
+}
+
+// finishTree adds the bare-metal files to --tree when --bundle asks for them (unless the
+// build was interrupted meanwhile) and names the tree.
+func (b *build) finishTree(ctx context.Context) error {
+	if b.req.Tree == "" {
+		return nil
+	}
+	if b.req.Bundle {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("interrupted: the bare-metal files were not added to --tree %s: %w", b.req.Tree, err)
+		}
+		if err := b.writeBundle(b.req.Tree); err != nil {
+			return err
+		}
+	}
+	b.logf("tree: %s", b.req.Tree)
 	return nil
 }
 

@@ -26,32 +26,14 @@ func (b *build) fetch(ctx context.Context) error {
 }
 
 func (b *build) fetchSources(ctx context.Context) error {
-	opts := []source.Option{source.WithSink(b.sink)}
-	if b.req.Mirror != "" {
-		opts = append(opts, source.WithMirror(b.req.Mirror))
-	}
-	if b.req.Keyservers != nil {
-		opts = append(opts, source.WithKeyserver(b.req.Keyservers...))
-	}
-	if b.req.CacheDir != "" {
-		opts = append(opts, source.WithCacheDir(filepath.Join(b.req.CacheDir, "sources")))
-	}
-	if b.req.MaxSourceSize > 0 {
-		opts = append(opts, source.WithMaxSize(b.req.MaxSourceSize))
-	}
-	if b.req.SourceTimeout > 0 {
-		opts = append(opts, source.WithStallTimeout(b.req.SourceTimeout))
-	}
 	deadline := b.req.FetchTimeout
 	if deadline <= 0 {
 		deadline = DefaultFetchTimeout
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, deadline, errFetchDeadline)
 	defer cancel()
-	// Keys an update vendored beside this lock count before the program is rebuilt.
-	opts = append(opts, source.WithKeysDir(lock.KeysDirBeside(b.req.lockFile())))
 	start := time.Now()
-	f := source.New(opts...)
+	f := source.New(b.sourceOptions()...)
 	verified, err := f.FetchAll(ctx, b.l)
 	if err != nil {
 		return fetchError(ctx, deadline, err)
@@ -83,6 +65,28 @@ func (b *build) fetchSources(ctx context.Context) error {
 	}
 	b.logf("sources: %d verified in %s", len(b.sources), time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// sourceOptions are the fetcher's options for this request (its cache under --cache).
+func (b *build) sourceOptions() []source.Option {
+	opts := []source.Option{source.WithSink(b.sink)}
+	if b.req.Mirror != "" {
+		opts = append(opts, source.WithMirror(b.req.Mirror))
+	}
+	if b.req.Keyservers != nil {
+		opts = append(opts, source.WithKeyserver(b.req.Keyservers...))
+	}
+	if b.req.CacheDir != "" {
+		opts = append(opts, source.WithCacheDir(filepath.Join(b.req.CacheDir, "sources")))
+	}
+	if b.req.MaxSourceSize > 0 {
+		opts = append(opts, source.WithMaxSize(b.req.MaxSourceSize))
+	}
+	if b.req.SourceTimeout > 0 {
+		opts = append(opts, source.WithStallTimeout(b.req.SourceTimeout))
+	}
+	// Keys an update vendored beside this lock count before the program is rebuilt.
+	return append(opts, source.WithKeysDir(lock.KeysDirBeside(b.req.lockFile())))
 }
 
 // errFetchDeadline is the cause of the fetch's deadline: what ended the fetch, told apart

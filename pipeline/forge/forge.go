@@ -24,7 +24,9 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
+	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/sign"
+	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
 // Option configures Run: how it reports and what it asks the caller; none is a quiet build.
@@ -157,6 +159,16 @@ func (b *build) preflight(ctx context.Context) error {
 
 func (b *build) preflightChecks(ctx context.Context) error {
 	wants := b.req.WantsImage()
+	// A cache another user could write is refused before anything is fetched: --cache
+	// itself first (named as given), then the fetcher's directory in it (or its default).
+	if b.req.CacheDir != "" {
+		if err := safeio.CheckPrivateDir(b.req.CacheDir); err != nil {
+			return fmt.Errorf("--cache: %w", err)
+		}
+	}
+	if err := source.New(b.sourceOptions()...).Err(); err != nil {
+		return err
+	}
 	if err := b.eng.Preflight(ctx, wants && !b.req.NoSmoke); err != nil {
 		return err
 	}

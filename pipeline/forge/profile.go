@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -25,7 +26,10 @@ func ProfileFileName(p lock.Profile) string {
 
 // recordProfile writes the training stage's output (tree: OUT of pgo-train, holding pgo/)
 // as the platform's profile tarball under ProfileDir.
-func (b *build) recordProfile(t *target, tree string) error {
+func (b *build) recordProfile(ctx context.Context, t *target, tree string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("interrupted: the profile for %s was not written to --dir %s: %w", t.plan.Platform, b.req.ProfileDir, err)
+	}
 	if err := os.MkdirAll(b.req.ProfileDir, 0o755); err != nil {
 		return fmt.Errorf("profile directory %s: %w", b.req.ProfileDir, err)
 	}

@@ -19,7 +19,10 @@ import (
 // When secondary could not observe it either, the row stays skipped and its detail gains
 // secondary's reason. Checks only secondary ran are added at the end, prefixed likewise.
 func Combine(primary, secondary Report, where string) Report {
-	var out Report
+	out := Report{Interrupted: primary.Interrupted, NotRun: primary.NotRun}
+	if out.Interrupted == nil {
+		out.Interrupted, out.NotRun = secondary.Interrupted, secondary.NotRun
+	}
 	seen := map[string]bool{}
 	for _, p := range primary.Results {
 		seen[p.Name] = true
@@ -100,6 +103,9 @@ type jsonReport struct {
 	Passed  int          `json:"passed"`
 	Failed  int          `json:"failed"`
 	Skipped int          `json:"skipped"`
+	// Interrupted and NotRun: Report's, for a run stopped before its last check.
+	Interrupted string   `json:"interrupted,omitempty"`
+	NotRun      []string `json:"not_run,omitempty"`
 }
 
 type jsonResult struct {
@@ -110,9 +116,13 @@ type jsonResult struct {
 }
 
 // WriteJSON writes the report as one JSON object: {"results": [{"name", "status", "detail",
-// "unobservable"}...], "passed", "failed", "skipped"}.
+// "unobservable"}...], "passed", "failed", "skipped"}, and for an interrupted run
+// "interrupted" (why) and "not_run" (the checks' names).
 func (r Report) WriteJSON(w io.Writer) error {
-	out := jsonReport{Results: []jsonResult{}}
+	out := jsonReport{Results: []jsonResult{}, NotRun: r.NotRun}
+	if r.Interrupted != nil {
+		out.Interrupted = r.Interrupted.Error()
+	}
 	for _, res := range r.Results {
 		out.Results = append(out.Results, jsonResult{res.Name, res.Status.String(), res.Detail, res.Unobservable})
 		switch res.Status {
@@ -138,10 +148,13 @@ func ReadJSON(data []byte) (Report, error) {
 	if err := dec.Decode(&in); err != nil {
 		return Report{}, fmt.Errorf("reading a smoke report: %w", err)
 	}
-	if len(in.Results) == 0 {
+	if len(in.Results) == 0 && in.Interrupted == "" {
 		return Report{}, errors.New("reading a smoke report: it has no results")
 	}
 	var rep Report
+	if in.Interrupted != "" {
+		rep.Interrupted, rep.NotRun = errors.New(in.Interrupted), in.NotRun
+	}
 	for _, res := range in.Results {
 		var st Status
 		switch res.Status {

@@ -90,6 +90,11 @@ type Result struct {
 // Report is the outcome of a run, in check order.
 type Report struct {
 	Results []Result
+	// Interrupted is why the run stopped before its last check (a signal, a deadline): the
+	// checks not run are in NotRun, not in Results, since not running is no verdict on the
+	// image (an interrupted run once printed every unrun check as FAIL).
+	Interrupted error
+	NotRun      []string
 }
 
 // OK is true when no check failed.
@@ -116,8 +121,17 @@ func (r Report) Result(name string) (Result, bool) {
 	return Result{}, false
 }
 
-// Err is nil when every check passed, or an error naming the failed checks.
+// Err is nil when every check passed, or an error naming the failed checks; an
+// interrupted run says so, names the checks it did not run and wraps the cause.
 func (r Report) Err() error {
+	if r.Interrupted != nil {
+		failed := ""
+		if f := r.Failed(); len(f) > 0 {
+			failed = "; failed before that: " + strings.Join(f, ", ")
+		}
+		return fmt.Errorf("smoke run interrupted after %d checks, %d not run (%s)%s: %w",
+			len(r.Results), len(r.NotRun), strings.Join(r.NotRun, ", "), failed, r.Interrupted)
+	}
 	if f := r.Failed(); len(f) > 0 {
 		return fmt.Errorf("smoke checks failed: %s", strings.Join(f, ", "))
 	}
@@ -139,6 +153,9 @@ func (r Report) Print(w io.Writer) error {
 	}
 	pass, fail, skip := r.Counts()
 	fmt.Fprintf(tw, "\n%d passed, %d failed, %d skipped\n", pass, fail, skip)
+	if r.Interrupted != nil {
+		fmt.Fprintf(tw, "interrupted (%v): %d checks not run\n", r.Interrupted, len(r.NotRun))
+	}
 	return tw.Flush()
 }
 
@@ -285,7 +302,8 @@ func Run(ctx context.Context, t Target, o Options) Report {
 	var rep Report
 	for _, c := range r.checks() {
 		if ctx.Err() != nil {
-			rep.Results = append(rep.Results, Result{Name: c.name, Status: Fail, Detail: "not run: " + ctx.Err().Error()})
+			rep.Interrupted = context.Cause(ctx)
+			rep.NotRun = append(rep.NotRun, c.name)
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, o.CheckTimeout)
@@ -298,6 +316,12 @@ func Run(ctx context.Context, t Target, o Options) Report {
 		rec.hit = false
 		st, detail := c.run(cctx, r)
 		cancel()
+		if ctx.Err() != nil && st != Pass {
+			// Stopped mid-check: what it saw is the interruption, not the image.
+			rep.Interrupted = context.Cause(ctx)
+			rep.NotRun = append(rep.NotRun, c.name)
+			continue
+		}
 		o.Progress.Send(progress.Checked{Name: c.name, Status: st.String(), Duration: time.Since(start).Round(time.Millisecond), Detail: firstLine(detail)})
 		rep.Results = append(rep.Results, Result{Name: c.name, Status: st, Detail: detail, Unobservable: st == Skip && rec.hit})
 	}

@@ -218,8 +218,19 @@ func New(opts ...Option) *Fetcher {
 	if f.retries < 0 {
 		f.retries = 0
 	}
+	if f.initErr == nil {
+		// The cache holds what the build compiles (the prepared archives): another user who
+		// could write it could swap what was verified (safeio.CheckPrivateDir).
+		if err := safeio.CheckPrivateDir(f.cacheDir); err != nil {
+			f.initErr = fmt.Errorf("source cache (--cache): %w", err)
+		}
+	}
 	return f
 }
+
+// Err is what New found wrong with the options or the cache directory, which every fetch
+// returns before fetching anything; a build's preflight asks for it first.
+func (f *Fetcher) Err() error { return f.initErr }
 
 // CacheDir is the directory the fetcher caches verified files in.
 func (f *Fetcher) CacheDir() string { return f.cacheDir }

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -163,15 +164,14 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 	if err != nil {
 		return nil, err
 	}
-	ctrs := map[string]*dagger.Container{}
-	outs := map[string]*dagger.Directory{}
-	for _, s := range p.Stages {
-		src, err := filepath.Abs(sources[s.Source.Component])
-		if err != nil {
-			return nil, fmt.Errorf("dagger executor: source of %s: %w", s.Name, err)
-		}
-		ctrs[s.Name] = e.stage(p, builder, s, src, outs)
-		outs[s.Name] = ctrs[s.Name].Directory(plan.ContainerOut(s.Name))
+	private, err := os.MkdirTemp("", "nginx-forge-sources-")
+	if err != nil {
+		return nil, fmt.Errorf("dagger executor: %w", err)
+	}
+	defer os.RemoveAll(private)
+	ctrs, outs, err := e.stages(p, builder, sources, private)
+	if err != nil {
+		return nil, err
 	}
 	tree := outs[p.Final]
 
@@ -321,6 +321,25 @@ func (e *Executor) targetAptSources(ctx context.Context, p *plan.Plan, builder *
 	}
 	e.logf("dagger: the builder %s names other package sources for %s: each architecture keeps to its own", p.BuilderImage, p.Platform)
 	return dir, nil
+}
+
+// stages chains every stage of p from builder (nothing runs yet: the engine evaluates each
+// later, in plan order). The engine uploads a stage's source when it evaluates the stage,
+// minutes after the check for nginx's: so it is given a private copy under private, hashed
+// as it was made (engine.PrivateSource), never the archive's path in the cache. The copy
+// keeps the archive's content and mode, which is what the engine keys the stage by.
+func (e *Executor) stages(p *plan.Plan, builder *dagger.Container, sources map[string]string, private string) (map[string]*dagger.Container, map[string]*dagger.Directory, error) {
+	ctrs := map[string]*dagger.Container{}
+	outs := map[string]*dagger.Directory{}
+	for _, s := range p.Stages {
+		src, err := engine.PrivateSource(filepath.Join(private, s.Name), sources[s.Source.Component])
+		if err != nil {
+			return nil, nil, fmt.Errorf("dagger executor: stage %s: %w", s.Name, err)
+		}
+		ctrs[s.Name] = e.stage(p, builder, s, src, outs)
+		outs[s.Name] = ctrs[s.Name].Directory(plan.ContainerOut(s.Name))
+	}
+	return ctrs, outs, nil
 }
 
 // stage is one plan stage: its own chain from the builder, so its cache key is exactly the

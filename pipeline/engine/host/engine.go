@@ -30,9 +30,13 @@ var _ engine.Engine = (*Engine)(nil)
 // Name is "host".
 func (e *Engine) Name() string { return "host" }
 
-// Preflight: the smoke tests run the image in runc, which needs runc, umoci and root; say
-// so before an hour of compiling.
+// Preflight: the cache must be this user's alone (checkCacheDir), before anything is
+// fetched; the smoke tests run the image in runc, which needs runc, umoci and root; say so
+// before an hour of compiling.
 func (e *Engine) Preflight(ctx context.Context, smoke bool) error {
+	if err := e.ex.checkCacheDir(); err != nil {
+		return err
+	}
 	if !smoke {
 		return nil
 	}

@@ -115,6 +115,9 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 	if err := CheckTools(p); err != nil {
 		return nil, err
 	}
+	if err := e.checkCacheDir(); err != nil {
+		return nil, err
+	}
 	if err := checkEmulation(p); err != nil {
 		return nil, err
 	}
@@ -262,7 +265,7 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 	}
 	defer unlock()
 
-	if m, ok := readMeta(final); ok {
+	if m, ok := e.reuse(s.Name, key, final); ok {
 		sr.Cached = true
 		sr.Wall = time.Since(start)
 		sr.Built = m.Timing
@@ -274,6 +277,9 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
 	}
 	defer os.RemoveAll(tmp)
+	if src, err = engine.PrivateSource(filepath.Join(tmp, "src"), src); err != nil {
+		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
+	}
 	work, out, logPath := filepath.Join(tmp, "work"), filepath.Join(tmp, "out"), filepath.Join(tmp, "build.log")
 	// The compilers' temporary files go under the scratch directory, which goes when the
 	// stage ends: a compiler killed mid-file (a cancelled build) cannot clean up its own.
@@ -406,8 +412,13 @@ func commitStage(tmp, final string, m meta) error {
 	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), b, 0o644); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(filepath.Join(tmp, "work")); err != nil {
-		return fmt.Errorf("removing its scratch directory: %w", err)
+	for _, d := range []string{"work", "src"} {
+		if err := os.RemoveAll(filepath.Join(tmp, d)); err != nil {
+			return fmt.Errorf("removing its scratch directory: %w", err)
+		}
+	}
+	if err := writeManifest(tmp); err != nil {
+		return fmt.Errorf("writing its manifest: %w", err)
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		return fmt.Errorf("storing its output in the cache: %w", err)

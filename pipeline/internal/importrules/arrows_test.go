@@ -61,6 +61,7 @@ var newPackageArrows = map[string]string{
 	"pipeline/actions -> pipeline/safeio":              "safeio",
 	"pipeline/bench -> pipeline/safeio":                "safeio",
 	"pipeline/dockerfile -> pipeline/safeio":           "safeio",
+	"pipeline/engine/host -> pipeline/safeio":          "safeio",
 	"pipeline/forge -> pipeline/safeio":                "safeio",
 	"pipeline/lock -> pipeline/safeio":                 "safeio",
 	"pipeline/sign -> pipeline/safeio":                 "safeio",
