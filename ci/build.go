@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +34,7 @@ type buildFlags struct {
 	cpu       string
 	jobs      int
 	optimize  string
-	platform  string
+	platform  platformsFlag
 	modules   string
 	cache     string
 	maxSource int64 // MiB
@@ -196,7 +195,8 @@ func (f *buildFlags) stackFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.keyserver, "keyserver", "", "fetch signer keys that are not vendored from these comma-separated `URLs` (default keyserver.ubuntu.com, then keys.openpgp.org)")
 	fs.StringVar(&f.cpu, "cpu", "", "CPU `level` to compile for: x86-64-v2, x86-64-v3 (amd64 default), x86-64-v4, armv8.2-a (arm64 default), ..., or native (not portable)")
 	fs.IntVar(&f.jobs, "jobs", 0, "parallel compile jobs (0: one per CPU)")
-	fs.StringVar(&f.platform, "platform", "linux/amd64", "target `platforms`: linux/amd64, linux/arm64, or both comma-separated, each once (dagger: one build per platform, pushed as one index)")
+	f.platform = platformsFlag{plan.DefaultPlatform}
+	fs.Var(&f.platform, "platform", "target `platforms`: "+plan.SupportedList()+", or several comma-separated, each once (dagger: one build per platform, pushed as one index)")
 	fs.StringVar(&f.modules, "modules", "", "nginx `modules`: +name,-name change the default set (e.g. +mail,-http_v3), a plain list replaces it; 'ci modules' lists them")
 	fs.StringVar(&f.cache, "cache", "", "cache `DIR`: verified sources (DIR/sources) and the host engine's stage outputs (default: "+host.DefaultCacheDir+" as root, else $XDG_CACHE_HOME/nginx-forge, i.e. ~/.cache/nginx-forge)")
 	f.maxSource = source.DefaultMaxSize >> 20
@@ -230,7 +230,7 @@ func (m *mibFlag) Set(v string) error {
 // check refuses what only the command can judge: an engine name, and combinations with the
 // engine. The request's own rules are Request.Resolve's (forge), checked there once.
 func (f buildFlags) check() error {
-	if f.builderImage != "" && f.engine != "dagger" {
+	if f.builderImage != "" && f.engine != daggerEngine {
 		return usageErrorf("--builder-image applies to --engine dagger; the host engine builds with this machine's compiler")
 	}
 	return nil
@@ -334,16 +334,9 @@ func (f buildFlags) request() (forge.Request, error) {
 	if err := f.check(); err != nil {
 		return forge.Request{}, err
 	}
-	platforms, err := platformList(f.platform)
-	if err != nil {
-		return forge.Request{}, err
-	}
-	if len(platforms) > 1 && f.engine == "host" {
-		return forge.Request{}, usageErrorf("--platform %s: the host engine builds for this machine only; build several platforms with --engine dagger", f.platform)
-	}
 	req := forge.Request{
-		LockFile: f.lockFile, TLS: f.tls, Zlib: f.zlib, BuilderImage: f.builderImage, RuntimeImage: f.runtimeImage,
-		Platforms: platforms, CPU: f.cpu, Jobs: f.jobs, Optimize: f.optimize, Mirror: f.mirror, CacheDir: f.cache,
+		Engine: string(f.engine), LockFile: f.lockFile, TLS: f.tls, Zlib: f.zlib, BuilderImage: f.builderImage, RuntimeImage: f.runtimeImage,
+		Platforms: f.platform, CPU: f.cpu, Jobs: f.jobs, Optimize: f.optimize, Mirror: f.mirror, CacheDir: f.cache,
 		Tree: f.tree, Bundle: f.bundle, Output: f.output,
 		Push: f.push, DigestOnly: f.digestOnly, Latest: f.latest, NoSmoke: f.noSmoke, Insecure: f.insecure,
 		Revision: f.revision, Ref: f.ref, SignKey: f.signKey, MaxSourceSize: f.maxSource << 20,
@@ -353,6 +346,7 @@ func (f buildFlags) request() (forge.Request, error) {
 	if src.getenv == nil {
 		src = realOrigin
 	}
+	var err error
 	if req.Origin, err = readOrigin(f.sourceRepo, f.ref, src); err != nil {
 		return forge.Request{}, err
 	}
@@ -406,33 +400,6 @@ func (r rangedDuration) Set(s string) error {
 	}
 	*r.d = d
 	return nil
-}
-
-// platformList reads --platform: each supported platform at most once, no empty entries
-// (a list with 50 entries or ",," is a mistake to point out, not to build or trim).
-func platformList(s string) ([]string, error) {
-	fix := "give " + strings.Join(plan.SupportedPlatforms, " or ") + ", or several once each, comma-separated"
-	if strings.Trim(s, ", \t") == "" {
-		return nil, usageErrorf("--platform is empty: %s", fix)
-	}
-	entries := strings.Split(s, ",")
-	if len(entries) > len(plan.SupportedPlatforms) {
-		return nil, usageErrorf("--platform has %d entries, more than the %d supported platforms: %s", len(entries), len(plan.SupportedPlatforms), fix)
-	}
-	var out []string
-	for _, p := range entries {
-		p = strings.TrimSpace(p)
-		switch {
-		case p == "":
-			return nil, usageErrorf("--platform %q has an empty entry: %s", s, fix)
-		case !slices.Contains(plan.SupportedPlatforms, p):
-			return nil, usageErrorf("--platform %q: %q is not supported: %s", s, p, fix)
-		case slices.Contains(out, p):
-			return nil, usageErrorf("--platform %q names %s twice: %s", s, p, fix)
-		}
-		out = append(out, p)
-	}
-	return out, nil
 }
 
 func splitList(s string) []string {

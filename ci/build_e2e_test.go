@@ -52,7 +52,7 @@ func TestBuildPushEndToEnd(t *testing.T) {
 	repo := reg.Host + "/nginx-forge"
 	dir := t.TempDir()
 	flags := func(output string) buildFlags {
-		return buildFlags{engine: "host", lockFile: testLockPath, mirror: srv.URL, platform: "linux/amd64",
+		return buildFlags{engine: "host", lockFile: testLockPath, mirror: srv.URL, platform: mustPlatforms("linux/amd64"),
 			cache: testenv.BuildCacheDir(), image: repo, push: true, runtimeImage: base.String(),
 			output: output, revision: "0123456789abcdef0123456789abcdef01234567", verbose: true}
 	}
@@ -218,7 +218,7 @@ func TestBuildTamperedTarballCreatesNothing(t *testing.T) {
 			out, cache := filepath.Join(dir, "tree"), filepath.Join(dir, "cache")
 			var stderr bytes.Buffer
 			err = runBuild(context.Background(), buildFlags{engine: "host", tree: out, lockFile: testLockPath,
-				mirror: srv.URL, platform: "linux/amd64", cache: cache}, io.Discard, &stderr)
+				mirror: srv.URL, platform: mustPlatforms("linux/amd64"), cache: cache}, io.Discard, &stderr)
 			if err == nil {
 				t.Fatalf("a tampered %s was accepted", tc.file)
 			}

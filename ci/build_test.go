@@ -38,7 +38,7 @@ func TestBuildMalformedLockCreatesNothing(t *testing.T) {
 	}
 	out, cache := filepath.Join(dir, "tree"), filepath.Join(dir, "cache")
 	var stderr bytes.Buffer
-	err = runBuild(context.Background(), buildFlags{engine: "host", tree: out, lockFile: lockFile, platform: "linux/amd64", cache: cache}, io.Discard, &stderr)
+	err = runBuild(context.Background(), buildFlags{engine: "host", tree: out, lockFile: lockFile, platform: mustPlatforms("linux/amd64"), cache: cache}, io.Discard, &stderr)
 	if err == nil {
 		t.Fatal("a malformed lock was accepted")
 	}
@@ -63,8 +63,8 @@ func TestBuildUsageErrors(t *testing.T) {
 		f    buildFlags
 		want string
 	}{
-		{"tree not empty", buildFlags{engine: "host", platform: "linux/amd64", tree: full}, "is not empty"},
-		{"output exists", buildFlags{engine: "host", platform: "linux/amd64", output: full}, "exists: choose a new path"},
+		{"tree not empty", buildFlags{engine: "host", platform: mustPlatforms("linux/amd64"), tree: full}, "is not empty"},
+		{"output exists", buildFlags{engine: "host", platform: mustPlatforms("linux/amd64"), output: full}, "exists: choose a new path"},
 		{"push without image", buildFlags{engine: "host", push: true}, "--push needs --image"},
 		{"push without smoke", buildFlags{engine: "host", push: true, image: "127.0.0.1:5000/x", noSmoke: true}, "always smoke-tested"},
 		{"digest-only without push", buildFlags{engine: "host", digestOnly: true}, "only makes sense with --push"},
@@ -74,17 +74,12 @@ func TestBuildUsageErrors(t *testing.T) {
 		{"bad tag", buildFlags{engine: "host", image: "r.example/x:ok,b@d"}, `tag "b@d" is not a valid tag`},
 		{"bundle without tree", buildFlags{engine: "host", bundle: true, output: filepath.Join(dir, "o")}, "--bundle needs --tree"},
 		{"builder image on host", buildFlags{engine: "host", builderImage: "ubuntu:24.04"}, "--builder-image applies to --engine dagger"},
-		{"runtime image", buildFlags{engine: "host", tree: filepath.Join(dir, "o"), lockFile: testLockPath, platform: "linux/amd64", runtimeImage: "::bad"}, `--runtime-image "::bad"`},
-		{"host multi-platform", buildFlags{engine: "host", platform: "linux/amd64,linux/arm64"}, "the host engine builds for this machine only"},
-		{"output multi-platform", buildFlags{engine: "dagger", platform: "linux/amd64,linux/arm64", output: filepath.Join(dir, "o.tar")}, "--output and --tree take one platform"},
-		{"no platform", buildFlags{engine: "dagger", platform: " , "}, "--platform is empty"},
-		{"cpu", buildFlags{engine: "host", tree: filepath.Join(dir, "o"), lockFile: testLockPath, platform: "linux/amd64", cpu: "pentium"}, `CPU level "pentium" is not known`},
-		{"platform", buildFlags{engine: "host", tree: filepath.Join(dir, "o"), lockFile: testLockPath, platform: "linux/s390x"}, "linux/amd64 or linux/arm64"},
-		{"module", buildFlags{engine: "host", tree: filepath.Join(dir, "o"), lockFile: testLockPath, platform: "linux/amd64", modules: "http_ssl,gopher"}, `unknown nginx module "gopher"`},
+		{"runtime image", buildFlags{engine: "host", tree: filepath.Join(dir, "o"), lockFile: testLockPath, platform: mustPlatforms("linux/amd64"), runtimeImage: "::bad"}, `--runtime-image "::bad"`},
+		{"host multi-platform", buildFlags{engine: "host", platform: mustPlatforms("linux/amd64,linux/arm64")}, "the host engine builds for this machine only"},
+		{"output multi-platform", buildFlags{engine: "dagger", platform: mustPlatforms("linux/amd64,linux/arm64"), output: filepath.Join(dir, "o.tar")}, "--output and --tree take one platform"},
+		{"cpu", buildFlags{engine: "host", tree: filepath.Join(dir, "o"), lockFile: testLockPath, platform: mustPlatforms("linux/amd64"), cpu: "pentium"}, `CPU level "pentium" is not known`},
+		{"module", buildFlags{engine: "host", tree: filepath.Join(dir, "o"), lockFile: testLockPath, platform: mustPlatforms("linux/amd64"), modules: "http_ssl,gopher"}, `unknown nginx module "gopher"`},
 	} {
-		if tc.f.platform == "" {
-			tc.f.platform = "linux/amd64" // the flag's default
-		}
 		t.Run(tc.name, func(t *testing.T) {
 			err := runBuild(context.Background(), tc.f, io.Discard, io.Discard)
 			if err == nil || !isUsage(err) || !strings.Contains(err.Error(), tc.want) {
@@ -105,7 +100,7 @@ func TestBuildWithoutEngineFailsFirst(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "xdg"))
 	out := filepath.Join(dir, "nginx.tar")
-	err := runBuild(context.Background(), buildFlags{engine: "dagger", lockFile: testLockPath, platform: "linux/amd64",
+	err := runBuild(context.Background(), buildFlags{engine: "dagger", lockFile: testLockPath, platform: mustPlatforms("linux/amd64"),
 		mirror: "http://127.0.0.1:9/never-contacted", output: out, image: "127.0.0.1:5000/nginx-forge/nginx:test", push: true}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "no Dagger engine") || !strings.Contains(err.Error(), "--engine host") {
 		t.Fatalf("err = %v, want the no-engine error suggesting --engine host", err)

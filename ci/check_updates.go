@@ -125,6 +125,7 @@ func init() {
 					Keyservers: splitList(*keyserver), GitHubAPI: *ghAPI, NginxOrg: *nginxOrg, Token: os.Getenv(*tokenEnv),
 					Registry: *registry, SkipImages: *skipImages, Timeout: *timeout, Advisories: *advisories,
 					NginxAdvisories: *nginxAdv, OpenSSLAdvisories: *opensslAdv, SkipAdvisoryFeeds: *skipFeeds,
+					Platforms: supportedPlatformNames(),
 				}
 				if err := checkUpdateOutputs(&run, *prBody); err != nil {
 					return err

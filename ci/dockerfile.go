@@ -12,6 +12,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/dockerfile"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
@@ -29,7 +30,8 @@ test fails when it drifts; regenerate it with:
 		flags: func(fs *flag.FlagSet) runFunc {
 			lockFile := fs.String("lock", "", "lock file (default: the lock shipped in "+lock.DefaultPath+")")
 			cpu := fs.String("cpu", "", "default of the CPU build arg, a -march level (default: the platform's default level)")
-			platform := fs.String("platform", "linux/amd64", "platform the stages' flags are rendered for")
+			platform := platformFlag(plan.DefaultPlatform)
+			fs.Var(&platform, "platform", "`platform` the stages' flags are rendered for: "+plan.SupportedList())
 			optimize := fs.String("optimize", "", "optimization mode rendered into the stages: auto, none, lto or pgo (default: auto, as for build)")
 			modules := fs.String("modules", "", "nginx modules: +name,-name change the default set, a plain list replaces it (default: the default set; 'ci modules' lists them)")
 			mirror := fs.String("mirror", "", "fetch every source from `URL`/<file name> instead of upstream (same checksums), as build --mirror does")
@@ -45,7 +47,7 @@ test fails when it drifts; regenerate it with:
 						return usageErrorf("loading lock %s: %v", *lockFile, err)
 					}
 				}
-				r := dockerfile.Request{Platform: *platform, CPU: *cpu, Mirror: *mirror, Optimize: *optimize}
+				r := dockerfile.Request{Platform: plan.Platform(platform), CPU: *cpu, Mirror: *mirror, Optimize: *optimize}
 				if *lockFile != "" {
 					// Run from the repository root (the build context): a profile the lock
 					// keeps in the repository is copied from beside it.

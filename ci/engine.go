@@ -16,8 +16,8 @@ import (
 type engineName string
 
 const (
-	hostEngine   engineName = "host"
-	daggerEngine engineName = "dagger"
+	hostEngine   engineName = engine.Host
+	daggerEngine engineName = engine.Dagger
 )
 
 func (n *engineName) String() string { return string(*n) }

@@ -70,7 +70,7 @@ func TestPGOBuildFromRecordedProfileIsReproducible(t *testing.T) {
 	start := time.Now()
 	var stdout, stderr bytes.Buffer
 	rec := pgoProfileFlags{
-		build: buildFlags{engine: "host", lockFile: lockFile, mirror: srv.URL, platform: "linux/amd64", cache: testenv.BuildCacheDir()},
+		build: buildFlags{engine: "host", lockFile: lockFile, mirror: srv.URL, platform: mustPlatforms("linux/amd64"), cache: testenv.BuildCacheDir()},
 		dir:   filepath.Join(work, "pgo"), inRepo: true, write: true,
 	}
 	if err := runPGOProfile(ctx, rec, &stdout, &stderr); err != nil {
@@ -101,7 +101,7 @@ func TestPGOBuildFromRecordedProfileIsReproducible(t *testing.T) {
 		if i == 1 {
 			cache = t.TempDir()
 		}
-		f := buildFlags{engine: "host", lockFile: lockFile, mirror: srv.URL, platform: "linux/amd64", cache: cache,
+		f := buildFlags{engine: "host", lockFile: lockFile, mirror: srv.URL, platform: mustPlatforms("linux/amd64"), cache: cache,
 			optimize: "auto", runtimeImage: base.String(), output: filepath.Join(work, "nginx-"+string(rune('a'+i))+".tar"), noSmoke: true}
 		if err := runBuild(ctx, f, &stdout, &stderr); err != nil {
 			t.Fatalf("pgo build %d: %v\n%s", i+1, err, stderr.String())

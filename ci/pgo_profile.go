@@ -128,9 +128,9 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 		e := p.Profile
 		switch {
 		case f.baseURL != "":
-			e.URL = strings.TrimSuffix(f.baseURL, "/") + "/" + url.PathEscape(forge.ProfileFileName(e))
+			e.URL = strings.TrimSuffix(f.baseURL, "/") + "/" + url.PathEscape(filepath.Base(p.File))
 		case f.inRepo:
-			e.URL = lock.ProfilesDir + "/" + forge.ProfileFileName(e)
+			e.URL = lock.ProfilesDir + "/" + filepath.Base(p.File)
 		}
 		entries = append(entries, e)
 		say(sink, "profile %s: %s (sha256 %s)", e.Platform, p.File, e.SHA256)

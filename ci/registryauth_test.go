@@ -48,7 +48,7 @@ func TestPasswordRegistry(t *testing.T) {
 	defer srv.Close()
 
 	var stdout, stderr bytes.Buffer
-	err = runBuild(ctx, buildFlags{engine: "host", lockFile: testLockPath, mirror: srv.URL, platform: "linux/amd64",
+	err = runBuild(ctx, buildFlags{engine: "host", lockFile: testLockPath, mirror: srv.URL, platform: mustPlatforms("linux/amd64"),
 		cache: testenv.BuildCacheDir(), image: reg.Ref("nginx-forge"), push: true, runtimeImage: base.String(),
 		output: filepath.Join(t.TempDir(), "nginx.tar"), revision: "0123456789abcdef0123456789abcdef01234567", verbose: true}, &stdout, &stderr)
 	if err != nil {

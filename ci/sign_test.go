@@ -11,7 +11,7 @@ import (
 
 // --sign-key signs what --push publishes: alone it is a usage error.
 func TestSignKeyNeedsPush(t *testing.T) {
-	err := runBuild(context.Background(), buildFlags{engine: "host", platform: "linux/amd64", signKey: "key.pem"}, io.Discard, io.Discard)
+	err := runBuild(context.Background(), buildFlags{engine: "host", platform: mustPlatforms("linux/amd64"), signKey: "key.pem"}, io.Discard, io.Discard)
 	if err == nil || !isUsage(err) || !strings.Contains(err.Error(), "--sign-key key.pem signs what --push publishes") {
 		t.Fatalf("err = %v, want a usage error asking for --push", err)
 	}
@@ -21,7 +21,7 @@ func TestSignKeyNeedsPush(t *testing.T) {
 // the missing Dagger engine is even looked for), naming the flag and the file.
 func TestBadSignKeyFailsBeforeTheBuild(t *testing.T) {
 	key := encryptedKeyWithoutEngine(t)
-	err := runBuild(context.Background(), buildFlags{engine: "dagger", lockFile: testLockPath, platform: "linux/amd64",
+	err := runBuild(context.Background(), buildFlags{engine: "dagger", lockFile: testLockPath, platform: mustPlatforms("linux/amd64"),
 		mirror: "http://127.0.0.1:9/never-contacted", image: "127.0.0.1:5000/nginx-forge/nginx:test", push: true, signKey: key}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--sign-key "+key+" is an encrypted key (cosign's encrypted key format, or encrypted PKCS#8) and COSIGN_PASSWORD is not set") {
 		t.Fatalf("err = %v, want the key refused before the engine is looked for", err)

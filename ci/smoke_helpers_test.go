@@ -17,3 +17,13 @@ func smokeExpect(lockFile, modules string) (smoke.Expect, error) {
 func imageExpect(img v1.Image, lockFile, modules string) (smoke.Expect, string, error) {
 	return forge.SmokeRequest{ExpectLock: lockFile, Modules: modules}.ImageExpectations(img)
 }
+
+// mustPlatforms is --platform's value as the flag parses it, for tests that build the flags
+// struct by hand.
+func mustPlatforms(s string) platformsFlag {
+	var p platformsFlag
+	if err := p.Set(s); err != nil {
+		panic(err)
+	}
+	return p
+}

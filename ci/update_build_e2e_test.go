@@ -263,7 +263,7 @@ func TestUpdateThenBuildWithoutAKeyServer(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	output := filepath.Join(t.TempDir(), "nginx.tar")
 	err = runBuild(ctx, buildFlags{engine: "host", lockFile: lockFile, mirror: u.Mirror(), keyserver: "http://127.0.0.1:9",
-		platform: "linux/amd64", cache: testenv.BuildCacheDir(), runtimeImage: base.String(), output: output,
+		platform: mustPlatforms("linux/amd64"), cache: testenv.BuildCacheDir(), runtimeImage: base.String(), output: output,
 		revision: "0123456789abcdef0123456789abcdef01234567", verbose: true}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("host build of the updated lock: %v\n%s", err, stderr.String())

@@ -39,9 +39,10 @@ const (
 // Request is a rendering of a lock for a platform, CPU level and module set, as `ci
 // dockerfile` takes them; Mirror, when set, makes every ADD fetch Mirror/<file name>.
 type Request struct {
-	Platform, CPU, Mirror string
-	Optimize              string   // plan.WithOptimize's mode; "" is the default
-	Modules               []string // nil: the default set
+	Platform    plan.Platform // the zero Platform is plan.DefaultPlatform
+	CPU, Mirror string
+	Optimize    string   // plan.WithOptimize's mode; "" is the default
+	Modules     []string // nil: the default set
 	// LockDir is the lock file's directory relative to the build context (the repository
 	// root), where a profile the lock keeps in the repository is copied from ("" is
 	// pipeline/lock, the default lock's).
@@ -50,7 +51,10 @@ type Request struct {
 
 // RenderLock plans l as r asks and renders it; the plan's warnings come back with it.
 func RenderLock(l *lock.Lock, r Request) ([]byte, []string, error) {
-	opts := []plan.Option{plan.WithPlatform(r.Platform), plan.WithCPU(r.CPU), plan.WithOptimize(r.Optimize)}
+	opts := []plan.Option{plan.WithCPU(r.CPU), plan.WithOptimize(r.Optimize)}
+	if r.Platform != (plan.Platform{}) {
+		opts = append(opts, plan.WithPlatform(r.Platform))
+	}
 	if r.Modules != nil {
 		opts = append(opts, plan.WithModules(r.Modules...))
 	}

@@ -51,6 +51,14 @@ type Engine interface {
 	Close() error
 }
 
+// The engines' names (Engine.Name, as `ci build --engine` takes them).
+const (
+	// Host builds on this machine, for its architecture or cross-compiled: one platform a build.
+	Host = "host"
+	// Dagger builds in containers on a Dagger engine, one platform after another.
+	Dagger = "dagger"
+)
+
 // Progress receives a build's stages as they start and end, in order (progress.StepStarted,
 // progress.StepDone); nil discards them.
 type Progress func(progress.Event)

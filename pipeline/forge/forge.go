@@ -95,6 +95,9 @@ type target struct {
 func Run(ctx context.Context, eng engine.Engine, rs *Resolved, opts ...Option) (*Result, error) {
 	o := makeOptions(opts)
 	defer eng.Close()
+	if rs.req.Engine != "" && rs.req.Engine != eng.Name() {
+		return &Result{}, &RequestError{Err: fmt.Errorf("the request was resolved for the %s engine, not %s (nothing was built)", rs.req.Engine, eng.Name())}
+	}
 	b := &build{req: rs.req, res: &Result{Repo: rs.req.Repo}, sink: o.sink, warnings: o.warnings, eng: engine.Checked(eng)}
 	b.regOpts = registryOptions(b.sink, b.req.Insecure, b.req.RegistryTimeout)
 	if b.req.SignKey != "" {
@@ -186,8 +189,7 @@ func (b *build) preflightChecks(ctx context.Context) error {
 	}
 	ref := b.runtimeRef()
 	for _, t := range b.targets {
-		pl := v1.Platform{OS: t.plan.Platform.OS, Architecture: t.plan.Platform.Arch}
-		if err := b.checkBase(ctx, t, ref, pl); err != nil {
+		if err := b.checkBase(ctx, t, ref, image.OCIPlatform(t.plan.Platform)); err != nil {
 			return err
 		}
 	}

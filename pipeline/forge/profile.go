@@ -11,17 +11,16 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
-// ProfileFileName is the name a platform's recorded profile is written under: the arch and
+// profileFileName is the name a platform's recorded profile is written under: the arch and
 // the start of the training key, so that files of different plans never collide.
-func ProfileFileName(p lock.Profile) string {
-	_, arch, _ := strings.Cut(p.Platform, "/")
-	return fmt.Sprintf("nginx-forge-pgo-%s-%.12s.tar.gz", arch, p.Training)
+func profileFileName(pl plan.Platform, training string) string {
+	return fmt.Sprintf("nginx-forge-pgo-%s-%.12s.tar.gz", pl.Arch, training)
 }
 
 // recordProfile writes the training stage's output (tree: OUT of pgo-train, holding pgo/)
@@ -34,7 +33,7 @@ func (b *build) recordProfile(ctx context.Context, t *target, tree string) error
 		return fmt.Errorf("profile directory %s: %w", b.req.ProfileDir, err)
 	}
 	rec := RecordedProfile{Profile: lock.Profile{Platform: t.plan.Platform.String(), Training: t.plan.TrainingKey}}
-	rec.File = filepath.Join(b.req.ProfileDir, ProfileFileName(rec.Profile))
+	rec.File = filepath.Join(b.req.ProfileDir, profileFileName(t.plan.Platform, t.plan.TrainingKey))
 	sum, err := writeProfile(rec.File, tree, time.Unix(t.plan.SourceDateEpoch, 0))
 	if err != nil {
 		return fmt.Errorf("writing the profile for %s: %w", t.plan.Platform, err)

@@ -130,7 +130,7 @@ func (r *registry) publish(ctx context.Context, targets []*target) error {
 		if pub, err = image.Index(ctx, b.req.Repo, digestRefs, tags, append(b.regOpts, r.signOptions(targets...)...)...); err != nil {
 			return err
 		}
-		b.sink.Send(progress.IndexPushed{Digest: pub.Digest.String(), Platforms: b.req.platforms()})
+		b.sink.Send(progress.IndexPushed{Digest: pub.Digest.String(), Platforms: platformNames(b.req.platforms())})
 	}
 	var tagRefs []string
 	for _, t := range pub.Tags {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/sign"
 )
@@ -110,8 +111,11 @@ func RunRebuild(ctx context.Context, eng engine.Engine, x Rebuild, rec sign.Reco
 		return res, err
 	}
 	defer os.RemoveAll(scratch)
-	req := x.request(rec, filepath.Join(scratch, "image"))
-	rs, err := req.Resolve()
+	req, err := x.request(rec, filepath.Join(scratch, "image"))
+	var rs *Resolved
+	if err == nil {
+		rs, err = req.Resolve()
+	}
 	if err != nil {
 		eng.Close()
 		return res, &RequestError{Err: fmt.Errorf("refusing to rebuild %s with this checkout's lock and the recorded flags (nothing was fetched or built): %w", x.Ref, err)}
@@ -159,10 +163,15 @@ func RunRebuild(ctx context.Context, eng engine.Engine, x Rebuild, rec sign.Reco
 
 // request is the build rec records, with what x adds (the lock file, the mirror, the
 // cache, the images), written as an OCI layout to output and neither smoke-tested nor pushed.
-func (x Rebuild) request(rec sign.Recorded, output string) Request {
+// The recorded platform is read here, where it enters from the provenance.
+func (x Rebuild) request(rec sign.Recorded, output string) (Request, error) {
 	p := rec.Platforms[0]
 	req := x.Build
-	req.Platforms = []string{p.Platform}
+	pl, err := plan.ParsePlatform(p.Platform)
+	if err != nil {
+		return Request{}, fmt.Errorf("the provenance records the platform %w", err)
+	}
+	req.Platforms = []plan.Platform{pl}
 	req.CPU, req.Optimize, req.Modules = p.CPU, p.Optimize, p.Modules
 	if req.Modules == nil {
 		req.Modules = []string{} // the recorded set, even when empty; nil would be the default set
@@ -170,7 +179,7 @@ func (x Rebuild) request(rec sign.Recorded, output string) Request {
 	req.Revision = rec.Origin.Revision
 	req.Origin = Origin{Repository: rec.Origin.Repository, Ref: rec.Origin.Ref, BuilderID: rec.Origin.BuilderID}
 	req.Push, req.NoSmoke, req.Repo, req.Tags, req.Tree, req.Output = false, true, "", nil, "", output
-	return req
+	return req, nil
 }
 
 // compare finds where the published image and the rebuild (in the layout at output) first

@@ -15,6 +15,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
 
@@ -32,13 +33,17 @@ type Request struct {
 	TLS, Zlib string
 	// BuilderImage and RuntimeImage override the lock's images ("REF" or "REF@sha256:...").
 	BuilderImage, RuntimeImage string
+	// Engine is the name of the engine the request is for (engine.Engine.Name, as --engine
+	// spells it): the host engine builds for one platform, on this machine. "" names none;
+	// Run refuses an engine other than the one named.
+	Engine string
 
-	Platforms []string // "linux/amd64", ...; empty means linux/amd64
-	CPU       string   // -march level; "" is the platform's default
-	Jobs      int      // parallel compile jobs; 0 is one per CPU
-	Optimize  string   // auto, none, lto or pgo (plan.OptimizeModes); "" is plan.DefaultOptimize
-	Modules   []string // nil is the default module set
-	Mirror    string   // fetch every file as Mirror/<file name>
+	Platforms []plan.Platform // each once (plan.ParsePlatforms); empty means plan.DefaultPlatform
+	CPU       string          // -march level; "" is the platform's default
+	Jobs      int             // parallel compile jobs; 0 is one per CPU
+	Optimize  string          // auto, none, lto or pgo (plan.OptimizeModes); "" is plan.DefaultOptimize
+	Modules   []string        // nil is the default module set
+	Mirror    string          // fetch every file as Mirror/<file name>
 	// Keyservers replace the servers that signer keys which are not vendored are fetched
 	// from (pipeline/source's defaults); nil keeps them.
 	Keyservers []string
@@ -116,9 +121,9 @@ func (r Request) WantsImage() bool {
 	return r.Push || r.Output != "" || r.Repo != "" || r.Tree == ""
 }
 
-func (r Request) platforms() []string {
+func (r Request) platforms() []plan.Platform {
 	if len(r.Platforms) == 0 {
-		return []string{"linux/amd64"}
+		return []plan.Platform{plan.DefaultPlatform}
 	}
 	return r.Platforms
 }

@@ -205,7 +205,7 @@ func PrepareImageSmoke(ctx context.Context, r SmokeRequest) (*ImageSmoke, error)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: reading its config: %w", r.Image, err)
 	}
-	p, err := plan.New(lock.Default(), plan.WithPlatform(cfg.OS+"/"+cfg.Architecture))
+	p, err := plan.New(lock.Default(), plan.WithPlatform(plan.Platform{OS: cfg.OS, Arch: cfg.Architecture}))
 	if err != nil {
 		return nil, fmt.Errorf("image %s: its platform %s/%s: %w", r.Image, cfg.OS, cfg.Architecture, err)
 	}

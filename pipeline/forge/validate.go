@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/advisory"
+	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
@@ -99,6 +100,15 @@ func (r Request) resolve() (*Resolved, error) {
 	return &Resolved{req: r, lock: l, plans: plans, builtin: builtin, advisories: found}, nil
 }
 
+// platformNames are platforms as events and messages spell them.
+func platformNames(ps []plan.Platform) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return out
+}
+
 // plans makes one plan of l per platform (the training plan for a ProfileDir request).
 func (r Request) plans(l *lock.Lock) ([]*plan.Plan, error) {
 	var plans []*plan.Plan
@@ -150,6 +160,9 @@ func (r Request) checkOptions() error {
 	}
 	if err := image.CheckRef(r.Origin.Ref); err != nil {
 		return fmt.Errorf("the source's git ref %w", err)
+	}
+	if n := len(r.platforms()); n > 1 && r.Engine == engine.Host {
+		return fmt.Errorf("--platform %s: the host engine builds for this machine only; build several platforms with --engine dagger", strings.Join(platformNames(r.platforms()), ","))
 	}
 	if n := len(r.platforms()); n > 1 && (r.Output != "" || r.Tree != "") {
 		return fmt.Errorf("%d platforms: --output and --tree take one platform; build them one platform at a time", n)

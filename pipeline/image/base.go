@@ -6,7 +6,13 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
+
+// OCIPlatform is p as go-containerregistry names a platform: the one conversion, for the
+// pulls and checks that take one (PullBase).
+func OCIPlatform(p plan.Platform) v1.Platform { return v1.Platform{OS: p.OS, Architecture: p.Arch} }
 
 // PullBase resolves the runtime base (the lock's runtime image, or --runtime-image) for
 // one platform, from a registry or a local file (ParseSource): an index (distroless is multi-platform) resolves to that platform's

@@ -97,7 +97,7 @@ func (p *Plan) ForBuild(buildArch string) (*Plan, error) {
 		return p, nil
 	}
 	if _, ok := gnuArch[buildArch]; !ok {
-		return nil, fmt.Errorf("plan: cannot cross-compile for %s from a linux/%s builder: builders are linux/amd64 or linux/arm64", p.Platform, buildArch)
+		return nil, fmt.Errorf("plan: cannot cross-compile for %s from a linux/%s builder: builders are %s", p.Platform, buildArch, SupportedList())
 	}
 	if p.Optimize != OptimizeNone {
 		return nil, fmt.Errorf("plan: optimize %q cannot be cross-compiled for %s from a linux/%s builder (LTO archives and PGO training are set up for the target's own GCC): build with --optimize none, or on a %s machine", p.Optimize, p.Platform, buildArch, p.Platform)

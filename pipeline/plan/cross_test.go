@@ -22,7 +22,7 @@ func crossPlan(t *testing.T, path string, opts ...plan.Option) *plan.Plan {
 			t.Fatal(err)
 		}
 	}
-	p, err := plan.New(l, append([]plan.Option{plan.WithPlatform("linux/arm64")}, opts...)...)
+	p, err := plan.New(l, append([]plan.Option{plan.WithPlatform(linuxARM64)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestCrossGolden(t *testing.T) {
 // itself, so a native build (every amd64 stage key and digest) is what it was.
 func TestForBuildNative(t *testing.T) {
 	l := testLock(t)
-	for _, pl := range []string{"linux/amd64", "linux/arm64"} {
+	for _, pl := range []plan.Platform{plan.DefaultPlatform, linuxARM64} {
 		p, err := plan.New(l, plan.WithPlatform(pl))
 		if err != nil {
 			t.Fatal(err)
@@ -81,7 +81,7 @@ func TestForBuildNative(t *testing.T) {
 // in the same order; the packages and tools name the cross toolchain.
 func TestCrossPlan(t *testing.T) {
 	l := testLock(t)
-	native, err := plan.New(l, plan.WithPlatform("linux/arm64"))
+	native, err := plan.New(l, plan.WithPlatform(linuxARM64))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestCrossEditsApply(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		p, err := plan.New(l, plan.WithPlatform("linux/arm64"))
+		p, err := plan.New(l, plan.WithPlatform(linuxARM64))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +193,7 @@ func TestCrossEditsApply(t *testing.T) {
 func TestCrossRefusesLTOAndPGO(t *testing.T) {
 	l := testLock(t)
 	for _, mode := range []string{plan.OptimizeLTO, plan.OptimizePGO} {
-		p, err := plan.New(l, plan.WithPlatform("linux/arm64"), plan.WithOptimize(mode))
+		p, err := plan.New(l, plan.WithPlatform(linuxARM64), plan.WithOptimize(mode))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,12 +221,12 @@ func TestCheckDebVersion(t *testing.T) {
 // TestLibcryptPackageNamesItsArchitecture: the package whose version the SBOM records is the
 // target's, named with its architecture, native or cross.
 func TestLibcryptPackageNamesItsArchitecture(t *testing.T) {
-	for _, platform := range []string{"linux/amd64", "linux/arm64"} {
+	for _, platform := range []plan.Platform{plan.DefaultPlatform, linuxARM64} {
 		p, err := plan.New(testLock(t), plan.WithPlatform(platform))
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "libcrypt-dev:" + strings.TrimPrefix(platform, "linux/")
+		want := "libcrypt-dev:" + platform.Arch
 		if got := p.LibcryptPackageOf(); got != want {
 			t.Errorf("%s: %s, want %s", platform, got, want)
 		}

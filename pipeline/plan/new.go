@@ -4,7 +4,6 @@ import (
 	"embed"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 )
@@ -24,17 +23,13 @@ type options struct {
 	training bool
 }
 
-// SupportedPlatforms are the platforms a plan targets.
-var SupportedPlatforms = []string{"linux/amd64", "linux/arm64"}
-
-// WithPlatform sets the target platform, one of SupportedPlatforms (default linux/amd64).
-func WithPlatform(p string) Option {
+// WithPlatform sets the target platform, one of supportedPlatforms (default DefaultPlatform).
+func WithPlatform(p Platform) Option {
 	return func(o *options) error {
-		os, arch, ok := strings.Cut(p, "/")
-		if !ok || !slices.Contains(SupportedPlatforms, p) {
-			return fmt.Errorf("platform %q is not supported: use linux/amd64 or linux/arm64", p)
+		if !slices.Contains(supportedPlatforms, p) {
+			return fmt.Errorf("platform %q is not supported: use %s", p, SupportedList())
 		}
-		o.platform = Platform{OS: os, Arch: arch}
+		o.platform = p
 		return nil
 	}
 }
@@ -93,7 +88,7 @@ func newPlan(l *lock.Lock, opts []Option) (*Plan, error) {
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("plan: invalid lock: %w", err)
 	}
-	o := options{platform: Platform{OS: "linux", Arch: "amd64"}, modules: DefaultModulesOf(l), optimize: DefaultOptimize}
+	o := options{platform: DefaultPlatform, modules: DefaultModulesOf(l), optimize: DefaultOptimize}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("plan: %w", err)

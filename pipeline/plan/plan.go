@@ -91,14 +91,6 @@ func (p *Plan) CC() string {
 	return "cc"
 }
 
-// Platform is an OS/architecture pair, e.g. linux/amd64.
-type Platform struct {
-	OS   string
-	Arch string
-}
-
-func (p Platform) String() string { return p.OS + "/" + p.Arch }
-
 // Tool is a command a stage script needs and the Debian/Ubuntu package that provides it.
 type Tool struct {
 	Command string

@@ -36,7 +36,7 @@ func TestGolden(t *testing.T) {
 		// The AWS-LC variant: git sources (nginx configured by ./auto/configure), AWS-LC's and
 		// zlib-ng's stages, cmake and git in the builder.
 		{"linux-amd64-aws-lc", nil, testenv.AWSLCTestLockPath()},
-		{"linux-arm64", []plan.Option{plan.WithPlatform("linux/arm64")}, ""},
+		{"linux-arm64", []plan.Option{plan.WithPlatform(linuxARM64)}, ""},
 		{"linux-amd64-lto", []plan.Option{plan.WithOptimize(plan.OptimizeLTO)}, ""},
 		{"linux-amd64-pgo", []plan.Option{plan.WithOptimize(plan.OptimizePGO)}, ""},
 	} {
@@ -122,7 +122,7 @@ func TestDefaults(t *testing.T) {
 			t.Errorf("stage %s SOURCE_DATE_EPOCH = %q", s.Name, env(s, "SOURCE_DATE_EPOCH"))
 		}
 	}
-	arm, err := plan.New(l, plan.WithPlatform("linux/arm64"))
+	arm, err := plan.New(l, plan.WithPlatform(linuxARM64))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	arm, err := plan.New(l, plan.WithPlatform("linux/arm64"))
+	arm, err := plan.New(l, plan.WithPlatform(linuxARM64))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,8 +306,8 @@ func TestErrors(t *testing.T) {
 		{"invalid lock", &bad, nil, "invalid lock"},
 		{"unknown cpu", l, []plan.Option{plan.WithCPU("haswell-ish")}, `CPU level "haswell-ish" is not known for amd64: use one of x86-64, x86-64-v2, x86-64-v3, x86-64-v4`},
 		{"cpu of another arch", l, []plan.Option{plan.WithCPU("armv8.2-a")}, "not known for amd64"},
-		{"x86 cpu on arm", l, []plan.Option{plan.WithPlatform("linux/arm64"), plan.WithCPU("x86-64-v3")}, "not known for arm64: use one of armv8-a"},
-		{"platform", l, []plan.Option{plan.WithPlatform("darwin/arm64")}, `platform "darwin/arm64" is not supported: use linux/amd64 or linux/arm64`},
+		{"x86 cpu on arm", l, []plan.Option{plan.WithPlatform(linuxARM64), plan.WithCPU("x86-64-v3")}, "not known for arm64: use one of armv8-a"},
+		{"platform", l, []plan.Option{plan.WithPlatform(plan.Platform{OS: "darwin", Arch: "arm64"})}, `platform "darwin/arm64" is not supported: use linux/amd64 or linux/arm64`},
 		{"module", l, []plan.Option{plan.WithModules("http_v9")}, `unknown nginx module "http_v9": known modules are`},
 		{"module dependency", l, []plan.Option{plan.WithModules("stream_ssl")}, `nginx module "stream_ssl" needs module "stream"`},
 		{"module not in the lock", l, []plan.Option{plan.WithModules("zstd")}, `nginx module "zstd" is built from the lock components zstd_nginx_module and zstd, which the lock does not have all of`},

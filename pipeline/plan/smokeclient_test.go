@@ -72,7 +72,7 @@ func TestSmokeClientStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := plan.New(l, plan.WithPlatform("linux/arm64"))
+	p, err := plan.New(l, plan.WithPlatform(linuxARM64))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
 // elfMachines are the ELF machines of the architectures the plan builds for.
@@ -46,7 +48,7 @@ func checkArch(ctx context.Context, r *runner) (Status, string) {
 		}
 	}
 	if arch == "" || class != elf.ELFCLASS64 || order != binary.LittleEndian {
-		return Fail, fmt.Sprintf("ELF machine %s (%s): not a linux/amd64 or linux/arm64 binary", machine, class)
+		return Fail, fmt.Sprintf("ELF machine %s (%s): not a %s binary", machine, class, plan.SupportedList())
 	}
 	if want := r.o.Expect.Arch; want != "" && want != arch {
 		return Fail, fmt.Sprintf("ELF machine %s: a %s binary in a %s image", machine, arch, want)

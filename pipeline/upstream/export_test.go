@@ -13,7 +13,6 @@ const TrackLatest = trackLatest
 
 var (
 	ErrRateLimited = errRateLimited
-	ImagePlatforms = imagePlatforms
 	NewClient      = newClient
 	WithGitHubAPI  = withGitHubAPI
 	WithHTTPClient = withHTTPClient

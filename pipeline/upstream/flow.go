@@ -50,6 +50,10 @@ type Run struct {
 	// and classifies by the snapshot as it is.
 	NginxAdvisories, OpenSSLAdvisories string
 	SkipAdvisoryFeeds                  bool
+	// Platforms are the platforms every build targets (build.yml builds each and joins them
+	// into one index), as plan spells them: a new base image digest must be an index that
+	// covers each. The command passes plan's supported platforms.
+	Platforms []string
 	// Vendored, when not nil, replaces the keys vendored in pipeline/lock/keys (updater).
 	Vendored []string
 	// Sink receives each request and decision as a Detail note (nil: discarded). Lookups run
@@ -160,12 +164,13 @@ func (r *Run) Do(ctx context.Context) (*Outcome, error) {
 	}
 	o.WriteErr = step("Downloading and verifying new releases", func() error {
 		u := &updater{
-			Fetcher:  r.fetcher(sink, keysDir),
-			Images:   checker.Images,
-			Vendored: r.Vendored,
-			Mirror:   r.Mirror,
-			KeysDir:  keysDir,
-			Sink:     sink,
+			Fetcher:   r.fetcher(sink, keysDir),
+			Images:    checker.Images,
+			Vendored:  r.Vendored,
+			Platforms: r.Platforms,
+			Mirror:    r.Mirror,
+			KeysDir:   keysDir,
+			Sink:      sink,
 		}
 		var err error
 		o.Applied, err = u.updateLoaded(ctx, r.LockFile, l, before, o.Report)

@@ -22,10 +22,11 @@ func checkDefault(t *testing.T, s *upstreamtest.DefaultLockScenario) *upstream.R
 // vendored ones.
 func updaterDefault(t *testing.T, s *upstreamtest.DefaultLockScenario) *upstream.Updater {
 	return &upstream.Updater{
-		Fetcher:  source.New(source.WithMirror(s.Upstream.Mirror()), source.WithCacheDir(t.TempDir()), source.WithRetries(0)),
-		Images:   upstream.NewImageResolver(upstream.WithRegistry(s.Registry)),
-		Vendored: s.Vendored,
-		Mirror:   s.Upstream.Mirror(),
+		Fetcher:   source.New(source.WithMirror(s.Upstream.Mirror()), source.WithCacheDir(t.TempDir()), source.WithRetries(0)),
+		Images:    upstream.NewImageResolver(upstream.WithRegistry(s.Registry)),
+		Vendored:  s.Vendored,
+		Platforms: buildPlatforms,
+		Mirror:    s.Upstream.Mirror(),
 	}
 }
 

@@ -113,11 +113,6 @@ var (
 
 var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// imagePlatforms are the platforms every build targets (build.yml builds linux/amd64 and
-// linux/arm64 and joins them into one index): a pinned base image digest must be an index
-// that covers each of them, or one architecture's build would have no base.
-var imagePlatforms = []string{"linux/amd64", "linux/arm64"}
-
 // updater turns a Report into a new lock, refusing any release it cannot vouch for.
 type updater struct {
 	// Fetcher downloads and verifies tarballs and signatures (required).
@@ -130,7 +125,9 @@ type updater struct {
 	// production uses; tests set their generated keys here because the embedded keys'
 	// private halves are upstream's.
 	Vendored []string
-	// Platforms a base image index must cover (nil: imagePlatforms).
+	// Platforms are the platforms every build targets (Run.Platforms): a base image index
+	// must cover each of them, or one architecture's build would have no base. Required to
+	// apply an image update.
 	Platforms []string
 	// Mirror, when set, is where the signature of an unsigned component's new release is
 	// looked for (Mirror/<file name>), as the fetcher does (Run.Mirror).
@@ -211,11 +208,10 @@ func (u *updater) image(ctx context.Context, ir ImageReport) (Applied, error) {
 	if u.Images == nil {
 		return Applied{}, fmt.Errorf("no image resolver to check the platforms of %s", ir.Latest)
 	}
-	want := u.Platforms
-	if want == nil {
-		want = imagePlatforms
+	if len(u.Platforms) == 0 {
+		return Applied{}, fmt.Errorf("no platforms to check the index of %s against (Run.Platforms: the platforms builds target)", ir.Latest)
 	}
-	plats, err := u.Images.IndexPlatforms(ctx, ir.Ref, ir.Latest, want)
+	plats, err := u.Images.IndexPlatforms(ctx, ir.Ref, ir.Latest, u.Platforms)
 	if err != nil {
 		return Applied{}, err
 	}

@@ -44,10 +44,11 @@ func checkLock(t *testing.T, lockFile string, up *upstreamtest.Server, registry 
 // vendored key (the keys in pipeline/lock/keys cannot sign test tarballs).
 func updater(s *upstreamtest.Scenario, f upstream.Fetcher) *upstream.Updater {
 	return &upstream.Updater{
-		Fetcher:  f,
-		Images:   upstream.NewImageResolver(upstream.WithRegistry(s.Registry)),
-		Vendored: s.Vendored,
-		Mirror:   s.Upstream.Mirror(),
+		Fetcher:   f,
+		Images:    upstream.NewImageResolver(upstream.WithRegistry(s.Registry)),
+		Vendored:  s.Vendored,
+		Platforms: buildPlatforms,
+		Mirror:    s.Upstream.Mirror(),
 	}
 }
 
@@ -328,3 +329,7 @@ func TestCheckFallsBackToNginxOrgOnEmptyList(t *testing.T) {
 		t.Errorf("nginx = %+v; want 1.26.3 from nginx.org", n)
 	}
 }
+
+// buildPlatforms are the platforms builds target, as ci check-updates passes them
+// (Run.Platforms, from pipeline/plan).
+var buildPlatforms = []string{"linux/amd64", "linux/arm64"}

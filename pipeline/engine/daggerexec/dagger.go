@@ -259,12 +259,16 @@ func (e *Executor) engineArch(ctx context.Context) (string, error) {
 
 // builderPlatform is the platform p's builder container runs on: the build machine's in a
 // cross plan.
-func builderPlatform(p *plan.Plan) string {
+func builderPlatform(p *plan.Plan) plan.Platform {
 	if p.Cross != nil {
-		return p.Cross.Build.String()
+		return p.Cross.Build
 	}
-	return p.Platform.String()
+	return p.Platform
 }
+
+// daggerPlatform is p as the Dagger API names a platform: the one conversion, for the
+// containers this engine starts.
+func daggerPlatform(p plan.Platform) dagger.Platform { return dagger.Platform(p.String()) }
 
 // builder is the plan's builder image with its build packages installed. The apt caches are
 // cache volumes (per builder image and platform: package lists of different releases must
@@ -272,7 +276,7 @@ func builderPlatform(p *plan.Plan) string {
 // builder also gets its image's target-platform apt sources when they differ from its own
 // (plan.ContainerTargetAptDir).
 func (e *Executor) builder(ctx context.Context, p *plan.Plan) (*dagger.Container, error) {
-	c := e.client.Container(dagger.ContainerOpts{Platform: dagger.Platform(builderPlatform(p))}).
+	c := e.client.Container(dagger.ContainerOpts{Platform: daggerPlatform(builderPlatform(p))}).
 		From(p.BuilderImage)
 	if p.Cross != nil {
 		target, err := e.targetAptSources(ctx, p, c)
@@ -299,7 +303,7 @@ func (e *Executor) builder(ctx context.Context, p *plan.Plan) (*dagger.Container
 // Ubuntu image: another archive per architecture); nil otherwise (a Debian image, or an
 // image of one platform, whose sources then serve the target too).
 func (e *Executor) targetAptSources(ctx context.Context, p *plan.Plan, builder *dagger.Container) (*dagger.Directory, error) {
-	target := e.client.Container(dagger.ContainerOpts{Platform: dagger.Platform(p.Platform.String())}).From(p.BuilderImage)
+	target := e.client.Container(dagger.ContainerOpts{Platform: daggerPlatform(p.Platform)}).From(p.BuilderImage)
 	if _, err := target.ImageRef(ctx); err != nil {
 		e.logf("dagger: the builder %s has no %s variant (%v): its own package sources serve %s", p.BuilderImage, p.Platform, firstLine(nil, err), p.Platform.Arch)
 		return nil, nil

@@ -13,7 +13,7 @@ import (
 var _ engine.Engine = (*Executor)(nil)
 
 // Name is "dagger".
-func (e *Executor) Name() string { return "dagger" }
+func (e *Executor) Name() string { return engine.Dagger }
 
 // Preflight checks in seconds that an engine is reachable (ErrNoEngine otherwise). The
 // smoke tests run inside the engine, with a client the engine builds from this module's
@@ -37,7 +37,7 @@ func (e *Executor) Builder(ctx context.Context, p *plan.Plan) (engine.Builder, e
 	if err != nil {
 		return engine.Builder{}, err
 	}
-	from := e.client.Container(dagger.ContainerOpts{Platform: dagger.Platform(builderPlatform(p))}).From(p.BuilderImage)
+	from := e.client.Container(dagger.ContainerOpts{Platform: daggerPlatform(builderPlatform(p))}).From(p.BuilderImage)
 	ref, err := from.ImageRef(ctx)
 	if err != nil {
 		return engine.Builder{}, fmt.Errorf("pulling the builder %s: %w", p.BuilderImage, err)

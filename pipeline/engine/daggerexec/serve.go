@@ -81,7 +81,7 @@ func (e *Executor) importImage(ctx context.Context, t *Target, p *plan.Plan, img
 	if err := writeOCITarball(tarPath, filepath.Join(t.tmp, "layout"), img); err != nil {
 		return fmt.Errorf("dagger smoke: writing the image for import: %w", err)
 	}
-	t.ctr = e.client.Container(dagger.ContainerOpts{Platform: dagger.Platform(p.Platform.String())}).
+	t.ctr = e.client.Container(dagger.ContainerOpts{Platform: daggerPlatform(p.Platform)}).
 		Import(e.client.Host().File(tarPath))
 	if tlsDir != "" {
 		abs, err := filepath.Abs(tlsDir)

@@ -28,7 +28,7 @@ func NewEngine(opts ...Option) *Engine { return &Engine{ex: New(opts...)} }
 var _ engine.Engine = (*Engine)(nil)
 
 // Name is "host".
-func (e *Engine) Name() string { return "host" }
+func (e *Engine) Name() string { return engine.Host }
 
 // Preflight: the cache must be this user's alone (checkCacheDir), before anything is
 // fetched; the smoke tests run the image in runc, which needs runc, umoci and root; say so

@@ -104,7 +104,7 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]str
 
 func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, report engine.Progress) (*Result, error) {
 	if p.Platform.OS != "linux" {
-		return nil, fmt.Errorf("host executor: plan is for %s but this machine is linux/%s: plan for linux/amd64 or linux/arm64", p.Platform, runtime.GOARCH)
+		return nil, fmt.Errorf("host executor: plan is for %s but this machine is linux/%s: plan for %s", p.Platform, runtime.GOARCH, plan.SupportedList())
 	}
 	// This machine is the builder: a plan for another architecture cross-compiles (see
 	// plan.Cross); a native plan is run as it is.
