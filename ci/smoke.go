@@ -55,7 +55,8 @@ func smokeFlags(fs *flag.FlagSet) runFunc {
 		if *timeout <= 0 {
 			return usageErrorf("--timeout %s must be positive (how long the whole run may take)", *timeout)
 		}
-		if err := smokeArgs(&req, *start, args, eng, *confD != "" || *noTLS); err != nil {
+		rs, err := smokeArgs(req, *start, args, eng, *confD != "" || *noTLS)
+		if err != nil {
 			return err
 		}
 		if *confD != "" {
@@ -69,7 +70,7 @@ func smokeFlags(fs *flag.FlagSet) runFunc {
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
 		if req.Address != "" {
-			rep, err := forge.SmokeServer(ctx, req, sink)
+			rep, err := forge.SmokeServer(ctx, rs, sink)
 			if err != nil {
 				return err
 			}
@@ -80,33 +81,36 @@ func smokeFlags(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer e.Close()
-		return smokeImage(ctx, req, e, sink, *asJSON, stdout)
+		return smokeImage(ctx, rs, e, sink, *asJSON, stdout)
 	}
 }
 
-// smokeArgs checks the flags and arguments before anything is pulled or contacted.
-func smokeArgs(req *forge.SmokeRequest, start bool, args []string, eng engineName, hostOnly bool) error {
+// smokeArgs checks the flags and arguments before anything is pulled or contacted, and
+// resolves the request once (forge.SmokeRequest.Resolve).
+func smokeArgs(req forge.SmokeRequest, start bool, args []string, eng engineName, hostOnly bool) (*forge.ResolvedSmoke, error) {
 	switch {
 	case start && req.Address != "" && len(args) == 0:
-		return usageErrorf("--start needs the command after --")
+		return nil, usageErrorf("--start needs the command after --")
 	case start && req.Address != "":
 		req.Start = args
 	case len(args) > 0:
-		return usageErrorf("unexpected arguments %q (a command to start needs --address and --start)", args)
+		return nil, usageErrorf("unexpected arguments %q (a command to start needs --address and --start)", args)
 	}
 	if eng == daggerEngine && hostOnly {
-		return usageErrorf("--conf-d and --no-tls apply to --engine host: the Dagger engine runs the image as ci build does (its TLS mount, no conf.d)")
+		return nil, usageErrorf("--conf-d and --no-tls apply to --engine host: the Dagger engine runs the image as ci build does (its TLS mount, no conf.d)")
 	}
-	if err := req.Validate(); err != nil {
-		return usageErrorf("%v", err)
+	rs, err := req.Resolve()
+	if err != nil {
+		return nil, usageErrorf("%v", err)
 	}
-	return nil
+	return rs, nil
 }
 
 // smokeImage pulls the image once and runs the suite on it on the engine --engine chose:
 // runc on this machine (host) or a service on the Dagger engine.
-func smokeImage(ctx context.Context, req forge.SmokeRequest, e engine.Engine, sink progress.Sink, asJSON bool, stdout io.Writer) error {
-	prep, err := forge.PrepareImageSmoke(ctx, req)
+func smokeImage(ctx context.Context, rs *forge.ResolvedSmoke, e engine.Engine, sink progress.Sink, asJSON bool, stdout io.Writer) error {
+	req := rs.Request()
+	prep, err := forge.PrepareImageSmoke(ctx, rs)
 	if err != nil {
 		return err
 	}

@@ -10,12 +10,20 @@ import (
 // smokeExpect is what `ci smoke --expect-lock LOCK --modules MODULES` compares a target that
 // records nothing with.
 func smokeExpect(lockFile, modules string) (smoke.Expect, error) {
-	return forge.SmokeRequest{ExpectLock: lockFile, Modules: modules}.Expectations()
+	rs, err := forge.SmokeRequest{Address: "127.0.0.1:1", ExpectLock: lockFile, Modules: modules}.Resolve()
+	if err != nil {
+		return smoke.Expect{}, err
+	}
+	return rs.Expectations(), nil
 }
 
 // imageExpect is what `ci smoke --image` compares img with under those flags.
 func imageExpect(img v1.Image, lockFile, modules string) (smoke.Expect, string, error) {
-	return forge.SmokeRequest{ExpectLock: lockFile, Modules: modules}.ImageExpectations(img)
+	rs, err := forge.SmokeRequest{Image: "unused", ExpectLock: lockFile, Modules: modules}.Resolve()
+	if err != nil {
+		return smoke.Expect{}, "", err
+	}
+	return rs.ImageExpectations(img)
 }
 
 // mustPlatforms is --platform's value as the flag parses it, for tests that build the flags

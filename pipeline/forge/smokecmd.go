@@ -46,27 +46,59 @@ type SmokeRequest struct {
 	ExpectFlags []string
 }
 
-// Validate checks the request without touching a registry or a server: which target, the
-// expectation lock and the module list. The command reports its errors as usage errors.
-func (r SmokeRequest) Validate() error {
+// ResolvedSmoke is a SmokeRequest resolved once (SmokeRequest.Resolve): the expectation lock
+// loaded, what the flags expect made from it, the CA read. SmokeServer and PrepareImageSmoke
+// take it and read none of them again; the image's plan is made once, after its pull.
+type ResolvedSmoke struct {
+	req SmokeRequest
+	// lock is ExpectLock's, or the lock built into the program.
+	lock   *lock.Lock
+	expect smoke.Expect
+	tls    *smoke.TLS // nil: no --tls-ca
+}
+
+// Request is the request as it was resolved.
+func (rs *ResolvedSmoke) Request() SmokeRequest { return rs.req }
+
+// The smoke command loads its lock and makes its plan through these, so a test can count
+// them (one of each per run at most).
+var (
+	loadSmokeLock = func(path string) (*lock.Lock, error) {
+		if path == "" {
+			return lock.Default(), nil
+		}
+		return lock.Load(path)
+	}
+	newSmokePlan = plan.New
+)
+
+// Resolve checks the request without touching a registry or a server (which target, the
+// numbers, the expectation lock, the module list, the CA) and reads what it names, once. The
+// command reports its errors as usage errors.
+func (r SmokeRequest) Resolve() (*ResolvedSmoke, error) {
 	switch {
 	case r.Image != "" && r.Address != "":
-		return errors.New("--image and --address exclude each other")
+		return nil, errors.New("--image and --address exclude each other")
 	case r.Image == "" && r.Address == "":
-		return errors.New("--image is required (or --address for a running server)")
+		return nil, errors.New("--image is required (or --address for a running server)")
 	}
 	if err := r.checkNumbers(); err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := r.Expectations(); err != nil {
-		return err
+	l, err := loadSmokeLock(r.ExpectLock)
+	if err != nil {
+		return nil, fmt.Errorf("--expect-lock: loading %s: %w", r.ExpectLock, err)
+	}
+	rs := &ResolvedSmoke{req: r, lock: l}
+	if rs.expect, err = r.expectations(l); err != nil {
+		return nil, err
 	}
 	if r.TLSCAFile != "" {
-		if _, err := r.trustedTLS(); err != nil {
-			return err
+		if rs.tls, err = r.trustedTLS(); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return rs, nil
 }
 
 // checkNumbers refuses a port or uid outside its range (0 is the default of each).
@@ -103,15 +135,12 @@ func (r SmokeRequest) trustedTLS() (*smoke.TLS, error) {
 }
 
 // Expectations are what the target is compared with when it records nothing: ExpectLock's
-// versions (when given) and the Modules, as build makes them from its lock and plan.
-func (r SmokeRequest) Expectations() (smoke.Expect, error) {
-	l := lock.Default()
-	if r.ExpectLock != "" {
-		var err error
-		if l, err = lock.Load(r.ExpectLock); err != nil {
-			return smoke.Expect{}, fmt.Errorf("--expect-lock: loading %s: %w", r.ExpectLock, err)
-		}
-	}
+// versions (when given) and the Modules' configure flags, as build compiles them from its lock.
+func (rs *ResolvedSmoke) Expectations() smoke.Expect { return rs.expect }
+
+// expectations are Expectations, made from l (ExpectLock's, or the lock built into the
+// program).
+func (r SmokeRequest) expectations(l *lock.Lock) (smoke.Expect, error) {
 	var mods []string
 	if r.Modules != "" && r.Modules != "any" {
 		for _, m := range strings.Split(r.Modules, ",") {
@@ -134,22 +163,14 @@ func (r SmokeRequest) Expectations() (smoke.Expect, error) {
 	return e, nil
 }
 
-// SmokeServer runs the suite against the server at r.Address (starting r.Start first, if
-// given); sink receives each check as it ends (nil discards).
-func SmokeServer(ctx context.Context, r SmokeRequest, sink progress.Sink) (smoke.Report, error) {
-	expect, err := r.Expectations()
-	if err != nil {
-		return smoke.Report{}, err
-	}
+// SmokeServer runs the suite against the server at the request's Address (starting its
+// Start first, if given); sink receives each check as it ends (nil discards).
+func SmokeServer(ctx context.Context, rs *ResolvedSmoke, sink progress.Sink) (smoke.Report, error) {
+	r, expect := rs.req, rs.expect
 	if r.ExpectFlags != nil {
 		expect.Modules = r.ExpectFlags
 	}
-	o := smoke.Options{Expect: expect, UID: r.UID, HTTPPort: r.HTTPPort, HTTPSPort: r.HTTPSPort, Progress: sink}
-	if r.TLSCAFile != "" {
-		if o.TLS, err = r.trustedTLS(); err != nil {
-			return smoke.Report{}, err
-		}
-	}
+	o := smoke.Options{Expect: expect, UID: r.UID, HTTPPort: r.HTTPPort, HTTPSPort: r.HTTPSPort, Progress: sink, TLS: rs.tls}
 	return smoke.RunClient(ctx, smoke.ClientRequest{Address: r.Address, WatchRoot: r.WatchRoot, Start: r.Start}, o)
 }
 
@@ -158,9 +179,10 @@ func SmokeServer(ctx context.Context, r SmokeRequest, sink progress.Sink) (smoke
 type ImageSmoke struct {
 	Image  v1.Image
 	Digest string
-	// Plan is the default lock's plan for the image's own platform: what an engine needs to
-	// run an image it did not build (its runtime contract; the Dagger engine builds its
-	// in-engine smoke client with the plan's builder image).
+	// Plan is the expectation lock's plan (--expect-lock's, else the lock built into the
+	// program) for the image's own platform: what an engine needs to run an image it did not
+	// build (its runtime contract; the Dagger engine builds its in-engine smoke client with
+	// the plan's builder image).
 	Plan    *plan.Plan
 	Options smoke.Options
 	// From says where the expectations came from, for the report's title.
@@ -173,10 +195,8 @@ type ImageSmoke struct {
 // first, so an image is checked against what it was built as; ExpectLock replaces the
 // versions, Modules the modules. An image without a record (built by the Dockerfile, or
 // elsewhere) is checked against the lock's default modules, versions only with ExpectLock.
-func PrepareImageSmoke(ctx context.Context, r SmokeRequest) (*ImageSmoke, error) {
-	if err := r.Validate(); err != nil { // before the pull, not after it
-		return nil, err
-	}
+func PrepareImageSmoke(ctx context.Context, rs *ResolvedSmoke) (*ImageSmoke, error) {
+	r := rs.req
 	var nopts []name.Option
 	if r.Insecure {
 		nopts = append(nopts, name.Insecure)
@@ -197,7 +217,7 @@ func PrepareImageSmoke(ctx context.Context, r SmokeRequest) (*ImageSmoke, error)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", r.Image, err)
 	}
-	expect, from, err := r.ImageExpectations(img)
+	expect, from, err := rs.ImageExpectations(img)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +225,10 @@ func PrepareImageSmoke(ctx context.Context, r SmokeRequest) (*ImageSmoke, error)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: reading its config: %w", r.Image, err)
 	}
-	p, err := plan.New(lock.Default(), plan.WithPlatform(plan.Platform{OS: cfg.OS, Arch: cfg.Architecture}))
+	// The plan of the lock already read (--expect-lock's, else the program's own) for the
+	// image's platform: the runtime contract, and the builder the Dagger engine builds its
+	// smoke client in.
+	p, err := newSmokePlan(rs.lock, plan.WithPlatform(plan.Platform{OS: cfg.OS, Arch: cfg.Architecture}))
 	if err != nil {
 		return nil, fmt.Errorf("image %s: its platform %s/%s: %w", r.Image, cfg.OS, cfg.Architecture, err)
 	}
@@ -214,8 +237,8 @@ func PrepareImageSmoke(ctx context.Context, r SmokeRequest) (*ImageSmoke, error)
 
 // ImageExpectations are what img is compared with (see PrepareImageSmoke), and where they
 // came from.
-func (r SmokeRequest) ImageExpectations(img v1.Image) (smoke.Expect, string, error) {
-	e, from, err := r.imageExpectations(img)
+func (rs *ResolvedSmoke) ImageExpectations(img v1.Image) (smoke.Expect, string, error) {
+	e, from, err := rs.imageExpectations(img)
 	if err != nil {
 		return e, from, err
 	}
@@ -228,11 +251,8 @@ func (r SmokeRequest) ImageExpectations(img v1.Image) (smoke.Expect, string, err
 	return e, from, nil
 }
 
-func (r SmokeRequest) imageExpectations(img v1.Image) (smoke.Expect, string, error) {
-	flagExpect, err := r.Expectations()
-	if err != nil {
-		return smoke.Expect{}, "", err
-	}
+func (rs *ResolvedSmoke) imageExpectations(img v1.Image) (smoke.Expect, string, error) {
+	r, flagExpect := rs.req, rs.expect
 	rec, ok, err := image.ReadRecord(img)
 	if err != nil {
 		return smoke.Expect{}, "", err

@@ -187,6 +187,21 @@ func lookupModule(name string) (Module, bool) {
 	return Module{}, false
 }
 
+// ModuleFlags are the configure flags of the module set changes gives for l, as New makes it
+// (WithModules: nil is l's default set, a plain list replaces it, +name and -name change it),
+// without making a plan: what a build with that set compiled nginx with.
+func ModuleFlags(l *lock.Lock, changes []string) ([]string, error) {
+	mods := DefaultModulesOf(l)
+	if changes != nil {
+		var err error
+		if mods, err = applyModules(mods, changes); err != nil {
+			return nil, err
+		}
+	}
+	flags, _, err := moduleFlags(l, mods)
+	return flags, err
+}
+
 // moduleFlags validates a module set and returns its configure flags in the order of Modules
 // (so the configure line does not depend on the order the caller listed them in).
 func moduleFlags(l *lock.Lock, names []string) ([]string, []string, error) {

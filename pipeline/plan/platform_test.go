@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 )
 
@@ -42,6 +43,33 @@ func TestParsePlatforms(t *testing.T) {
 		_, err := plan.ParsePlatforms(in)
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "linux/amd64 or linux/arm64") {
 			t.Errorf("ParsePlatforms(%q) = %v, want an error with %q and the supported platforms", in, err, want)
+		}
+	}
+}
+
+// TestModuleFlagsAreThePlans: ModuleFlags (ci smoke's expectations, made without a plan) are
+// the configure flags of the modules New's plan builds, for each lock and module list, and
+// refuse what New refuses.
+func TestModuleFlagsAreThePlans(t *testing.T) {
+	for _, l := range []*lock.Lock{lock.Default(), testLock(t)} {
+		for _, changes := range [][]string{nil, {"+mail", "+mail_ssl"}, {"-http_v3", "-stream_ssl_preread"}, {"http_ssl", "http_v2"}, {"+brotli"}, {"mail_ssl"}, {"gopher"}} {
+			var opts []plan.Option
+			if changes != nil {
+				opts = append(opts, plan.WithModules(changes...))
+			}
+			p, planErr := plan.New(l, opts...)
+			got, err := plan.ModuleFlags(l, changes)
+			if (err == nil) != (planErr == nil) || planErr != nil && !strings.HasSuffix(planErr.Error(), err.Error()) {
+				t.Errorf("%v: ModuleFlags error %v, New's %v", changes, err, planErr)
+				continue
+			}
+			if planErr != nil {
+				continue
+			}
+			want, err := plan.ConfigureFlags(p.Modules)
+			if err != nil || !slices.Equal(got, want) {
+				t.Errorf("%v: ModuleFlags = %q, the plan's flags %q (%v)", changes, got, want, err)
+			}
 		}
 	}
 }
