@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/standin"
 )
 
@@ -37,7 +38,7 @@ ci build --runtime-image oci:DIR builds on it.`,
 			var o standin.Options
 			fs.StringVar(&o.Mirror, "mirror", "", "the Debian archive `URL` (http://HOST/debian: a mirror, or a copy served over http)")
 			fs.StringVar(&o.Suite, "suite", "trixie", "Debian `suite` (distroless -debian13 is trixie; the builder's glibc must not be newer than the suite's)")
-			fs.StringVar(&o.Arch, "arch", "amd64", "Debian `architecture`: amd64 or arm64")
+			fs.StringVar(&o.Arch, "arch", plan.DefaultPlatform.Arch, "Debian `architecture` of a platform builds target ("+plan.SupportedList()+")")
 			output := fs.String("output", "", "write the image to `PATH`: an OCI layout directory, or a docker-archive tarball if it ends in .tar (must not exist)")
 			cache := fs.String("cache", "", "cache `DIR` for apt's private state and the unpacked packages (default: "+standin.DefaultCacheDir+" as root, else $XDG_CACHE_HOME/nginx-forge/base)")
 			verbose := fs.Bool("v", false, "verbose: show apt's steps")
@@ -76,8 +77,8 @@ func checkBaseFlags(o *standin.Options, output string) error {
 	if err := o.CheckMirror(); err != nil {
 		return usageErrorf("--mirror: %v", err)
 	}
-	if o.Arch != "amd64" && o.Arch != "arm64" {
-		return usageErrorf("--arch %q: use amd64 or arm64", o.Arch)
+	if _, err := plan.ParsePlatform("linux/" + o.Arch); err != nil { // a Debian architecture is a linux platform's
+		return usageErrorf("--arch %q: not the architecture of a platform builds target (%s)", o.Arch, plan.SupportedList())
 	}
 	for _, tool := range []string{"apt-get", "apt-cache", "dpkg-deb"} {
 		if _, err := exec.LookPath(tool); err != nil {
