@@ -717,7 +717,13 @@ func (f *pushFixture) published(t *testing.T, r actRun, s registryState, variant
 		add("the run does not say %q", want)
 	}
 	if f.KeyMode {
-		if want := "signing: key (SIGNING_MODE key)"; !strings.Contains(strings.Join(jobLines(r.Log, "multi-platform index and tags ("+variant+")"), "\n"), want) {
+		// act prints a step summary after the job's prefix on its first line only: the
+		// merge summary is read from its heading on.
+		summary := ""
+		if _, after, ok := strings.Cut(r.Log, "Summary - ### Published ("+variant+")"); ok {
+			summary, _, _ = strings.Cut(after, "\n[")
+		}
+		if want := "signing: key (SIGNING_MODE key)"; !strings.Contains(summary, want) {
 			add("the merge job's summary does not say %q", want)
 		}
 	} else {
@@ -880,6 +886,15 @@ func TestBuildPushToMain(t *testing.T) {
 		all = append(all, f.ciTags(t, variant)...)
 	}
 	problems = append(problems, s.onlyRun(all)...)
+	// No secret reaches the log: the registry password, the key's password, any line of the key.
+	for name, v := range f.secrets(t) {
+		for _, line := range strings.Split(v, "\n") {
+			if len(line) >= 16 && strings.Contains(r.Log, line) {
+				problems = append(problems, fmt.Sprintf("the run's log holds (part of) the secret %s", name))
+				break
+			}
+		}
+	}
 	pushFail(t, r, problems)
 	if len(problems) == 0 {
 		t.Logf("published: %d tags in %s", len(s.Tags), s.repo)

@@ -157,10 +157,11 @@ func registryTags(t *testing.T, host string) map[string][]string {
 }
 
 // buildFixture is a copy of this checkout, committed on main; its origin names the
-// repository nginx-forge/nginx-forge, as act reads github.repository from it. The shipped
-// locks stay (the test job runs the fast tier on them); the builds are pointed at the test
-// locks (pipeline/lock/testdata: the tarballs Debian carries, and the AWS-LC variant's
-// archives from ../shared/upstream), whose sources are all on the loopback mirror.
+// repository (Origin: this project's unless a scenario names a fork), as act reads
+// github.repository from it. The builds are pointed at the test locks
+// (pipeline/lock/testdata: the tarballs Debian carries, and the AWS-LC variant's archives
+// from ../shared/upstream), whose sources are all on the loopback mirror; the scenarios
+// that run the runc smoke test also ship them as the locks (shipTestLocks).
 type buildFixture struct {
 	Repo     string
 	Registry *registrytest.Registry
@@ -171,11 +172,6 @@ type buildFixture struct {
 	// gives the workflow as github.repository; ImageRepo is the image's repository in the
 	// registry, as build.yml's IMAGE_NAME makes it (OWNER/NAME/nginx).
 	Origin, ImageRepo string
-}
-
-func newBuildFixture(t *testing.T, edit func(string) string) *buildFixture {
-	t.Helper()
-	return newBuildFixtureWith(t, buildFixtureOptions{Edit: edit})
 }
 
 // buildFixtureOptions: what a scenario changes in the fixture.
@@ -307,9 +303,13 @@ func newPRFixture(t *testing.T, edit func(string) string) *prFixture {
 		},
 	})
 	f := &prFixture{buildFixture: bf, Bin: standInBin(t)}
-	f.Grype, f.DBRoot = grypeWithDB(t, []advisory{libcHigh})
+	f.Grype, f.DBRoot = grypeWithDB(t, []advisory{nginxHigh})
 	return f
 }
+
+// nginxHigh is planted in the pull request scenarios: a fixable High finding on nginx, which
+// both variants carry (the SBOM's f5:nginx CPE), listed by the gate and let through.
+var nginxHigh = advisory{ID: "CVE-2026-99103", Severity: "High", CPE: "cpe:2.3:a:f5:nginx:*:*:*:*:*:*:*:*", From: "1.0.0", Before: "1.99.0"}
 
 // shipTestLocks makes the fixture's shipped locks the test locks (every source on the
 // loopback mirror), so that a build, a runc smoke test's --expect-lock (the matrix's lock)
@@ -345,7 +345,7 @@ func (f *prFixture) runPullRequest(t *testing.T) actRun {
 }
 
 // legSmoke finds, in act's output, the smoke count that a job's ci build printed: act
-// prefixes each line with the job's name ("[build/build and smoke-test (default, amd64)]").
+// prefixes each line with the job's name ("[build/build, smoke-test and scan (default, amd64)]").
 func legSmoke(log, job string) (passed, failed, skipped int, ok bool) {
 	re := regexp.MustCompile(`(?m)^\[[^\]]*` + regexp.QuoteMeta(job) + `[^\]]*\].*smoke \(linux/amd64\): (\d+) passed, (\d+) failed, (\d+) skipped`)
 	m := re.FindStringSubmatch(log)
@@ -378,10 +378,14 @@ func pullRequestProblems(t *testing.T, f *prFixture, r actRun) []string {
 		if want := fmt.Sprintf("%d passed, 0 failed, 0 skipped", len(smoke.Checks())); !strings.Contains(text, want) {
 			problems = append(problems, fmt.Sprintf("the leg %q: its runc smoke test does not report %q", job, want))
 		}
-		// The gate's summary lists every finding, the planted High one too (act prints the
-		// step summary in the job's lines).
-		if !strings.Contains(r.Log, libcHigh.ID) {
-			problems = append(problems, fmt.Sprintf("the leg %q: the vulnerability gate does not list the planted finding %s", job, libcHigh.ID))
+		// The gate's summary lists every finding, the planted High one too (act prints a
+		// step summary after the job's prefix on its first line only).
+		summary := ""
+		if _, after, ok := strings.Cut(r.Log, "Summary - ### Vulnerabilities in the "+variant+" amd64 image's SBOM"); ok {
+			summary, _, _ = strings.Cut(after, "\n[")
+		}
+		if !strings.Contains(summary, "| High | "+nginxHigh.ID+" | nginx |") {
+			problems = append(problems, fmt.Sprintf("the leg %q: the vulnerability gate's summary does not list the planted finding %s on nginx", job, nginxHigh.ID))
 		}
 		p, fl, s, ok := legSmoke(r.Log, job)
 		if !ok {
