@@ -43,7 +43,7 @@ func needStepOf(t *testing.T, text string) *actionlint.Step {
 
 // legDecision runs the step for one leg and returns the notice it printed and whether it
 // asked for a recording, or the step's failure with its output.
-func legDecision(t *testing.T, script, lock, arch, skipReason, skipLegs string) (notice string, record bool, err error, out string) {
+func legDecision(t *testing.T, script, lock, arch, skipReason, skipLegs, arm64Runner string) (notice string, record bool, err error, out string) {
 	t.Helper()
 	dir := t.TempDir()
 	for _, l := range []string{"stack", "aws-lc"} {
@@ -52,7 +52,7 @@ func legDecision(t *testing.T, script, lock, arch, skipReason, skipLegs string) 
 	output := filepath.Join(t.TempDir(), "output")
 	cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script) // the runner's shell for run:
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LOCK="+lock, "ARCH="+arch, "FORCE=false", "SKIP_REASON="+skipReason, "SKIP_LEGS="+skipLegs,
+	cmd.Env = append(os.Environ(), "LOCK="+lock, "ARCH="+arch, "FORCE=false", "SKIP_REASON="+skipReason, "SKIP_LEGS="+skipLegs, "ARM64_RUNNER="+arm64Runner,
 		"RUNNER_TEMP="+t.TempDir(), "GITHUB_OUTPUT="+output)
 	b, err := cmd.CombinedOutput()
 	if err != nil {
@@ -67,6 +67,9 @@ func legDecision(t *testing.T, script, lock, arch, skipReason, skipLegs string) 
 	return notice, strings.Contains(string(o), "record=true\n"), nil, string(b)
 }
 
+// noArm64Reason is why an arm64 leg records no profile without ARM64_RUNNER.
+const noArm64Reason = "no arm64 runner (the repository variable ARM64_RUNNER is unset): arm64 profiles are trained natively, never under emulation"
+
 // TestRecordProfilesSkipsLegs: each leg is skipped with the most specific reason given for
 // it (leg, then lock, then platform; UPDATE_PGO_SKIP_REASON before all), named in the
 // notice, and recorded otherwise; a UPDATE_PGO_SKIP_LEGS that is not an object of strings
@@ -76,7 +79,7 @@ func TestRecordProfilesSkipsLegs(t *testing.T) {
 	testenv.Tool(t, "jq", "jq")
 	step := needStepOf(t, readWorkflow(t, "update.yml"))
 	env := envOf(step)
-	if env["skip_reason"] != "${{ vars.UPDATE_PGO_SKIP_REASON }}" || env["skip_legs"] != "${{ vars.UPDATE_PGO_SKIP_LEGS }}" {
+	if env["skip_reason"] != "${{ vars.UPDATE_PGO_SKIP_REASON }}" || env["skip_legs"] != "${{ vars.UPDATE_PGO_SKIP_LEGS }}" || env["arm64_runner"] != "${{ vars.ARM64_RUNNER }}" {
 		t.Fatalf("the step need does not read SKIP_REASON and SKIP_LEGS from the repository variables: %v", env)
 	}
 	script := runOf(step)
@@ -84,22 +87,29 @@ func TestRecordProfilesSkipsLegs(t *testing.T) {
 	cases := []struct {
 		name, reason, legs string
 		want               map[string]string // leg -> reason skipped with ("" recorded)
+		noArm64Runner      bool              // ARM64_RUNNER unset (otherwise ubuntu-24.04-arm)
 	}{
-		{"nothing skipped", "", "", map[string]string{}},
-		{"every leg", "no engine", "", map[string]string{"stack/amd64": "no engine", "stack/arm64": "no engine", "aws-lc/amd64": "no engine", "aws-lc/arm64": "no engine"}},
+		{"nothing skipped", "", "", map[string]string{}, false},
+		{"every leg", "no engine", "", map[string]string{"stack/amd64": "no engine", "stack/arm64": "no engine", "aws-lc/amd64": "no engine", "aws-lc/arm64": "no engine"}, false},
 		{"every leg, before the per-leg reasons", "no engine", `{"arm64":"no arm runner"}`,
-			map[string]string{"stack/amd64": "no engine", "stack/arm64": "no engine", "aws-lc/amd64": "no engine", "aws-lc/arm64": "no engine"}},
+			map[string]string{"stack/amd64": "no engine", "stack/arm64": "no engine", "aws-lc/amd64": "no engine", "aws-lc/arm64": "no engine"}, false},
 		{"by lock and platform", "", `{"aws-lc":"stand-in sources","arm64":"no arm runner"}`,
-			map[string]string{"stack/arm64": "no arm runner", "aws-lc/amd64": "stand-in sources", "aws-lc/arm64": "stand-in sources"}},
+			map[string]string{"stack/arm64": "no arm runner", "aws-lc/amd64": "stand-in sources", "aws-lc/arm64": "stand-in sources"}, false},
 		{"a leg before its platform", "", `{"stack/arm64":"this one","arm64":"no arm runner"}`,
-			map[string]string{"stack/arm64": "this one", "aws-lc/arm64": "no arm runner"}},
-		{"an empty object", "", `{}`, map[string]string{}},
+			map[string]string{"stack/arm64": "this one", "aws-lc/arm64": "no arm runner"}, false},
+		{"an empty object", "", `{}`, map[string]string{}, false},
+		{"no arm64 runner", "", "", map[string]string{"stack/arm64": noArm64Reason, "aws-lc/arm64": noArm64Reason}, true},
+		{"no arm64 runner, a reason given for the leg", "", `{"stack/arm64":"this one"}`, map[string]string{"stack/arm64": "this one", "aws-lc/arm64": noArm64Reason}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, leg := range legs {
 				lock, arch, _ := strings.Cut(leg, "/")
-				notice, record, err, out := legDecision(t, script, lock, arch, c.reason, c.legs)
+				runner := "ubuntu-24.04-arm"
+				if c.noArm64Runner {
+					runner = ""
+				}
+				notice, record, err, out := legDecision(t, script, lock, arch, c.reason, c.legs, runner)
 				switch why := c.want[leg]; {
 				case err != nil:
 					t.Errorf("%s: the step failed: %v\n%s", leg, err, out)
@@ -112,7 +122,7 @@ func TestRecordProfilesSkipsLegs(t *testing.T) {
 		})
 	}
 	for _, bad := range []string{`["arm64"]`, `{"arm64":true}`, `arm64`, `{"arm64":"a"} {"stack":"b"}`, `{"arm64":"two\nlines"}`} {
-		_, record, err, out := legDecision(t, script, "stack", "amd64", "", bad)
+		_, record, err, out := legDecision(t, script, "stack", "amd64", "", bad, "ubuntu-24.04-arm")
 		if err == nil || record || !strings.Contains(out, "::error::UPDATE_PGO_SKIP_LEGS is not one JSON object") {
 			t.Errorf("UPDATE_PGO_SKIP_LEGS %s: failed %v, recorded %v, want the leg failed naming the variable\n%s", bad, err, record, out)
 		}

@@ -127,6 +127,19 @@ func jobsWhere(w *actionlint.Workflow, f func(*actionlint.Step) bool) []string {
 	return ids
 }
 
+// pushJobsWhere is jobsWhere among the jobs kept off pull requests: the pull request's own
+// gates (the check job builds, smoke-tests and scans what it built) run the same commands
+// and actions, and the rules about what guards a push are about the jobs that push.
+func pushJobsWhere(w *actionlint.Workflow, f func(*actionlint.Step) bool) []string {
+	var ids []string
+	for _, id := range jobsWhere(w, f) {
+		if offPR(w, w.Jobs[id]) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 func runContains(sub string) func(*actionlint.Step) bool {
 	return func(s *actionlint.Step) bool { return strings.Contains(runOf(s), sub) }
 }
@@ -298,7 +311,7 @@ func buildProblems(w *actionlint.Workflow) []string {
 		}
 	}
 	tagIDs := jobsWhere(w, runContains("ci manifest"))
-	smokeIDs := jobsWhere(w, runContains("smoke --image"))
+	smokeIDs := pushJobsWhere(w, runContains("smoke --image"))
 	attestIDs := jobsWhere(w, usesAction("actions/attest-build-provenance"))
 	for what, ids := range map[string][]string{"pushes by digest (--push)": pushIDs, "moves the tags (ci manifest)": tagIDs, "smoke-tests the pushed digest (smoke --image)": smokeIDs, "attests build provenance": attestIDs} {
 		if len(ids) != 1 {
@@ -381,14 +394,7 @@ func buildProblems(w *actionlint.Workflow) []string {
 	if !shared {
 		add("job %s does not download the digest artifact job %s uploads (got %v)", smokeID, pushID, downloads)
 	}
-	if smoke.RunsOn == nil || smoke.RunsOn.LabelsExpr == nil || !strings.Contains(smoke.RunsOn.LabelsExpr.Value, "matrix.runner") {
-		add("job %s does not run on its matrix's runner", smokeID)
-	}
-	for _, r := range matrixRows(smoke) {
-		if native := strings.Contains(r["runner"], "arm"); native != (r["arch"] == "arm64") {
-			add("job %s smoke-tests %s on runner %q, not a native one", smokeID, r["arch"], r["runner"])
-		}
-	}
+	// Where each leg runs (a native arm64 runner, or emulation on amd64): forkProblems.
 	if a, b := legs(smoke), legs(push); strings.Join(a, ",") != strings.Join(b, ",") || len(a) == 0 {
 		add("job %s smoke-tests the legs (variant/architecture) %v, but %s pushes %v", smokeID, a, pushID, b)
 	}
@@ -557,8 +563,8 @@ func passRecordProblems(w *actionlint.Workflow) []string {
 	var out []string
 	add := func(format string, a ...any) { out = append(out, "build.yml: "+fmt.Sprintf(format, a...)) }
 	tagIDs := jobsWhere(w, runContains("ci manifest"))
-	smokeIDs := jobsWhere(w, runContains("smoke --image"))
-	scanIDs := jobsWhere(w, usesAction("anchore/scan-action"))
+	smokeIDs := pushJobsWhere(w, runContains("smoke --image"))
+	scanIDs := pushJobsWhere(w, usesAction("anchore/scan-action"))
 	if len(tagIDs) != 1 || len(smokeIDs) != 1 || len(scanIDs) != 1 {
 		return nil // buildProblems and gateAndSignProblems say so
 	}
@@ -815,7 +821,7 @@ const vulnAllowFile = ".github/vuln-allow.yaml"
 func gateAndSignProblems(w *actionlint.Workflow) []string {
 	var out []string
 	add := func(format string, a ...any) { out = append(out, "build.yml: "+fmt.Sprintf(format, a...)) }
-	scanIDs := jobsWhere(w, usesAction("anchore/scan-action"))
+	scanIDs := pushJobsWhere(w, usesAction("anchore/scan-action"))
 	tagIDs := jobsWhere(w, runContains("ci manifest"))
 	signIDs := jobsWhere(w, func(s *actionlint.Step) bool { return cosignSignsRE.MatchString(runOf(s)) })
 	var pushIDs []string
@@ -1129,6 +1135,7 @@ func problemsOf(name, text string) ([]string, error) {
 		out = append(out, passRecordProblems(w)...)
 		out = append(out, variantProblems(w)...)
 		out = append(out, keylessSkipProblems(w)...)
+		out = append(out, forkProblems(w)...)
 	case "update.yml":
 		out = append(out, updateProblems(w)...)
 	}
@@ -1188,7 +1195,7 @@ func keylessSkipProblems(w *actionlint.Workflow) []string {
 // TestWorkflowRules: build.yml and update.yml break none of their own rules above
 // (TestWorkflowPermissions applies the permission rules to every workflow).
 func TestWorkflowRules(t *testing.T) {
-	for name, check := range map[string]func(*actionlint.Workflow) []string{"build.yml": buildProblems, "build.yml gate and signing": gateAndSignProblems, "build.yml pass records": passRecordProblems, "build.yml variants": variantProblems, "build.yml keyless skip": keylessSkipProblems, "update.yml": updateProblems} {
+	for name, check := range map[string]func(*actionlint.Workflow) []string{"build.yml": buildProblems, "build.yml gate and signing": gateAndSignProblems, "build.yml pass records": passRecordProblems, "build.yml variants": variantProblems, "build.yml keyless skip": keylessSkipProblems, "build.yml fork": forkProblems, "update.yml": updateProblems} {
 		name, _, _ = strings.Cut(name, " ")
 		w, errs := actionlint.Parse([]byte(readWorkflow(t, name)))
 		if len(errs) > 0 {
@@ -1305,16 +1312,53 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			`          sudo DOCKER_CONFIG="$HOME/.docker" "$RUNNER_TEMP/nginx-forge-ci" smoke`,
 			`          "$RUNNER_TEMP/nginx-forge-ci" smoke`,
 			"without sudo"},
-		{"build.yml", "arm64 smoke on an amd64 runner",
-			"            runner: ubuntu-24.04-arm\n            lock: pipeline/lock/aws-lc.lock.json\n    runs-on: ${{ matrix.runner }}\n    timeout-minutes: 20",
-			"            runner: ubuntu-24.04\n            lock: pipeline/lock/aws-lc.lock.json\n    runs-on: ${{ matrix.runner }}\n    timeout-minutes: 20",
-			"smoke-tests arm64 on runner \"ubuntu-24.04\", not a native one"},
+		{"build.yml", "arm64 smoke never on an arm64 runner",
+			"            lock: pipeline/lock/aws-lc.lock.json\n    runs-on: ${{ matrix.arch == 'arm64' && vars.ARM64_RUNNER || 'ubuntu-24.04' }}\n    timeout-minutes: 20",
+			"            lock: pipeline/lock/aws-lc.lock.json\n    runs-on: ubuntu-24.04\n    timeout-minutes: 20",
+			"job smoke runs its legs on \"ubuntu-24.04\""},
+		{"build.yml", "arm64 build without emulation",
+			"      - name: arm64 runner or emulation\n        if: matrix.arch == 'arm64'\n        env:\n          ARM64_RUNNER: ${{ vars.ARM64_RUNNER }}\n        run: |\n          if [[ -n \"$ARM64_RUNNER\" ]]; then\n            echo \"linux/arm64: built natively on the arm64 runner $ARM64_RUNNER (ARM64_RUNNER)\" >> \"$GITHUB_STEP_SUMMARY\"\n            exit 0\n          fi\n          # Only what the runner lacks (a self-hosted runner may have it registered already).\n          if [[ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]]; then\n            sudo apt-get update\n            sudo apt-get install -y --no-install-recommends qemu-user-static binfmt-support\n          fi\n          # F (fix binary): the kernel opens the interpreter at registration, so the Dagger\n          # engine's containers and runc's find it without a copy in their own file system.\n          if ! grep -Eq '^flags: .*F' /proc/sys/fs/binfmt_misc/qemu-aarch64 2> /dev/null; then\n            echo \"::error::no arm64 emulation here: binfmt_misc has no qemu-aarch64 with the F flag; set the repository variable ARM64_RUNNER to an arm64 runner's label, or install qemu-user-static on this runner\"\n            exit 1\n          fi\n          echo \"linux/arm64: cross-compiled on this amd64 runner and smoke-tested under qemu-user emulation (no ARM64_RUNNER)\" >> \"$GITHUB_STEP_SUMMARY\"\n      - name: Install the Dagger CLI\n        uses: dagger/dagger-for-github@27b130bf0f79a7f6fbbbe0fbca6760dc9bb40a77 # v8.4.1\n        with:\n          version: ${{ env.DAGGER_VERSION }}\n      - name: Build and smoke-test (no push)",
+			"      - name: Install the Dagger CLI\n        uses: dagger/dagger-for-github@27b130bf0f79a7f6fbbbe0fbca6760dc9bb40a77 # v8.4.1\n        with:\n          version: ${{ env.DAGGER_VERSION }}\n      - name: Build and smoke-test (no push)",
+			"job check has no step \"arm64 runner or emulation\""},
+		{"build.yml", "pull request without the runc smoke test",
+			"          sudo \"$RUNNER_TEMP/nginx-forge-ci\" smoke --image \"oci:$RUNNER_TEMP/image-$ARCH\" \\\n            --expect-lock \"$EXPECT_LOCK\" | tee \"$RUNNER_TEMP/smoke.txt\"\n",
+			"          echo 'passed, 0 failed, 0 skipped' > \"$RUNNER_TEMP/smoke.txt\"\n",
+			"job check runs no runc smoke test of what it built"},
+		{"build.yml", "pull request without the scan",
+			"        id: grype\n        uses: anchore/scan-action@e1165082ffb1fe366ebaf02d8526e7c4989ea9d2 # v7.4.0\n        with:\n          sbom: ${{ runner.temp }}/sboms/${{ matrix.arch }}.spdx.json\n          config: .github/vuln-allow.yaml\n          output-format: json\n          output-file:",
+			"        id: grype\n        uses: actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2\n        with:\n          sbom: ${{ runner.temp }}/sboms/${{ matrix.arch }}.spdx.json\n          config: .github/vuln-allow.yaml\n          output-format: json\n          output-file:",
+			"job check runs no vulnerability scan of what it built"},
+		{"build.yml", "pull request's gate drifts from main's",
+			"          if [[ -n \"$blocking\" ]]; then\n            # Each also in the summary: the annotation alone is the step's last output, which\n            # a runner can lose when the step fails at once (act's host mode does).\n            while IFS= read -r line; do\n              echo \"::error::$VARIANT $ARCH: fixable critical vulnerability $line\"\n              echo \"- $VARIANT $ARCH: fixable critical vulnerability $line\" >> \"$GITHUB_STEP_SUMMARY\"\n            done <<< \"$blocking\"\n            echo \"Fix them (update the lock or the base image), or accept one per CVE in .github/vuln-allow.yaml with its reason, through a reviewed pull request.\" >> \"$GITHUB_STEP_SUMMARY\"\n            exit 1\n          fi\n\n",
+			"\n",
+			"is not the scan job's scan step, word for word"},
+		{"build.yml", "pull request logs in",
+			"      - name: Build and smoke-test (no push)\n",
+			"      - uses: docker/login-action@74a5d142397b4f367a81961eba4e8cd7edddf772 # v3.4.0\n        with:\n          registry: ${{ env.REGISTRY }}\n          username: ${{ vars.REGISTRY_USERNAME || github.actor }}\n          password: ${{ secrets.REGISTRY_PASSWORD || secrets.GITHUB_TOKEN }}\n      - name: Build and smoke-test (no push)\n",
+			"job check logs in to a registry"},
+		{"build.yml", "login with the actor's token only",
+			"      - name: Log in to the registry (read)\n        uses: docker/login-action@74a5d142397b4f367a81961eba4e8cd7edddf772 # v3.4.0\n        with:\n          registry: ${{ env.REGISTRY }}\n          username: ${{ vars.REGISTRY_USERNAME || github.actor }}\n          password: ${{ secrets.REGISTRY_PASSWORD || secrets.GITHUB_TOKEN }}\n",
+			"      - name: Log in to the registry (read)\n        uses: docker/login-action@74a5d142397b4f367a81961eba4e8cd7edddf772 # v3.4.0\n        with:\n          registry: ${{ env.REGISTRY }}\n          username: ${{ github.actor }}\n          password: ${{ secrets.GITHUB_TOKEN }}\n",
+			"job smoke logs in with password \"${{ secrets.GITHUB_TOKEN }}\""},
+		{"build.yml", "signing key file nobody writes",
+			"          printf '%s\\n' \"$SIGNING_KEY\" > \"$RUNNER_TEMP/signing.key\"\n          echo \"SIGN_KEY_FILE=$RUNNER_TEMP/signing.key\" >> \"$GITHUB_ENV\"\n      - name: Build, smoke-test and push by digest\n",
+			"          printf '%s\\n' \"$SIGNING_KEY\" > \"$RUNNER_TEMP/signing.key\"\n      - name: Build, smoke-test and push by digest\n",
+			"job build passes --sign-key but no step before it writes the key file"},
+		{"build.yml", "signing key left behind",
+			"      - name: Remove the signing key\n        if: always() && vars.SIGNING_MODE == 'key'\n        run: rm -f \"$RUNNER_TEMP/signing.key\"\n      - name: Record the digest and the SBOM\n",
+			"      - name: Record the digest and the SBOM\n",
+			"job build passes --sign-key but no later step (if: always()) removes the key file"},
 		{"build.yml", "smoke by tag",
 			`smoke --image "$IMAGE@$digest"`, `smoke --image "$IMAGE:edge"`,
 			"does not smoke-test a digest reference"},
 		{"build.yml", "skipped checks pass",
-			"'^[0-9]+ passed, 0 failed, 0 skipped$'", "'^[0-9]+ passed, 0 failed'",
-			"does not fail when a check is skipped"},
+			"          if ! grep -Eq '^[0-9]+ passed, 0 failed, 0 skipped$' \"$RUNNER_TEMP/smoke.txt\"; then\n            echo \"::error::the runc smoke test of $IMAGE@$digest",
+			"          if ! grep -Eq '^[0-9]+ passed, 0 failed' \"$RUNNER_TEMP/smoke.txt\"; then\n            echo \"::error::the runc smoke test of $IMAGE@$digest",
+			"job smoke does not fail when a check is skipped"},
+		{"build.yml", "skipped checks pass a pull request",
+			"          if ! grep -Eq '^[0-9]+ passed, 0 failed, 0 skipped$' \"$RUNNER_TEMP/smoke.txt\"; then\n            echo \"::error::the runc smoke test of the $VARIANT $ARCH image",
+			"          if ! grep -Eq '^[0-9]+ passed, 0 failed' \"$RUNNER_TEMP/smoke.txt\"; then\n            echo \"::error::the runc smoke test of the $VARIANT $ARCH image",
+			"job check does not smoke-test the image it built under runc"},
 		{"build.yml", "smoke job can push",
 			"      packages: read # pull the pushed digest from ghcr.io\n",
 			"      packages: write # pull the pushed digest from ghcr.io\n",
@@ -1361,7 +1405,7 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"          name: sbom-${{ matrix.arch }}\n          path: ${{ runner.temp }}/sboms/${{ matrix.arch }}.spdx.json",
 			"does not upload its SBOM as the artifact sbom-${{ matrix.variant }}-${{ matrix.arch }}"},
 		{"build.yml", "no SBOM written",
-			` --output "$RUNNER_TEMP/image-$ARCH"`, "",
+			`--revision "$REVISION" --output "$RUNNER_TEMP/image-$ARCH"`, `--revision "$REVISION"`,
 			"does not write the image's SBOM"},
 		{"build.yml", "signing in the job that runs our code",
 			"      packages: write # push the index and move the tags\n",
@@ -1418,30 +1462,30 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			`tags=$(go run ./ci tags --ref "$GITHUB_REF" --revision "$GITHUB_SHA")`,
 			"job merge runs \"tags=$(go run ./ci tags --ref \\\"$GITHUB_REF\\\" --revision \\\"$GITHUB_SHA\\\")\" without the variant's flags"},
 		{"build.yml", "variant built from the default lock",
-			`--output "$RUNNER_TEMP/image-$ARCH" "${variant_flags[@]}"`, `--output "$RUNNER_TEMP/image-$ARCH"`,
+			`--output "$RUNNER_TEMP/image-$ARCH" "${variant_flags[@]}" "${sign_flags[@]}"`, `--output "$RUNNER_TEMP/image-$ARCH" "${sign_flags[@]}"`,
 			"without the variant's flags"},
 		{"build.yml", "flags not through env",
-			"          VARIANT_FLAGS: ${{ matrix.flags }}\n        run: |\n          read -ra input_flags <<< \"$INPUT_FLAGS\"\n          read -ra variant_flags <<< \"$VARIANT_FLAGS\"\n          go run ./ci build --platform",
-			"        run: |\n          read -ra input_flags <<< \"$INPUT_FLAGS\"\n          read -ra variant_flags <<< \"$VARIANT_FLAGS\"\n          go run ./ci build --platform",
+			"          VARIANT_FLAGS: ${{ matrix.flags }}\n        # --output writes the image as an OCI layout",
+			"        # --output writes the image as an OCI layout",
 			"job check: step \"Build and smoke-test (no push)\" does not take the variant's flags from env"},
 		{"build.yml", "runc smoke test expects the default lock",
-			`--expect-lock "$EXPECT_LOCK"`, `--expect-lock pipeline/lock/stack.lock.json`,
+			"--expect-lock \"$EXPECT_LOCK\" | tee \"$RUNNER_TEMP/smoke.txt\"\n          # Every check must have run", "--expect-lock pipeline/lock/stack.lock.json | tee \"$RUNNER_TEMP/smoke.txt\"\n          # Every check must have run",
 			"job smoke: the runc smoke test does not compare with the variant's lock"},
 		{"build.yml", "variant's flags differ between build and merge",
 			"          - variant: aws-lc\n            flags: --tls aws-lc --zlib zlib-ng\n    runs-on: ubuntu-24.04\n",
 			"          - variant: aws-lc\n            flags: --tls aws-lc\n    runs-on: ubuntu-24.04\n",
 			"variant aws-lc has flags \"--tls aws-lc --zlib zlib-ng\" in job build but \"--tls aws-lc\" in job merge"},
 		{"build.yml", "variant's lock differs between smoke legs",
-			"            lock: pipeline/lock/aws-lc.lock.json\n    runs-on: ${{ matrix.runner }}\n",
-			"            lock: pipeline/lock/stack.lock.json\n    runs-on: ${{ matrix.runner }}\n",
-			"variant aws-lc has lock \"pipeline/lock/aws-lc.lock.json\" in job smoke but \"pipeline/lock/stack.lock.json\" in job smoke"},
+			"            lock: pipeline/lock/aws-lc.lock.json\n    runs-on: ${{ matrix.arch == 'arm64' && vars.ARM64_RUNNER || 'ubuntu-24.04' }}\n    timeout-minutes: 20\n",
+			"            lock: pipeline/lock/stack.lock.json\n    runs-on: ${{ matrix.arch == 'arm64' && vars.ARM64_RUNNER || 'ubuntu-24.04' }}\n    timeout-minutes: 20\n",
+			"variant aws-lc has lock \"pipeline/lock/aws-lc.lock.json\" in job check but \"pipeline/lock/stack.lock.json\" in job smoke"},
 		{"build.yml", "pull requests skip a variant leg",
-			"          - variant: aws-lc\n            arch: arm64\n            runner: ubuntu-24.04-arm\n            flags: --tls aws-lc --zlib zlib-ng\n    runs-on: ${{ matrix.runner }}\n    timeout-minutes: 60\n    steps:",
-			"    runs-on: ${{ matrix.runner }}\n    timeout-minutes: 60\n    steps:",
+			"          - variant: aws-lc\n            arch: arm64\n            flags: --tls aws-lc --zlib zlib-ng\n            lock: pipeline/lock/aws-lc.lock.json\n    runs-on: ${{ matrix.arch == 'arm64' && vars.ARM64_RUNNER || 'ubuntu-24.04' }}\n    timeout-minutes: 60\n    steps:",
+			"    runs-on: ${{ matrix.arch == 'arm64' && vars.ARM64_RUNNER || 'ubuntu-24.04' }}\n    timeout-minutes: 60\n    steps:",
 			"job check builds the legs (variant/architecture) [aws-lc/amd64 default/amd64 default/arm64]"},
 		{"build.yml", "matrix value expanded into a script",
-			`go run ./ci build --platform "$PLATFORM" --image "$IMAGE" "${variant_flags[@]}"`,
-			`go run ./ci build --platform "$PLATFORM" --image "$IMAGE" ${{ matrix.flags }}`,
+			`go run ./ci build --platform "$PLATFORM" --image "$IMAGE" --output "$RUNNER_TEMP/image-$ARCH" "${variant_flags[@]}"`,
+			`go run ./ci build --platform "$PLATFORM" --image "$IMAGE" --output "$RUNNER_TEMP/image-$ARCH" ${{ matrix.flags }}`,
 			`step "Build and smoke-test (no push)" puts ${{ }} into its run: script`},
 		// build.yml: the vulnerability gate and keyless signing
 		{"build.yml", "tags move without waiting for the scan",
@@ -1452,8 +1496,11 @@ func TestWorkflowRulesCatchMistakes(t *testing.T) {
 			"    runs-on: ubuntu-24.04\n    timeout-minutes: 15",
 			"job scan scans the legs (variant/architecture) [aws-lc/amd64 default/amd64 default/arm64]"},
 		{"build.yml", "scanner ignores the reviewed overrides",
-			"          config: .github/vuln-allow.yaml\n", "",
-			"not the reviewed override file"},
+			"          config: .github/vuln-allow.yaml\n          output-format: json\n          # In the job's own", "          output-format: json\n          # In the job's own",
+			"job scan: the scanner's config is \"\", not the reviewed override file"},
+		{"build.yml", "pull request's scanner ignores the reviewed overrides",
+			"          config: .github/vuln-allow.yaml\n          output-format: json\n          output-file:", "          output-format: json\n          output-file:",
+			"job check: the scanner does not read the built image's SBOM with the reviewed override file"},
 		{"build.yml", "gate lets fixable criticals through",
 			"            exit 1\n          fi\n      # The pass record merge checks: the digest whose SBOM",
 			"          fi\n      # The pass record merge checks: the digest whose SBOM",

@@ -34,14 +34,21 @@ import (
 // build.yml on a push to main under act: every job after test (build, smoke, scan, merge,
 // attest; the test job is the pull request scenario's, unchanged by the event), all four
 // legs, against these stand-ins beside the pull request's (build_test.go):
-//   - ghcr.io: the test's registry process, which now requires the login the workflow does
-//     (docker/login-action runs the docker CLI, whose login is checked client-side when no
-//     Docker daemon answers): user pushActor, password the stand-in GITHUB_TOKEN; the jobs
-//     share one Docker config here (one runner per job on GitHub), so a docker wrapper skips
-//     the action's post-job logout, which would log out the jobs still pushing;
-//   - the arm64 runner: this amd64 machine (runs-on ubuntu-24.04-arm maps to host mode too):
-//     the Dagger engine cross-compiles the arm64 legs and smoke-tests them under qemu-user,
-//     and the runc smoke job runs the arm64 digest under qemu-user (binfmt_misc);
+//   - the repository: a fork, forkOrigin (the fixture's origin remote, which act gives the
+//     workflow as github.repository), so that what names the repository (the image's
+//     repository, its source label, the provenance) is seen to come from where it runs;
+//   - the registry: the test's registry process on loopback, named by the repository
+//     variable REGISTRY, which requires the login the workflow does (docker/login-action
+//     runs the docker CLI, whose login is checked client-side when no Docker daemon
+//     answers): user forkRegistryUser (the variable REGISTRY_USERNAME), password
+//     forkRegistryPassword (the secret REGISTRY_PASSWORD), neither of them github.actor or
+//     GITHUB_TOKEN; the jobs share one Docker config here (one runner per job on GitHub), so
+//     a docker wrapper skips the action's post-job logout, which would log out the jobs
+//     still pushing;
+//   - the arm64 runner: none (no ARM64_RUNNER): the arm64 legs run on this amd64 machine as
+//     on GitHub's amd64 runners, the Dagger engine cross-compiling them and smoke-testing
+//     them under qemu-user, and the runc smoke job running the arm64 digest under qemu-user
+//     (binfmt_misc, which the workflow's emulation step finds registered);
 //   - the shipped locks: the fixture's pipeline/lock/stack.lock.json and aws-lc.lock.json are
 //     the test locks (every source on the loopback mirror), so that the build, the runc
 //     smoke test's --expect-lock (the matrix's lock) and ci tags all read the same lock, as
@@ -56,17 +63,26 @@ import (
 //     planted advisories (GRYPE_DB_CACHE_DIR, no update);
 //   - sudo: this runner already runs as root and has no sudo; a stand-in on PATH runs its
 //     command (after NAME=VALUE assignments), as GitHub's passwordless sudo does;
-//   - the OIDC token (keyless cosign, the attest actions): none here; the repository
-//     variable KEYLESS_SKIP_REASON skips exactly those steps, and the run says why;
-//   - a signing key: ci build's --sign-key (cosign's own key pair, made by cosign
-//     generate-key-pair) for the default variant only, through BUILD_INPUT_FLAGS, so that
-//     signatures are looked for where a key is configured and not elsewhere.
+//   - signing: TestBuildPushToMain is a private repository's run (SIGNING_MODE key): cosign's
+//     own key pair (cosign generate-key-pair) in the secrets COSIGN_PRIVATE_KEY and
+//     COSIGN_PASSWORD; every image and index signed and attested with it, the attest job not
+//     run, and the merge summary saying so. The other push scenarios sign keylessly, as a
+//     public repository does, where the OIDC token (keyless cosign, the attest actions) is
+//     none here: the repository variable KEYLESS_SKIP_REASON skips exactly those steps, and
+//     the run says why.
 
-// pushActor is github.actor of the push (act --actor), the registry's user.
+// pushActor is github.actor of the push (act --actor); not the registry's user.
 const pushActor = "forge-maintainer"
 
-// standInToken is what runActWith passes as secrets.GITHUB_TOKEN: the registry's password.
-const standInToken = "stand-in-token"
+// forkOrigin is the repository the push scenarios run in: not this project's.
+const forkOrigin = "acme/edge-nginx"
+
+// forkRegistryUser and forkRegistryPassword are the registry's only login: the variable
+// REGISTRY_USERNAME and the secret REGISTRY_PASSWORD (not a secret: a stand-in's).
+const (
+	forkRegistryUser     = "edge-bot"
+	forkRegistryPassword = "stand-in-registry-password"
+)
 
 // keylessSkipReason is KEYLESS_SKIP_REASON in these runs.
 const keylessSkipReason = "the workflow tier runs under act, which has no GitHub OIDC token service"
@@ -123,6 +139,7 @@ type pushFixture struct {
 	Bin      string // the directory of the stand-in sudo and docker, first on PATH
 	Home     string // HOME of the run (the Docker config the login writes)
 	Revision string // the fixture's commit (github.sha)
+	KeyMode  bool   // pushOptions.KeyMode
 
 	leavesTmp bool // pushOptions.LeavesTmp
 }
@@ -151,6 +168,9 @@ type pushOptions struct {
 	// LeavesTmp: the scenario plants a job that leaves files in the run's TMPDIR, and
 	// checks actRun.LeftInTmp itself.
 	LeavesTmp bool
+	// KeyMode: a private repository's run, signed with a key from the secrets
+	// (SIGNING_MODE key), not keylessly.
+	KeyMode bool
 }
 
 func newPushFixture(t *testing.T, o pushOptions) *pushFixture {
@@ -165,18 +185,9 @@ func newPushFixture(t *testing.T, o pushOptions) *pushFixture {
 	// same on every event, and the pull request scenario runs it.
 	needsTest := "    if: github.event_name != 'pull_request'\n    needs: test\n"
 	bf := newBuildFixtureWith(t, buildFixtureOptions{
-		Registry: []registrytest.Option{registrytest.WithBasicAuth(pushActor, standInToken)},
-		Prepare: func(repo string) {
-			for shipped, test := range map[string]string{"stack.lock.json": "stack.twin.lock.json", "aws-lc.lock.json": "aws-lc.twin.lock.json"} {
-				b, err := os.ReadFile(filepath.Join(repo, "pipeline", "lock", "testdata", test))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(repo, "pipeline", "lock", shipped), b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-		},
+		Registry: []registrytest.Option{registrytest.WithBasicAuth(forkRegistryUser, forkRegistryPassword)},
+		Origin:   forkOrigin,
+		Prepare:  shipTestLocks(t),
 		Edit: func(s string) string {
 			if strings.Count(s, needsTest) != 1 {
 				t.Fatalf("build.yml's build job does not have %q once", needsTest)
@@ -196,7 +207,7 @@ func newPushFixture(t *testing.T, o pushOptions) *pushFixture {
 			return s
 		},
 	})
-	f := &pushFixture{buildFixture: bf, leavesTmp: o.LeavesTmp}
+	f := &pushFixture{buildFixture: bf, leavesTmp: o.LeavesTmp, KeyMode: o.KeyMode}
 	wf, err := os.ReadFile(f.Workflow)
 	if err != nil {
 		t.Fatal(err)
@@ -350,6 +361,11 @@ func (a advisory) write(t *testing.T, dir string) {
 	t.Helper()
 	id := strings.ToLower(a.ID)
 	if a.CPE != "" {
+		// grype rates an NVD record by its CVSS base score: a High one gets a High score.
+		score, vector := 9.8, "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H"
+		if a.Severity == "High" {
+			score, vector = 7.5, "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:N/I:N/A:H"
+		}
 		match := map[string]any{"criteria": a.CPE, "vulnerable": true,
 			"matchCriteriaId":       "00000000-0000-4000-8000-" + strings.ReplaceAll(strings.TrimPrefix(a.ID, "CVE-"), "-", ""),
 			"versionStartIncluding": a.From, "versionEndExcluding": a.Before}
@@ -361,8 +377,8 @@ func (a advisory) write(t *testing.T, dir string) {
 				"sourceIdentifier": "stand-in@example.invalid", "vulnStatus": "Analyzed",
 				"descriptions": []any{map[string]any{"lang": "en", "value": "planted by the workflow tier"}},
 				"metrics": map[string]any{"cvssMetricV31": []any{map[string]any{
-					"cvssData": map[string]any{"version": "3.1", "baseScore": 9.8, "baseSeverity": strings.ToUpper(a.Severity),
-						"vectorString": "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H",
+					"cvssData": map[string]any{"version": "3.1", "baseScore": score, "baseSeverity": strings.ToUpper(a.Severity),
+						"vectorString": vector,
 						"attackVector": "NETWORK", "attackComplexity": "LOW", "privilegesRequired": "NONE", "userInteraction": "NONE",
 						"scope": "UNCHANGED", "confidentialityImpact": "HIGH", "integrityImpact": "HIGH", "availabilityImpact": "HIGH"},
 					"exploitabilityScore": 3.9, "impactScore": 5.9, "source": "nvd@nist.gov", "type": "Primary"}}},
@@ -403,30 +419,46 @@ func writeJSONFile(t *testing.T, path string, v any) {
 func (f *pushFixture) vars(t *testing.T) map[string]string {
 	t.Helper()
 	common := "--mirror " + f.Mirror + " --runtime-image " + f.Base
-	flags, err := json.Marshal(map[string]string{
-		"default": common + " --sign-key " + filepath.Join(f.KeyDir, "cosign.key"),
-		"aws-lc":  common,
-	})
+	flags, err := json.Marshal(map[string]string{"default": common, "aws-lc": common})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string]string{"REGISTRY": f.Registry.Host, "BUILD_INPUT_FLAGS": string(flags), "KEYLESS_SKIP_REASON": keylessSkipReason}
+	v := map[string]string{"REGISTRY": f.Registry.Host, "REGISTRY_USERNAME": forkRegistryUser, "BUILD_INPUT_FLAGS": string(flags)}
+	if f.KeyMode {
+		v["SIGNING_MODE"] = "key"
+	} else {
+		v["KEYLESS_SKIP_REASON"] = keylessSkipReason
+	}
+	return v
+}
+
+// secrets: the registry's password and, in key mode, the signing key and its password.
+func (f *pushFixture) secrets(t *testing.T) map[string]string {
+	t.Helper()
+	s := map[string]string{"REGISTRY_PASSWORD": forkRegistryPassword}
+	if f.KeyMode {
+		key, err := os.ReadFile(filepath.Join(f.KeyDir, "cosign.key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s["COSIGN_PRIVATE_KEY"] = string(key)
+		s["COSIGN_PASSWORD"] = cosignPassword
+	}
+	return s
 }
 
 // runPush runs build.yml on a push to main (the fixture's main: github.ref refs/heads/main,
 // github.sha its commit), every job but test.
 func (f *pushFixture) runPush(t *testing.T) actRun {
 	t.Helper()
-	t.Logf("build.yml's arm64 legs run on this amd64 machine: cross-compiled in the engine, smoke-tested under qemu-user")
+	t.Logf("build.yml's arm64 legs run on this amd64 machine (no ARM64_RUNNER): cross-compiled in the engine, smoke-tested under qemu-user")
 	env := append(append([]string{}, f.Lab.Env...),
 		"PATH="+f.Bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		// The login's Docker config goes to the run's own HOME, not the machine's.
-		"HOME="+f.Home,
-		"COSIGN_PASSWORD="+cosignPassword,
-		"GRYPE_DB_CACHE_DIR="+f.DBRoot, "GRYPE_DB_AUTO_UPDATE=false", "GRYPE_DB_VALIDATE_AGE=false",
-		"GRYPE_DB_REQUIRE_UPDATE_CHECK=false", "GRYPE_CHECK_FOR_APP_UPDATE=false")
+		"HOME="+f.Home)
+	env = append(env, grypeEnv(f.DBRoot)...)
 	return runActWith(t, actOptions{Fixture: f.Repo, Workflow: "build.yml", WorkflowFile: f.Workflow, Event: "push",
-		Vars: f.vars(t), Env: env, Timeout: buildRunTimeout,
+		Vars: f.vars(t), Secrets: f.secrets(t), Env: env, Timeout: buildRunTimeout,
 		Args:      []string{"-j", "attest", "--actor", pushActor},
 		ToolCache: map[string]map[string]string{"grype": {grypeVersion: f.Grype}},
 		LeavesTmp: f.leavesTmp})
@@ -448,13 +480,15 @@ type registryState struct {
 	Tags  map[string]string // tag of the image repository -> digest
 	repo  name.Repository
 	auth  ggcrremote.Option
+	// imageRepo is the image's repository in the registry (OWNER/NAME/nginx).
+	imageRepo string
 }
 
 func (f *pushFixture) state(t *testing.T) registryState {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	auth := ggcrremote.WithAuth(&authn.Basic{Username: pushActor, Password: standInToken})
+	auth := ggcrremote.WithAuth(&authn.Basic{Username: forkRegistryUser, Password: forkRegistryPassword})
 	reg, err := name.NewRegistry(f.Registry.Host)
 	if err != nil {
 		t.Fatal(err)
@@ -464,12 +498,12 @@ func (f *pushFixture) state(t *testing.T) registryState {
 		t.Fatalf("listing %s: %v", f.Registry.Host, err)
 	}
 	sort.Strings(repos)
-	repo, err := name.NewRepository(f.Registry.Host + "/nginx-forge/nginx-forge/nginx")
+	repo, err := name.NewRepository(f.Registry.Host + "/" + f.ImageRepo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := registryState{Repos: repos, Tags: map[string]string{}, repo: repo, auth: auth}
-	if !slices.Contains(repos, "nginx-forge/nginx-forge/nginx") {
+	s := registryState{Repos: repos, Tags: map[string]string{}, repo: repo, auth: auth, imageRepo: f.ImageRepo}
+	if !slices.Contains(repos, f.ImageRepo) {
 		return s
 	}
 	tags, err := ggcrremote.List(repo, auth, ggcrremote.WithContext(ctx))
@@ -580,8 +614,9 @@ func legJobs(variant string) map[string][]string {
 // key configured, each image's signature and attestations (cosign verify --key accepts
 // them); every step of its jobs ran, but for the keyless ones, skipped with the reason.
 // It returns the variant's image digests.
-func (f *pushFixture) published(t *testing.T, r actRun, s registryState, variant string, signed bool) (legs []string, problems []string) {
+func (f *pushFixture) published(t *testing.T, r actRun, s registryState, variant string) (legs []string, problems []string) {
 	t.Helper()
+	signed := f.KeyMode
 	add := func(format string, a ...any) { problems = append(problems, variant+": "+fmt.Sprintf(format, a...)) }
 	want := f.ciTags(t, variant)
 	index := ""
@@ -607,7 +642,8 @@ func (f *pushFixture) published(t *testing.T, r actRun, s registryState, variant
 	if len(platforms) != 2 || platforms["linux/amd64"] == "" || platforms["linux/arm64"] == "" {
 		add("the index %s holds %v, want exactly linux/amd64 and linux/arm64", index, platforms)
 	}
-	// The index the tags name is signed with the key too (merge's ci manifest --sign-key),
+	// In key mode the index the tags name is signed with the key too (merge's ci manifest
+	// --sign-key),
 	// and attested with the platforms' SBOMs: a verifier resolves a tag to the index.
 	ihex := strings.TrimPrefix(index, "sha256:")
 	_, isig := s.Tags["sha256-"+ihex+".sig"]
@@ -635,6 +671,12 @@ func (f *pushFixture) published(t *testing.T, r actRun, s registryState, variant
 		}
 		if signed && sig {
 			f.cosignVerify(t, s.repo.Digest(d).String(), &problems)
+			for _, p := range f.provenanceNamesFork(t, s.repo.Digest(d).String()) {
+				add("the %s image %s: %s", arch, d, p)
+			}
+		}
+		for _, p := range f.labelsNameFork(t, s, d) {
+			add("the %s image %s: %s", arch, d, p)
 		}
 		smokeJob := "smoke-test the pushed digest under runc (" + variant + ", " + arch + ")"
 		lines := strings.Join(jobLines(r.Log, smokeJob), "\n")
@@ -649,23 +691,132 @@ func (f *pushFixture) published(t *testing.T, r actRun, s registryState, variant
 	steps := workflowSteps(t, f.Workflow)
 	for id, jobs := range legJobs(variant) {
 		for _, job := range jobs {
-			ran := stepsSucceeded(jobLines(r.Log, job))
+			lines := jobLines(r.Log, job)
+			if id == "attest" && f.KeyMode {
+				if len(lines) > 0 {
+					add("the job %q ran, though SIGNING_MODE key signs and attests in merge", job)
+				}
+				continue
+			}
+			ran := stepsSucceeded(lines)
 			for _, step := range steps[id] {
 				keyless := id == "attest" && slices.Contains(keylessSteps, step)
-				if keyless && ran[step] {
+				// Skipped by design: the arm64 step on an amd64 leg, the key's steps when
+				// signing keylessly.
+				skips := (step == "arm64 runner or emulation" && strings.HasSuffix(job, ", amd64)")) ||
+					(!f.KeyMode && (step == "Write the signing key" || step == "Remove the signing key"))
+				switch {
+				case keyless && ran[step]:
 					add("the job %q ran %q, which needs GitHub's OIDC token: KEYLESS_SKIP_REASON should skip it", job, step)
-				}
-				if !keyless && !ran[step] {
-					add("the job %q did not run %q to success (only the keyless steps may be skipped)", job, step)
+				case skips && ran[step]:
+					add("the job %q ran %q, which this run should skip", job, step)
+				case !keyless && !skips && !ran[step]:
+					add("the job %q did not run %q to success (only the keyless steps, the key's steps without a key and the arm64 step of an amd64 leg may be skipped)", job, step)
 				}
 			}
 		}
 	}
-	attest := strings.Join(jobLines(r.Log, "attest provenance and SBOMs ("+variant+")"), "\n")
-	if !strings.Contains(attest, keylessSkipReason) {
-		add("the attest job does not say why the keyless steps were skipped (%q)", keylessSkipReason)
+	// What the run says (the step summaries, which act prints): how arm64 ran, and which
+	// signing mode published the variant.
+	if want := "linux/arm64: cross-compiled on this amd64 runner and smoke-tested under qemu-user emulation (no ARM64_RUNNER)"; !strings.Contains(r.Log, want) {
+		add("the run does not say %q", want)
+	}
+	if f.KeyMode {
+		// act prints a step summary after the job's prefix on its first line only: the
+		// merge summary is read from its heading on.
+		summary := ""
+		if _, after, ok := strings.Cut(r.Log, "Summary - ### Published ("+variant+")"); ok {
+			summary, _, _ = strings.Cut(after, "\n[")
+		}
+		if want := "signing: key (SIGNING_MODE key)"; !strings.Contains(summary, want) {
+			add("the merge job's summary does not say %q", want)
+		}
+	} else {
+		attest := strings.Join(jobLines(r.Log, "attest provenance and SBOMs ("+variant+")"), "\n")
+		if !strings.Contains(attest, keylessSkipReason) {
+			add("the attest job does not say why the keyless steps were skipped (%q)", keylessSkipReason)
+		}
 	}
 	return legs, problems
+}
+
+// forkRepositoryURL is the repository the fork's images and provenance must name.
+const forkRepositoryURL = "https://github.com/" + forkOrigin
+
+// labelsNameFork: the image's source label names the fork and its revision label the
+// commit built.
+func (f *pushFixture) labelsNameFork(t *testing.T, s registryState, digest string) []string {
+	t.Helper()
+	img, err := ggcrremote.Image(s.repo.Digest(digest), s.auth)
+	if err != nil {
+		return []string{fmt.Sprintf("reading the image: %v", err)}
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return []string{fmt.Sprintf("reading its config: %v", err)}
+	}
+	var problems []string
+	for label, want := range map[string]string{"org.opencontainers.image.source": forkRepositoryURL, "org.opencontainers.image.revision": f.Revision} {
+		if got := cfg.Config.Labels[label]; got != want {
+			problems = append(problems, fmt.Sprintf("label %s is %q, want %q", label, got, want))
+		}
+	}
+	return problems
+}
+
+// provenanceNamesFork: the image's key-signed SLSA provenance (cosign verify-attestation
+// under the test's public key) names the fork as its builder's repository and records the
+// fork's revision.
+func (f *pushFixture) provenanceNamesFork(t *testing.T, ref string) []string {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.Command("cosign", "verify-attestation", "--type", "slsaprovenance1", "--key", filepath.Join(f.KeyDir, "cosign.pub"),
+		"--insecure-ignore-tlog=true", "--allow-insecure-registry", ref)
+	cmd.Dir = home
+	cmd.Env = append(os.Environ(), "HOME="+home, "DOCKER_CONFIG="+f.Registry.DockerConfig(t), "TUF_ROOT="+filepath.Join(home, "tuf"),
+		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost")
+	out, err := cmd.Output()
+	if err != nil {
+		return []string{fmt.Sprintf("cosign verify-attestation --type slsaprovenance1: %v", err)}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var env struct{ Payload []byte }
+		if json.Unmarshal([]byte(line), &env) != nil {
+			continue
+		}
+		var st struct {
+			PredicateType string
+			Predicate     struct {
+				BuildDefinition struct {
+					ResolvedDependencies []struct {
+						URI    string
+						Name   string
+						Digest map[string]string
+					}
+				}
+				RunDetails struct{ Builder struct{ ID string } }
+			}
+		}
+		if json.Unmarshal(env.Payload, &st) != nil || st.PredicateType != "https://slsa.dev/provenance/v1" {
+			continue
+		}
+		var problems []string
+		if id := st.Predicate.RunDetails.Builder.ID; !strings.HasPrefix(id, forkRepositoryURL+"/") {
+			problems = append(problems, fmt.Sprintf("the provenance's builder.id is %q, not the fork's (%s/...)", id, forkRepositoryURL))
+		}
+		source := false
+		for _, d := range st.Predicate.BuildDefinition.ResolvedDependencies {
+			source = source || (strings.Contains(d.URI, forkOrigin) && d.Digest["gitCommit"] == f.Revision)
+		}
+		if !source {
+			problems = append(problems, fmt.Sprintf("the provenance records no source %s at the revision %s: %+v", forkRepositoryURL, f.Revision, st.Predicate.BuildDefinition.ResolvedDependencies))
+		}
+		if len(problems) == 0 {
+			t.Logf("%s: provenance builder %s, source %s@%s", ref, st.Predicate.RunDetails.Builder.ID, forkOrigin, f.Revision)
+		}
+		return problems
+	}
+	return []string{"cosign verify-attestation found no SLSA provenance v1 statement"}
 }
 
 // cosignVerify runs the real cosign CLI: the signature and the SBOM attestation of ref under
@@ -695,8 +846,8 @@ func (f *pushFixture) cosignVerify(t *testing.T, ref string, problems *[]string)
 // (sha256-<hex> for the SBOM referrers, .sig and .att for signatures and attestations).
 func (s registryState) onlyRun(variantTags []string) []string {
 	var problems []string
-	if len(s.Repos) != 1 || s.Repos[0] != "nginx-forge/nginx-forge/nginx" {
-		problems = append(problems, fmt.Sprintf("the registry holds the repositories %v, want only nginx-forge/nginx-forge/nginx", s.Repos))
+	if len(s.Repos) != 1 || s.Repos[0] != s.imageRepo {
+		problems = append(problems, fmt.Sprintf("the registry holds the repositories %v, want only %s", s.Repos, s.imageRepo))
 	}
 	perImage := regexp.MustCompile(`^sha256-[0-9a-f]{64}(\.sig|\.att)?$`)
 	for tag := range s.Tags {
@@ -716,26 +867,39 @@ func pushFail(t *testing.T, r actRun, problems []string) {
 	fail(t, r, "%s", strings.Join(problems, "\n"))
 }
 
-// TestBuildPushToMain: build.yml on a push to main, every job after test, the four legs:
-// each leg pushed by digest (signed where a key is configured: the default variant), smoke-
-// tested again under runc and through the vulnerability gate (a fixable High finding
-// planted: listed, not blocking), then per variant the index and exactly the tags ci tags
-// says, every tag of a variant on that one index of the two pushed images; the keyless
-// steps skipped with their reason, every other step run. The run is green.
+// TestBuildPushToMain: build.yml on a push to main of a private fork (forkOrigin), every job
+// after test, the four legs, set up as docs/github-setup.md says: the registry, its user and
+// password from REGISTRY, REGISTRY_USERNAME and the secret REGISTRY_PASSWORD; no arm64
+// runner (arm64 cross-compiled and smoke-tested under qemu, the run saying so); SIGNING_MODE
+// key with the key in the secrets. Each leg pushed by digest, signed and attested with that
+// key, its labels and provenance naming the fork and the revision, smoke-tested again under
+// runc and through the vulnerability gate (a fixable High finding planted: listed, not
+// blocking), then per variant the index (signed too) and exactly the tags ci tags says,
+// every tag of a variant on that one index of the two pushed images; the attest job not
+// run, the merge summary saying the key signed; every other step run. The run is green.
 func TestBuildPushToMain(t *testing.T) {
-	f := newPushFixture(t, pushOptions{Advisories: []advisory{libcHigh}})
+	f := newPushFixture(t, pushOptions{Advisories: []advisory{libcHigh}, KeyMode: true})
 	r := f.runPush(t)
 	var problems, all []string
 	if r.Err != nil {
 		problems = append(problems, fmt.Sprintf("act: %v, want a green run", r.Err))
 	}
 	s := f.state(t)
-	for variant, signed := range map[string]bool{"default": true, "aws-lc": false} {
-		_, p := f.published(t, r, s, variant, signed)
+	for _, variant := range []string{"default", "aws-lc"} {
+		_, p := f.published(t, r, s, variant)
 		problems = append(problems, p...)
 		all = append(all, f.ciTags(t, variant)...)
 	}
 	problems = append(problems, s.onlyRun(all)...)
+	// No secret reaches the log: the registry password, the key's password, any line of the key.
+	for name, v := range f.secrets(t) {
+		for _, line := range strings.Split(v, "\n") {
+			if len(line) >= 16 && strings.Contains(r.Log, line) {
+				problems = append(problems, fmt.Sprintf("the run's log holds (part of) the secret %s", name))
+				break
+			}
+		}
+	}
 	pushFail(t, r, problems)
 	if len(problems) == 0 {
 		t.Logf("published: %d tags in %s", len(s.Tags), s.repo)
@@ -775,7 +939,7 @@ func (f *pushFixture) smokeFailureProblems(t *testing.T, r actRun) []string {
 	}
 	s := f.state(t)
 	problems = append(problems, f.heldBack(t, r, s, "aws-lc", "amd64", "runc smoke test")...)
-	_, p := f.published(t, r, s, "default", true)
+	_, p := f.published(t, r, s, "default")
 	problems = append(problems, p...)
 	return append(problems, s.onlyRun(f.ciTags(t, "default"))...)
 }
@@ -784,7 +948,7 @@ func (f *pushFixture) smokeFailureProblems(t *testing.T, r actRun) []string {
 // compares the image with the default variant's lock, as a leg whose image is not what its
 // lock says would be judged (the runc smoke test's lock check fails).
 func smokeFailsForAWSLCAmd64(t *testing.T) func(string) string {
-	row := "          - variant: aws-lc\n            arch: amd64\n            runner: ubuntu-24.04\n            lock: pipeline/lock/aws-lc.lock.json\n"
+	row := "          - variant: aws-lc\n            arch: amd64\n            lock: pipeline/lock/aws-lc.lock.json\n"
 	return func(s string) string {
 		if strings.Count(s, row) != 1 {
 			t.Fatalf("build.yml's smoke job has not the row %q once", row)
@@ -857,7 +1021,7 @@ func (f *pushFixture) criticalCVEProblems(t *testing.T, r actRun) []string {
 	}
 	s := f.state(t)
 	problems = append(problems, f.heldBack(t, r, s, "default", "amd64", "vulnerability gate")...)
-	_, p := f.published(t, r, s, "aws-lc", false)
+	_, p := f.published(t, r, s, "aws-lc")
 	problems = append(problems, p...)
 	return append(problems, s.onlyRun(f.ciTags(t, "aws-lc"))...)
 }
@@ -872,7 +1036,8 @@ func (f *pushFixture) criticalCVEProblems(t *testing.T, r actRun) []string {
 //     run's TMPDIR check must find it.
 func TestBuildPushScanGateRemovedFails(t *testing.T) {
 	check := "            if [[ \"$scanned\" != \"$digest\" ]]; then\n"
-	output := "          output-file: ${{ runner.temp }}/grype-${{ matrix.variant }}-${{ matrix.arch }}.json\n"
+	// The scan job's (the pull request's check job has the same line without this comment).
+	output := "          # keeps after the job (found by the workflow tier, README: Tests).\n          output-file: ${{ runner.temp }}/grype-${{ matrix.variant }}-${{ matrix.arch }}.json\n"
 	f := newPushFixture(t, pushOptions{Advisories: []advisory{libcHigh, opensslCritical}, LeavesTmp: true, Edit: func(s string) string {
 		for _, old := range []string{check, output} {
 			if strings.Count(s, old) != 1 {

@@ -34,7 +34,12 @@ import (
 //     REGISTRY), so that what it holds afterwards is this run's doing;
 //   - the arm64 runner: none here; the pull request scenarios run the amd64 legs only (act
 //     --matrix arch:amd64), and the test says so (the push scenarios, build_push_test.go,
-//     run the arm64 legs on this machine under emulation).
+//     run the arm64 legs on this machine under emulation, as build.yml does without
+//     ARM64_RUNNER);
+//   - the pull request's runc smoke test and vulnerability gate: the push scenarios' stand-in
+//     sudo, grype and grype database (build_push_test.go); the shipped locks are the test
+//     locks, as in the push scenarios, so that the runc smoke test's --expect-lock (the
+//     matrix's lock) is the lock the leg was built from.
 
 // buildRunTimeout bounds one act run of build.yml: the test job (vet and the fast tier), then
 // the stack built and smoke-tested in the engine per variant (minutes each when cold).
@@ -152,21 +157,21 @@ func registryTags(t *testing.T, host string) map[string][]string {
 }
 
 // buildFixture is a copy of this checkout, committed on main; its origin names the
-// repository nginx-forge/nginx-forge, as act reads github.repository from it. The shipped
-// locks stay (the test job runs the fast tier on them); the builds are pointed at the test
-// locks (pipeline/lock/testdata: the tarballs Debian carries, and the AWS-LC variant's
-// archives from ../shared/upstream), whose sources are all on the loopback mirror.
+// repository (Origin: this project's unless a scenario names a fork), as act reads
+// github.repository from it. The builds are pointed at the test locks
+// (pipeline/lock/testdata: the tarballs Debian carries, and the AWS-LC variant's archives
+// from ../shared/upstream), whose sources are all on the loopback mirror; the scenarios
+// that run the runc smoke test also ship them as the locks (shipTestLocks).
 type buildFixture struct {
 	Repo     string
 	Registry *registrytest.Registry
 	Mirror   string
 	Lab      *daggerLab
 	Workflow string // the build.yml act runs (see newBuildFixture)
-}
-
-func newBuildFixture(t *testing.T, edit func(string) string) *buildFixture {
-	t.Helper()
-	return newBuildFixtureWith(t, buildFixtureOptions{Edit: edit})
+	// Origin is the repository the fixture's origin remote names (OWNER/NAME), which act
+	// gives the workflow as github.repository; ImageRepo is the image's repository in the
+	// registry, as build.yml's IMAGE_NAME makes it (OWNER/NAME/nginx).
+	Origin, ImageRepo string
 }
 
 // buildFixtureOptions: what a scenario changes in the fixture.
@@ -177,6 +182,9 @@ type buildFixtureOptions struct {
 	Prepare func(repo string)
 	// Registry configures the registry that stands in for ghcr.io.
 	Registry []registrytest.Option
+	// Origin is the repository the fixture's origin names (OWNER/NAME); default this
+	// project's, nginx-forge/nginx-forge.
+	Origin string
 }
 
 func newBuildFixtureWith(t *testing.T, o buildFixtureOptions) *buildFixture {
@@ -216,7 +224,12 @@ func newBuildFixtureWith(t *testing.T, o buildFixtureOptions) *buildFixture {
 	git(t, f.Repo, "init", "-q", "-b", "main")
 	git(t, f.Repo, "add", "-A")
 	git(t, f.Repo, "commit", "-q", "-m", "fixture")
-	git(t, f.Repo, "remote", "add", "origin", "https://github.com/nginx-forge/nginx-forge.git")
+	f.Origin = o.Origin
+	if f.Origin == "" {
+		f.Origin = "nginx-forge/nginx-forge"
+	}
+	f.ImageRepo = f.Origin + "/nginx"
+	git(t, f.Repo, "remote", "add", "origin", "https://github.com/"+f.Origin+".git")
 	return f
 }
 
@@ -253,16 +266,86 @@ func pullRequestEvent(t *testing.T) string {
 // the top of this file).
 var amd64Only = []string{"--matrix", "arch:amd64"}
 
-func (f *buildFixture) runPullRequest(t *testing.T, args ...string) actRun {
+// prFixture is a build fixture for a pull request: the check legs build, smoke-test under
+// runc and scan, with the push scenarios' stand-ins for sudo and grype.
+type prFixture struct {
+	*buildFixture
+	Grype, DBRoot, Bin string
+}
+
+// checkNeedsTest is the check job's if: and needs:, the needs: dropped from the act copy: the
+// pull request scenarios run the check legs alone (act -j check). The test job (vet and the
+// fast tier) reads the shipped locks, which these fixtures replace with the test locks; it
+// is the same on every event, and .ci/run runs the same commands.
+const checkNeedsTest = "    if: github.event_name == 'pull_request'\n    needs: test\n"
+
+// checkStrategy is the check job's strategy line: its legs run one at a time here, as the
+// push scenarios' smoke legs do, since their runc smoke tests share this machine's network
+// namespace and the image's ports (on GitHub each leg has a runner of its own).
+const checkStrategy = "    name: build, smoke-test and scan (${{ matrix.variant }}, ${{ matrix.arch }})\n    strategy:\n      fail-fast: false\n"
+
+func newPRFixture(t *testing.T, edit func(string) string) *prFixture {
 	t.Helper()
-	t.Logf("build.yml's arm64 legs are not run: no arm64 runner here (act --matrix arch:amd64)")
+	bf := newBuildFixtureWith(t, buildFixtureOptions{
+		Prepare: shipTestLocks(t),
+		Edit: func(s string) string {
+			for _, old := range []string{checkNeedsTest, checkStrategy} {
+				if strings.Count(s, old) != 1 {
+					t.Fatalf("build.yml's check job does not have %q once", old)
+				}
+			}
+			s = strings.Replace(s, checkNeedsTest, "    if: github.event_name == 'pull_request'\n", 1)
+			s = strings.Replace(s, checkStrategy, checkStrategy+"      max-parallel: 1\n", 1)
+			if edit != nil {
+				s = edit(s)
+			}
+			return s
+		},
+	})
+	f := &prFixture{buildFixture: bf, Bin: standInBin(t)}
+	f.Grype, f.DBRoot = grypeWithDB(t, []advisory{nginxHigh})
+	return f
+}
+
+// nginxHigh is planted in the pull request scenarios: a fixable High finding on nginx, which
+// both variants carry (the SBOM's f5:nginx CPE), listed by the gate and let through.
+var nginxHigh = advisory{ID: "CVE-2026-99103", Severity: "High", CPE: "cpe:2.3:a:f5:nginx:*:*:*:*:*:*:*:*", From: "1.0.0", Before: "1.99.0"}
+
+// shipTestLocks makes the fixture's shipped locks the test locks (every source on the
+// loopback mirror), so that a build, a runc smoke test's --expect-lock (the matrix's lock)
+// and ci tags all read the same lock, as they do on GitHub.
+func shipTestLocks(t *testing.T) func(repo string) {
+	return func(repo string) {
+		for shipped, test := range map[string]string{"stack.lock.json": "stack.twin.lock.json", "aws-lc.lock.json": "aws-lc.twin.lock.json"} {
+			b, err := os.ReadFile(filepath.Join(repo, "pipeline", "lock", "testdata", test))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(repo, "pipeline", "lock", shipped), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// grypeEnv points the stand-in grype at its planted database and keeps it offline.
+func grypeEnv(dbRoot string) []string {
+	return []string{"GRYPE_DB_CACHE_DIR=" + dbRoot, "GRYPE_DB_AUTO_UPDATE=false", "GRYPE_DB_VALIDATE_AGE=false",
+		"GRYPE_DB_REQUIRE_UPDATE_CHECK=false", "GRYPE_CHECK_FOR_APP_UPDATE=false"}
+}
+
+func (f *prFixture) runPullRequest(t *testing.T) actRun {
+	t.Helper()
+	t.Logf("build.yml's arm64 legs are not run: the push scenarios run them under emulation (act --matrix arch:amd64)")
+	env := append(append(append([]string{}, f.Lab.Env...), "PATH="+f.Bin+string(os.PathListSeparator)+os.Getenv("PATH")), grypeEnv(f.DBRoot)...)
 	return runActWith(t, actOptions{Fixture: f.Repo, Workflow: "build.yml", WorkflowFile: f.Workflow, Event: "pull_request",
-		Vars: f.vars(t), Env: f.Lab.Env, Timeout: buildRunTimeout,
-		Args: append(append([]string{"--eventpath", pullRequestEvent(t)}, amd64Only...), args...)})
+		Vars: f.vars(t), Env: env, Timeout: buildRunTimeout,
+		Args:      append([]string{"--eventpath", pullRequestEvent(t), "-j", "check"}, amd64Only...),
+		ToolCache: map[string]map[string]string{"grype": {grypeVersion: f.Grype}}})
 }
 
 // legSmoke finds, in act's output, the smoke count that a job's ci build printed: act
-// prefixes each line with the job's name ("[build/build and smoke-test (default, amd64)]").
+// prefixes each line with the job's name ("[build/build, smoke-test and scan (default, amd64)]").
 func legSmoke(log, job string) (passed, failed, skipped int, ok bool) {
 	re := regexp.MustCompile(`(?m)^\[[^\]]*` + regexp.QuoteMeta(job) + `[^\]]*\].*smoke \(linux/amd64\): (\d+) passed, (\d+) failed, (\d+) skipped`)
 	m := re.FindStringSubmatch(log)
@@ -276,13 +359,34 @@ func legSmoke(log, job string) (passed, failed, skipped int, ok bool) {
 }
 
 // pullRequestProblems checks what a pull request's run must leave: each amd64 leg built and
-// smoke-tested in the engine (every check passed), and nothing in the registry (no tag,
-// no repository).
-func pullRequestProblems(t *testing.T, f *buildFixture, r actRun) []string {
+// smoke-tested in the engine (every check passed), smoke-tested again under runc (every
+// check run and passed) and through the vulnerability gate (the planted fixable High
+// finding listed, not blocking), and nothing in the registry (no tag, no repository).
+func pullRequestProblems(t *testing.T, f *prFixture, r actRun) []string {
 	t.Helper()
 	var problems []string
 	for _, variant := range []string{"default", "aws-lc"} {
-		job := "build and smoke-test (" + variant + ", amd64)"
+		job := "build, smoke-test and scan (" + variant + ", amd64)"
+		lines := jobLines(r.Log, job)
+		ran := stepsSucceeded(lines)
+		for _, step := range []string{"Build and smoke-test (no push)", "Smoke-test the built image under runc", "Scan the SBOM with grype", "Gate on fixable critical findings"} {
+			if !ran[step] {
+				problems = append(problems, fmt.Sprintf("the leg %q did not run %q to success", job, step))
+			}
+		}
+		text := strings.Join(lines, "\n")
+		if want := fmt.Sprintf("%d passed, 0 failed, 0 skipped", len(smoke.Checks())); !strings.Contains(text, want) {
+			problems = append(problems, fmt.Sprintf("the leg %q: its runc smoke test does not report %q", job, want))
+		}
+		// The gate's summary lists every finding, the planted High one too (act prints a
+		// step summary after the job's prefix on its first line only).
+		summary := ""
+		if _, after, ok := strings.Cut(r.Log, "Summary - ### Vulnerabilities in the "+variant+" amd64 image's SBOM"); ok {
+			summary, _, _ = strings.Cut(after, "\n[")
+		}
+		if !strings.Contains(summary, "| High | "+nginxHigh.ID+" | nginx |") {
+			problems = append(problems, fmt.Sprintf("the leg %q: the vulnerability gate's summary does not list the planted finding %s on nginx", job, nginxHigh.ID))
+		}
 		p, fl, s, ok := legSmoke(r.Log, job)
 		if !ok {
 			problems = append(problems, fmt.Sprintf("the leg %q reports no smoke count", job))
@@ -298,11 +402,12 @@ func pullRequestProblems(t *testing.T, f *buildFixture, r actRun) []string {
 	return problems
 }
 
-// TestBuildPullRequest: build.yml on a pull request: the test job, then each variant built
-// and smoke-tested in the Dagger engine (the amd64 legs), the run green, and nothing pushed:
-// the registry named by REGISTRY holds no repository and no tag afterwards.
+// TestBuildPullRequest: build.yml on a pull request, the gates that protect main: each
+// variant built and smoke-tested in the Dagger engine (the amd64 legs), smoke-tested again
+// under runc and scanned by the vulnerability gate, the run green, and nothing pushed: the
+// registry named by REGISTRY holds no repository and no tag afterwards.
 func TestBuildPullRequest(t *testing.T) {
-	f := newBuildFixture(t, nil)
+	f := newPRFixture(t, nil)
 	r := f.runPullRequest(t)
 	if r.Err != nil {
 		fail(t, r, "act: %v, want a green run", r.Err)
@@ -315,19 +420,15 @@ func TestBuildPullRequest(t *testing.T) {
 
 // TestBuildPullRequestThatPushesFails plants a push into the pull request's build (ci build
 // --push in the check job): the scenario's registry check must then find the tags it moved.
-// Only the check job runs (act -j check, its needs: test dropped from the planted copy): the
-// test job does not bear on what is checked, and it is the run's longest job.
 func TestBuildPullRequestThatPushesFails(t *testing.T) {
 	old := `go run ./ci build --platform "$PLATFORM" --image "$IMAGE"`
-	needs := "    if: github.event_name == 'pull_request'\n    needs: test\n"
-	f := newBuildFixture(t, func(s string) string {
-		if strings.Count(s, old) != 1 || strings.Count(s, needs) != 1 {
-			t.Fatalf("build.yml does not have %q and %q once each", old, needs)
+	f := newPRFixture(t, func(s string) string {
+		if strings.Count(s, old) != 1 {
+			t.Fatalf("build.yml does not have %q once", old)
 		}
-		s = strings.Replace(s, needs, "    if: github.event_name == 'pull_request'\n", 1)
 		return strings.Replace(s, old, `go run ./ci build --push --platform "$PLATFORM" --image "$IMAGE"`, 1)
 	})
-	r := f.runPullRequest(t, "-j", "check")
+	r := f.runPullRequest(t)
 	problems := pullRequestProblems(t, f, r)
 	found := false
 	for _, p := range problems {
