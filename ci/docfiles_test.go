@@ -23,13 +23,6 @@ type docFile struct{ name, text string }
 // rest belongs in docs/.
 const readmeMaxLines = 250
 
-// pendingPages are pages README.md or docs/ link to that another branch of this repository
-// is writing, with that branch: until it is merged a link to one is not a broken link. Once
-// the page exists its entry must go (TestDocLinksResolve says so).
-var pendingPages = map[string]string{
-	"docs/github-setup.md": "the GitHub setup page (issue 48 item 1), written on another branch",
-}
-
 // docFiles are README.md, then docs/*.md in name order, read from the checkout (tests run
 // in ci/).
 func docFiles(t testing.TB) []docFile {
@@ -145,10 +138,6 @@ func brokenLinks(root, name, doc string) []string {
 			why := ""
 			if strings.HasPrefix(rel, "../") || rel == ".." {
 				why = "it leaves the repository"
-			} else if _, pending := pendingPages[rel]; pending {
-				if _, err := os.Stat(filepath.Join(root, rel)); err != nil {
-					continue
-				}
 			}
 			var text []byte
 			if why == "" && file == "" {
@@ -189,11 +178,6 @@ func TestDocLinksResolve(t *testing.T) {
 	}
 	if links < 40 {
 		t.Errorf("README.md and docs/ have %d links; is the check still reading them?", links)
-	}
-	for p, why := range pendingPages {
-		if _, err := os.Stat(filepath.Join("..", p)); err == nil {
-			t.Errorf("%s exists now: remove it from pendingPages (%s), so that a link to it is checked like any other", p, why)
-		}
 	}
 }
 
