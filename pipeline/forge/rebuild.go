@@ -16,7 +16,6 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
-	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/sign"
 )
 
@@ -155,8 +154,7 @@ func RunRebuild(ctx context.Context, eng engine.Engine, x Rebuild, rec sign.Reco
 		if err != nil {
 			return res, fmt.Errorf("the rebuild matched, but attesting it failed: %w", err)
 		}
-		res.Attestation = &att
-		o.sink.Send(progress.Note{Level: progress.Info, Text: fmt.Sprintf("rebuild: attested %s (%s)", x.Ref, att.DigestStr())})
+		res.Attestation = &att // the command says so
 	}
 	return res, nil
 }
