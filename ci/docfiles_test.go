@@ -68,15 +68,21 @@ var (
 	slugDrop = regexp.MustCompile(`[^\p{L}\p{N}\- _]`)
 	// inlineLink is a link inside a heading, whose text alone counts for the anchor.
 	inlineLink = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+	// urlScheme starts a link to another site (https:, mailto:), which is not checked here.
+	urlScheme = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`)
 )
 
-// docAnchors are the anchors GitHub gives a Markdown document's headings: lower case, the
-// punctuation dropped, spaces as hyphens, a repeated one suffixed -1, -2, ...
-func docAnchors(doc string) map[string]bool {
-	out := map[string]bool{}
-	seen := map[string]int{}
+// proseLine is a line of a Markdown document outside its fenced code blocks, n from 1.
+type proseLine struct {
+	n    int
+	text string
+}
+
+// proseLines are doc's lines outside fenced code blocks (a fence closes on the same marker).
+func proseLines(doc string) []proseLine {
+	var out []proseLine
 	inFence := ""
-	for _, line := range strings.Split(doc, "\n") {
+	for i, line := range strings.Split(doc, "\n") {
 		if m := fence.FindStringSubmatch(line); m != nil {
 			switch {
 			case inFence == "":
@@ -86,9 +92,20 @@ func docAnchors(doc string) map[string]bool {
 			}
 			continue
 		}
-		if inFence != "" {
-			continue
+		if inFence == "" {
+			out = append(out, proseLine{n: i + 1, text: line})
 		}
+	}
+	return out
+}
+
+// docAnchors are the anchors GitHub gives a Markdown document's headings: lower case, the
+// punctuation dropped, spaces as hyphens, a repeated one suffixed -1, -2, ...
+func docAnchors(doc string) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	for _, pl := range proseLines(doc) {
+		line := pl.text
 		h := strings.TrimLeft(line, "#")
 		if len(h) == len(line) || len(line)-len(h) > 6 || !strings.HasPrefix(h, " ") {
 			continue
@@ -111,23 +128,11 @@ func docAnchors(doc string) map[string]bool {
 // to other sites are not checked here.
 func brokenLinks(root, name, doc string) []string {
 	var out []string
-	inFence := ""
-	for i, line := range strings.Split(doc, "\n") {
-		if m := fence.FindStringSubmatch(line); m != nil {
-			switch {
-			case inFence == "":
-				inFence = m[1]
-			case strings.HasPrefix(strings.TrimSpace(line), inFence):
-				inFence = ""
-			}
-			continue
-		}
-		if inFence != "" {
-			continue
-		}
+	for _, pl := range proseLines(doc) {
+		i, line := pl.n-1, pl.text
 		for _, m := range docLink.FindAllStringSubmatch(codeSpan.ReplaceAllString(line, ""), -1) {
 			target := m[1]
-			if regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`).MatchString(target) {
+			if urlScheme.MatchString(target) {
 				continue // https:, mailto:
 			}
 			file, anchor, _ := strings.Cut(target, "#")
