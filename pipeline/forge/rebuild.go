@@ -110,23 +110,10 @@ func RunRebuild(ctx context.Context, eng engine.Engine, x Rebuild, rec sign.Reco
 		return res, err
 	}
 	defer os.RemoveAll(scratch)
-	req, err := x.request(rec, filepath.Join(scratch, "image"))
-	var rs *Resolved
-	if err == nil {
-		rs, err = req.Resolve()
-	}
+	rs, err := x.resolve(rec, eng.Name(), filepath.Join(scratch, "image"))
 	if err != nil {
-		eng.Close()
-		return res, &RequestError{Err: fmt.Errorf("refusing to rebuild %s with this checkout's lock and the recorded flags (nothing was fetched or built): %w", x.Ref, err)}
-	}
-	want, err := rs.Provenance(eng.Name())
-	if err != nil {
-		eng.Close()
+		eng.Close() // Run closes it otherwise
 		return res, err
-	}
-	if err := rec.Check(want); err != nil {
-		eng.Close()
-		return res, &RequestError{Err: fmt.Errorf("refusing to rebuild %s (nothing was fetched or built): %w", x.Ref, err)}
 	}
 	build, err := Run(ctx, eng, rs, opts...)
 	res.Build = build
@@ -138,6 +125,7 @@ func RunRebuild(ctx context.Context, eng engine.Engine, x Rebuild, rec sign.Reco
 	}
 	res.Rebuilt = build.Platforms[0].Digest
 	res.Matched = res.Rebuilt == x.Ref.DigestStr()
+	req := rs.Request()
 	o := makeOptions(opts)
 	regOpts := registryOptions(o.sink, req.Insecure, req.RegistryTimeout)
 	if !res.Matched {
@@ -157,6 +145,28 @@ func RunRebuild(ctx context.Context, eng engine.Engine, x Rebuild, rec sign.Reco
 		res.Attestation = &att // the command says so
 	}
 	return res, nil
+}
+
+// resolve is the rebuild's request resolved, and refused (a *RequestError, nothing fetched
+// or built) when this checkout's lock cannot make the recorded build or makes another one on
+// engineName.
+func (x Rebuild) resolve(rec sign.Recorded, engineName, output string) (*Resolved, error) {
+	req, err := x.request(rec, output)
+	var rs *Resolved
+	if err == nil {
+		rs, err = req.Resolve()
+	}
+	if err != nil {
+		return nil, &RequestError{Err: fmt.Errorf("refusing to rebuild %s with this checkout's lock and the recorded flags (nothing was fetched or built): %w", x.Ref, err)}
+	}
+	want, err := rs.Provenance(engineName)
+	if err != nil {
+		return nil, err
+	}
+	if err := rec.Check(want); err != nil {
+		return nil, &RequestError{Err: fmt.Errorf("refusing to rebuild %s (nothing was fetched or built): %w", x.Ref, err)}
+	}
+	return rs, nil
 }
 
 // request is the build rec records, with what x adds (the lock file, the mirror, the

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	prov1 "github.com/in-toto/attestation/go/predicates/provenance/v1"
 	ita1 "github.com/in-toto/attestation/go/v1"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -136,41 +137,23 @@ func parseProvenanceStatement(ref name.Digest, payload []byte) (Recorded, error)
 	if !about {
 		return bad("its statement is about another digest (a provenance copied from another image)")
 	}
-	var p struct {
-		BuildDefinition struct {
-			BuildType          string         `json:"buildType"`
-			ExternalParameters map[string]any `json:"externalParameters"`
-		} `json:"buildDefinition"`
-		RunDetails struct {
-			Builder struct {
-				ID string `json:"id"`
-			} `json:"builder"`
-		} `json:"runDetails"`
-	}
+	// The predicate read as the in-toto library's provenance type, as provenancePredicate
+	// wrote it.
 	raw, err := protojson.Marshal(st.GetPredicate())
 	if err != nil {
 		return bad("%v", err)
 	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return bad("%v", err)
+	var p prov1.Provenance
+	if err := protojson.Unmarshal(raw, &p); err != nil {
+		return bad("not an SLSA v1 provenance: %v", err)
 	}
-	if p.BuildDefinition.BuildType != buildType {
-		return bad("build type %q, not nginx-forge's %q", p.BuildDefinition.BuildType, buildType)
+	def := p.GetBuildDefinition()
+	if def.GetBuildType() != buildType {
+		return bad("build type %q, not nginx-forge's %q", def.GetBuildType(), buildType)
 	}
-	// The dependencies, through the in-toto types (their digests are maps).
-	var deps struct {
-		BuildDefinition struct {
-			ResolvedDependencies []json.RawMessage `json:"resolvedDependencies"`
-		} `json:"buildDefinition"`
-	}
-	if err := json.Unmarshal(raw, &deps); err != nil {
-		return bad("%v", err)
-	}
-	rec := Recorded{external: p.BuildDefinition.ExternalParameters}
-	rec.Origin.BuilderID = p.RunDetails.Builder.ID
-	if err := rec.readDependencies(deps.BuildDefinition.ResolvedDependencies); err != nil {
-		return bad("%v", err)
-	}
+	rec := Recorded{external: def.GetExternalParameters().AsMap()}
+	rec.Origin.BuilderID = p.GetRunDetails().GetBuilder().GetId()
+	rec.readDependencies(def.GetResolvedDependencies())
 	if err := rec.readParameters(); err != nil {
 		return bad("%v", err)
 	}
@@ -179,21 +162,16 @@ func parseProvenanceStatement(ref name.Digest, payload []byte) (Recorded, error)
 
 // readDependencies reads the revision built and the sources compiled out of the resolved
 // dependencies (the images' are the build's to read, not a rebuild's to check).
-func (rec *Recorded) readDependencies(deps []json.RawMessage) error {
+func (rec *Recorded) readDependencies(deps []*ita1.ResourceDescriptor) {
 	for _, d := range deps {
-		var rd ita1.ResourceDescriptor
-		if err := protojson.Unmarshal(d, &rd); err != nil {
-			return fmt.Errorf("a resolved dependency: %w", err)
-		}
 		switch {
-		case rd.GetName() == "source":
-			rec.Origin.Revision = rd.GetDigest()["gitCommit"]
-		case strings.HasPrefix(rd.GetName(), "runtime image ") || strings.HasPrefix(rd.GetName(), "builder image "):
+		case d.GetName() == "source":
+			rec.Origin.Revision = d.GetDigest()["gitCommit"]
+		case strings.HasPrefix(d.GetName(), "runtime image ") || strings.HasPrefix(d.GetName(), "builder image "):
 		default:
-			rec.sources = append(rec.sources, &rd)
+			rec.sources = append(rec.sources, d)
 		}
 	}
-	return nil
 }
 
 // readParameters reads the engine, the repository built and each platform's flags out of
