@@ -181,3 +181,44 @@ func TestLoadPublicKeyRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestReadProvenanceRefusesAReplayedStatement: a registry that serves image A's attestations
+// (signed by the right key) under image B's attestation tag does not make B's provenance: the
+// statement is about A's digest, and ReadProvenance says so.
+func TestReadProvenanceRefusesAReplayedStatement(t *testing.T) {
+	ctx := context.Background()
+	a, b := pushImage(t), pushImage(t)
+	key, _ := newKey(t)
+	s, err := LoadKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := SignAndAttest(ctx, a, s, [][]byte{[]byte(testSBOM)}, testBuild(t)); err != nil {
+		t.Fatal(err)
+	}
+	aTag, err := attestationTag(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bTag, err := attestationTag(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	att, err := remote.Image(aTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(bTag, att); err != nil {
+		t.Fatal(err)
+	}
+	v, err := LoadPublicKey("--key", publicKeyFile(t, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadProvenance(ctx, a, v); err != nil {
+		t.Fatalf("A's own provenance: %v", err)
+	}
+	if _, err := ReadProvenance(ctx, b, v); err == nil || !strings.Contains(err.Error(), "about another digest") {
+		t.Errorf("A's statement replayed under B's tag: %v, want a refusal saying it is about another digest", err)
+	}
+}
