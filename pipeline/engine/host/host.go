@@ -44,11 +44,6 @@ func New(opts ...Option) *Executor {
 	return &Executor{options: o, workDir: filepath.Join(o.cacheDir, "tmp")}
 }
 
-// note sends one line about a stage as a Detail note.
-func (e *Executor) note(format string, args ...any) {
-	e.sink.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
-}
-
 // Result is what a Run did.
 type Result struct {
 	// Tree is the install tree: the final stage's OUT, inside the cache. Treat it as
@@ -269,7 +264,7 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 		sr.Cached = true
 		sr.Wall = time.Since(start)
 		sr.Built = m.Timing
-		e.note("stage %s: cached (key %s)", s.Name, key[:12])
+		e.sink.Send(progress.Detailf("stage %s: cached (key %s)", s.Name, key[:12]))
 		return sr, nil
 	}
 	tmp, err := e.scratchDir(key, s.Name)
@@ -294,7 +289,7 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 	}
 	defer logFile.Close()
 	env := stageEnv(s, epoch, src, work, out, tmpDir, jobs, outs)
-	e.note("stage %s: building (key %s, log %s)", s.Name, key[:12], logPath)
+	e.sink.Send(progress.Detailf("stage %s: building (key %s, log %s)", s.Name, key[:12], logPath))
 	ps, runErr := runScript(ctx, script, work, env, logFile)
 	sr.Wall = time.Since(start)
 	if ps != nil {
@@ -315,8 +310,8 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 	if err := commitStage(tmp, final, meta{Stage: s.Name, Key: key, Timing: sr.Built}); err != nil {
 		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
 	}
-	e.note("stage %s: built in %s (user %s sys %s)", s.Name, sr.Wall.Round(time.Second),
-		sr.User.Round(time.Second), sr.Sys.Round(time.Second))
+	e.sink.Send(progress.Detailf("stage %s: built in %s (user %s sys %s)", s.Name, sr.Wall.Round(time.Second),
+		sr.User.Round(time.Second), sr.Sys.Round(time.Second)))
 	return sr, nil
 }
 
@@ -399,7 +394,7 @@ func (e *Executor) keepFailedLog(stage, logPath string) string {
 	kept := filepath.Join(e.cacheDir, fmt.Sprintf("failed-%s-%s.log", stage, time.Now().UTC().Format("20060102T150405.000Z")))
 	_ = copyFile(logPath, kept, 0o644)
 	if err := pruneFailedLogs(e.cacheDir, keepFailedLogs); err != nil {
-		e.note("stage %s: %v", stage, err)
+		e.sink.Send(progress.Detailf("stage %s: %v", stage, err))
 	}
 	return kept
 }
