@@ -34,19 +34,6 @@ func (b *build) stageProgress(platform string) engine.Progress {
 	}
 }
 
-// logf is a line a person should see; vlogf one shown with -v; warnf a warning.
-func (b *build) logf(format string, a ...any) {
-	b.sink.Send(progress.Note{Level: progress.Info, Text: fmt.Sprintf(format, a...)})
-}
-
-func (b *build) vlogf(format string, a ...any) {
-	b.sink.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, a...)})
-}
-
-func (b *build) warnf(format string, a ...any) {
-	b.sink.Send(progress.Note{Level: progress.Warning, Text: fmt.Sprintf(format, a...)})
-}
-
 // stagesTable is the engine's account of the stages: for a cached stage, the timings are
 // those of the run that built it (what a cold build of it costs on the machine that built it).
 func stagesTable(stages []engine.Stage) string {
