@@ -177,7 +177,7 @@ func (e *Executor) reuse(stage, key, final string) (meta, bool) {
 		return m, true
 	}
 	if err != nil {
-		e.sink.Send(progress.Note{Level: progress.Warning, Text: fmt.Sprintf("stage %s: cached output %s does not match what was stored: %v: building it again", stage, final, err)})
+		e.sink.Send(progress.Warningf("stage %s: cached output %s does not match what was stored: %v: building it again", stage, final, err))
 		e.discard(final, key, stage)
 		return m, false
 	}
