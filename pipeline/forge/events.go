@@ -19,10 +19,10 @@ func (b *build) stepDone(step string, d time.Duration, c progress.Cache) {
 	b.sink.Send(progress.StepDone{Step: step, Duration: d, Cache: c})
 }
 
-// stageProgress is what the engine reports a platform's stages to: the same events, the
-// step named with the platform ("nginx (linux/amd64)").
-func (b *build) stageProgress(platform string) engine.Progress {
-	return func(e progress.Event) {
+// stageProgress is what the engine reports a platform's stages to: the same step events on
+// the build's sink, the step named with the platform ("nginx (linux/amd64)").
+func (b *build) stageProgress(platform string) progress.Sink {
+	return progress.SinkFunc(func(e progress.Event) {
 		switch e := e.(type) {
 		case progress.StepStarted:
 			e.Step = fmt.Sprintf("%s (%s)", e.Step, platform)
@@ -31,7 +31,7 @@ func (b *build) stageProgress(platform string) engine.Progress {
 			e.Step = fmt.Sprintf("%s (%s)", e.Step, platform)
 			b.sink.Send(e)
 		}
-	}
+	})
 }
 
 // stagesTable is the engine's account of the stages: for a cached stage, the timings are

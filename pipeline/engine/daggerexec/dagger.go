@@ -131,13 +131,13 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]str
 	if err != nil {
 		return fmt.Errorf("dagger executor: %w", err)
 	}
-	_, err = e.run(ctx, p, sources, abs, nil)
+	_, err = e.run(ctx, p, sources, abs, progress.Discard)
 	return err
 }
 
 // run builds a plan whose input was checked (Run, or engine.Checked around Build) into the
 // absolute directory abs.
-func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, abs string, report engine.Progress) ([]engine.Stage, error) {
+func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, abs string, steps progress.Sink) ([]engine.Stage, error) {
 	for _, w := range p.Warnings {
 		e.sink.Send(progress.Detailf("dagger: warning: %s", w))
 	}
@@ -177,7 +177,7 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 	// already uses every core.
 	e.sink.Send(progress.Detailf("dagger: building %d stages for %s", len(p.Stages), p.Platform))
 	step := func(name string, ctr *dagger.Container, record string) (engine.Stage, error) {
-		report.Start(name)
+		steps.Send(progress.StepStarted{Step: name})
 		start := time.Now()
 		data, err := ctr.File(record).Contents(ctx)
 		if err != nil {
@@ -192,7 +192,7 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 		if st.Cached {
 			cache = progress.Cached
 		}
-		report.Done(name, time.Since(start), cache)
+		steps.Send(progress.StepDone{Step: name, Duration: time.Since(start), Cache: cache})
 		return st, nil
 	}
 	if _, err := step(builderStep, builder, plan.ContainerBuilderRecord); err != nil {

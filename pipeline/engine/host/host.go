@@ -92,12 +92,12 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]str
 	if err := engine.CheckSources(p, sources); err != nil {
 		return nil, fmt.Errorf("host executor: %w", err)
 	}
-	return e.run(ctx, p, sources, nil)
+	return e.run(ctx, p, sources, progress.Discard)
 }
 
 // run builds a plan whose input was checked (Run, or engine.Checked around Engine.Build).
 
-func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, report engine.Progress) (*Result, error) {
+func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, steps progress.Sink) (*Result, error) {
 	if p.Platform.OS != "linux" {
 		return nil, fmt.Errorf("host executor: plan is for %s but this machine is linux/%s: plan for %s", p.Platform, runtime.GOARCH, plan.SupportedList())
 	}
@@ -139,7 +139,7 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 	for _, s := range p.Stages {
 		key := stageKey(p, s, keys, cc)
 		keys[s.Name] = key
-		report.Start(s.Name)
+		steps.Send(progress.StepStarted{Step: s.Name})
 		sr, err := e.runStage(ctx, s, key, sources[s.Source.Component], outs, jobs, p.SourceDateEpoch)
 		if err != nil {
 			return res, err
@@ -148,7 +148,7 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 		if sr.Cached {
 			cache = progress.Cached
 		}
-		report.Done(s.Name, sr.Wall, cache)
+		steps.Send(progress.StepDone{Step: s.Name, Duration: sr.Wall, Cache: cache})
 		outs[s.Name] = sr.Out
 		res.Stages = append(res.Stages, sr)
 	}
