@@ -14,6 +14,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/standin"
 )
 
@@ -101,7 +102,7 @@ func makeBase(ctx context.Context, o standin.Options, output, cache string, verb
 	sink, _ := newLog(stderr, verbose, false)
 	o.Progress = sink
 	start := time.Now()
-	say(sink, "base: %s %s/%s from %s", strings.Join(standin.Packages, " "), o.Suite, o.Arch, o.Mirror)
+	sink.Send(progress.Infof("base: %s %s/%s from %s", strings.Join(standin.Packages, " "), o.Suite, o.Arch, o.Mirror))
 	r, err := standin.Build(ctx, o)
 	if err != nil {
 		return fmt.Errorf("making the stand-in base: %w", err)
@@ -128,7 +129,7 @@ func makeBase(ctx context.Context, o standin.Options, output, cache string, verb
 	if strings.HasSuffix(output, ".tar") {
 		scheme = image.SchemeDockerArchive
 	}
-	say(sink, "base: %s (%s) in %s", abs, d, time.Since(start).Round(time.Second))
+	sink.Send(progress.Infof("base: %s (%s) in %s", abs, d, time.Since(start).Round(time.Second)))
 	fmt.Fprintf(stdout, "%s:%s\n", scheme, abs)
 	return nil
 }

@@ -220,7 +220,7 @@ func runBounded[T any](ctx context.Context, opts bench.Options, timeout time.Dur
 		limit = 2*opts.Estimate(targets) + 2*time.Minute
 	}
 	if opts.Progress != nil {
-		opts.Progress.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf("estimated %v; giving up after %v", opts.Estimate(targets).Round(time.Second), limit.Round(time.Second))})
+		opts.Progress.Send(progress.Detailf("estimated %v; giving up after %v", opts.Estimate(targets).Round(time.Second), limit.Round(time.Second)))
 	}
 	// The run's warm-ups, rounds and syscall passes are steps (pipeline/bench): the renderer
 	// names the one still running every 15 s, unless -q (lineSink.quiet).

@@ -190,12 +190,6 @@ func (s *lineSink) note(n progress.Note) {
 	}
 }
 
-// say sends a line a person should see (an Info note) to s: the commands' own lines, which
-// reach the terminal through the renderer like the library's.
-func say(s progress.Sink, format string, args ...any) {
-	s.Send(progress.Note{Level: progress.Info, Text: fmt.Sprintf(format, args...)})
-}
-
 func (s *lineSink) closeGroups() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
@@ -133,7 +134,7 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 			e.URL = lock.ProfilesDir + "/" + filepath.Base(p.File)
 		}
 		entries = append(entries, e)
-		say(sink, "profile %s: %s (sha256 %s)", e.Platform, p.File, e.SHA256)
+		sink.Send(progress.Infof("profile %s: %s (sha256 %s)", e.Platform, p.File, e.SHA256))
 	}
 	b, err := json.MarshalIndent(struct {
 		Profiles []lock.Profile `json:"profiles"`
@@ -144,7 +145,7 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 	fmt.Fprintln(stdout, string(b))
 	if !f.write {
 		if f.baseURL == "" {
-			say(sink, "serve the tarballs over https and record them: --url BASE --write (or add the entries above with their url to the lock's \"profiles\")")
+			sink.Send(progress.Infof("serve the tarballs over https and record them: --url BASE --write (or add the entries above with their url to the lock's \"profiles\")"))
 		}
 		return nil
 	}
@@ -172,11 +173,11 @@ func runPGOProfile(ctx context.Context, f pgoProfileFlags, stdout, stderr io.Wri
 		return err
 	}
 	if f.inRepo {
-		say(sink, "recorded %d profile(s) in %s, files under %s: commit them together", len(entries), lockFile,
-			filepath.Join(filepath.Dir(lockFile), lock.ProfilesDir))
+		sink.Send(progress.Infof("recorded %d profile(s) in %s, files under %s: commit them together", len(entries), lockFile,
+			filepath.Join(filepath.Dir(lockFile), lock.ProfilesDir)))
 		return nil
 	}
-	say(sink, "recorded %d profile(s) in %s: serve each file at its url before building", len(entries), lockFile)
+	sink.Send(progress.Infof("recorded %d profile(s) in %s: serve each file at its url before building", len(entries), lockFile))
 	return nil
 }
 

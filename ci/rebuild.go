@@ -13,6 +13,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 const rebuildHelp = `
@@ -95,7 +96,7 @@ func runRebuild(ctx context.Context, f rebuildFlags, args []string, stdout, stde
 		return err
 	}
 	p := rec.Platforms[0]
-	say(sink, "rebuild: %s: provenance verified (%s engine, %s, cpu %s, optimize %s, revision %s)", x.Ref, rec.Engine, p.Platform, p.CPU, p.Optimize, orNone(rec.Origin.Revision))
+	sink.Send(progress.Infof("rebuild: %s: provenance verified (%s engine, %s, cpu %s, optimize %s, revision %s)", x.Ref, rec.Engine, p.Platform, p.CPU, p.Optimize, orNone(rec.Origin.Revision)))
 	if err := checkRebuildCheckout(ctx, x.Ref, rec.Origin.Revision); err != nil {
 		return err
 	}
@@ -119,9 +120,9 @@ func runRebuild(ctx context.Context, f rebuildFlags, args []string, stdout, stde
 	case err != nil:
 		return err
 	}
-	say(sink, "rebuild: the same digest: %s", res.Rebuilt)
+	sink.Send(progress.Infof("rebuild: the same digest: %s", res.Rebuilt))
 	if res.Attestation != nil {
-		say(sink, "rebuild: attested (%s, %s)", forge.RebuildPredicateType, res.Attestation.DigestStr())
+		sink.Send(progress.Infof("rebuild: attested (%s, %s)", forge.RebuildPredicateType, res.Attestation.DigestStr()))
 	}
 	closeGroups()
 	fmt.Fprintln(stdout, x.Ref.String())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 func init() {
@@ -39,7 +40,7 @@ says so on standard error and exits 0.`,
 				sink, _ := newLog(stderr, false, false)
 				if strings.HasPrefix(*ref, "refs/pull/") {
 					// A pull request builds and smoke-tests, and publishes nothing (docs/tags.md).
-					say(sink, "ci tags: --ref %s is a pull request: it moves no tag", *ref)
+					sink.Send(progress.Infof("ci tags: --ref %s is a pull request: it moves no tag", *ref))
 					return nil
 				}
 				tags, err := forge.Request{LockFile: *lockFile, TLS: *tls, Zlib: *zlib, Ref: *ref, Revision: *revision, Latest: *latest}.PublishTags()
@@ -48,7 +49,7 @@ says so on standard error and exits 0.`,
 				}
 				if len(tags) == 0 {
 					// Nothing to move is an answer, not a failure: a script reads an empty line.
-					say(sink, "ci tags: --ref %q without --revision moves no tag", *ref)
+					sink.Send(progress.Infof("ci tags: --ref %q without --revision moves no tag", *ref))
 					return nil
 				}
 				fmt.Fprintln(stdout, strings.Join(tags, ","))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // gzip at equal bytes. Two gzip libraries at the same gzip_comp_level do not send the same
@@ -190,7 +191,7 @@ func (r *session) chooseGzipLevels() error {
 		s.Config.EqualBytesLevel = level
 		ch := GzipLevelChoice{Target: s.Name, Level: level, Bytes: sizes[i][level-1], Bound: bound, Fits: fits, Sizes: sizes[i]}
 		r.gzipLevels = append(r.gzipLevels, ch)
-		r.opts.note("gzip-equal-bytes: %s", ch)
+		r.opts.Progress.Send(progress.Detailf("gzip-equal-bytes: %s", ch))
 	}
 	for si, sc := range r.opts.Scenarios {
 		if !sc.EqualBytes {

@@ -60,11 +60,6 @@ type Options struct {
 	Progress progress.Sink
 }
 
-// note sends one line of progress as a Detail note.
-func (o *Options) note(format string, args ...any) {
-	o.Progress.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
-}
-
 // step runs f as one progress step, "NAME (MODE)": StepStarted, then StepDone with how long
 // it took (Failed on an error). The warm-up, each timed round and the syscall pass run for
 // minutes with nothing else to say, and the command's renderer names the step still running
@@ -184,7 +179,7 @@ func Run(ctx context.Context, targets []Target, baseline int, opts Options) (*Re
 	}
 	opts.Scenarios = kept
 	for _, n := range dropped {
-		opts.note("%s: like for like only, left out of this out-of-box run", n)
+		opts.Progress.Send(progress.Detailf("%s: like for like only, left out of this out-of-box run", n))
 	}
 	r := &session{ctx: ctx, targets: targets, baseline: baseline, opts: opts, served: map[[2]int]servedAs{}}
 	defer r.close()

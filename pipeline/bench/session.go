@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // session is one Run: its targets and options, the CPUs and directories it set up, the
@@ -172,7 +173,7 @@ func (r *session) start(i int, t Target) error {
 			r.served[[2]int{si, i}] = servedAs{enc, size}
 		}
 	}
-	r.opts.note("started %s: nginx %s (%s) pid %d on 127.0.0.1:%d/%d", t.Name, info.Version, info.OpenSSL, s.PID(), c.HTTPPort, c.HTTPSPort)
+	r.opts.Progress.Send(progress.Detailf("started %s: nginx %s (%s) pid %d on 127.0.0.1:%d/%d", t.Name, info.Version, info.OpenSSL, s.PID(), c.HTTPPort, c.HTTPSPort))
 	return nil
 }
 
@@ -234,11 +235,11 @@ func (r *session) warmUp() error {
 func (r *session) warmUpRuns() error {
 	for si, sc := range r.opts.Scenarios {
 		for ti := range r.targets {
-			r.opts.note("warm-up: %s on %s", sc.Name, r.targets[ti].Name)
+			r.opts.Progress.Send(progress.Detailf("warm-up: %s on %s", sc.Name, r.targets[ti].Name))
 			if _, err := r.wrkRun(si, ti, r.opts.Warmup); errors.Is(err, errNoRequests) {
 				// On a loaded machine a second may not be enough for the first TLS
 				// handshakes of many connections; the warm-up is not recorded anyway.
-				r.opts.note("warm-up: %s on %s completed no requests", sc.Name, r.targets[ti].Name)
+				r.opts.Progress.Send(progress.Detailf("warm-up: %s on %s completed no requests", sc.Name, r.targets[ti].Name))
 			} else if err != nil {
 				return fmt.Errorf("warm-up: %w", err)
 			}
@@ -273,8 +274,8 @@ func (r *session) round(round int, runs map[[2]int][]RunResult) error {
 			rr.Round = round + 1
 			rr.Order = k + 1
 			runs[[2]int{si, ti}] = append(runs[[2]int{si, ti}], rr)
-			r.opts.note("round %d/%d %s %s: %.0f req/s, p50 %v, p99 %v, %v CPU/req",
-				round+1, r.opts.Rounds, sc.Name, r.targets[ti].Name, rr.RequestsSec, rr.P50, rr.P99, rr.CPUPerRequest)
+			r.opts.Progress.Send(progress.Detailf("round %d/%d %s %s: %.0f req/s, p50 %v, p99 %v, %v CPU/req",
+				round+1, r.opts.Rounds, sc.Name, r.targets[ti].Name, rr.RequestsSec, rr.P50, rr.P99, rr.CPUPerRequest))
 		}
 	}
 	return nil
@@ -303,7 +304,7 @@ func (r *session) countSyscalls(syscalls map[[2]int]SyscallCount) error {
 			}
 			c.Target = s.Name
 			syscalls[[2]int{si, ti}] = c
-			r.opts.note("syscalls %s %s: %.1f per request over %d requests (%s)", sc.Name, s.Name, c.PerRequest, c.Requests, c.Top(5))
+			r.opts.Progress.Send(progress.Detailf("syscalls %s %s: %.1f per request over %d requests (%s)", sc.Name, s.Name, c.PerRequest, c.Requests, c.Top(5)))
 		}
 	}
 	return nil

@@ -37,10 +37,10 @@ type Engine interface {
 	Builder(ctx context.Context, p *plan.Plan) (Builder, error)
 	// Build builds p from sources (component name -> path of its verified tarball) and
 	// writes the install tree into dir, which must be absent or empty. Each stage is
-	// reported to progress as it starts and ends, one at a time, named as in the plan. The
-	// stages are also returned in plan order when the engine can tell how each went (nil
-	// otherwise).
-	Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, progress Progress) ([]Stage, error)
+	// reported to steps as it starts and ends (progress.StepStarted, progress.StepDone), one
+	// at a time, named as in the plan. The stages are also returned in plan order when the
+	// engine can tell how each went (nil otherwise).
+	Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, steps progress.Sink) ([]Stage, error)
 	// PackageVersion is the version of a package installed in p's builder (libcrypt-dev,
 	// whose static library is linked into nginx, belongs in the SBOM).
 	PackageVersion(ctx context.Context, p *plan.Plan, pkg string) (string, error)
@@ -58,24 +58,6 @@ const (
 	// Dagger builds in containers on a Dagger engine, one platform after another.
 	Dagger = "dagger"
 )
-
-// Progress receives a build's stages as they start and end, in order (progress.StepStarted,
-// progress.StepDone); nil discards them.
-type Progress func(progress.Event)
-
-// Start reports that step started.
-func (p Progress) Start(step string) {
-	if p != nil {
-		p(progress.StepStarted{Step: step})
-	}
-}
-
-// Done reports that step ended after d.
-func (p Progress) Done(step string, d time.Duration, c progress.Cache) {
-	if p != nil {
-		p(progress.StepDone{Step: step, Duration: d, Cache: c})
-	}
-}
 
 // Stage is how one plan stage went.
 type Stage struct {
@@ -106,12 +88,15 @@ type Builder struct {
 	Image string
 }
 
-func (c checked) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, progress Progress) ([]Stage, error) {
+func (c checked) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, steps progress.Sink) ([]Stage, error) {
 	abs, err := CheckInput(p, sources, dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s engine: %w", c.Name(), err)
 	}
-	return c.Engine.Build(ctx, p, sources, abs, progress)
+	if steps == nil {
+		steps = progress.Discard
+	}
+	return c.Engine.Build(ctx, p, sources, abs, steps)
 }
 
 // CheckInput is what a build's input must satisfy before any engine runs a stage: the plan's

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
@@ -52,7 +53,7 @@ func (r *recorder) Smoke(context.Context, *plan.Plan, v1.Image, smoke.Options) (
 	return smoke.Report{}, nil
 }
 func (r *recorder) Close() error { return nil }
-func (r *recorder) Build(_ context.Context, _ *plan.Plan, _ map[string]string, dir string, _ engine.Progress) ([]engine.Stage, error) {
+func (r *recorder) Build(_ context.Context, _ *plan.Plan, _ map[string]string, dir string, _ progress.Sink) ([]engine.Stage, error) {
 	r.built = append(r.built, dir)
 	return nil, nil
 }
@@ -109,7 +110,7 @@ func TestCheckedRefusesBadInputBeforeTheEngine(t *testing.T) {
 		{"tree not empty", good(), sources, full, "is not empty"},
 	} {
 		r := &recorder{}
-		_, err := engine.Checked(r).Build(context.Background(), c.p, c.sources, c.dir, nil)
+		_, err := engine.Checked(r).Build(context.Background(), c.p, c.sources, c.dir, progress.Discard)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "recorder engine") {
 			t.Errorf("%s: err %v, want one naming the engine and %q", c.name, err, c.want)
 		}
@@ -119,7 +120,7 @@ func TestCheckedRefusesBadInputBeforeTheEngine(t *testing.T) {
 	}
 
 	r := &recorder{}
-	if _, err := engine.Checked(engine.Checked(r)).Build(context.Background(), good(), sources, "rel-tree", nil); err != nil {
+	if _, err := engine.Checked(engine.Checked(r)).Build(context.Background(), good(), sources, "rel-tree", progress.Discard); err != nil {
 		t.Fatalf("good input: %v", err)
 	}
 	if len(r.built) != 1 || !filepath.IsAbs(r.built[0]) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/advisory"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // AcceptAdvisoryFlag is the flag that acknowledges advisories for a push; the refusal names it.
@@ -61,10 +62,10 @@ func (b *build) reportAdvisories(found []advisory.Finding) {
 			line += " (acknowledged: " + AcceptAdvisoryFlag + ")"
 		}
 		if f.Level() >= advisory.LevelHigh {
-			b.warnf("%s", line)
+			b.sink.Send(progress.Note{Level: progress.Warning, Text: line})
 			b.res.Warnings = append(b.res.Warnings, line)
 			continue
 		}
-		b.logf("%s", line)
+		b.sink.Send(progress.Note{Level: progress.Info, Text: line})
 	}
 }

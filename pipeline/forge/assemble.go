@@ -42,12 +42,12 @@ func (b *build) buildTarget(ctx context.Context, t *target) error {
 	}
 	t.res.Stages = stages
 	if len(stages) > 0 {
-		b.logf("%s", stagesTable(stages))
+		b.sink.Send(progress.Note{Level: progress.Info, Text: stagesTable(stages)})
 	}
 	if b.req.ProfileDir != "" {
 		return b.recordProfile(ctx, t, treeDir)
 	}
-	b.logf("build: install tree for %s (cpu %s) took %s", p.Platform, p.CPU, time.Since(start).Round(time.Second))
+	b.sink.Send(progress.Infof("build: install tree for %s (cpu %s) took %s", p.Platform, p.CPU, time.Since(start).Round(time.Second)))
 	if err := b.finishTree(ctx); err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (b *build) buildTarget(ctx context.Context, t *target) error {
 	}
 	t.res.Digest, t.res.Size = digest.String(), size
 	b.stepDone(step, time.Since(start), progress.Built)
-	b.logf("image: %s (%s on %s), %s", digest, p.Platform, b.runtimeRef(), size)
+	b.sink.Send(progress.Infof("image: %s (%s on %s), %s", digest, p.Platform, b.runtimeRef(), size))
 	return nil
 }
 
@@ -112,7 +112,7 @@ func (b *build) finishTree(ctx context.Context) error {
 			return err
 		}
 	}
-	b.logf("tree: %s", b.req.Tree)
+	b.sink.Send(progress.Infof("tree: %s", b.req.Tree))
 	return nil
 }
 
@@ -126,6 +126,6 @@ func (b *build) writeBundle(tree string) error {
 	if err != nil {
 		return fmt.Errorf("--bundle: %w", err)
 	}
-	b.logf("bundle: %s", strings.Join(files, ", "))
+	b.sink.Send(progress.Infof("bundle: %s", strings.Join(files, ", ")))
 	return nil
 }

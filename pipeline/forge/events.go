@@ -19,10 +19,10 @@ func (b *build) stepDone(step string, d time.Duration, c progress.Cache) {
 	b.sink.Send(progress.StepDone{Step: step, Duration: d, Cache: c})
 }
 
-// stageProgress is what the engine reports a platform's stages to: the same events, the
-// step named with the platform ("nginx (linux/amd64)").
-func (b *build) stageProgress(platform string) engine.Progress {
-	return func(e progress.Event) {
+// stageProgress is what the engine reports a platform's stages to: the same step events on
+// the build's sink, the step named with the platform ("nginx (linux/amd64)").
+func (b *build) stageProgress(platform string) progress.Sink {
+	return progress.SinkFunc(func(e progress.Event) {
 		switch e := e.(type) {
 		case progress.StepStarted:
 			e.Step = fmt.Sprintf("%s (%s)", e.Step, platform)
@@ -31,20 +31,7 @@ func (b *build) stageProgress(platform string) engine.Progress {
 			e.Step = fmt.Sprintf("%s (%s)", e.Step, platform)
 			b.sink.Send(e)
 		}
-	}
-}
-
-// logf is a line a person should see; vlogf one shown with -v; warnf a warning.
-func (b *build) logf(format string, a ...any) {
-	b.sink.Send(progress.Note{Level: progress.Info, Text: fmt.Sprintf(format, a...)})
-}
-
-func (b *build) vlogf(format string, a ...any) {
-	b.sink.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, a...)})
-}
-
-func (b *build) warnf(format string, a ...any) {
-	b.sink.Send(progress.Note{Level: progress.Warning, Text: fmt.Sprintf(format, a...)})
+	})
 }
 
 // stagesTable is the engine's account of the stages: for a cached stage, the timings are

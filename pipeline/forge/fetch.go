@@ -59,11 +59,11 @@ func (b *build) fetchSources(ctx context.Context) error {
 			if err != nil {
 				return fetchError(ctx, deadline, err)
 			}
-			b.logf("profile: %s", v)
+			b.sink.Send(progress.Infof("profile: %s", v))
 			b.sources[c.Name] = v.Prepared
 		}
 	}
-	b.logf("sources: %d verified in %s", len(b.sources), time.Since(start).Round(time.Millisecond))
+	b.sink.Send(progress.Infof("sources: %d verified in %s", len(b.sources), time.Since(start).Round(time.Millisecond)))
 	return nil
 }
 

@@ -82,7 +82,7 @@ func (e *fakeEngine) Preflight(ctx context.Context, smoke bool) error {
 func (e *fakeEngine) Builder(ctx context.Context, p *plan.Plan) (engine.Builder, error) {
 	return engine.Builder{Glibc: "2.36"}, nil
 }
-func (e *fakeEngine) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, report engine.Progress) ([]engine.Stage, error) {
+func (e *fakeEngine) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, steps progress.Sink) ([]engine.Stage, error) {
 	e.j.add("build " + p.Platform.String())
 	if e.buildErr != nil {
 		return nil, e.buildErr
@@ -110,8 +110,8 @@ func (e *fakeEngine) Build(ctx context.Context, p *plan.Plan, sources map[string
 	}
 	var stages []engine.Stage
 	for _, s := range p.Stages {
-		report.Start(s.Name)
-		report.Done(s.Name, 0, progress.Cached)
+		steps.Send(progress.StepStarted{Step: s.Name})
+		steps.Send(progress.StepDone{Step: s.Name, Cache: progress.Cached})
 		stages = append(stages, engine.Stage{Name: s.Name, Cached: true})
 	}
 	return stages, nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // profileFileName is the name a platform's recorded profile is written under: the arch and
@@ -40,7 +41,7 @@ func (b *build) recordProfile(ctx context.Context, t *target, tree string) error
 	}
 	rec.SHA256 = sum
 	b.res.Profiles = append(b.res.Profiles, rec)
-	b.logf("profile: %s (%s, training %.12s, sha256 %s)", rec.File, rec.Platform, rec.Training, sum)
+	b.sink.Send(progress.Infof("profile: %s (%s, training %.12s, sha256 %s)", rec.File, rec.Platform, rec.Training, sum))
 	return nil
 }
 

@@ -89,7 +89,7 @@ func (o *output) publish(ctx context.Context, targets []*target) error {
 	if err := image.WriteOutput(o.path, t.img, refName, t.sbom, created); err != nil {
 		return fmt.Errorf("writing --output %s: %w", o.path, err)
 	}
-	b.logf("output: %s (as %s; SBOM %s.spdx.json)", o.path, refName, o.path)
+	b.sink.Send(progress.Infof("output: %s (as %s; SBOM %s.spdx.json)", o.path, refName, o.path))
 	return nil
 }
 
@@ -296,7 +296,7 @@ func (r *registry) verifier(t *target) image.VerifyFunc {
 		if err != nil {
 			return fmt.Errorf("pulling %s back: %w", ref, err)
 		}
-		r.b.vlogf("smoke checks of %s", ref)
+		r.b.sink.Send(progress.Detailf("smoke checks of %s", ref))
 		_, err = r.b.smoke(ctx, t, pushed)
 		return err
 	}

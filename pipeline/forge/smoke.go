@@ -22,7 +22,7 @@ func (b *build) smokeAll(ctx context.Context) error {
 		return nil
 	}
 	if b.req.NoSmoke {
-		b.logf("smoke: skipped (--no-smoke)")
+		b.sink.Send(progress.Infof("smoke: skipped (--no-smoke)"))
 		return nil
 	}
 	for _, t := range b.targets {

@@ -13,6 +13,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
@@ -280,7 +281,7 @@ func overrideImage(dst *lock.Image, ref string) error {
 // start takes rs over and reports what the lock and plans say.
 func (b *build) start(rs *Resolved) {
 	if rs.builtin {
-		b.vlogf("lock: %s not found, using the lock built into this program", lock.DefaultPath)
+		b.sink.Send(progress.Detailf("lock: %s not found, using the lock built into this program", lock.DefaultPath))
 	}
 	b.l = rs.lock
 	for _, p := range rs.plans {
@@ -291,18 +292,18 @@ func (b *build) start(rs *Resolved) {
 	}
 	if p := rs.plans[0]; b.req.ProfileDir == "" && (b.req.Optimize == "" || b.req.Optimize == plan.OptimizeAuto) {
 		if p.Optimize == plan.OptimizePGO {
-			b.logf("optimize: pgo (auto: the lock records a PGO profile for this build, sha256 %s)", p.ProfileSHA256)
+			b.sink.Send(progress.Infof("optimize: pgo (auto: the lock records a PGO profile for this build, sha256 %s)", p.ProfileSHA256))
 		} else {
-			b.logf("optimize: %s (auto: the lock records no PGO profile for this build; go run ./ci pgo-profile records one)", p.Optimize)
+			b.sink.Send(progress.Infof("optimize: %s (auto: the lock records no PGO profile for this build; go run ./ci pgo-profile records one)", p.Optimize))
 		}
 	}
 	for _, w := range rs.plans[0].Warnings {
-		b.warnf("%s", w)
+		b.sink.Send(progress.Note{Level: progress.Warning, Text: w})
 	}
 	// Building a superseded or end-of-life branch is allowed (a pinned rebuild must stay
 	// possible) but never silent: every build says so, pushed or not, on either engine.
 	for _, w := range b.warnings(b.l) {
-		b.warnf("%s", w)
+		b.sink.Send(progress.Note{Level: progress.Warning, Text: w})
 		b.res.Warnings = append(b.res.Warnings, w)
 	}
 	b.reportAdvisories(rs.advisories)
@@ -315,11 +316,11 @@ func (b *build) reportUnsigned() {
 		switch {
 		case c.Signature != nil:
 		case c.Git != nil:
-			b.logf("unsigned: %s %s: pinned by git commit %.12s, its tree checked over the files built (%s)", c.Name, c.Version, c.Git.Commit, c.Unsigned)
+			b.sink.Send(progress.Infof("unsigned: %s %s: pinned by git commit %.12s, its tree checked over the files built (%s)", c.Name, c.Version, c.Git.Commit, c.Unsigned))
 		case c.Unsigned != "":
-			b.logf("unsigned: %s %s: only its SHA-256 is checked (%s)", c.Name, c.Version, c.Unsigned)
+			b.sink.Send(progress.Infof("unsigned: %s %s: only its SHA-256 is checked (%s)", c.Name, c.Version, c.Unsigned))
 		default:
-			b.warnf("%s %s has no upstream signature in the lock: only its SHA-256 is checked", c.Name, c.Version)
+			b.sink.Send(progress.Warningf("%s %s has no upstream signature in the lock: only its SHA-256 is checked", c.Name, c.Version))
 		}
 	}
 }

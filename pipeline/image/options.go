@@ -1,7 +1,6 @@
 package image
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -59,9 +58,4 @@ func makeOptions(opts []Option) *options {
 		o.sink = progress.Discard
 	}
 	return o
-}
-
-// note sends one registry step as a Detail note.
-func (o *options) note(format string, args ...any) {
-	o.sink.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
 }

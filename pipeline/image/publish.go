@@ -261,11 +261,11 @@ func (p *publication) fail(step string, err error) error {
 func (p *publication) pushByDigest(push func(name.Digest, []remote.Option) error) error {
 	if d, err := remote.Head(p.ref, p.ropts...); err == nil && d.Digest == p.h {
 		p.res.AlreadyPresent = true
-		p.o.note("%s already present, not pushed again", p.ref)
+		p.o.sink.Send(progress.Detailf("%s already present, not pushed again", p.ref))
 	} else if err != nil && !isNotFound(err) {
 		return p.fail(StepPush, fmt.Errorf("checking whether %s exists: %w", p.ref, err))
 	} else {
-		p.o.note("pushing %s", p.ref)
+		p.o.sink.Send(progress.Detailf("pushing %s", p.ref))
 		if err := push(p.ref, p.ropts); err != nil {
 			return p.fail(StepPush, fmt.Errorf("pushing %s: %w", p.ref, err))
 		}
@@ -276,9 +276,9 @@ func (p *publication) pushByDigest(push func(name.Digest, []remote.Option) error
 
 func (p *publication) verify() error {
 	if p.o.verify == nil {
-		p.o.note("no verification configured for %s", p.ref)
+		p.o.sink.Send(progress.Detailf("no verification configured for %s", p.ref))
 	} else {
-		p.o.note("verifying %s", p.ref)
+		p.o.sink.Send(progress.Detailf("verifying %s", p.ref))
 		if err := p.o.verify(p.ctx, p.ref); err != nil {
 			return p.fail(StepVerify, err)
 		}
@@ -304,7 +304,7 @@ func (p *publication) attachSBOM() error {
 		return p.fail(StepSBOM, err)
 	}
 	aref := p.repo.Digest(ad.String())
-	p.o.note("attaching SBOM %s", aref)
+	p.o.sink.Send(progress.Detailf("attaching SBOM %s", aref))
 	if err := remote.Write(aref, art, p.ropts...); err != nil {
 		return p.fail(StepSBOM, fmt.Errorf("pushing SBOM %s: %w", aref, err))
 	}
@@ -316,7 +316,7 @@ func (p *publication) sign() error {
 	if p.o.sign == nil {
 		return nil
 	}
-	p.o.note("signing %s", p.ref)
+	p.o.sink.Send(progress.Detailf("signing %s", p.ref))
 	if err := p.o.sign(p.ctx, p.ref, p.ropts); err != nil {
 		return p.fail(StepSign, fmt.Errorf("signing %s: %w", p.ref, err))
 	}
@@ -338,7 +338,7 @@ func (p *publication) moveTags() error {
 		}
 	}
 	for i, tag := range p.tags {
-		p.o.note("tagging %s -> %s", tag, p.h)
+		p.o.sink.Send(progress.Detailf("tagging %s -> %s", tag, p.h))
 		if err := remote.Tag(tag, p.t, p.ropts...); err != nil {
 			p.rollBackTags(i, prev, fmt.Errorf("moving tag %s to %s: %w", tag, p.h, err))
 			return p.perr

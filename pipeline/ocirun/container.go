@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // Container is a container started from a Bundle. Its methods are safe for concurrent use.
@@ -54,7 +55,7 @@ func (b *Bundle) Start(ctx context.Context, opts ...Option) (*Container, error) 
 		defer cancel()
 		return nil, errors.Join(err, c.Stop(stopCtx))
 	}
-	b.log("container %s started (pid %d)", c.id, c.pid)
+	b.sink.Send(progress.Detailf("container %s started (pid %d)", c.id, c.pid))
 	return c, nil
 }
 
@@ -100,7 +101,7 @@ func (b *Bundle) launch(ctx context.Context, o options, stdout, stderr *bytes.Bu
 		// deletes it: no container outlives us.
 		Pdeathsig: syscall.SIGTERM,
 	}
-	b.log("runc --root %s run --bundle %s %s", runcRoot, dir, id)
+	b.sink.Send(progress.Detailf("runc --root %s run --bundle %s %s", runcRoot, dir, id))
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting runc: %w", err)
@@ -223,7 +224,7 @@ func (c *Container) Exec(ctx context.Context, argv ...string) (stdout, stderr []
 	args := []string{"--root", runcRoot, "exec", "--user", fmt.Sprintf("%d:%d", c.b.uid, c.b.gid), c.id}
 	cmd := exec.CommandContext(ctx, "runc", append(args, argv...)...)
 	cmd.Stdout, cmd.Stderr = &so, &se
-	c.b.log("runc exec %s %s", c.id, strings.Join(argv, " "))
+	c.b.sink.Send(progress.Detailf("runc exec %s %s", c.id, strings.Join(argv, " ")))
 	err = cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && runcLostContainer(se.String()) {
@@ -298,14 +299,14 @@ func (c *Container) stop(ctx context.Context) error {
 		if sig == "" {
 			sig = "SIGTERM"
 		}
-		c.b.log("runc kill %s %s", c.id, sig)
+		c.b.sink.Send(progress.Detailf("runc kill %s %s", c.id, sig))
 		if _, err := c.runc(ctx, "kill", c.id, sig); err != nil && !c.hasExited() {
 			errs = append(errs, err)
 		}
 		select {
 		case <-c.done:
 		case <-time.After(stopTimeout):
-			c.b.log("container %s still running %s after %s: SIGKILL", c.id, stopTimeout, sig)
+			c.b.sink.Send(progress.Detailf("container %s still running %s after %s: SIGKILL", c.id, stopTimeout, sig))
 			if _, err := c.runc(ctx, "kill", "--all", c.id, "KILL"); err != nil && !c.hasExited() {
 				errs = append(errs, err)
 			}

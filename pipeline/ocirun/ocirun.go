@@ -81,7 +81,7 @@ func Pull(ctx context.Context, ref string, opts ...Option) (*Bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing image reference %q: %w", ref, err)
 	}
-	o.log("pulling %s", r)
+	o.sink.Send(progress.Detailf("pulling %s", r))
 	img, err := remote.Image(r, remote.WithContext(ctx), remote.WithAuthFromKeychain(registryauth.Keychain()))
 	if err != nil {
 		return nil, fmt.Errorf("pulling image %q: %w", ref, err)
@@ -136,7 +136,7 @@ func Prepare(ctx context.Context, img v1.Image, opts ...Option) (b *Bundle, err 
 		return nil, fmt.Errorf("writing image to OCI layout %s: %w", lay, err)
 	}
 	bundle := filepath.Join(dir, "bundle")
-	o.log("umoci unpack --image %s:%s %s", lay, tag, bundle)
+	o.sink.Send(progress.Detailf("umoci unpack --image %s:%s %s", lay, tag, bundle))
 	if out, err := exec.CommandContext(ctx, "umoci", "unpack", "--image", lay+":"+tag, bundle).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("unpacking image with umoci: %w: %s", err, strings.TrimSpace(string(out)))
 	}
@@ -166,14 +166,6 @@ func Prepare(ctx context.Context, img v1.Image, opts ...Option) (b *Bundle, err 
 		gid:        gid,
 		containers: map[string]*Container{},
 	}, nil
-}
-
-func (o options) log(format string, args ...any) {
-	o.sink.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
-}
-
-func (b *Bundle) log(format string, args ...any) {
-	b.sink.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
 }
 
 // RootFS is the image's unpacked root filesystem on the host: what the image contains,

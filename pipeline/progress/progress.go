@@ -5,7 +5,10 @@
 // repository, so every emitter can use it (compare go-containerregistry's remote.WithProgress).
 package progress
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Event is one report. The types below are all there are; a Sink switches on them.
 type Event interface{ event() }
@@ -110,10 +113,28 @@ const (
 	Warning
 )
 
-// Note is a line of text with no structure of its own.
+// Note is a line of text with no structure of its own: the one way free text is reported
+// (what has structure, a step or a push, is its own event above). An emitter sends it to its
+// Sink as sink.Send(progress.Detailf(...)); no package keeps a printf wrapper of its own
+// around a Sink (pipeline/internal/importrules, TestOneSink).
 type Note struct {
 	Level Level
 	Text  string
+}
+
+// Detailf is a Detail Note: shown with -v.
+func Detailf(format string, args ...any) Note {
+	return Note{Level: Detail, Text: fmt.Sprintf(format, args...)}
+}
+
+// Infof is an Info Note: a line a person should see.
+func Infof(format string, args ...any) Note {
+	return Note{Level: Info, Text: fmt.Sprintf(format, args...)}
+}
+
+// Warningf is a Warning Note: something a person should act on.
+func Warningf(format string, args ...any) Note {
+	return Note{Level: Warning, Text: fmt.Sprintf(format, args...)}
 }
 
 func (StepStarted) event() {}

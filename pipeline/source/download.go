@@ -18,6 +18,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/netfail"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/redirects"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
@@ -61,7 +62,7 @@ func (f *Fetcher) cached(file, want string) (bool, error) {
 		return false, fmt.Errorf("reading cached %s: %w", file, err)
 	}
 	if got != want {
-		f.logf("cached %s has sha256 %s, not %s: removing it and fetching again", file, got, want)
+		f.sink.Send(progress.Detailf("cached %s has sha256 %s, not %s: removing it and fetching again", file, got, want))
 		if err := os.Remove(file); err != nil {
 			return false, fmt.Errorf("removing corrupt cache entry %s: %w", file, err)
 		}
@@ -126,7 +127,7 @@ func (f *Fetcher) downloadChecked(ctx context.Context, src, dst, name string, li
 		if err := os.Rename(tmp.Name(), dst); err != nil {
 			return permanent(local("moving into the cache", dst, err))
 		}
-		f.logf("fetched %s (%d bytes) from %s, verified", name, n, safeio.RedactURL(src))
+		f.sink.Send(progress.Detailf("fetched %s (%d bytes) from %s, verified", name, n, safeio.RedactURL(src)))
 		return nil
 	})
 	var pe *permanentError
@@ -168,7 +169,7 @@ func (f *Fetcher) retry(ctx context.Context, src string, attempt func() error) e
 		if i >= f.retries {
 			return fmt.Errorf("%w (gave up after %d attempts)", err, i+1)
 		}
-		f.logf("fetching %s failed (attempt %d of %d): %v; retrying in %s", safeio.RedactURL(src), i+1, f.retries+1, err, wait)
+		f.sink.Send(progress.Detailf("fetching %s failed (attempt %d of %d): %v; retrying in %s", safeio.RedactURL(src), i+1, f.retries+1, err, wait))
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
@@ -54,7 +55,7 @@ func (f *Fetcher) fetchGit(ctx context.Context, c lock.Component) (Verified, err
 	if sum, err := toolbox.FileSHA256(tarball); err == nil {
 		err := check("the cache")(tarball, sum)
 		if err == nil {
-			f.logf("%s: cached %s", c.Name, tarball)
+			f.sink.Send(progress.Detailf("%s: cached %s", c.Name, tarball))
 			return v, nil
 		}
 		if ctx.Err() != nil {
@@ -65,7 +66,7 @@ func (f *Fetcher) fetchGit(ctx context.Context, c lock.Component) (Verified, err
 		if !refused(err) {
 			return Verified{}, fmt.Errorf("checking the cached %s (kept: it is not at fault): %w", tarball, err)
 		}
-		f.logf("cached %s failed its check (%v): removing it and fetching again", tarball, err)
+		f.sink.Send(progress.Detailf("cached %s failed its check (%v): removing it and fetching again", tarball, err))
 		if err := os.Remove(tarball); err != nil {
 			return Verified{}, fmt.Errorf("removing corrupt cache entry %s: %w", tarball, err)
 		}
@@ -108,7 +109,7 @@ func (f *Fetcher) gitArchive(ctx context.Context, c lock.Component, dst string, 
 	if err := os.WriteFile(filepath.Join(repo, "info", "attributes"), []byte("* -export-ignore -export-subst\n"), 0o644); err != nil {
 		return local("writing", filepath.Join(repo, "info", "attributes"), err)
 	}
-	f.logf("%s: fetching commit %s from %s", c.Name, g.Commit, shown)
+	f.sink.Send(progress.Detailf("%s: fetching commit %s from %s", c.Name, g.Commit, shown))
 	if _, err := f.git(ctx, repo, shown, true, "fetch", "--progress", "--depth=1", "--no-tags", g.Repository, g.Commit); err != nil {
 		return fmt.Errorf("fetching commit %s of %s: %w", g.Commit, shown, err)
 	}
@@ -140,7 +141,7 @@ func (f *Fetcher) gitArchive(ctx context.Context, c lock.Component, dst string, 
 	if err := os.Rename(tmp, dst); err != nil {
 		return local("moving into the cache", dst, err)
 	}
-	f.logf("%s: archived commit %s (tree %s verified)", c.Name, g.Commit, g.Tree)
+	f.sink.Send(progress.Detailf("%s: archived commit %s (tree %s verified)", c.Name, g.Commit, g.Tree))
 	return nil
 }
 

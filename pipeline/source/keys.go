@@ -18,6 +18,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 )
 
@@ -50,17 +51,17 @@ func (f *Fetcher) key(ctx context.Context, fpr string) (*openpgp.Entity, bool, e
 			// keys_test.go in pipeline/lock keeps this from happening for the embedded keys.
 			return nil, false, fmt.Errorf("vendored key %s: %w (fix or remove the file)", where, err)
 		}
-		f.logf("key %s: vendored (%s)", fpr, where)
+		f.sink.Send(progress.Detailf("key %s: vendored (%s)", fpr, where))
 		return e, true, nil
 	}
 	file := filepath.Join(f.cacheDir, "keys", fpr+".asc")
 	if b, err := os.ReadFile(file); err == nil {
 		e, _, err := pickKey(b, fpr)
 		if err == nil {
-			f.logf("key %s: cached %s (fetched earlier, fingerprint checked again)", fpr, file)
+			f.sink.Send(progress.Detailf("key %s: cached %s (fetched earlier, fingerprint checked again)", fpr, file))
 			return e, false, nil
 		}
-		f.logf("cached key %s is unusable (%v): fetching it again", file, err)
+		f.sink.Send(progress.Detailf("cached key %s is unusable (%v): fetching it again", file, err))
 		os.Remove(file)
 	}
 	e, b, src, noIDs, err := f.fetchKey(ctx, fpr)
@@ -74,7 +75,7 @@ func (f *Fetcher) key(ctx context.Context, fpr string) (*openpgp.Entity, bool, e
 	if noIDs {
 		how += "; it has no user IDs and was accepted through its direct-key self-signature"
 	}
-	f.logf("key %s: fetched from %s (%s), cached in %s", fpr, safeio.RedactURL(src), how, file)
+	f.sink.Send(progress.Detailf("key %s: fetched from %s (%s), cached in %s", fpr, safeio.RedactURL(src), how, file))
 	return e, false, nil
 }
 

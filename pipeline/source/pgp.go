@@ -17,6 +17,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // SignerError reports a signature made by a key that is not pinned in the lock.
@@ -93,8 +94,8 @@ func (f *Fetcher) verifySignature(ctx context.Context, path string, sig []byte, 
 		return sigResult{}, err
 	}
 	if ps, _ := signer.PrimarySelfSignature(); ps != nil && signer.PrimaryKey.KeyExpired(ps, f.now()) {
-		f.logf("note: key %X has expired since it signed %s on %s; the signature stays valid",
-			signer.PrimaryKey.Fingerprint, sigName, at.UTC().Format("2006-01-02"))
+		f.sink.Send(progress.Detailf("note: key %X has expired since it signed %s on %s; the signature stays valid",
+			signer.PrimaryKey.Fingerprint, sigName, at.UTC().Format("2006-01-02")))
 	}
 	return sigResult{fingerprint: fmt.Sprintf("%X", signer.PrimaryKey.Fingerprint), created: s.CreationTime, vendored: keys.vendored[signer]}, nil
 }
@@ -332,7 +333,7 @@ func (f *Fetcher) cachedSignature(ctx context.Context, c lock.Component, tarball
 	}
 	res, err := f.verifySignature(ctx, tarball, sig, sigName, "cache "+sigPath, c.Signature.Fingerprints)
 	if err != nil {
-		f.logf("%s: cached signature %s does not verify (%v): fetching it again", c.Name, sigPath, err)
+		f.sink.Send(progress.Detailf("%s: cached signature %s does not verify (%v): fetching it again", c.Name, sigPath, err))
 		if err := os.Remove(sigPath); err != nil {
 			return nil, fmt.Errorf("removing cached signature that does not verify: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // ExpiredSignerError is a signature made by a pinned key that, by the copy of the key at
@@ -55,6 +56,6 @@ func (f *Fetcher) RefreshKey(ctx context.Context, fpr string) (SignerKey, error)
 	}
 	f.refreshed[fpr] = k.Armored
 	f.refreshMu.Unlock()
-	f.logf("key %s: fetched a current copy from %s (fingerprint verified); it stands for the vendored copy in this run", fpr, k.Source)
+	f.sink.Send(progress.Detailf("key %s: fetched a current copy from %s (fingerprint verified); it stands for the vendored copy in this run", fpr, k.Source))
 	return k, nil
 }

@@ -128,11 +128,6 @@ func WithSink(s progress.Sink) Option {
 	}
 }
 
-// logf sends one Detail note: the fetcher's lines are shown with -v (ci/log.go).
-func (f *Fetcher) logf(format string, args ...any) {
-	f.sink.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
-}
-
 // WithMaxSize caps the size of a downloaded tarball in bytes (default DefaultMaxSize).
 func WithMaxSize(n int64) Option { return func(f *Fetcher) { f.maxSize = n } }
 
@@ -331,7 +326,7 @@ func (f *Fetcher) fetch(ctx context.Context, c lock.Component) (Verified, error)
 		}
 		v.URL = src
 	} else {
-		f.logf("%s: cached %s", c.Name, tarball)
+		f.sink.Send(progress.Detailf("%s: cached %s", c.Name, tarball))
 		if pr, err = f.prepare(ctx, c, tarball, name, "the cache"); err != nil {
 			var ue *unpack.Error
 			if errors.As(err, &ue) {
@@ -357,7 +352,7 @@ func (f *Fetcher) fetch(ctx context.Context, c lock.Component) (Verified, error)
 		return Verified{}, err
 	}
 	v.Signed, v.SignedBy, v.SignedAt, v.SignerVendored = true, res.fingerprint, res.created, res.vendored
-	f.logf("%s: signature %s made %s by %s verified", c.Name, sigName, res.created.UTC().Format(time.RFC3339), res.fingerprint)
+	f.sink.Send(progress.Detailf("%s: signature %s made %s by %s verified", c.Name, sigName, res.created.UTC().Format(time.RFC3339), res.fingerprint))
 	return v, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // FetchNew downloads a release whose checksum is not known yet (c.SHA256 is ignored: the
@@ -71,7 +72,7 @@ func (f *Fetcher) fetchNew(ctx context.Context, c lock.Component) (Verified, err
 	if err := f.cacheNew(&v, tmpName, name, sig, sigName); err != nil {
 		return Verified{}, err
 	}
-	f.logf("%s", v.String())
+	f.sink.Send(progress.Detailf("%s", v.String()))
 	return v, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // aptDir is a private apt configuration: its own sources.list, lists, status file and
@@ -71,7 +72,7 @@ func (a aptDir) update(ctx context.Context) error {
 	if st, err := os.Stat(stamp); err == nil && !changed && time.Since(st.ModTime()) < a.o.MaxListAge {
 		return nil
 	}
-	a.o.note("apt-get update (%s %s, private state in %s)", a.o.Mirror, a.o.Suite, a.root)
+	a.o.Progress.Send(progress.Detailf("apt-get update (%s %s, private state in %s)", a.o.Mirror, a.o.Suite, a.root))
 	if err := a.run(ctx, "", "apt-get", "update"); err != nil {
 		return fmt.Errorf("fetching the %s package lists from %s: %w (is the Debian mirror reachable from here, and does it carry %s?)", a.o.Suite, a.o.Mirror, err, a.o.Suite)
 	}

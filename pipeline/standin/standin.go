@@ -97,11 +97,6 @@ func (o *Options) Defaults() {
 	}
 }
 
-// note sends one step as a Detail note.
-func (o *Options) note(format string, args ...any) {
-	o.Progress.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
-}
-
 // CheckMirror refuses a missing or malformed Mirror, naming the fix.
 func (o *Options) CheckMirror() error {
 	if o.Mirror == "" {
@@ -154,10 +149,10 @@ func Build(ctx context.Context, o Options) (*Rootfs, error) {
 	key := cacheKey(o, versions)
 	dest := filepath.Join(o.CacheDir, key)
 	if _, err := os.Stat(filepath.Join(dest, "packages.txt")); err == nil {
-		o.note("base rootfs %s (cached)", dest)
+		o.Progress.Send(progress.Detailf("base rootfs %s (cached)", dest))
 		return &Rootfs{Dir: filepath.Join(dest, "rootfs"), Versions: versions, Key: key}, nil
 	}
-	o.note("making base rootfs %s from %s", dest, strings.Join(sortedPairs(versions), " "))
+	o.Progress.Send(progress.Detailf("making base rootfs %s from %s", dest, strings.Join(sortedPairs(versions), " ")))
 	tmp, err := os.MkdirTemp(o.CacheDir, ".build-")
 	if err != nil {
 		return nil, err

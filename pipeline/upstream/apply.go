@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // applyComponents moves each component of out that rep says has an update and that can be
@@ -34,7 +35,7 @@ func (u *updater) applyComponents(ctx context.Context, out *lock.Lock, rep *Repo
 			next, a, err = u.component(ctx, old, cr.Latest)
 		}
 		if err != nil {
-			u.logf("%s %s: refused: %v", cr.Name, cr.Latest, err)
+			u.sink().Send(progress.Detailf("%s %s: refused: %v", cr.Name, cr.Latest, err))
 			refused = append(refused, Refusal{Name: cr.Name, Target: cr.Latest, Err: err, Fix: fixFor(cr.Name, err)})
 			continue
 		}

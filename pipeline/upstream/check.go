@@ -72,8 +72,8 @@ type checker struct {
 	Sink progress.Sink
 }
 
-// logf sends one lookup's line (detail).
-func (ch *checker) logf(format string, args ...any) { detail(ch.Sink, format, args...) }
+// sink is where the lookups' lines go (Sink; a checker made without one discards them).
+func (ch *checker) sink() progress.Sink { return orDiscard(ch.Sink) }
 
 // Check looks up every component of l (the required ones and the optional ones l has) and
 // both base images, all at once: one unanswering host then costs the run one deadline (the
@@ -122,7 +122,7 @@ func (ch *checker) Check(ctx context.Context, l *lock.Lock) (*Report, error) {
 				}
 				images[i].Latest = d
 				images[i].Update = d != im.img.Digest
-				ch.logf("%s image %s: locked %q, now %s", im.role, im.img.Ref, im.img.Digest, d)
+				ch.sink().Send(progress.Detailf("%s image %s: locked %q, now %s", im.role, im.img.Ref, im.img.Digest, d))
 			}()
 		}
 	}
@@ -183,7 +183,7 @@ func (ch *checker) component(ctx context.Context, c lock.Component, now time.Tim
 		r.warnings = append(r.warnings, fmt.Sprintf("%s: the lock has %s, newer than the newest %s release upstream (%s); is the track right?", c.Name, c.Version, sel.Track, sel.Target))
 	}
 	r.warnings = append(r.warnings, sel.Warnings...)
-	ch.logf("%s: locked %s, track %s, newest %s", c.Name, c.Version, sel.Track, sel.Target)
+	ch.sink().Send(progress.Detailf("%s: locked %s, track %s, newest %s", c.Name, c.Version, sel.Track, sel.Target))
 	if c.Git != nil && r.cr.Update {
 		g, err := ch.gitRelease(ctx, c, r.cr.Latest, rl.tags[r.cr.Latest])
 		if err != nil {
@@ -191,7 +191,7 @@ func (ch *checker) component(ctx context.Context, c lock.Component, now time.Tim
 			return r
 		}
 		r.cr.Tag, r.cr.Commit, r.cr.Tree = g.Tag, g.Commit, g.Tree
-		ch.logf("%s %s: tag %s is commit %s, tree %s (GitHub)", c.Name, r.cr.Latest, g.Tag, g.Commit, g.Tree)
+		ch.sink().Send(progress.Detailf("%s %s: tag %s is commit %s, tree %s (GitHub)", c.Name, r.cr.Latest, g.Tag, g.Commit, g.Tree))
 	}
 	return r
 }
@@ -240,7 +240,7 @@ func (ch *checker) releases(ctx context.Context, name string) (releaseList, []st
 	if name != lock.Nginx || ctx.Err() != nil {
 		return releaseList{}, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	ch.logf("nginx: GitHub failed (%v); trying nginx.org", err)
+	ch.sink().Send(progress.Detailf("nginx: GitHub failed (%v); trying nginx.org", err))
 	vs, err2 := ch.Releases.NginxOrgReleases(ctx)
 	if err2 != nil {
 		return releaseList{}, nil, fmt.Errorf("nginx: GitHub: %w; fallback: %w", err, deadlineHint(ctx, err2))

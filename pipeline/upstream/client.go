@@ -57,10 +57,7 @@ func withRetries(n int, backoff time.Duration) clientOption {
 }
 
 // withSink reports each request (URLs only; no headers, so no token) as a Detail note.
-func withSink(s progress.Sink) clientOption { return func(c *client) { c.sink = s } }
-
-// logf sends one request's line (detail).
-func (c *client) logf(format string, args ...any) { detail(c.sink, format, args...) }
+func withSink(s progress.Sink) clientOption { return func(c *client) { c.sink = orDiscard(s) } }
 
 // newClient returns a client for the public upstream endpoints unless options say otherwise.
 func newClient(opts ...clientOption) *client {
@@ -68,6 +65,7 @@ func newClient(opts ...clientOption) *client {
 		http:      &http.Client{Timeout: 60 * time.Second},
 		githubAPI: DefaultGitHubAPI,
 		nginxOrg:  DefaultNginxOrg,
+		sink:      progress.Discard,
 		retries:   2,
 		backoff:   2 * time.Second,
 	}
@@ -91,7 +89,7 @@ var nginxDownloadRE = regexp.MustCompile(`/download/nginx-([0-9]+\.[0-9]+\.[0-9]
 // the newest patch of a supported branch.
 func (c *client) NginxOrgReleases(ctx context.Context) ([]version, error) {
 	u := strings.TrimSuffix(c.nginxOrg, "/") + "/en/download.html"
-	c.logf("GET %s", u)
+	c.sink.Send(progress.Detailf("GET %s", u))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, fmt.Errorf("reading nginx.org download page %q: %w", u, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/advisory"
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/netfail"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
@@ -189,7 +190,7 @@ func (c *client) feedGet(ctx context.Context, u string, limit int64, api bool) (
 	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
 		return nil, fmt.Errorf("%q is not an http(s) URL", u)
 	}
-	c.logf("GET %s", pu.Redacted())
+	c.sink.Send(progress.Detailf("GET %s", pu.Redacted()))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err

@@ -12,12 +12,13 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
 
-// detail sends one Detail note to s (nil discards): the lookups' and the update's lines,
-// which the command shows with -v and in Actions' collapsed groups.
-func detail(s progress.Sink, format string, args ...any) {
-	if s != nil {
-		s.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
+// orDiscard is s, or progress.Discard for a nil s: the lookups' and the update's lines are
+// Detail notes, which the command shows with -v and in Actions' collapsed groups.
+func orDiscard(s progress.Sink) progress.Sink {
+	if s == nil {
+		return progress.Discard
 	}
+	return s
 }
 
 // Run is one scheduled update: look up what upstream released for a lock file, and with

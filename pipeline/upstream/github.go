@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/netfail"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
@@ -229,7 +230,7 @@ func (c *client) ghList(ctx context.Context, path string, decode func(body []byt
 func (c *client) ghGet(ctx context.Context, u *url.URL, limit int64) (*http.Response, []byte, error) {
 	wait := c.backoff
 	for attempt := 0; ; attempt++ {
-		c.logf("GET %s", u.Redacted())
+		c.sink.Send(progress.Detailf("GET %s", u.Redacted()))
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 		if err != nil {
 			return nil, nil, err
@@ -264,7 +265,7 @@ func (c *client) ghGet(ctx context.Context, u *url.URL, limit int64) (*http.Resp
 		if err == nil {
 			err = &netfail.HTTPStatusError{What: "GET " + u.Redacted(), Code: resp.StatusCode}
 		}
-		c.logf("GET %s failed (%v); retrying in %s", u.Redacted(), err, wait)
+		c.sink.Send(progress.Detailf("GET %s failed (%v); retrying in %s", u.Redacted(), err, wait))
 		select {
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()

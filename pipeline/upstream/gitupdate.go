@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 	"github.com/nginx-forge/nginx-forge/pipeline/unpack"
@@ -106,7 +107,7 @@ func (u *updater) gitComponent(ctx context.Context, old lock.Component, cr Compo
 		return lock.Component{}, Applied{}, fmt.Errorf("refused: the fetcher verified commit %q with tree %q, not commit %s with tree %s (%w)", v.Commit, v.Tree, cr.Commit, cr.Tree, errTreeMismatch)
 	}
 	a.FetchedFrom = v.URL
-	u.logf("%s %s: tag %s, commit %s, tree %s verified (%s)", old.Name, cr.Latest, cr.Tag, cr.Commit, cr.Tree, orCache(v.URL))
+	u.sink().Send(progress.Detailf("%s %s: tag %s, commit %s, tree %s verified (%s)", old.Name, cr.Latest, cr.Tag, cr.Commit, cr.Tree, orCache(v.URL)))
 	return next, a, nil
 }
 

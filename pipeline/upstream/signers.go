@@ -12,6 +12,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/netfail"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/safeio"
 	"github.com/nginx-forge/nginx-forge/pipeline/source"
 )
@@ -35,7 +36,7 @@ func (u *updater) fetchNew(ctx context.Context, next lock.Component) (source.Ver
 		}
 		return source.Verified{}, nil, fmt.Errorf("%w; no current copy of the key could be fetched to see whether upstream extended it: %v", err, kerr)
 	}
-	u.logf("%s %s: the vendored copy of %s had expired when it signed; verifying with the current copy from %s", next.Name, next.Version, k.Fingerprint, k.Source)
+	u.sink().Send(progress.Detailf("%s %s: the vendored copy of %s had expired when it signed; verifying with the current copy from %s", next.Name, next.Version, k.Fingerprint, k.Source))
 	ver, err = u.Fetcher.FetchNew(ctx, next)
 	if err != nil {
 		return source.Verified{}, nil, fmt.Errorf("%w (also with the current copy of the key from %s)", err, k.Source)

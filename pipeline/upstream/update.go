@@ -155,8 +155,8 @@ func (u *updater) vendored() []string {
 	return out
 }
 
-// logf sends one check's line (detail).
-func (u *updater) logf(format string, args ...any) { detail(u.Sink, format, args...) }
+// sink is where the checks' lines go (Sink; an updater made without one discards them).
+func (u *updater) sink() progress.Sink { return orDiscard(u.Sink) }
 
 // Apply returns a copy of l with the updates of rep that can be vouched for, and the ones
 // refused. Each component and base image is decided on its own: a refusal leaves that entry
@@ -215,7 +215,7 @@ func (u *updater) image(ctx context.Context, ir ImageReport) (Applied, error) {
 	if err != nil {
 		return Applied{}, err
 	}
-	u.logf("%s image %s: index %s covers %s", ir.Role, ir.Ref, ir.Latest, strings.Join(plats, ", "))
+	u.sink().Send(progress.Detailf("%s image %s: index %s covers %s", ir.Role, ir.Ref, ir.Latest, strings.Join(plats, ", ")))
 	return Applied{Name: ir.Role + " image", New: ir.Latest, Ref: ir.Ref, Platforms: plats}, nil
 }
 
@@ -244,10 +244,10 @@ func (u *updater) component(ctx context.Context, old lock.Component, v string) (
 			a.GainedSignature = true
 		} else {
 			a.NoSignatureAt = sigURL
-			u.logf("%s %s: no signature at %s; the lock keeps its unsigned reason", old.Name, v, sigURL)
+			u.sink().Send(progress.Detailf("%s %s: no signature at %s; the lock keeps its unsigned reason", old.Name, v, sigURL))
 		}
 	} else if old.Signature == nil {
-		u.logf("%s %s: upstream publishes no signatures; the lock keeps its unsigned reason", old.Name, v)
+		u.sink().Send(progress.Detailf("%s %s: upstream publishes no signatures; the lock keeps its unsigned reason", old.Name, v))
 	}
 	// The reason stays in the lock (and goes into the SBOM) for the new release, so it must
 	// still be true of it: one that names the locked version is about that release.
@@ -291,7 +291,7 @@ func (u *updater) component(ctx context.Context, old lock.Component, v string) (
 			next.FileName(), top, want, errWrongTopDir)
 	}
 	a.TopDir = top
-	u.logf("%s %s: sha256 %s, top directory %s/", old.Name, v, ver.SHA256, top)
+	u.sink().Send(progress.Detailf("%s %s: sha256 %s, top directory %s/", old.Name, v, ver.SHA256, top))
 	return next, a, nil
 }
 
@@ -406,7 +406,7 @@ func (u *updater) updateLoaded(ctx context.Context, file string, l *lock.Lock, b
 		if a.RefreshedKey {
 			verb = "refreshed"
 		}
-		u.logf("%s: %s the key of %s as %s", a.Name, verb, a.NewKey.Fingerprint, kf)
+		u.sink().Send(progress.Detailf("%s: %s the key of %s as %s", a.Name, verb, a.NewKey.Fingerprint, kf))
 	}
 	if err := out.Write(file); err != nil {
 		return nil, err

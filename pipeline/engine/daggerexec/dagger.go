@@ -71,11 +71,6 @@ func WithEngineOutput(sink progress.Sink) Option {
 	return func(e *Executor) { e.output = &lineNotes{sink: sink} }
 }
 
-// logf sends one progress line as a Detail note.
-func (e *Executor) logf(format string, args ...any) {
-	e.sink.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
-}
-
 // New returns an executor; it connects on first use (or on Connect).
 func New(opts ...Option) *Executor {
 	e := &Executor{}
@@ -101,7 +96,7 @@ func (e *Executor) Connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.logf("dagger: connecting through %s", via)
+	e.sink.Send(progress.Detailf("dagger: connecting through %s", via))
 	var out io.Writer = io.Discard
 	if e.output != nil {
 		out = e.output
@@ -136,18 +131,18 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]str
 	if err != nil {
 		return fmt.Errorf("dagger executor: %w", err)
 	}
-	_, err = e.run(ctx, p, sources, abs, nil)
+	_, err = e.run(ctx, p, sources, abs, progress.Discard)
 	return err
 }
 
 // run builds a plan whose input was checked (Run, or engine.Checked around Build) into the
 // absolute directory abs.
-func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, abs string, report engine.Progress) ([]engine.Stage, error) {
+func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, abs string, steps progress.Sink) ([]engine.Stage, error) {
 	for _, w := range p.Warnings {
-		e.logf("dagger: warning: %s", w)
+		e.sink.Send(progress.Detailf("dagger: warning: %s", w))
 	}
 	if p.Native {
-		e.logf("dagger: warning: the binary targets the CPU of the engine's machine, not necessarily this one's or the servers'")
+		e.sink.Send(progress.Detailf("dagger: warning: the binary targets the CPU of the engine's machine, not necessarily this one's or the servers'"))
 	}
 	if err := e.Connect(ctx); err != nil {
 		return nil, err
@@ -157,7 +152,7 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 		return nil, err
 	}
 	if p.Cross != nil {
-		e.logf("dagger: cross-compiling for %s on a %s builder (%s toolchain; nginx's configure tests through %s)", p.Platform, p.Cross.Build, p.Cross.Triple, p.Cross.Emulator)
+		e.sink.Send(progress.Detailf("dagger: cross-compiling for %s on a %s builder (%s toolchain; nginx's configure tests through %s)", p.Platform, p.Cross.Build, p.Cross.Triple, p.Cross.Emulator))
 	}
 
 	builder, err := e.builder(ctx, p)
@@ -180,9 +175,9 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 	// stage record); the export then reads the results from the cache. The engine would
 	// otherwise run independent stages side by side: on small runners the compile of each
 	// already uses every core.
-	e.logf("dagger: building %d stages for %s", len(p.Stages), p.Platform)
+	e.sink.Send(progress.Detailf("dagger: building %d stages for %s", len(p.Stages), p.Platform))
 	step := func(name string, ctr *dagger.Container, record string) (engine.Stage, error) {
-		report.Start(name)
+		steps.Send(progress.StepStarted{Step: name})
 		start := time.Now()
 		data, err := ctr.File(record).Contents(ctx)
 		if err != nil {
@@ -197,7 +192,7 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 		if st.Cached {
 			cache = progress.Cached
 		}
-		report.Done(name, time.Since(start), cache)
+		steps.Send(progress.StepDone{Step: name, Duration: time.Since(start), Cache: cache})
 		return st, nil
 	}
 	if _, err := step(builderStep, builder, plan.ContainerBuilderRecord); err != nil {
@@ -211,7 +206,7 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 		}
 		stages = append(stages, st)
 	}
-	e.logf("dagger: exporting the install tree to %s", abs)
+	e.sink.Send(progress.Detailf("dagger: exporting the install tree to %s", abs))
 	if _, err := tree.Export(ctx, abs); err != nil {
 		return stages, fmt.Errorf("dagger executor: building for %s: %w%s", p.Platform, err, stderrTail(err))
 	}
@@ -305,7 +300,7 @@ func (e *Executor) builder(ctx context.Context, p *plan.Plan) (*dagger.Container
 func (e *Executor) targetAptSources(ctx context.Context, p *plan.Plan, builder *dagger.Container) (*dagger.Directory, error) {
 	target := e.client.Container(dagger.ContainerOpts{Platform: daggerPlatform(p.Platform)}).From(p.BuilderImage)
 	if _, err := target.ImageRef(ctx); err != nil {
-		e.logf("dagger: the builder %s has no %s variant (%v): its own package sources serve %s", p.BuilderImage, p.Platform, firstLine(nil, err), p.Platform.Arch)
+		e.sink.Send(progress.Detailf("dagger: the builder %s has no %s variant (%v): its own package sources serve %s", p.BuilderImage, p.Platform, firstLine(nil, err), p.Platform.Arch))
 		return nil, nil
 	}
 	pick := func(c *dagger.Container) *dagger.Directory {
@@ -323,7 +318,7 @@ func (e *Executor) targetAptSources(ctx context.Context, p *plan.Plan, builder *
 	if own == theirs {
 		return nil, nil
 	}
-	e.logf("dagger: the builder %s names other package sources for %s: each architecture keeps to its own", p.BuilderImage, p.Platform)
+	e.sink.Send(progress.Detailf("dagger: the builder %s names other package sources for %s: each architecture keeps to its own", p.BuilderImage, p.Platform))
 	return dir, nil
 }
 

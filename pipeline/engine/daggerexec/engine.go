@@ -8,6 +8,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 var _ engine.Engine = (*Executor)(nil)
@@ -54,6 +55,6 @@ func (e *Executor) Builder(ctx context.Context, p *plan.Plan) (engine.Builder, e
 // came from its cache; each stage's record does (plan.ContainerStageRecord), so the
 // builder's setup and every stage are reported as built or cached, and the stages are
 // returned with the times of the run that built them.
-func (e *Executor) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, progress engine.Progress) ([]engine.Stage, error) {
-	return e.run(ctx, p, sources, dir, progress)
+func (e *Executor) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, steps progress.Sink) ([]engine.Stage, error) {
+	return e.run(ctx, p, sources, dir, steps)
 }

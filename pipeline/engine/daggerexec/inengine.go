@@ -11,6 +11,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
 
@@ -133,7 +134,7 @@ func (e *Executor) inEngine(ctx context.Context, p *plan.Plan, t *Target, client
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.logf("dagger smoke: running the smoke client %s", x.Where)
+			e.sink.Send(progress.Detailf("dagger smoke: running the smoke client %s", x.Where))
 			reps[i], errs[i] = x.run(ctx, e.client, t.ctr, client, t.svc)
 		}()
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/toolbox"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 )
 
 // serveReadyTimeout bounds Serve's wait for the service to answer HTTP: the engine may
@@ -142,7 +143,7 @@ func (e *Executor) startService(ctx context.Context, t *Target, readyTimeout tim
 	if len(tcp) > 0 {
 		first = t.forward[portKey{"tcp", tcp[0].Backend}]
 	}
-	e.logf("dagger smoke: starting the image as a service, waiting for HTTP on %s", first)
+	e.sink.Send(progress.Detailf("dagger smoke: starting the image as a service, waiting for HTTP on %s", first))
 	if err := waitHTTP(ctx, first, readyTimeout, tcpDone); err != nil {
 		return fmt.Errorf("dagger smoke: the image did not become ready: %w", err)
 	}

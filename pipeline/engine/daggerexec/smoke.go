@@ -9,6 +9,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/internal/imagefs"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
 
@@ -64,7 +65,7 @@ func (e *Executor) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smok
 	if o.Expect.Arch == "" {
 		o.Expect.Arch = cf.Architecture
 	}
-	e.logf("dagger smoke: building the smoke client for %s in the engine from %s", p.Platform, root)
+	e.sink.Send(progress.Detailf("dagger smoke: building the smoke client for %s in the engine from %s", p.Platform, root))
 	client, err := e.smokeClient(p, root).Sync(ctx)
 	if err != nil {
 		return smoke.Report{}, fmt.Errorf("dagger smoke: building the in-engine smoke client (%s) from %s: %w%s", plan.SmokeClientMain, root, err, stderrTail(err))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nginx-forge/nginx-forge/pipeline/engine"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/smoke"
 )
 
@@ -79,8 +80,8 @@ func (e *Engine) Builder(ctx context.Context, p *plan.Plan) (engine.Builder, err
 
 // Build runs the plan with the executor and copies the install tree out of its cache into
 // dir. Its input is checked by engine.Checked, which the build pipeline wraps every engine in.
-func (e *Engine) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, progress engine.Progress) ([]engine.Stage, error) {
-	res, err := e.ex.run(ctx, p, sources, progress)
+func (e *Engine) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, steps progress.Sink) ([]engine.Stage, error) {
+	res, err := e.ex.run(ctx, p, sources, steps)
 	if err != nil {
 		return nil, err
 	}

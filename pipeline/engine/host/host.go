@@ -44,11 +44,6 @@ func New(opts ...Option) *Executor {
 	return &Executor{options: o, workDir: filepath.Join(o.cacheDir, "tmp")}
 }
 
-// note sends one line about a stage as a Detail note.
-func (e *Executor) note(format string, args ...any) {
-	e.sink.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf(format, args...)})
-}
-
 // Result is what a Run did.
 type Result struct {
 	// Tree is the install tree: the final stage's OUT, inside the cache. Treat it as
@@ -97,12 +92,12 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, sources map[string]str
 	if err := engine.CheckSources(p, sources); err != nil {
 		return nil, fmt.Errorf("host executor: %w", err)
 	}
-	return e.run(ctx, p, sources, nil)
+	return e.run(ctx, p, sources, progress.Discard)
 }
 
 // run builds a plan whose input was checked (Run, or engine.Checked around Engine.Build).
 
-func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, report engine.Progress) (*Result, error) {
+func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]string, steps progress.Sink) (*Result, error) {
 	if p.Platform.OS != "linux" {
 		return nil, fmt.Errorf("host executor: plan is for %s but this machine is linux/%s: plan for %s", p.Platform, runtime.GOARCH, plan.SupportedList())
 	}
@@ -144,7 +139,7 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 	for _, s := range p.Stages {
 		key := stageKey(p, s, keys, cc)
 		keys[s.Name] = key
-		report.Start(s.Name)
+		steps.Send(progress.StepStarted{Step: s.Name})
 		sr, err := e.runStage(ctx, s, key, sources[s.Source.Component], outs, jobs, p.SourceDateEpoch)
 		if err != nil {
 			return res, err
@@ -153,7 +148,7 @@ func (e *Executor) run(ctx context.Context, p *plan.Plan, sources map[string]str
 		if sr.Cached {
 			cache = progress.Cached
 		}
-		report.Done(s.Name, sr.Wall, cache)
+		steps.Send(progress.StepDone{Step: s.Name, Duration: sr.Wall, Cache: cache})
 		outs[s.Name] = sr.Out
 		res.Stages = append(res.Stages, sr)
 	}
@@ -269,7 +264,7 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 		sr.Cached = true
 		sr.Wall = time.Since(start)
 		sr.Built = m.Timing
-		e.note("stage %s: cached (key %s)", s.Name, key[:12])
+		e.sink.Send(progress.Detailf("stage %s: cached (key %s)", s.Name, key[:12]))
 		return sr, nil
 	}
 	tmp, err := e.scratchDir(key, s.Name)
@@ -294,7 +289,7 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 	}
 	defer logFile.Close()
 	env := stageEnv(s, epoch, src, work, out, tmpDir, jobs, outs)
-	e.note("stage %s: building (key %s, log %s)", s.Name, key[:12], logPath)
+	e.sink.Send(progress.Detailf("stage %s: building (key %s, log %s)", s.Name, key[:12], logPath))
 	ps, runErr := runScript(ctx, script, work, env, logFile)
 	sr.Wall = time.Since(start)
 	if ps != nil {
@@ -315,8 +310,8 @@ func (e *Executor) runStage(ctx context.Context, s plan.Stage, key, src string, 
 	if err := commitStage(tmp, final, meta{Stage: s.Name, Key: key, Timing: sr.Built}); err != nil {
 		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
 	}
-	e.note("stage %s: built in %s (user %s sys %s)", s.Name, sr.Wall.Round(time.Second),
-		sr.User.Round(time.Second), sr.Sys.Round(time.Second))
+	e.sink.Send(progress.Detailf("stage %s: built in %s (user %s sys %s)", s.Name, sr.Wall.Round(time.Second),
+		sr.User.Round(time.Second), sr.Sys.Round(time.Second)))
 	return sr, nil
 }
 
@@ -399,7 +394,7 @@ func (e *Executor) keepFailedLog(stage, logPath string) string {
 	kept := filepath.Join(e.cacheDir, fmt.Sprintf("failed-%s-%s.log", stage, time.Now().UTC().Format("20060102T150405.000Z")))
 	_ = copyFile(logPath, kept, 0o644)
 	if err := pruneFailedLogs(e.cacheDir, keepFailedLogs); err != nil {
-		e.note("stage %s: %v", stage, err)
+		e.sink.Send(progress.Detailf("stage %s: %v", stage, err))
 	}
 	return kept
 }

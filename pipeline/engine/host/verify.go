@@ -169,15 +169,15 @@ func (e *Executor) reuse(stage, key, final string) (meta, bool) {
 	err := checkManifest(final)
 	if errors.Is(err, errNoManifest) {
 		if err := writeManifest(final); err != nil {
-			e.note("stage %s: cached output %s has no manifest and none could be written (%v): building it again", stage, final, err)
+			e.sink.Send(progress.Detailf("stage %s: cached output %s has no manifest and none could be written (%v): building it again", stage, final, err))
 			e.discard(final, key, stage)
 			return m, false
 		}
-		e.note("stage %s: cached output %s was stored without a manifest: its manifest is written now, and checked on every later reuse", stage, final)
+		e.sink.Send(progress.Detailf("stage %s: cached output %s was stored without a manifest: its manifest is written now, and checked on every later reuse", stage, final))
 		return m, true
 	}
 	if err != nil {
-		e.sink.Send(progress.Note{Level: progress.Warning, Text: fmt.Sprintf("stage %s: cached output %s does not match what was stored: %v: building it again", stage, final, err)})
+		e.sink.Send(progress.Warningf("stage %s: cached output %s does not match what was stored: %v: building it again", stage, final, err))
 		e.discard(final, key, stage)
 		return m, false
 	}

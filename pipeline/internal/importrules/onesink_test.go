@@ -16,8 +16,9 @@ import (
 // program's Go files (pipeline/ and ci/, tests and test support excluded):
 //
 //   - No printf-shaped function value: no parameter, result, struct field or named type of
-//     type func(string, ...any). A package reports by sending events to a progress.Sink; a
-//     method that formats one Note (logf, note) is fine, since it is no value a caller passes.
+//     type func(string, ...any). A package reports by sending events to a progress.Sink.
+//   - No printf wrapper around a sink and no second callback type for events
+//     (onesink_shapes_test.go): free text is sink.Send(progress.Detailf(...)) where it is said.
 //   - os.Stderr only inside a func main: the program's entry points hand it to their run
 //     function and nothing else names it.
 //   - In ci/, nothing writes to the stderr it is given (fmt.Fprint*(stderr, ...),
@@ -65,7 +66,7 @@ func sinkViolations(files map[string]*ast.File, fset *token.FileSet) []string {
 	var out []string
 	for rel, f := range files {
 		dir := path.Dir(rel)
-		if strings.HasPrefix(dir, "pipeline/testsupport") || strings.HasPrefix(dir, "pipeline/workflowtest") {
+		if exemptFromOneSink(dir) {
 			continue
 		}
 		at := func(n ast.Node) string { return fmt.Sprintf("%s:%d", rel, fset.Position(n.Pos()).Line) }
@@ -90,9 +91,15 @@ func sinkViolations(files map[string]*ast.File, fset *token.FileSet) []string {
 				if printfFunc(n.Type) {
 					out = append(out, at(n)+": a printf function as a parameter, result or field: send progress events to a progress.Sink instead")
 				}
+				if dir != progressPkg && takesEvent(n.Type) {
+					out = append(out, at(n)+": a callback taking progress.Event beside progress.Sink: pass the progress.Sink itself")
+				}
 			case *ast.TypeSpec:
 				if printfFunc(n.Type) {
 					out = append(out, at(n)+": a printf function type: send progress events to a progress.Sink instead")
+				}
+				if dir != progressPkg && takesEvent(n.Type) {
+					out = append(out, at(n)+": a callback type beside progress.Sink: take a progress.Sink (progress.SinkFunc for a function)")
 				}
 			case *ast.SelectorExpr:
 				if x, ok := n.X.(*ast.Ident); ok && x.Name == "os" && n.Sel.Name == "Stderr" && !inMain(n) {
@@ -100,12 +107,13 @@ func sinkViolations(files map[string]*ast.File, fset *token.FileSet) []string {
 				}
 			case *ast.CallExpr:
 				if strings.HasPrefix(rel, "ci/") && !sinkRendererFiles[rel] && writesStderr(n) {
-					out = append(out, at(n)+": writes to stderr itself: send a progress event (say, or a Note) to the command's sink (newLog)")
+					out = append(out, at(n)+": writes to stderr itself: send a progress event (a Note: progress.Infof) to the command's sink (newLog)")
 				}
 			}
 			return true
 		})
 	}
+	out = append(out, sinkWrappers(files, fset)...)
 	sort.Strings(out)
 	return out
 }
@@ -158,8 +166,10 @@ func TestOneSink(t *testing.T) {
 // TestOneSinkCanFail plants each kind of break beside the real tree (the shapes issue 38
 // removed: ocirun's logger field, the host engine's WithLogf, bench's direct stderr writer,
 // ci dockerfile's warning; source's WithLogf, which issue 40 removed from the last packages
-// that were exempt) and wants exactly those reported; the same shapes in a test support
-// package, the renderer and a func main are not.
+// that were exempt; issue 51's printf wrappers around a sink, a wrapper of that wrapper, and
+// engine.Progress beside the Sink) and wants exactly those reported; the same shapes in a
+// test support package, the renderer and a func main are not, nor is a printf-shaped
+// function that makes an error or writes into a buffer.
 func TestOneSinkCanFail(t *testing.T) {
 	files, fset := programFiles(t)
 	plant := map[string]string{
@@ -184,8 +194,30 @@ func emit(stderr io.Writer, w string) {
 }
 func main() { run(os.Stderr) }
 `,
+		"pipeline/planted/wrappers.go": `package planted
+type build struct{ sink progress.Sink }
+func (b *build) logf(format string, a ...any) {
+	b.sink.Send(progress.Note{Level: progress.Info, Text: fmt.Sprintf(format, a...)})
+}
+func detail(s progress.Sink, format string, args ...any) { s.Send(progress.Detailf(format, args...)) }
+func (b *build) vlogf(format string, args ...any) { detail(b.sink, format, args...) }
+func (b *build) wrapped(format string, args ...any) { b.vlogf(format, args...) }
+func refuse(entry, format string, args ...any) error { return fmt.Errorf(entry+": "+format, args...) }
+func (r *renderer) w(format string, a ...any) { fmt.Fprintf(&r.b, format, a...) }
+func run(sink progress.Sink) {
+	say := func(format string, args ...any) { sink.Send(progress.Infof(format, args...)) }
+	sink.Send(progress.Detailf("as it should be: %d", 1))
+	_ = progress.SinkFunc(func(e progress.Event) { sink.Send(e) })
+	say("x")
+}
+type Progress func(progress.Event)
+type reporter interface{ Report(ctx context.Context, e progress.Event) }
+type options struct{ report func(progress.Event) }
+func stages(platform string) func(e progress.Event) { return nil }
+`,
+		"pipeline/progress/planted.go":            "package progress\ntype SinkFunc func(Event)\nfunc Detailf(format string, args ...any) Note { return Note{} }\n",
 		"pipeline/source/planted.go":              "package source\nfunc WithLogf(logf func(string, ...any)) {}\n",
-		"pipeline/testsupport/planted/planted.go": "package planted\nimport \"os\"\nvar logf func(string, ...any) = nil\nvar w = os.Stderr\n",
+		"pipeline/testsupport/planted/planted.go": "package planted\nimport \"os\"\nvar logf func(string, ...any) = nil\nvar w = os.Stderr\nfunc (o *O) note(f string, a ...any) { o.Progress.Send(progress.Detailf(f, a...)) }\ntype P func(progress.Event)\n",
 		"ci/log.go": `package main
 func (s *lineSink) note(stderr io.Writer) { fmt.Fprintln(stderr, "x") }
 `,
@@ -199,12 +231,21 @@ func (s *lineSink) note(stderr io.Writer) { fmt.Fprintln(stderr, "x") }
 	}
 	got := sinkViolations(files, fset)
 	want := []string{
-		"ci/planted.go:4: writes to stderr itself: send a progress event (say, or a Note) to the command's sink (newLog)",
-		"ci/planted.go:5: writes to stderr itself: send a progress event (say, or a Note) to the command's sink (newLog)",
+		"ci/planted.go:4: writes to stderr itself: send a progress event (a Note: progress.Infof) to the command's sink (newLog)",
+		"ci/planted.go:5: writes to stderr itself: send a progress event (a Note: progress.Infof) to the command's sink (newLog)",
 		"pipeline/planted/fields.go:4: a printf function as a parameter, result or field: send progress events to a progress.Sink instead",
 		"pipeline/planted/fields.go:6: a printf function as a parameter, result or field: send progress events to a progress.Sink instead",
 		"pipeline/planted/fields.go:7: a printf function type: send progress events to a progress.Sink instead",
 		"pipeline/planted/stderr.go:3: os.Stderr outside a func main: report through a progress.Sink (ci renders it in log.go)",
+		"pipeline/planted/wrappers.go:12: a printf wrapper around a sink: send progress.Detailf/Infof/Warningf(...) to the progress.Sink where the line is said",
+		"pipeline/planted/wrappers.go:17: a callback type beside progress.Sink: take a progress.Sink (progress.SinkFunc for a function)",
+		"pipeline/planted/wrappers.go:18: a callback taking progress.Event beside progress.Sink: pass the progress.Sink itself",
+		"pipeline/planted/wrappers.go:19: a callback taking progress.Event beside progress.Sink: pass the progress.Sink itself",
+		"pipeline/planted/wrappers.go:20: a callback taking progress.Event beside progress.Sink: pass the progress.Sink itself",
+		"pipeline/planted/wrappers.go:3: a printf wrapper around a sink: send progress.Detailf/Infof/Warningf(...) to the progress.Sink where the line is said",
+		"pipeline/planted/wrappers.go:6: a printf wrapper around a sink: send progress.Detailf/Infof/Warningf(...) to the progress.Sink where the line is said",
+		"pipeline/planted/wrappers.go:7: a printf wrapper around a sink: send progress.Detailf/Infof/Warningf(...) to the progress.Sink where the line is said",
+		"pipeline/planted/wrappers.go:8: a printf wrapper around a sink: send progress.Detailf/Infof/Warningf(...) to the progress.Sink where the line is said",
 		"pipeline/source/planted.go:2: a printf function as a parameter, result or field: send progress events to a progress.Sink instead",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

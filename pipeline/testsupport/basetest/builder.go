@@ -43,7 +43,7 @@ func BuilderImage(ctx context.Context, o Options) (v1.Image, error) {
 			return nil, err
 		}
 	} else {
-		o.Progress.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf("builder layer %s (cached)", cached)})
+		o.Progress.Send(progress.Detailf("builder layer %s (cached)", cached))
 	}
 	layer, err := tarball.LayerFromFile(cached, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
@@ -64,7 +64,7 @@ func makeBuilderLayer(ctx context.Context, o Options, dest string) error {
 	}
 	defer os.RemoveAll(tmp)
 	root := filepath.Join(tmp, "rootfs")
-	o.Progress.Send(progress.Note{Level: progress.Detail, Text: fmt.Sprintf("debootstrap --variant=minbase %s from %s", o.Suite, o.Mirror)})
+	o.Progress.Send(progress.Detailf("debootstrap --variant=minbase %s from %s", o.Suite, o.Mirror))
 	run := func(name string, args ...string) error {
 		out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
 		if err != nil {
