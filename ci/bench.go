@@ -265,7 +265,7 @@ func (o *benchOpts) emit(ctx context.Context, stdout io.Writer, table, markdown,
 		}
 	}
 	if r := actions.New(actions.WithWriter(stdout)); r.InActions() {
-		if err := r.AddSummary(md.String(), ""); err != nil {
+		if err := r.AddSummary(ctx, md.String(), ""); err != nil {
 			return err
 		}
 	}

@@ -323,7 +323,7 @@ func runBuild(ctx context.Context, f buildFlags, stdout, stderr io.Writer) error
 		for _, t := range res.Published.Tags {
 			tags = append(tags, t.String())
 		}
-		return gha.ImageOutputs(actions.ImageResult{Image: res.Repo, Digest: res.Published.Digest.DigestStr(), Tags: tags})
+		return gha.ImageOutputs(ctx, actions.ImageResult{Image: res.Repo, Digest: res.Published.Digest.DigestStr(), Tags: tags})
 	}
 	return nil
 }

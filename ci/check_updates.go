@@ -354,10 +354,10 @@ func reportUpdates(ctx context.Context, rep *actions.Reporter, cfg checkUpdatesC
 		}
 		summary = append(summary, row)
 	}
-	if err := rep.UpdateSummary("Upstream updates ("+lockFile+")", summary); err != nil {
+	if err := rep.UpdateSummary(ctx, "Upstream updates ("+lockFile+")", summary); err != nil {
 		return err
 	}
-	if err := rep.SetOutputs(outputs); err != nil {
+	if err := rep.SetOutputs(ctx, outputs); err != nil {
 		return err
 	}
 	advWritten := o.Advisories != nil && o.Advisories.Written

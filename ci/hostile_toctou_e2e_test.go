@@ -21,8 +21,9 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
-// swapArchive is a source archive whose configure, if it ever runs, leaves marker behind and
-// fails with PWNED-TOCTOU: what issue 47 renamed over a prepared archive after the check.
+// swapArchive is a source archive whose configure (and auto/configure, nginx's), if it ever
+// runs, leaves marker behind and fails with PWNED-TOCTOU: what issue 47 renamed over a
+// prepared archive after the check.
 func swapArchive(t *testing.T, top, marker string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -32,13 +33,17 @@ func swapArchive(t *testing.T, top, marker string) []byte {
 	for _, h := range []*tar.Header{
 		{Name: top + "/", Typeflag: tar.TypeDir, Mode: 0o755},
 		{Name: top + "/configure", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(script))},
+		{Name: top + "/auto/", Typeflag: tar.TypeDir, Mode: 0o755},
+		{Name: top + "/auto/configure", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(script))},
 	} {
 		if err := tw.WriteHeader(h); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if _, err := tw.Write([]byte(script)); err != nil {
-		t.Fatal(err)
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write([]byte(script)); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)

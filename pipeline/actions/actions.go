@@ -10,6 +10,7 @@
 package actions
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -87,11 +88,25 @@ func (r *Reporter) envFile(name string) error {
 	return nil
 }
 
+// interrupted is checked before each write of an output or the summary: a run that a
+// signal or its deadline ended writes nothing more there, so that a later step never reads
+// a half-reported run as a finished one (issue 47). It names what was not written.
+func interrupted(ctx context.Context, what string) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted: %s was not written: %w", what, context.Cause(ctx))
+	}
+	return nil
+}
+
 // SetOutputs sets step outputs (keys sorted, so the file is stable). Outside Actions it does
-// nothing: the plain-text report carries the same facts.
-func (r *Reporter) SetOutputs(kv map[string]string) error {
+// nothing: the plain-text report carries the same facts. Once ctx is done it writes nothing
+// (checked before each output) and says so.
+func (r *Reporter) SetOutputs(ctx context.Context, kv map[string]string) error {
 	if r.gha == nil {
 		return nil
+	}
+	if err := interrupted(ctx, "the step outputs"); err != nil {
+		return err
 	}
 	if err := r.envFile("GITHUB_OUTPUT"); err != nil {
 		return fmt.Errorf("setting outputs: %w", err)
@@ -106,6 +121,9 @@ func (r *Reporter) SetOutputs(kv map[string]string) error {
 		if strings.Contains(v, fileDelimiter) || strings.ContainsAny(k, "\r\n=<") {
 			return fmt.Errorf("setting output %q: the name or value contains a character sequence that would corrupt GITHUB_OUTPUT", k)
 		}
+		if err := interrupted(ctx, "the step output "+k+" and those after it"); err != nil {
+			return err
+		}
 		if err := call("setting output "+k, func() { r.gha.SetOutput(k, v) }); err != nil {
 			return err
 		}
@@ -114,11 +132,17 @@ func (r *Reporter) SetOutputs(kv map[string]string) error {
 }
 
 // AddSummary appends markdown to the step summary in Actions; outside it prints text, the
-// plain-text form of the same content.
-func (r *Reporter) AddSummary(markdown, text string) error {
+// plain-text form of the same content. Once ctx is done it writes neither and says so.
+func (r *Reporter) AddSummary(ctx context.Context, markdown, text string) error {
 	markdown, text = r.redact(markdown), r.redact(text)
 	if r.gha == nil {
+		if err := interrupted(ctx, "the summary"); err != nil {
+			return err
+		}
 		_, err := io.WriteString(r.out, text)
+		return err
+	}
+	if err := interrupted(ctx, "the step summary"); err != nil {
 		return err
 	}
 	if err := r.envFile("GITHUB_STEP_SUMMARY"); err != nil {

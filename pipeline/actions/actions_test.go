@@ -2,6 +2,8 @@ package actions
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -66,7 +68,7 @@ func TestOutsideActionsPlainText(t *testing.T) {
 	if r.InActions() {
 		t.Fatal("InActions() = true without GITHUB_ACTIONS=true")
 	}
-	if err := r.SetOutputs(map[string]string{"changed": "true"}); err != nil {
+	if err := r.SetOutputs(context.Background(), map[string]string{"changed": "true"}); err != nil {
 		t.Fatal(err)
 	}
 	r.Mask("super-secret-token")
@@ -74,7 +76,7 @@ func TestOutsideActionsPlainText(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Warningf("OpenSSL %s reached end of life", "3.3")
-	if err := r.UpdateSummary("Upstream updates", rows); err != nil {
+	if err := r.UpdateSummary(context.Background(), "Upstream updates", rows); err != nil {
 		t.Fatal(err)
 	}
 	got := buf.String()
@@ -116,13 +118,13 @@ func TestInActionsOutputsSummaryAnnotations(t *testing.T) {
 		t.Fatal(err)
 	}
 	table := UpdateTableMarkdown("Upstream updates", rows)
-	if err := r.SetOutputs(map[string]string{"changed": "true", "openssl_version": "3.5.8", "summary": table}); err != nil {
+	if err := r.SetOutputs(context.Background(), map[string]string{"changed": "true", "openssl_version": "3.5.8", "summary": table}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.UpdateSummary("Upstream updates", rows); err != nil {
+	if err := r.UpdateSummary(context.Background(), "Upstream updates", rows); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.ImageOutputs(ImageResult{Image: "ghcr.io/o/r/nginx", Digest: "sha256:" + strings.Repeat("a", 64), Tags: []string{"ghcr.io/o/r/nginx:1.26.3", "ghcr.io/o/r/nginx:latest"}}); err != nil {
+	if err := r.ImageOutputs(context.Background(), ImageResult{Image: "ghcr.io/o/r/nginx", Digest: "sha256:" + strings.Repeat("a", 64), Tags: []string{"ghcr.io/o/r/nginx:1.26.3", "ghcr.io/o/r/nginx:latest"}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -187,14 +189,14 @@ func TestInActionsBrokenEnvironmentIsAnError(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := New(withGetenv(env(tc.env)), WithWriter(&bytes.Buffer{}))
-			err := r.SetOutputs(map[string]string{"changed": "true"})
+			err := r.SetOutputs(context.Background(), map[string]string{"changed": "true"})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want %q", err, tc.want)
 			}
 		})
 	}
 	r := New(withGetenv(env(map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": filepath.Join(dir, "missing", "x")})), WithWriter(&bytes.Buffer{}))
-	if err := r.UpdateSummary("t", rows); err == nil {
+	if err := r.UpdateSummary(context.Background(), "t", rows); err == nil {
 		t.Error("writing a summary into a missing directory did not fail")
 	}
 }
@@ -204,10 +206,10 @@ func TestOutputInjectionRefused(t *testing.T) {
 	e, outFile, _ := actionsEnv(t)
 	r := New(withGetenv(env(e)), WithWriter(&bytes.Buffer{}))
 	evil := "x\n" + fileDelimiter + "\nchanged<<" + fileDelimiter + "\nfalse"
-	if err := r.SetOutputs(map[string]string{"title": evil}); err == nil {
+	if err := r.SetOutputs(context.Background(), map[string]string{"title": evil}); err == nil {
 		t.Fatal("a value holding the delimiter was accepted")
 	}
-	if err := r.SetOutputs(map[string]string{"bad\nname": "x"}); err == nil {
+	if err := r.SetOutputs(context.Background(), map[string]string{"bad\nname": "x"}); err == nil {
 		t.Fatal("a name with a newline was accepted")
 	}
 	if b, _ := os.ReadFile(outFile); len(b) != 0 {
@@ -219,5 +221,39 @@ func TestMarkdownEscapesUpstreamText(t *testing.T) {
 	md := UpdateTableMarkdown("t", []Row{{Component: "a|b", Old: "1`2", New: "<script>", EOL: "x\ny"}})
 	if !strings.Contains(md, `| a\|b | `+"`12`"+` | **&lt;script&gt;** | x y |`) {
 		t.Errorf("unescaped row:\n%s", md)
+	}
+}
+
+// Issue 47: once the run's context is done (a signal, its deadline), no writer of the step
+// outputs or summary writes anything, in Actions or outside it, and each says what it did
+// not write.
+func TestNothingIsWrittenOnceTheContextIsDone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	e, outFile, sumFile := actionsEnv(t)
+	var buf bytes.Buffer
+	in := New(withGetenv(env(e)), WithWriter(&buf))
+	for name, err := range map[string]error{
+		"SetOutputs":    in.SetOutputs(ctx, map[string]string{"changed": "true"}),
+		"AddSummary":    in.AddSummary(ctx, "md", "text"),
+		"UpdateSummary": in.UpdateSummary(ctx, "Upstream updates", rows),
+		"ImageOutputs":  in.ImageOutputs(ctx, ImageResult{Image: "ghcr.io/o/r/nginx", Digest: "sha256:" + strings.Repeat("a", 64)}),
+	} {
+		if err == nil || !strings.Contains(err.Error(), "interrupted: the step") || !errors.Is(err, context.Canceled) {
+			t.Errorf("%s after the context ended: %v, want an interruption naming what was not written", name, err)
+		}
+	}
+	for _, f := range []string{outFile, sumFile} {
+		if b, _ := os.ReadFile(f); len(b) > 0 {
+			t.Errorf("%s written after the context ended:\n%s", f, b)
+		}
+	}
+	delete(e, "GITHUB_ACTIONS")
+	out := New(withGetenv(env(e)), WithWriter(&buf))
+	if err := out.AddSummary(ctx, "md", "text"); err == nil || !strings.Contains(err.Error(), "interrupted: the summary was not written") {
+		t.Errorf("AddSummary outside Actions after the context ended: %v", err)
+	}
+	if buf.Len() > 0 {
+		t.Errorf("printed after the context ended: %q", buf.String())
 	}
 }

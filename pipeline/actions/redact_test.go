@@ -2,6 +2,7 @@ package actions
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -27,10 +28,10 @@ func TestReporterRedactsEverything(t *testing.T) {
 			r.Errorf("error %s", leaky)
 			return nil
 		})
-		if err := r.SetOutputs(map[string]string{"updates": leaky}); err != nil {
+		if err := r.SetOutputs(context.Background(), map[string]string{"updates": leaky}); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.AddSummary("md "+leaky, "text "+leaky); err != nil {
+		if err := r.AddSummary(context.Background(), "md "+leaky, "text "+leaky); err != nil {
 			t.Fatal(err)
 		}
 		out := strings.ReplaceAll(buf.String(), "::add-mask::"+token, "")

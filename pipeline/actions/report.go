@@ -1,6 +1,7 @@
 package actions
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -60,8 +61,8 @@ func updateTableText(title string, rows []Row) string {
 }
 
 // UpdateSummary writes the table to the step summary in Actions, as text elsewhere.
-func (r *Reporter) UpdateSummary(title string, rows []Row) error {
-	return r.AddSummary(UpdateTableMarkdown(title, rows), updateTableText(title, rows))
+func (r *Reporter) UpdateSummary(ctx context.Context, title string, rows []Row) error {
+	return r.AddSummary(ctx, UpdateTableMarkdown(title, rows), updateTableText(title, rows))
 }
 
 // ImageResult is what a build publishes: the image's digest and the tags moved to it.
@@ -73,9 +74,9 @@ type ImageResult struct {
 
 // ImageOutputs sets the outputs `image`, `digest`, `ref` (image@digest) and `tags` (one per
 // line) and adds a short summary. Outside Actions it prints the pinned reference and tags.
-func (r *Reporter) ImageOutputs(res ImageResult) error {
+func (r *Reporter) ImageOutputs(ctx context.Context, res ImageResult) error {
 	ref := res.Image + "@" + res.Digest
-	if err := r.SetOutputs(map[string]string{
+	if err := r.SetOutputs(ctx, map[string]string{
 		"image":  res.Image,
 		"digest": res.Digest,
 		"ref":    ref,
@@ -91,7 +92,7 @@ func (r *Reporter) ImageOutputs(res ImageResult) error {
 		fmt.Fprintf(&txt, "tag   %s\n", t)
 	}
 	md.WriteString("\n")
-	return r.AddSummary(md.String(), txt.String())
+	return r.AddSummary(ctx, md.String(), txt.String())
 }
 
 // short abbreviates a digest for the terminal table (the markdown keeps it whole): the first

@@ -69,7 +69,9 @@ func (b *build) fetchSources(ctx context.Context) error {
 
 // sourceOptions are the fetcher's options for this request (its cache under --cache).
 func (b *build) sourceOptions() []source.Option {
-	opts := []source.Option{source.WithSink(b.sink)}
+	// A git-pinned source's prepared archive is stamped with the lock's epoch: it is then
+	// a function of the pin and the epoch, as the stage keys assume.
+	opts := []source.Option{source.WithSink(b.sink), source.WithSourceDateEpoch(b.l.SourceDateEpoch)}
 	if b.req.Mirror != "" {
 		opts = append(opts, source.WithMirror(b.req.Mirror))
 	}

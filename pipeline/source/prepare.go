@@ -25,8 +25,8 @@ type preparedArchive struct {
 
 // prepare unpacks archive (the component's verified bytes, or bytes about to be verified by
 // their tree) once, with pipeline/unpack's policy, into a fresh directory; checks a git
-// source's pinned tree over the files as written; and writes them back with unpack.Pack as
-// the archive the stages read. name is the file's name for messages (archive may be a
+// source's pinned tree over the files as written; and writes them back (pack) as the
+// archive the stages read. name is the file's name for messages (archive may be a
 // temporary file). Nothing is left behind when it fails.
 func (f *Fetcher) prepare(ctx context.Context, c lock.Component, archive, name, from string) (preparedArchive, error) {
 	work, err := f.scratchDir(".unpack-*")
@@ -50,7 +50,7 @@ func (f *Fetcher) prepare(ctx context.Context, c lock.Component, archive, name, 
 	if g := c.Git; g != nil && id != g.Tree {
 		return preparedArchive{}, &TreeError{File: name, From: safeio.RedactURL(from), Commit: g.Commit, Want: g.Tree, Got: id}
 	}
-	p, err := f.pack(ctx, tree, res.Top, work)
+	p, err := f.pack(ctx, tree, res.Top, work, c.Git != nil)
 	if err != nil {
 		return preparedArchive{}, fmt.Errorf("packing the verified files of %s: %w", name, err)
 	}
@@ -59,7 +59,15 @@ func (f *Fetcher) prepare(ctx context.Context, c lock.Component, archive, name, 
 
 // pack writes tree as the stages' archive into the cache under its own digest. The same
 // files give the same bytes, so a second build finds the identical file there and keeps it.
-func (f *Fetcher) pack(ctx context.Context, tree, top, work string) (string, error) {
+//
+// What it keeps besides the files' names, bytes and link targets follows what verified them.
+// A source checked by its SHA-256 keeps its archive's modes and times (unpack.Pack): the
+// digest covers every byte upstream published, so there is nothing outside it, and its
+// prepared archive stays the same bytes it always was. A source checked by its git tree
+// (gitTree) gets only what the tree covers, with every time the lock's source_date_epoch
+// (unpack.PackGitTree): modes, times and empty directories are the server's choice there,
+// and would otherwise reach the stage unchecked.
+func (f *Fetcher) pack(ctx context.Context, tree, top, work string, gitTree bool) (string, error) {
 	tmp, err := os.CreateTemp(work, "packed-*")
 	if err != nil {
 		return "", local("creating a file in", work, err)
@@ -67,7 +75,11 @@ func (f *Fetcher) pack(ctx context.Context, tree, top, work string) (string, err
 	defer tmp.Close()
 	h := sha256.New()
 	w := &localWriter{w: tmp, path: tmp.Name()}
-	if err := unpack.Pack(ctx, tree, top, io.MultiWriter(w, h)); err != nil {
+	write := func(w io.Writer) error { return unpack.Pack(ctx, tree, top, w) }
+	if gitTree {
+		write = func(w io.Writer) error { return unpack.PackGitTree(ctx, tree, top, f.epoch, w) }
+	}
+	if err := write(io.MultiWriter(w, h)); err != nil {
 		if w.err != nil {
 			return "", w.err
 		}

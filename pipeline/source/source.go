@@ -67,6 +67,7 @@ type Fetcher struct {
 	now           func() time.Time
 	initErr       error
 	keysDir       string
+	epoch         time.Time
 
 	// refreshed holds the copies of vendored keys that RefreshKey fetched in this run, by
 	// fingerprint: they stand for the vendored file until the update writes them over it.
@@ -128,6 +129,15 @@ func WithSink(s progress.Sink) Option {
 	}
 }
 
+// WithSourceDateEpoch is the time (Unix seconds: the lock's source_date_epoch) given to every
+// file and directory of a git-pinned source's prepared archive (unpack.PackGitTree): its git
+// tree covers no time, so the time a stage sees is the lock's, not the mirror's. The default,
+// 0, is 1970-01-01; a build passes its lock's (forge), so that the prepared archive is a
+// function of the pin and the epoch, both of which the host engine's stage key holds.
+func WithSourceDateEpoch(epoch int64) Option {
+	return func(f *Fetcher) { f.epoch = time.Unix(epoch, 0) }
+}
+
 // WithMaxSize caps the size of a downloaded tarball in bytes (default DefaultMaxSize).
 func WithMaxSize(n int64) Option { return func(f *Fetcher) { f.maxSize = n } }
 
@@ -170,6 +180,7 @@ func New(opts ...Option) *Fetcher {
 		backoff:    time.Second,
 		stall:      DefaultStallTimeout,
 		now:        time.Now,
+		epoch:      time.Unix(0, 0),
 	}
 	for _, o := range opts {
 		o(f)

@@ -9,12 +9,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
-// FuzzExtract feeds the extractor arbitrary bytes, seeded with every hostile case and a good
-// gzip and xz archive. Whatever it gets, either it refuses and leaves nothing behind, or
+// FuzzExtract feeds the extractor arbitrary bytes, seeded with every hostile case, a good
+// gzip and xz archive, and the cases in testdata/fuzz/FuzzExtract (link targets with control
+// characters, a git tree served with a mirror's own modes, times and empty directories). Whatever it gets, either it refuses and leaves nothing behind, or
 // everything it wrote is a regular file, directory or symbolic link inside the tree, within
-// the limits, and packs to an archive that unpacks under the same policy to the same bytes.
+// the limits, and packs (with Pack and with PackGitTree) to an archive that unpacks under the
+// same policy and packs to the same bytes again.
 func FuzzExtract(f *testing.F) {
 	for _, c := range hostileCases(f) {
 		f.Add(c.archive)
@@ -56,6 +59,23 @@ func FuzzExtract(f *testing.F) {
 		}
 		if !bytes.Equal(p1.Bytes(), p2.Bytes()) {
 			t.Fatal("the tree packed twice gives different bytes")
+		}
+		// As a git-pinned source is packed: the result passes the policy and packs to itself.
+		var g1, g2 bytes.Buffer
+		epoch := time.Unix(1765000000, 0)
+		if err := PackGitTree(context.Background(), dst, res.Top, epoch, &g1); err != nil {
+			t.Fatal(err)
+		}
+		gitPacked, gitAgain := filepath.Join(dir, "git.tar.gz"), filepath.Join(dir, "git-again")
+		os.WriteFile(gitPacked, g1.Bytes(), 0o644)
+		if _, err := Extract(context.Background(), gitPacked, gitAgain, lim); err != nil {
+			t.Fatalf("the archive PackGitTree wrote is refused: %v", err)
+		}
+		if err := PackGitTree(context.Background(), gitAgain, res.Top, epoch, &g2); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(g1.Bytes(), g2.Bytes()) {
+			t.Fatal("the tree packed twice as a git tree gives different bytes")
 		}
 	})
 }

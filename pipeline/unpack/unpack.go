@@ -13,11 +13,18 @@
 //     archive writes, is read and ignored): no hard links, devices, FIFOs or other types;
 //   - names that are relative, with no "." or ".." segment, no empty segment and no control
 //     character, each at most once, none below a file or a symbolic link;
-//   - symbolic links whose target is relative and stays inside the tree, following the
-//     tree's own links;
+//   - symbolic links whose target is relative, at most as long as a name, with no control
+//     character and no segment longer than a name's, and that stays inside the tree,
+//     following the tree's own links;
 //   - modes without set-user-ID, set-group-ID or sticky bits;
 //   - within the Limits: entries, bytes of one file, bytes of all files, and the context's
 //     deadline (checked between reads, so SIGINT and --timeout end it promptly).
+//
+// What Pack writes back besides the files' names, bytes and link targets depends on what
+// verified them. An archive checked by its SHA-256 keeps its own modes and times (Pack): the
+// digest covers them. One checked by its git tree gets git's metadata (PackGitTree: modes
+// from the executable bit, every time the lock's source_date_epoch, no empty directories),
+// as the tree covers nothing else: what a mirror chose there never reaches a stage.
 package unpack
 
 import (

@@ -149,6 +149,10 @@ func hostileCases(t testing.TB) []struct {
 		{"name too long", gz(t, tarOf(t, append(good, file("src-1.0/"+strings.Repeat("d/", 2500)+"f", "x"))...)), "over the limit of 4096 bytes on a name"},
 		{"segment too long", gz(t, tarOf(t, append(good, file("src-1.0/"+strings.Repeat("s", 256), "x"))...)), "a segment of 256 bytes, over the limit of 255 bytes"},
 		{"too deep", gz(t, tarOf(t, append(good, file("src-1.0/"+strings.Repeat("d/", 128)+"f", "x"))...)), "130 segments deep, over the limit of 128 segments"},
+		// Issue 47: a link's target follows the rules of names.
+		{"control character in a symlink target", gz(t, tarOf(t, append(good, symlink("src-1.0/l", "zlib\x1b[2J.h"))...)), "a control character in the symbolic link's target"},
+		{"newline in a symlink target", gz(t, tarOf(t, append(good, symlink("src-1.0/l", "zlib.h\nstage ok"))...)), "a control character in the symbolic link's target"},
+		{"symlink target segment too long", gz(t, tarOf(t, append(good, symlink("src-1.0/l", strings.Repeat("s", 256)))...)), "a segment of 256 bytes, over the limit of 255 bytes"},
 		{"symlink target too long", gz(t, tarOf(t, append(good, symlink("src-1.0/l", strings.Repeat("a/", 2100)))...)), "target of 4200 bytes, over the limit of 4096 bytes"},
 		{"not compressed", tarOf(t, good...), "not gzip or xz compressed"},
 		{"empty", gz(t, nil), "holds no entries"},
@@ -289,4 +293,131 @@ func (c *cancelAfter) Read(p []byte) (int, error) {
 		c.cancel()
 	}
 	return k, err
+}
+
+// packedHeaders unpacks a packed archive's headers (no policy: the bytes Pack wrote).
+func packedHeaders(t *testing.T, b []byte) map[string]*tar.Header {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	out := map[string]*tar.Header{}
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		out[h.Name] = h
+	}
+	return out
+}
+
+// entAt is an entry with its own modification time, as a hostile mirror serves it.
+type entAt struct {
+	ent
+	at time.Time
+}
+
+func tarAt(t *testing.T, ents ...entAt) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range ents {
+		h := &tar.Header{Name: e.name, Typeflag: e.typ, Mode: e.mode, Linkname: e.link, ModTime: e.at, Format: tar.FormatPAX}
+		if e.typ == tar.TypeReg {
+			h.Size = int64(len(e.body))
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(e.body))
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return gz(t, buf.Bytes())
+}
+
+// Issue 47, item 6: a git tree covers names, bytes, link targets and each file's executable
+// bit, nothing else. The same tree served twice, once as git archive writes it and once with
+// a mirror's own metadata (modes 0666 and 0777, a far-future time, an empty directory and
+// nested empty ones), packs with PackGitTree to one archive: git's modes, the epoch's time,
+// no directory without a file below it.
+func TestPackGitTreeKeepsOnlyWhatTheTreeCovers(t *testing.T) {
+	then, future := time.Unix(1700000000, 0), time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(e ent, tm time.Time) entAt { return entAt{e, tm} }
+	honest := tarAt(t,
+		at(dirEnt("src-1.0/"), then), at(withMode(file("src-1.0/configure", "#!/bin/sh\n"), 0o755), then),
+		at(dirEnt("src-1.0/lib/"), then), at(file("src-1.0/lib/a.c", "int a;\n"), then), at(symlink("src-1.0/lib/b.c", "a.c"), then))
+	hostile := tarAt(t,
+		at(withMode(dirEnt("src-1.0/"), 0o777), future), at(withMode(file("src-1.0/configure", "#!/bin/sh\n"), 0o777), future),
+		at(withMode(dirEnt("src-1.0/lib/"), 0o777), then), at(withMode(file("src-1.0/lib/a.c", "int a;\n"), 0o666), future),
+		at(symlink("src-1.0/lib/b.c", "a.c"), future),
+		at(withMode(dirEnt("src-1.0/empty/"), 0o777), future),
+		at(dirEnt("src-1.0/nested/"), then), at(dirEnt("src-1.0/nested/deeper/"), then), at(dirEnt("src-1.0/nested/deeper/still/"), future),
+		at(dirEnt("src-1.0/lib/hollow/"), then))
+	epoch := time.Unix(1765000000, 0)
+	packed := func(b []byte) []byte {
+		dst, res, err := extractBytes(t, b, DefaultLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := PackGitTree(context.Background(), dst, res.Top, epoch, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.Bytes()
+	}
+	got := packed(hostile)
+	hs := packedHeaders(t, got)
+	want := map[string]int64{"src-1.0/": 0o755, "src-1.0/configure": 0o755, "src-1.0/lib/": 0o755, "src-1.0/lib/a.c": 0o644, "src-1.0/lib/b.c": 0o777}
+	for name, mode := range want {
+		h := hs[name]
+		if h == nil {
+			t.Errorf("%s is missing from the packed archive", name)
+			continue
+		}
+		if h.Mode != mode || !h.ModTime.Equal(epoch) || h.Uid != 0 || h.Gid != 0 || h.Uname != "" || h.Gname != "" {
+			t.Errorf("%s: mode %04o time %s owner %d:%d %q:%q, want mode %04o time %s owner 0:0 with no names", name, h.Mode, h.ModTime.UTC(), h.Uid, h.Gid, h.Uname, h.Gname, mode, epoch.UTC())
+		}
+	}
+	if len(hs) != len(want) {
+		var names []string
+		for n := range hs {
+			names = append(names, n)
+		}
+		t.Errorf("packed entries %q, want exactly the files, links and the directories that hold them", names)
+	}
+	if !bytes.Equal(got, packed(honest)) {
+		t.Error("the same tree with a mirror's own metadata packs to other bytes than git archive's")
+	}
+	// What PackGitTree wrote passes the policy again and packs to itself.
+	if !bytes.Equal(packed(got), got) {
+		t.Error("the packed archive, unpacked and packed again, gives other bytes")
+	}
+}
+
+// Pack, for an archive checked by its SHA-256, keeps what the digest covers: the archive's
+// own modes and times, and its empty directories.
+func TestPackKeepsWhatTheDigestCovers(t *testing.T) {
+	future := time.Date(2037, 1, 1, 0, 0, 0, 0, time.UTC) // within every file system's range
+	b := tarAt(t, entAt{dirEnt("src-1.0/"), future}, entAt{withMode(file("src-1.0/a.c", "int a;\n"), 0o666), future},
+		entAt{dirEnt("src-1.0/empty/"), future})
+	dst, res, err := extractBytes(t, b, DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Pack(context.Background(), dst, res.Top, &out); err != nil {
+		t.Fatal(err)
+	}
+	hs := packedHeaders(t, out.Bytes())
+	if h := hs["src-1.0/a.c"]; h == nil || h.Mode != 0o666 || !h.ModTime.Equal(future) {
+		t.Errorf("src-1.0/a.c: %+v, want mode 0666 and its own time", h)
+	}
+	if hs["src-1.0/empty/"] == nil {
+		t.Error("the empty directory the digest covers was dropped")
+	}
 }

@@ -118,6 +118,20 @@ func (x *extraction) symlink(h *tar.Header, parent *node, leaf, rel string) erro
 	if len(h.Linkname) > maxNameBytes {
 		return x.refuse(shorten(h.Name), "a symbolic link target of %d bytes, over the limit of %d bytes on a name", len(h.Linkname), maxNameBytes)
 	}
+	// A target is a name the stage's tools resolve and print (ls -l, make's messages), so it
+	// follows the rules of names: no control character (a target that rewrites the terminal
+	// or splits a log line), no segment longer than a name's. Its "." and ".." segments stay:
+	// a relative link needs them, and checkLinks resolves them inside the tree.
+	for _, r := range h.Linkname {
+		if r < 0x20 || r == 0x7f {
+			return x.refuse(shorten(h.Name), "a control character in the symbolic link's target %q", shorten(h.Linkname))
+		}
+	}
+	for seg := range strings.SplitSeq(h.Linkname, "/") {
+		if len(seg) > maxSegmentBytes {
+			return x.refuse(shorten(h.Name), "a symbolic link target with a segment of %d bytes, over the limit of %d bytes on one segment of a name", len(seg), maxSegmentBytes)
+		}
+	}
 	n, err := x.claim(h, parent, leaf, kindLink)
 	if err != nil {
 		return err

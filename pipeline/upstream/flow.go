@@ -165,7 +165,7 @@ func (r *Run) Do(ctx context.Context) (*Outcome, error) {
 	}
 	o.WriteErr = step("Downloading and verifying new releases", func() error {
 		u := &updater{
-			Fetcher:   r.fetcher(sink, keysDir),
+			Fetcher:   r.fetcher(sink, keysDir, l.SourceDateEpoch),
 			Images:    checker.Images,
 			Vendored:  r.Vendored,
 			Platforms: r.Platforms,
@@ -237,9 +237,10 @@ func (r *Run) ResolvedKeysDir() string {
 // fetcher is pipeline/source's verifying downloader for the run's new releases: r.Mirror
 // serves every file as Mirror/<file name> instead of upstream (same checks), r.CacheDir ("":
 // source's default) caches them, r.Keyservers replace source's default key servers, and the
-// reviewed keys in keysDir are trusted like the vendored ones.
-func (r *Run) fetcher(sink progress.Sink, keysDir string) Fetcher {
-	opts := []source.Option{source.WithSink(sink), source.WithMirror(r.Mirror), source.WithKeysDir(keysDir)}
+// reviewed keys in keysDir are trusted like the vendored ones; a git source's prepared
+// archive is stamped with the lock's epoch, as a build's is.
+func (r *Run) fetcher(sink progress.Sink, keysDir string, epoch int64) Fetcher {
+	opts := []source.Option{source.WithSink(sink), source.WithMirror(r.Mirror), source.WithKeysDir(keysDir), source.WithSourceDateEpoch(epoch)}
 	if r.CacheDir != "" {
 		opts = append(opts, source.WithCacheDir(r.CacheDir))
 	}

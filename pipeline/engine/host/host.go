@@ -215,8 +215,17 @@ func compilerVersion(p *plan.Plan) (string, error) {
 const keyVersion = "nginx-forge host stage v1"
 
 // stageKey hashes everything that can change a stage's output: the script, environment and
-// files, the source tarball's digest, the keys of the stages it reads, the toolchain and the
-// platform. JOBS is left out on purpose: parallelism does not change what is built.
+// files, the source's pin (its SHA-256, or its git commit and tree), the epoch, the keys of
+// the stages it reads, the toolchain and the platform. JOBS is left out on purpose:
+// parallelism does not change what is built.
+//
+// It need not hash the prepared archive the stage reads (pipeline/source): that archive is a
+// deterministic function of the pin and the epoch, both in the key (a SHA-256 source keeps
+// its archive's bytes' own metadata, which the digest covers; a git source gets only what its
+// tree covers, with the epoch's time: source's TestGitSourcePreparedArchiveIsAFunctionOfThePinAndTheEpoch),
+// and each stage reads a private copy checked against the digest engine.CheckSources saw
+// (engine.PrivateSource), so bytes other than that function's never reach a stage, let alone
+// a cached output under this key.
 func stageKey(p *plan.Plan, s plan.Stage, keys map[string]string, cc string) string {
 	h := sha256.New()
 	field := func(name, value string) {

@@ -53,7 +53,7 @@ func main() {
 			logger.Print(n.Text)
 		}
 	})
-	opts := []source.Option{source.WithCacheDir(filepath.Join(*cache, "sources")), source.WithSink(notes)}
+	opts := []source.Option{source.WithCacheDir(filepath.Join(*cache, "sources")), source.WithSink(notes), source.WithSourceDateEpoch(l.SourceDateEpoch)}
 	if *mirror != "" {
 		opts = append(opts, source.WithMirror(*mirror))
 	}
