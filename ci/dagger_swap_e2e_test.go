@@ -15,6 +15,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/forge"
 	"github.com/nginx-forge/nginx-forge/pipeline/lock"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
+	"github.com/nginx-forge/nginx-forge/pipeline/progress"
 	"github.com/nginx-forge/nginx-forge/pipeline/testsupport/testenv"
 )
 
@@ -30,7 +31,7 @@ type swapAfterCheck struct {
 	hostile   []byte
 }
 
-func (s swapAfterCheck) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, progress engine.Progress) ([]engine.Stage, error) {
+func (s swapAfterCheck) Build(ctx context.Context, p *plan.Plan, sources map[string]string, dir string, steps progress.Sink) ([]engine.Stage, error) {
 	src := sources[s.component]
 	if src == "" {
 		s.t.Errorf("no prepared archive of %s among the sources %v", s.component, sources)
@@ -39,7 +40,7 @@ func (s swapAfterCheck) Build(ctx context.Context, p *plan.Plan, sources map[str
 	} else if err := os.Rename(src+".swap", src); err != nil {
 		s.t.Error(err)
 	}
-	return s.Engine.Build(ctx, p, sources, dir, progress)
+	return s.Engine.Build(ctx, p, sources, dir, steps)
 }
 
 // Issue 47, acceptance, on the Dagger engine: "An archive swapped between the check and the
