@@ -120,6 +120,16 @@ func TestParseRejects(t *testing.T) {
 		{"runtime digest short", func(m map[string]any) { image(m, "runtime")["digest"] = "sha256:abc" }, "images.runtime.digest", "sha256:abc"},
 		{"runtime digest bare hex", func(m map[string]any) { image(m, "runtime")["digest"] = strings.Repeat("a", 64) }, "images.runtime.digest", "sha256:"},
 		{"empty image ref", func(m map[string]any) { image(m, "runtime")["ref"] = "" }, "images.runtime.ref", "empty"},
+		{"builder digest all zeros", func(m map[string]any) { image(m, "builder")["digest"] = "sha256:" + strings.Repeat("0", 64) }, "images.builder.digest", "all zeros"},
+		{"runtime ref digest all zeros", func(m map[string]any) {
+			image(m, "runtime")["ref"] = "gcr.io/distroless/base-nossl-debian13@sha256:" + strings.Repeat("0", 64)
+		}, "images.runtime.ref", "crane digest gcr.io/distroless/base-nossl-debian13"},
+		{"snapshot not an apt ID", func(m map[string]any) { image(m, "builder")["snapshot"] = "2026-12-01" }, "images.builder.snapshot", "YYYYMMDDTHHMMSSZ"},
+		{"snapshot without Z", func(m map[string]any) { image(m, "builder")["snapshot"] = "20261201T000000" }, "images.builder.snapshot", "YYYYMMDDTHHMMSSZ"},
+		{"snapshot not a real day", func(m map[string]any) { image(m, "builder")["snapshot"] = "20260231T000000Z" }, "images.builder.snapshot", "20260231T000000Z"},
+		{"snapshot before the service", func(m map[string]any) { image(m, "builder")["snapshot"] = "20230228T235959Z" }, "images.builder.snapshot", "start on 2023-03-01"},
+		{"snapshot past 2100", func(m map[string]any) { image(m, "builder")["snapshot"] = "21000101T000000Z" }, "images.builder.snapshot", "outside"},
+		{"snapshot on the runtime", func(m map[string]any) { image(m, "runtime")["snapshot"] = "20261201T000000Z" }, "images.runtime.snapshot", "only the builder"},
 		{"image ref with space", func(m map[string]any) { image(m, "builder")["ref"] = "ubuntu: 24.04" }, "images.builder.ref", "white space"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

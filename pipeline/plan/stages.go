@@ -42,6 +42,7 @@ func newBuilder(l *lock.Lock, o options, st stack, modNames []string) *builder {
 			Optimize:        o.optimize,
 			SourceDateEpoch: l.SourceDateEpoch,
 			BuilderImage:    l.Images.Builder.Pinned(),
+			BuilderSnapshot: l.Images.Builder.Snapshot,
 			BuildPackages:   buildPackages,
 			HostTools:       hostTools,
 			HostLibraries:   hostLibraries,
