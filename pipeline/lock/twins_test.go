@@ -49,20 +49,20 @@ var shippedTwins = []struct {
 }{
 	{DefaultPath, "testdata/stack.twin.lock.json", map[string]twinDifference{
 		builderTimePins: {twinBuilderUnpinned, builderTimePinsWhy},
-		Zlib:      {twinBytes, "zlib's own zlib-1.3.1.tar.gz is in no Debian source: Debian repacks it (1.3.dfsg+really1.3.1), whose bytes the twin pins"},
-		PCRE2:     {twinSignature, "Debian forky's pcre2_10.48.orig.tar.gz is the pinned tarball, but no Debian source carries PCRE2's .sig"},
-		OpenSSL:   {twinBytes, "openssl_3.5.9.orig.tar.gz and its .asc are in Debian trixie's source index, but the mirror here answers 404 for them; the twin pins 3.5.7 (signed, the newest 3.5 release served)"},
-		Nginx:     {twinBytes, "nginx_1.30.6.orig.tar.gz and its .asc are in Debian forky's source index, but the mirror here answers 404 for them; the twin pins the git tree of release-1.30.4 (../shared/upstream)"},
-		Brotli:    {twinOnly, "an optional module's source, for the brotli tests"},
-		NgxBrotli: {twinOnly, "an optional module's source, for the brotli tests"},
-		Zstd:      {twinOnly, "an optional module's source, for the zstd tests"},
+		Zlib:            {twinBytes, "zlib's own zlib-1.3.1.tar.gz is in no Debian source: Debian repacks it (1.3.dfsg+really1.3.1), whose bytes the twin pins"},
+		PCRE2:           {twinSignature, "Debian forky's pcre2_10.48.orig.tar.gz is the pinned tarball, but no Debian source carries PCRE2's .sig"},
+		OpenSSL:         {twinBytes, "openssl_3.5.9.orig.tar.gz and its .asc are in Debian trixie's source index, but the mirror here answers 404 for them; the twin pins 3.5.7 (signed, the newest 3.5 release served)"},
+		Nginx:           {twinBytes, "nginx_1.30.6.orig.tar.gz and its .asc are in Debian forky's source index, but the mirror here answers 404 for them; the twin pins the git tree of release-1.30.4 (../shared/upstream)"},
+		Brotli:          {twinOnly, "an optional module's source, for the brotli tests"},
+		NgxBrotli:       {twinOnly, "an optional module's source, for the brotli tests"},
+		Zstd:            {twinOnly, "an optional module's source, for the zstd tests"},
 	}},
 	{AWSLCPath, "testdata/aws-lc.twin.lock.json", map[string]twinDifference{
 		builderTimePins: {twinBuilderUnpinned, builderTimePinsWhy},
-		ZlibNG: {twinBytes, "../shared/upstream's archive of tag 2.2.2 applies zlib-ng's export-ignore rules, so its tree is a subset of the commit's"},
-		AWSLC:  {twinBytes, "../shared/upstream's archive of tag v5.5.0 lacks 12 large test-data files, so its tree is a subset of the commit's"},
-		PCRE2:  {twinSignature, "Debian forky's pcre2_10.48.orig.tar.gz is the pinned tarball, but no Debian source carries PCRE2's .sig"},
-		Nginx:  {twinBytes, "nginx_1.30.6.orig.tar.gz and its .asc are in Debian forky's source index, but the mirror here answers 404 for them; the twin pins the git tree of release-1.30.4 (../shared/upstream)"},
+		ZlibNG:          {twinBytes, "../shared/upstream's archive of tag 2.2.2 applies zlib-ng's export-ignore rules, so its tree is a subset of the commit's"},
+		AWSLC:           {twinBytes, "../shared/upstream's archive of tag v5.5.0 lacks 12 large test-data files, so its tree is a subset of the commit's"},
+		PCRE2:           {twinSignature, "Debian forky's pcre2_10.48.orig.tar.gz is the pinned tarball, but no Debian source carries PCRE2's .sig"},
+		Nginx:           {twinBytes, "nginx_1.30.6.orig.tar.gz and its .asc are in Debian forky's source index, but the mirror here answers 404 for them; the twin pins the git tree of release-1.30.4 (../shared/upstream)"},
 	}},
 }
 

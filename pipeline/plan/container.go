@@ -40,9 +40,9 @@ apt-get install -y --no-install-recommends ` + strings.Join(p.BuildPackages, " "
 		recordEnd(ContainerBuilderRecord)
 }
 
-// ContainerSnapshotConf is the apt configuration file the setup writes when the lock pins
+// containerSnapshotConf is the apt configuration file the setup writes when the lock pins
 // the builder's archive snapshot.
-const ContainerSnapshotConf = "/etc/apt/apt.conf.d/nginx-forge-snapshot"
+const containerSnapshotConf = "/etc/apt/apt.conf.d/nginx-forge-snapshot"
 
 // snapshotLine makes every later apt-get in the builder read the archive as it was at
 // BuilderSnapshot, through apt's own APT::Snapshot option (apt 2.7 and later, Ubuntu
@@ -54,7 +54,7 @@ func (p *Plan) snapshotLine() string {
 	if p.BuilderSnapshot == "" {
 		return ""
 	}
-	return `echo 'APT::Snapshot "` + p.BuilderSnapshot + `";' > ` + ContainerSnapshotConf + "\n"
+	return `echo 'APT::Snapshot "` + p.BuilderSnapshot + `";' > ` + containerSnapshotConf + "\n"
 }
 
 // ContainerSetupCommand is the argv that runs ContainerSetupScript.

@@ -20,6 +20,9 @@ const (
 	testBuilderSnapshot = "20261201T000000Z"
 )
 
+// snapshotConf is the apt configuration file the setup writes the snapshot to.
+const snapshotConf = "/etc/apt/apt.conf.d/nginx-forge-snapshot"
+
 // pinInTime gives l's builder a digest and an archive snapshot, as the shipped locks have.
 func pinInTime(l *lock.Lock) {
 	l.Images.Builder.Digest = testBuilderDigest
@@ -81,7 +84,7 @@ func TestSnapshotOnlyWhenPinned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := bare.ContainerSetupScript(); strings.Contains(s, "Snapshot") || strings.Contains(s, plan.ContainerSnapshotConf) {
+	if s := bare.ContainerSetupScript(); strings.Contains(s, "Snapshot") || strings.Contains(s, snapshotConf) {
 		t.Errorf("setup of a lock without a snapshot mentions one:\n%s", s)
 	}
 	pinInTime(l)
@@ -90,7 +93,7 @@ func TestSnapshotOnlyWhenPinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := p.ContainerSetupScript()
-	conf := strings.Index(s, `echo 'APT::Snapshot "`+testBuilderSnapshot+`";' > `+plan.ContainerSnapshotConf+"\n")
+	conf := strings.Index(s, `echo 'APT::Snapshot "`+testBuilderSnapshot+`";' > `+snapshotConf+"\n")
 	update := strings.Index(s, "apt-get update")
 	if conf < 0 || update < 0 || conf > update {
 		t.Errorf("setup script does not configure the snapshot before apt-get update:\n%s", s)
