@@ -261,7 +261,8 @@ func (r Request) lockFile() string {
 }
 
 // overrideImage applies "REF" or "REF@sha256:..." to dst, so everything downstream (plan,
-// annotations, SBOM) names what was used.
+// annotations, SBOM) names what was used. The lock's archive snapshot stays: it pins the
+// archive the builder installs from, whichever copy of the image is pulled.
 func overrideImage(dst *lock.Image, ref string) error {
 	if ref == "" {
 		return nil
@@ -274,6 +275,7 @@ func overrideImage(dst *lock.Image, ref string) error {
 	if d, ok := r.(name.Digest); ok {
 		img = lock.Image{Ref: strings.SplitN(ref, "@", 2)[0], Digest: d.DigestStr()}
 	}
+	img.Snapshot = dst.Snapshot
 	*dst = img
 	return nil
 }

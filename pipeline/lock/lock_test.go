@@ -471,3 +471,26 @@ func TestNotAnObject(t *testing.T) {
 		}
 	}
 }
+
+// TestPinnedInTime: a builder pinned by digest with an archive snapshot is pinned in time;
+// each pin missing is named by its field.
+func TestPinnedInTime(t *testing.T) {
+	l, err := Parse(mutate(t, func(m map[string]any) {
+		image(m, "builder")["digest"] = "sha256:" + strings.Repeat("ab", 32)
+		image(m, "builder")["snapshot"] = "20261201T000000Z"
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.PinnedInTime() || len(l.MissingTimePins()) != 0 {
+		t.Errorf("pinned builder %+v: PinnedInTime %v, missing %q", l.Images.Builder, l.PinnedInTime(), l.MissingTimePins())
+	}
+	l.Images.Builder.Snapshot = ""
+	if l.PinnedInTime() || strings.Join(l.MissingTimePins(), ",") != "images.builder.snapshot" {
+		t.Errorf("without a snapshot: PinnedInTime %v, missing %q", l.PinnedInTime(), l.MissingTimePins())
+	}
+	l.Images.Builder.Digest, l.Images.Builder.Snapshot = "", "20261201T000000Z"
+	if l.PinnedInTime() || strings.Join(l.MissingTimePins(), ",") != "images.builder.digest" {
+		t.Errorf("without a digest: PinnedInTime %v, missing %q", l.PinnedInTime(), l.MissingTimePins())
+	}
+}
