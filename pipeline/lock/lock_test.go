@@ -494,3 +494,22 @@ func TestPinnedInTime(t *testing.T) {
 		t.Errorf("without a digest: PinnedInTime %v, missing %q", l.PinnedInTime(), l.MissingTimePins())
 	}
 }
+
+// TestFollowed: a tag of its own is followed; without one, or with the digest in the ref,
+// the image stays pinned.
+func TestFollowed(t *testing.T) {
+	d := "sha256:" + strings.Repeat("a", 64)
+	for _, tc := range []struct {
+		im   Image
+		want string
+	}{
+		{Image{Ref: "docker.io/library/ubuntu:24.04", Digest: d}, "docker.io/library/ubuntu:24.04"},
+		{Image{Ref: "docker.io/library/ubuntu:24.04"}, "docker.io/library/ubuntu:24.04"},
+		{Image{Ref: "127.0.0.1:5000/mirror/ubuntu", Digest: d}, "127.0.0.1:5000/mirror/ubuntu@" + d},
+		{Image{Ref: "docker.io/library/ubuntu@" + d}, "docker.io/library/ubuntu@" + d},
+	} {
+		if got := tc.im.Followed(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.im, got, tc.want)
+		}
+	}
+}

@@ -1,5 +1,7 @@
 package lock
 
+import "strings"
+
 // SnapshotLayout is the time layout of Image.Snapshot: Ubuntu's snapshot ID.
 const SnapshotLayout = "20060102T150405Z"
 
@@ -20,4 +22,16 @@ func (l *Lock) MissingTimePins() []string {
 		out = append(out, "images.builder.snapshot")
 	}
 	return out
+}
+
+// Followed is the image as its tag names it, for a tool built beside the build rather than
+// into the image (the smoke client): the Ref when it has a tag of its own and the digest is
+// pinned apart from it, else Pinned. A tag left to move costs such a tool nothing, and it
+// keeps building where only the tag can be pulled (a registry mirror serving a stand-in
+// under it); without a tag in the Ref there is nothing to follow but the digest.
+func (i Image) Followed() string {
+	if i.Digest == "" || strings.Contains(i.Ref, "@") || !strings.Contains(i.Ref[strings.LastIndex(i.Ref, "/")+1:], ":") {
+		return i.Pinned()
+	}
+	return i.Ref
 }
