@@ -205,11 +205,18 @@ func TestDaggerBuildEndToEnd(t *testing.T) {
 	if !strings.Contains(out2, "dagger session --label dagger.io/sdk.name:go") {
 		t.Errorf("-v: the Dagger engine's own progress output is not in the log")
 	}
-	if bd := slsaBuilderDependencies(t, ref); len(bd) != 1 || len(bd[0].Digest["sha256"]) != 64 ||
+	bd, toolchain := slsaBuilderDependencies(t, ref)
+	if len(bd) != 1 || len(bd[0].Digest["sha256"]) != 64 ||
 		!strings.HasPrefix(bd[0].URI, "pkg:oci/ubuntu@sha256:"+bd[0].Digest["sha256"]) {
 		t.Errorf("the provenance's builder images: %+v, want the lock's builder (ubuntu) by the digest the engine pulled", bd)
 	} else {
 		t.Logf("provenance: builder image %s", bd[0].URI)
+	}
+	// The toolchain the builder installed, as the engine read it in the builder.
+	if tc := toolchain["linux/amd64"]; tc["gcc"] == "" || tc["binutils"] == "" || tc["libc6-dev"] == "" || tc[plan.LibcryptPackage] == "" {
+		t.Errorf("the provenance's toolchain for linux/amd64: %v, want gcc, binutils, libc6-dev and %s with their versions", toolchain, plan.LibcryptPackage)
+	} else {
+		t.Logf("provenance: toolchain gcc %s, binutils %s, libc6-dev %s", tc["gcc"], tc["binutils"], tc["libc6-dev"])
 	}
 	if ref2 := digestRef(t, out2); ref2 != ref {
 		t.Errorf("second build pushed %s, the first %s: not reproducible", ref2, ref)

@@ -15,11 +15,12 @@ import (
 
 // slsaBuilderDependencies reads the SLSA provenance attested to ref (REPO@sha256:...) from
 // cosign's layout, REPO:sha256-<hex>.att, and returns its runDetails.builder's
-// builderDependencies (the engine's builder images).
-func slsaBuilderDependencies(t *testing.T, ref string) []struct {
+// builderDependencies (the engine's builder images) and its internal parameters' toolchain
+// (each platform's builder packages by name and version).
+func slsaBuilderDependencies(t *testing.T, ref string) ([]struct {
 	Name, URI string
 	Digest    map[string]string
-} {
+}, map[string]map[string]string) {
 	t.Helper()
 	d, err := name.NewDigest(ref)
 	if err != nil {
@@ -54,6 +55,11 @@ func slsaBuilderDependencies(t *testing.T, ref string) []struct {
 		var st struct {
 			PredicateType string `json:"predicateType"`
 			Predicate     struct {
+				BuildDefinition struct {
+					InternalParameters struct {
+						Toolchain map[string]map[string]string `json:"toolchain"`
+					} `json:"internalParameters"`
+				} `json:"buildDefinition"`
 				RunDetails struct {
 					Builder struct {
 						BuilderDependencies []struct {
@@ -68,9 +74,9 @@ func slsaBuilderDependencies(t *testing.T, ref string) []struct {
 			t.Fatal(err)
 		}
 		if st.PredicateType == "https://slsa.dev/provenance/v1" {
-			return st.Predicate.RunDetails.Builder.BuilderDependencies
+			return st.Predicate.RunDetails.Builder.BuilderDependencies, st.Predicate.BuildDefinition.InternalParameters.Toolchain
 		}
 	}
 	t.Fatalf("%s has no SLSA provenance attestation", ref)
-	return nil
+	return nil, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/nginx-forge/nginx-forge/pipeline/image"
 	"github.com/nginx-forge/nginx-forge/pipeline/plan"
 	"github.com/nginx-forge/nginx-forge/pipeline/progress"
+	"github.com/nginx-forge/nginx-forge/pipeline/sign"
 )
 
 func (b *build) buildAll(ctx context.Context) error {
@@ -61,6 +62,7 @@ func (b *build) buildTarget(ctx context.Context, t *target) error {
 	if err != nil {
 		return err
 	}
+	t.toolchain = b.toolchain(ctx, p)
 	imgOpts := []image.Option{image.WithBaseRef(b.runtimeRef()), image.WithLibcrypt(libcrypt), image.WithOptimize(p.Optimize), image.WithModules(p.Modules)}
 	switch {
 	case p.ProfileSHA256 != "":
@@ -128,4 +130,24 @@ func (b *build) writeBundle(tree string) error {
 	}
 	b.sink.Send(progress.Infof("bundle: %s", strings.Join(files, ", ")))
 	return nil
+}
+
+// toolchain reads the version of each of p's toolchain packages where it was built, for the
+// provenance. A package the engine cannot read (this machine's compiler may come from
+// packages of other names) is left out and said in the detailed log: the provenance
+// records what was read, and no build fails over a record.
+func (b *build) toolchain(ctx context.Context, p *plan.Plan) []sign.NameVersion {
+	var out []sign.NameVersion
+	for _, pkg := range p.ToolchainPackages() {
+		v, err := b.eng.PackageVersion(ctx, p, pkg)
+		if err != nil {
+			if ctx.Err() != nil {
+				return out
+			}
+			b.sink.Send(progress.Detailf("provenance: the version of %s in the builder was not read: %v", pkg, err))
+			continue
+		}
+		out = append(out, sign.NameVersion{Name: pkg, Version: v})
+	}
+	return out
 }

@@ -88,6 +88,8 @@ type target struct {
 	img     v1.Image
 	sbom    []byte
 	res     *PlatformResult
+	// toolchain are the builder's packages and versions the provenance records.
+	toolchain []sign.NameVersion
 }
 
 // Run does the build rs resolved (Request.Resolve) on eng, which it closes. The Result says

@@ -206,7 +206,7 @@ func (b *build) attestations(ts []*target) ([][]byte, sign.Build, error) {
 		build.Platforms = append(build.Platforms, sign.PlatformBuild{
 			Platform: t.plan.Platform.String(), CPU: t.plan.CPU, Optimize: t.plan.Optimize, Modules: t.plan.Modules,
 			Sources: sources, Base: imageDependency(b.runtimeRef(), base.String()),
-			Builder: builderDependency(t.builder.Image),
+			Builder: builderDependency(t.builder.Image), Toolchain: t.toolchain,
 		})
 	}
 	return sboms, build, nil
@@ -250,7 +250,8 @@ func (rs *Resolved) Provenance(engineName string) (sign.Build, error) {
 // provenanceLock is what a provenance states of l: its components by name and version,
 // its source date and its pinned images.
 func provenanceLock(l *lock.Lock) sign.LockParams {
-	p := sign.LockParams{SourceDateEpoch: l.SourceDateEpoch, BuilderImage: l.Images.Builder.Pinned(), RuntimeImage: l.Images.Runtime.Pinned()}
+	p := sign.LockParams{SourceDateEpoch: l.SourceDateEpoch, BuilderImage: l.Images.Builder.Pinned(), RuntimeImage: l.Images.Runtime.Pinned(),
+		BuilderSnapshot: l.Images.Builder.Snapshot}
 	for _, c := range l.Components {
 		p.Components = append(p.Components, sign.NameVersion{Name: c.Name, Version: c.Version})
 	}

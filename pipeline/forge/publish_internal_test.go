@@ -49,6 +49,17 @@ func TestProvenanceReadsTheLockAsPinned(t *testing.T) {
 	if p.SourceDateEpoch != l.SourceDateEpoch || p.BuilderImage != l.Images.Builder.Pinned() || p.RuntimeImage != l.Images.Runtime.Pinned() || p.BuilderImage == "" {
 		t.Errorf("lock parameters %+v, want the lock's source date and pinned images", p)
 	}
+	if p.BuilderSnapshot != l.Images.Builder.Snapshot || p.BuilderSnapshot == "" {
+		t.Errorf("lock parameters %+v, want the builder's archive snapshot %q (the shipped lock pins one)", p, l.Images.Builder.Snapshot)
+	}
+	// --builder-image names another copy of the builder; the lock's snapshot stays.
+	over := *l
+	if err := overrideImage(&over.Images.Builder, "127.0.0.1:5000/mirror/ubuntu:24.04@sha256:"+strings.Repeat("ab", 32)); err != nil {
+		t.Fatal(err)
+	}
+	if over.Images.Builder.Snapshot != l.Images.Builder.Snapshot || over.Images.Builder.Digest != "sha256:"+strings.Repeat("ab", 32) {
+		t.Errorf("builder after --builder-image: %+v, want the new digest and the lock's snapshot %s", over.Images.Builder, l.Images.Builder.Snapshot)
+	}
 	if len(p.Components) != len(l.Components) {
 		t.Fatalf("%d components stated, the lock has %d", len(p.Components), len(l.Components))
 	}

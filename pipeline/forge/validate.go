@@ -261,7 +261,8 @@ func (r Request) lockFile() string {
 }
 
 // overrideImage applies "REF" or "REF@sha256:..." to dst, so everything downstream (plan,
-// annotations, SBOM) names what was used.
+// annotations, SBOM) names what was used. The lock's archive snapshot stays: it pins the
+// archive the builder installs from, whichever copy of the image is pulled.
 func overrideImage(dst *lock.Image, ref string) error {
 	if ref == "" {
 		return nil
@@ -274,6 +275,7 @@ func overrideImage(dst *lock.Image, ref string) error {
 	if d, ok := r.(name.Digest); ok {
 		img = lock.Image{Ref: strings.SplitN(ref, "@", 2)[0], Digest: d.DigestStr()}
 	}
+	img.Snapshot = dst.Snapshot
 	*dst = img
 	return nil
 }
@@ -306,8 +308,23 @@ func (b *build) start(rs *Resolved) {
 		b.sink.Send(progress.Note{Level: progress.Warning, Text: w})
 		b.res.Warnings = append(b.res.Warnings, w)
 	}
+	if w := timePinWarning(b.req, b.l); w != "" {
+		b.sink.Send(progress.Note{Level: progress.Warning, Text: w})
+		b.res.Warnings = append(b.res.Warnings, w)
+	}
 	b.reportAdvisories(rs.advisories)
 	b.reportUnsigned()
+}
+
+// timePinWarning is what a push says when the lock does not pin its builder in time: the
+// image it publishes cannot be rebuilt to the same digest once the builder's tag or its
+// distribution's archive moves (ci rebuild would install another compiler). A local build
+// is not told: it publishes nothing anyone would rebuild.
+func timePinWarning(r Request, l *lock.Lock) string {
+	if !r.Push || l.PinnedInTime() {
+		return ""
+	}
+	return fmt.Sprintf("not reproducible over time: the lock does not pin the builder in time (no %s), so a rebuild once the image tag or the archive moves installs another toolchain and gives another digest; pin them in the lock (docs/verifying.md#a-toolchain-pinned-in-time)", strings.Join(l.MissingTimePins(), ", no "))
 }
 
 // reportUnsigned says how each component without an upstream signature is pinned.

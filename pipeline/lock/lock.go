@@ -166,6 +166,11 @@ type Images struct {
 type Image struct {
 	Ref    string `json:"ref"`
 	Digest string `json:"digest,omitempty"`
+	// Snapshot, on the builder only, is the moment of the distribution archive the builder
+	// installs its packages from, as apt's snapshot option takes it (YYYYMMDDTHHMMSSZ, UTC;
+	// see SnapshotLayout): with Digest it pins the toolchain in time, so a build from an
+	// older lock installs the older compiler and binutils, not the archive's newest.
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 // Pinned returns "ref@digest" when a digest is pinned, else the ref itself.

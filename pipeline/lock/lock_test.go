@@ -120,6 +120,16 @@ func TestParseRejects(t *testing.T) {
 		{"runtime digest short", func(m map[string]any) { image(m, "runtime")["digest"] = "sha256:abc" }, "images.runtime.digest", "sha256:abc"},
 		{"runtime digest bare hex", func(m map[string]any) { image(m, "runtime")["digest"] = strings.Repeat("a", 64) }, "images.runtime.digest", "sha256:"},
 		{"empty image ref", func(m map[string]any) { image(m, "runtime")["ref"] = "" }, "images.runtime.ref", "empty"},
+		{"builder digest all zeros", func(m map[string]any) { image(m, "builder")["digest"] = "sha256:" + strings.Repeat("0", 64) }, "images.builder.digest", "all zeros"},
+		{"runtime ref digest all zeros", func(m map[string]any) {
+			image(m, "runtime")["ref"] = "gcr.io/distroless/base-nossl-debian13@sha256:" + strings.Repeat("0", 64)
+		}, "images.runtime.ref", "crane digest gcr.io/distroless/base-nossl-debian13"},
+		{"snapshot not an apt ID", func(m map[string]any) { image(m, "builder")["snapshot"] = "2026-12-01" }, "images.builder.snapshot", "YYYYMMDDTHHMMSSZ"},
+		{"snapshot without Z", func(m map[string]any) { image(m, "builder")["snapshot"] = "20261201T000000" }, "images.builder.snapshot", "YYYYMMDDTHHMMSSZ"},
+		{"snapshot not a real day", func(m map[string]any) { image(m, "builder")["snapshot"] = "20260231T000000Z" }, "images.builder.snapshot", "20260231T000000Z"},
+		{"snapshot before the service", func(m map[string]any) { image(m, "builder")["snapshot"] = "20230228T235959Z" }, "images.builder.snapshot", "start on 2023-03-01"},
+		{"snapshot past 2100", func(m map[string]any) { image(m, "builder")["snapshot"] = "21000101T000000Z" }, "images.builder.snapshot", "outside"},
+		{"snapshot on the runtime", func(m map[string]any) { image(m, "runtime")["snapshot"] = "20261201T000000Z" }, "images.runtime.snapshot", "only the builder"},
 		{"image ref with space", func(m map[string]any) { image(m, "builder")["ref"] = "ubuntu: 24.04" }, "images.builder.ref", "white space"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -458,6 +468,48 @@ func TestNotAnObject(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "schema: is 0") {
 			t.Errorf("Parse(%q) = %v: the zero lock's complaint", in, err)
+		}
+	}
+}
+
+// TestPinnedInTime: a builder pinned by digest with an archive snapshot is pinned in time;
+// each pin missing is named by its field.
+func TestPinnedInTime(t *testing.T) {
+	l, err := Parse(mutate(t, func(m map[string]any) {
+		image(m, "builder")["digest"] = "sha256:" + strings.Repeat("ab", 32)
+		image(m, "builder")["snapshot"] = "20261201T000000Z"
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.PinnedInTime() || len(l.MissingTimePins()) != 0 {
+		t.Errorf("pinned builder %+v: PinnedInTime %v, missing %q", l.Images.Builder, l.PinnedInTime(), l.MissingTimePins())
+	}
+	l.Images.Builder.Snapshot = ""
+	if l.PinnedInTime() || strings.Join(l.MissingTimePins(), ",") != "images.builder.snapshot" {
+		t.Errorf("without a snapshot: PinnedInTime %v, missing %q", l.PinnedInTime(), l.MissingTimePins())
+	}
+	l.Images.Builder.Digest, l.Images.Builder.Snapshot = "", "20261201T000000Z"
+	if l.PinnedInTime() || strings.Join(l.MissingTimePins(), ",") != "images.builder.digest" {
+		t.Errorf("without a digest: PinnedInTime %v, missing %q", l.PinnedInTime(), l.MissingTimePins())
+	}
+}
+
+// TestFollowed: a tag of its own is followed; without one, or with the digest in the ref,
+// the image stays pinned.
+func TestFollowed(t *testing.T) {
+	d := "sha256:" + strings.Repeat("a", 64)
+	for _, tc := range []struct {
+		im   Image
+		want string
+	}{
+		{Image{Ref: "docker.io/library/ubuntu:24.04", Digest: d}, "docker.io/library/ubuntu:24.04"},
+		{Image{Ref: "docker.io/library/ubuntu:24.04"}, "docker.io/library/ubuntu:24.04"},
+		{Image{Ref: "127.0.0.1:5000/mirror/ubuntu", Digest: d}, "127.0.0.1:5000/mirror/ubuntu@" + d},
+		{Image{Ref: "docker.io/library/ubuntu@" + d}, "docker.io/library/ubuntu@" + d},
+	} {
+		if got := tc.im.Followed(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.im, got, tc.want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -135,6 +136,62 @@ func checkImage(field string, im Image) error {
 	}
 	if im.Digest != "" && !digestRE.MatchString(im.Digest) {
 		return &fieldError{field + ".digest", fmt.Sprintf("%q is not sha256:<64 hex digits>", im.Digest)}
+	}
+	if d := cmpDigest(im); d == zeroDigest {
+		f := field + ".digest"
+		if im.Digest == "" {
+			f = field + ".ref"
+		}
+		return &fieldError{f, "is all zeros, which names no image: take the digest the registry gives for the tag (crane digest " + tagOf(im.Ref) + ", or let check-updates --write pin it)"}
+	}
+	return checkSnapshot(field, im)
+}
+
+// zeroDigest is the sha256 digest of all zeros: a placeholder, never the digest of a manifest.
+var zeroDigest = "sha256:" + strings.Repeat("0", 64)
+
+// cmpDigest is the image's pinned digest, from the digest field or after @ in the ref.
+func cmpDigest(im Image) string {
+	if im.Digest != "" {
+		return im.Digest
+	}
+	if at := strings.Index(im.Ref, "@"); at >= 0 {
+		return im.Ref[at+1:]
+	}
+	return ""
+}
+
+// tagOf is ref without a digest, for the fix a message gives.
+func tagOf(ref string) string {
+	if at := strings.Index(ref, "@"); at >= 0 {
+		return ref[:at]
+	}
+	return ref
+}
+
+// The range a builder snapshot must be in: from 2023-03-01, the first moment Ubuntu's
+// snapshot service serves, to 2100-01-01 (as source_date_epoch: a typo lands past it).
+var (
+	minSnapshot = time.Date(2023, 3, 1, 0, 0, 0, 0, time.UTC)
+	maxSnapshot = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// checkSnapshot checks images.*.snapshot: only the builder has one (the runtime image
+// installs nothing), and it is an apt snapshot ID (SnapshotLayout) within the range above.
+func checkSnapshot(field string, im Image) error {
+	if im.Snapshot == "" {
+		return nil
+	}
+	f := field + ".snapshot"
+	if field != "images.builder" {
+		return &fieldError{f, "is set, but only the builder installs packages from the archive: drop it here (the builder's is images.builder.snapshot)"}
+	}
+	t, err := time.Parse(SnapshotLayout, im.Snapshot)
+	if err != nil || t.Format(SnapshotLayout) != im.Snapshot {
+		return &fieldError{f, fmt.Sprintf("%q is not a snapshot ID as apt's --snapshot takes it: YYYYMMDDTHHMMSSZ in UTC, like 20261201T000000Z (date -u +%%Y%%m%%dT%%H%%M%%SZ)", im.Snapshot)}
+	}
+	if t.Before(minSnapshot) || !t.Before(maxSnapshot) {
+		return &fieldError{f, fmt.Sprintf("%s is outside %s .. %s: the archive's snapshots start on 2023-03-01; give the moment the builder's packages were taken, e.g. the day the lock was last updated", im.Snapshot, minSnapshot.Format(SnapshotLayout), maxSnapshot.Format(SnapshotLayout))}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -22,6 +23,16 @@ const (
 	twinOnly = "twin only"
 )
 
+// twinBuilderUnpinned: the shipped lock pins its builder in time (images.builder.digest and
+// .snapshot) and the twin pins neither; the images are otherwise the same.
+const twinBuilderUnpinned = "builder unpinned"
+
+// builderTimePins is the row of differ (not a component's name) for the builder's pins in time.
+const builderTimePins = "images.builder digest and snapshot"
+
+// builderTimePinsWhy is why no twin pins its builder in time.
+const builderTimePinsWhy = "the real ubuntu:24.04 image and Ubuntu's archive snapshots are unreachable here: the Dagger lab's builder is a Debian stand-in served under the lock's tag, whose apt has no snapshot of Ubuntu's archive, and the lab's engine cache is keyed on the builder reference and setup script as written for an unpinned lock"
+
 // twinDifference is one component in which a twin may differ from its shipped lock, and why.
 type twinDifference struct{ kind, why string }
 
@@ -37,19 +48,21 @@ var shippedTwins = []struct {
 	differ        map[string]twinDifference
 }{
 	{DefaultPath, "testdata/stack.twin.lock.json", map[string]twinDifference{
-		Zlib:      {twinBytes, "zlib's own zlib-1.3.1.tar.gz is in no Debian source: Debian repacks it (1.3.dfsg+really1.3.1), whose bytes the twin pins"},
-		PCRE2:     {twinSignature, "Debian forky's pcre2_10.48.orig.tar.gz is the pinned tarball, but no Debian source carries PCRE2's .sig"},
-		OpenSSL:   {twinBytes, "openssl_3.5.9.orig.tar.gz and its .asc are in Debian trixie's source index, but the mirror here answers 404 for them; the twin pins 3.5.7 (signed, the newest 3.5 release served)"},
-		Nginx:     {twinBytes, "nginx_1.30.6.orig.tar.gz and its .asc are in Debian forky's source index, but the mirror here answers 404 for them; the twin pins the git tree of release-1.30.4 (../shared/upstream)"},
-		Brotli:    {twinOnly, "an optional module's source, for the brotli tests"},
-		NgxBrotli: {twinOnly, "an optional module's source, for the brotli tests"},
-		Zstd:      {twinOnly, "an optional module's source, for the zstd tests"},
+		builderTimePins: {twinBuilderUnpinned, builderTimePinsWhy},
+		Zlib:            {twinBytes, "zlib's own zlib-1.3.1.tar.gz is in no Debian source: Debian repacks it (1.3.dfsg+really1.3.1), whose bytes the twin pins"},
+		PCRE2:           {twinSignature, "Debian forky's pcre2_10.48.orig.tar.gz is the pinned tarball, but no Debian source carries PCRE2's .sig"},
+		OpenSSL:         {twinBytes, "openssl_3.5.9.orig.tar.gz and its .asc are in Debian trixie's source index, but the mirror here answers 404 for them; the twin pins 3.5.7 (signed, the newest 3.5 release served)"},
+		Nginx:           {twinBytes, "nginx_1.30.6.orig.tar.gz and its .asc are in Debian forky's source index, but the mirror here answers 404 for them; the twin pins the git tree of release-1.30.4 (../shared/upstream)"},
+		Brotli:          {twinOnly, "an optional module's source, for the brotli tests"},
+		NgxBrotli:       {twinOnly, "an optional module's source, for the brotli tests"},
+		Zstd:            {twinOnly, "an optional module's source, for the zstd tests"},
 	}},
 	{AWSLCPath, "testdata/aws-lc.twin.lock.json", map[string]twinDifference{
-		ZlibNG: {twinBytes, "../shared/upstream's archive of tag 2.2.2 applies zlib-ng's export-ignore rules, so its tree is a subset of the commit's"},
-		AWSLC:  {twinBytes, "../shared/upstream's archive of tag v5.5.0 lacks 12 large test-data files, so its tree is a subset of the commit's"},
-		PCRE2:  {twinSignature, "Debian forky's pcre2_10.48.orig.tar.gz is the pinned tarball, but no Debian source carries PCRE2's .sig"},
-		Nginx:  {twinBytes, "nginx_1.30.6.orig.tar.gz and its .asc are in Debian forky's source index, but the mirror here answers 404 for them; the twin pins the git tree of release-1.30.4 (../shared/upstream)"},
+		builderTimePins: {twinBuilderUnpinned, builderTimePinsWhy},
+		ZlibNG:          {twinBytes, "../shared/upstream's archive of tag 2.2.2 applies zlib-ng's export-ignore rules, so its tree is a subset of the commit's"},
+		AWSLC:           {twinBytes, "../shared/upstream's archive of tag v5.5.0 lacks 12 large test-data files, so its tree is a subset of the commit's"},
+		PCRE2:           {twinSignature, "Debian forky's pcre2_10.48.orig.tar.gz is the pinned tarball, but no Debian source carries PCRE2's .sig"},
+		Nginx:           {twinBytes, "nginx_1.30.6.orig.tar.gz and its .asc are in Debian forky's source index, but the mirror here answers 404 for them; the twin pins the git tree of release-1.30.4 (../shared/upstream)"},
 	}},
 }
 
@@ -61,7 +74,17 @@ func twinViolations(shipped, twin *Lock, differ map[string]twinDifference) []str
 	if shipped.SourceDateEpoch != twin.SourceDateEpoch {
 		out = append(out, fmt.Sprintf("source_date_epoch: shipped %d, twin %d", shipped.SourceDateEpoch, twin.SourceDateEpoch))
 	}
-	if !reflect.DeepEqual(shipped.Images, twin.Images) {
+	shippedImages := shipped.Images
+	if d, ok := differ[builderTimePins]; ok && d.kind == twinBuilderUnpinned {
+		switch b := shippedImages.Builder; {
+		case b.Digest == "" && b.Snapshot == "":
+			out = append(out, builderTimePins+": listed as differing but the shipped lock pins neither: drop its row")
+		case twin.Images.Builder.Digest != "" || twin.Images.Builder.Snapshot != "":
+			out = append(out, builderTimePins+": the twin pins its builder in time, which the lab cannot build: leave the twin's builder without digest and snapshot")
+		}
+		shippedImages.Builder.Digest, shippedImages.Builder.Snapshot = "", ""
+	}
+	if !reflect.DeepEqual(shippedImages, twin.Images) {
 		out = append(out, fmt.Sprintf("images: shipped %+v, twin %+v", shipped.Images, twin.Images))
 	}
 	if !reflect.DeepEqual(shipped.Profiles, twin.Profiles) && len(twin.Profiles) > 0 {
@@ -73,6 +96,8 @@ func twinViolations(shipped, twin *Lock, differ map[string]twinDifference) []str
 	for _, c := range append(slices.Clone(shipped.Components), twin.Components...) {
 		names[c.Name] = true
 	}
+	differ = maps.Clone(differ)
+	delete(differ, builderTimePins)
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for n := range names {
 			if !yield(n) {
@@ -164,6 +189,8 @@ func TestTwinViolationsCatchPlantedDifferences(t *testing.T) {
 	}{
 		{"another epoch", func(l *Lock) { l.SourceDateEpoch++ }, "source_date_epoch"},
 		{"another runtime", func(l *Lock) { l.Images.Runtime.Ref += "x" }, "images"},
+		{"a builder pinned in time in the twin", func(l *Lock) { l.Images.Builder = b.Lock().Images.Builder }, "the twin pins its builder in time"},
+		{"another builder tag", func(l *Lock) { l.Images.Builder.Ref += "x" }, "images"},
 		{"signature-only row with other bytes", func(l *Lock) { set(l, PCRE2, func(c *Component) { c.SHA256 = strings.Repeat("a", 64) }) }, "pcre2: may differ only by the signature"},
 		{"signature-only row without a reason", func(l *Lock) { set(l, PCRE2, func(c *Component) { c.Unsigned = "" }) }, "pcre2: may differ only by the signature"},
 		{"a shipped component missing", func(l *Lock) {
@@ -187,6 +214,13 @@ func TestTwinViolationsCatchPlantedDifferences(t *testing.T) {
 		delete(differ, Zlib)
 		if v := strings.Join(twinViolations(b.Lock(), load(), differ), "\n"); !strings.Contains(v, "zlib: differs") {
 			t.Errorf("violations %q, want zlib's difference named", v)
+		}
+	})
+	t.Run("a builder row that outlived its reason", func(t *testing.T) {
+		shipped := b.Lock()
+		shipped.Images.Builder.Digest, shipped.Images.Builder.Snapshot = "", ""
+		if v := strings.Join(twinViolations(shipped, load(), st.differ), "\n"); !strings.Contains(v, "pins neither: drop its row") {
+			t.Errorf("violations %q, want the stale builder row named", v)
 		}
 	})
 	t.Run("a row that outlived its reason", func(t *testing.T) {

@@ -34,10 +34,27 @@ func (p *Plan) ContainerSetupScript() string {
 	}
 	return recordStart + `rm -f /etc/apt/apt.conf.d/docker-clean
 ` + cross + `echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' > /etc/apt/apt.conf.d/keep-cache
-export DEBIAN_FRONTEND=noninteractive
+` + p.snapshotLine() + `export DEBIAN_FRONTEND=noninteractive
 apt-get update
 apt-get install -y --no-install-recommends ` + strings.Join(p.BuildPackages, " ") + "\n" +
 		recordEnd(ContainerBuilderRecord)
+}
+
+// containerSnapshotConf is the apt configuration file the setup writes when the lock pins
+// the builder's archive snapshot.
+const containerSnapshotConf = "/etc/apt/apt.conf.d/nginx-forge-snapshot"
+
+// snapshotLine makes every later apt-get in the builder read the archive as it was at
+// BuilderSnapshot, through apt's own APT::Snapshot option (apt 2.7 and later, Ubuntu
+// 24.04's): apt maps each source to its distribution's snapshot service itself, so no
+// service's address is written here, and a newer upload to the live archive cannot change
+// the compiler a lock installs. Empty without a snapshot, so the setup of a lock without
+// one (and its cache key) stays what it was.
+func (p *Plan) snapshotLine() string {
+	if p.BuilderSnapshot == "" {
+		return ""
+	}
+	return `echo 'APT::Snapshot "` + p.BuilderSnapshot + `";' > ` + containerSnapshotConf + "\n"
 }
 
 // ContainerSetupCommand is the argv that runs ContainerSetupScript.

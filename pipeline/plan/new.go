@@ -186,6 +186,21 @@ func PackageVersionCommand(pkg string) []string {
 	return []string{"dpkg-query", "-W", "-f=${Version}", pkg}
 }
 
+// ToolchainPackages are the builder's packages whose installed versions a provenance
+// records: the compiler, binutils, the C library's headers and make, which build-essential
+// (a metapackage, whose own version says nothing of them) brings, then every package the
+// setup installs by name. With the lock's archive snapshot they say exactly which
+// toolchain built the image.
+func (p *Plan) ToolchainPackages() []string {
+	out := []string{"gcc", "binutils", "libc6-dev", "make"}
+	for _, pkg := range p.BuildPackages {
+		if !slices.Contains(out, pkg) {
+			out = append(out, pkg)
+		}
+	}
+	return out
+}
+
 // GlibcVersionCommand is the argv that prints the glibc the build links against ("glibc
 // 2.39"), run where the build runs: the runtime image needs at least that glibc.
 func GlibcVersionCommand() []string {

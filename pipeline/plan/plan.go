@@ -63,6 +63,14 @@ type Plan struct {
 	SourceDateEpoch int64
 	// BuilderImage is the image (ref@digest when pinned) the container executor builds in.
 	BuilderImage string
+	// BuilderSnapshot is the lock's images.builder.snapshot: the moment of the archive the
+	// builder installs BuildPackages from (apt's APT::Snapshot), or "" for the live archive.
+	BuilderSnapshot string
+	// SmokeClientImage is the image the in-engine smoke client is built in: the builder by
+	// its tag (lock.Image.Followed). The client is a test tool, never in the image, and
+	// ci smoke --image builds it from the program's own lock, whichever lock the image
+	// came from.
+	SmokeClientImage string
 	// BuildPackages are the Debian/Ubuntu packages a builder needs (apt-get install names).
 	BuildPackages []string
 	// HostTools are the commands the host executor checks for before starting, each with the

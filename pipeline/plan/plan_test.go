@@ -39,10 +39,16 @@ func TestGolden(t *testing.T) {
 		{"linux-arm64", []plan.Option{plan.WithPlatform(linuxARM64)}, ""},
 		{"linux-amd64-lto", []plan.Option{plan.WithOptimize(plan.OptimizeLTO)}, ""},
 		{"linux-amd64-pgo", []plan.Option{plan.WithOptimize(plan.OptimizePGO)}, ""},
+		// The test lock with its builder pinned in time (pinInTime): the builder line by
+		// digest and the snapshot line; the other goldens, of locks without the pins, do not
+		// show it.
+		{"linux-amd64-pinned", nil, pinnedLock},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := testLock(t)
-			if tc.lock != "" {
+			if tc.lock == pinnedLock {
+				pinInTime(l)
+			} else if tc.lock != "" {
 				var err error
 				if l, err = lock.Load(tc.lock); err != nil {
 					t.Fatal(err)

@@ -21,6 +21,10 @@ func (p *Plan) Render() string {
 	fmt.Fprintf(&b, "optimize: %s\n", p.Optimize)
 	fmt.Fprintf(&b, "source_date_epoch: %d\n", p.SourceDateEpoch)
 	fmt.Fprintf(&b, "builder: %s\n", p.BuilderImage)
+	if p.BuilderSnapshot != "" {
+		// Only when set, so that the renderings of a lock without it do not move.
+		fmt.Fprintf(&b, "builder snapshot: %s\n", p.BuilderSnapshot)
+	}
 	fmt.Fprintf(&b, "build packages: %s\n", strings.Join(p.BuildPackages, " "))
 	for _, t := range p.HostTools {
 		fmt.Fprintf(&b, "host tool: %s (%s)\n", t.Command, t.Package)

@@ -1,6 +1,9 @@
 package plan
 
-import "path"
+import (
+	"cmp"
+	"path"
+)
 
 // The smoke client in the engine: the Dagger engine runs pipeline/smoke's suite from inside
 // the engine with a static build of the module's dedicated smoke client
@@ -85,7 +88,8 @@ const (
 	smokeClientOut     = "/out/smokeclient"
 )
 
-// SmokeClientStep is the client's build for p's platform from p's builder image.
+// SmokeClientStep is the client's build for p's platform from p's builder image, by its
+// tag (SmokeClientImage).
 // CGO_ENABLED=0 makes a static binary, which needs nothing of the image (a distroless base
 // has no libc for other programs to rely on, and none of its version); -trimpath and
 // -buildvcs=false make the same sources give the same bytes.
@@ -95,7 +99,7 @@ func (p *Plan) SmokeClientStep() SmokeClientStep {
 		srcs = append(srcs, d+"/**")
 	}
 	return SmokeClientStep{
-		Image: p.BuilderImage,
+		Image: cmp.Or(p.SmokeClientImage, p.BuilderImage),
 		Setup: append(append([]string(nil), ContainerShell...),
 			"apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends golang-go ca-certificates >/dev/null"),
 		ModFiles: []string{"go.mod", "go.sum"},

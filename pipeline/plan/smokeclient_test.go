@@ -80,6 +80,18 @@ func TestSmokeClientStep(t *testing.T) {
 	if b.Image != p.BuilderImage {
 		t.Errorf("image %q, want the builder %q", b.Image, p.BuilderImage)
 	}
+	// A builder pinned in time: the client follows the builder's tag (it is never in the
+	// image), and the build itself pulls the digest.
+	pinned := *l
+	pinned.Images.Builder.Digest = "sha256:" + strings.Repeat("1", 64)
+	pinned.Images.Builder.Snapshot = "20261201T000000Z"
+	pp, err := plan.New(&pinned, plan.WithPlatform(linuxARM64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pp.SmokeClientStep().Image; got != l.Images.Builder.Ref || pp.BuilderImage != l.Images.Builder.Ref+"@"+pinned.Images.Builder.Digest {
+		t.Errorf("pinned builder: smoke client image %q, want the tag %q; build image %q", got, l.Images.Builder.Ref, pp.BuilderImage)
+	}
 	env := map[string]string{}
 	for _, v := range append(append([]plan.EnvVar(nil), b.Env...), b.BuildEnv...) {
 		env[v.Name] = v.Value

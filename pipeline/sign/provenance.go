@@ -68,6 +68,9 @@ type LockParams struct {
 	Components []NameVersion
 	// BuilderImage and RuntimeImage are the lock's images as pinned (REF@DIGEST).
 	BuilderImage, RuntimeImage string
+	// BuilderSnapshot is the archive snapshot the builder installs its packages from
+	// (lock images.builder.snapshot; "" none).
+	BuilderSnapshot string
 }
 
 // NameVersion is a lock component as the external parameters name it.
@@ -95,6 +98,9 @@ type PlatformBuild struct {
 	// Builder is the image the engine compiled in, as it pulled it; the zero Dependency when
 	// the engine used the machine's own toolchain.
 	Builder Dependency
+	// Toolchain are the builder's installed packages (plan.ToolchainPackages) by name and
+	// version, as the engine read them after the build; empty when it could read none.
+	Toolchain []NameVersion
 }
 
 // Dependency is an image a build read, as its provenance names it: Digest is the manifest
@@ -118,8 +124,14 @@ func provenancePredicate(b Build) (attestation, error) {
 	if builder.BuilderDependencies, err = builderImages(b); err != nil {
 		return attestation{}, err
 	}
+	def := &prov1.BuildDefinition{BuildType: buildType, ExternalParameters: ext, ResolvedDependencies: deps}
+	if in := internalParameters(b); in != nil {
+		if def.InternalParameters, err = structpb.NewStruct(in); err != nil {
+			return attestation{}, fmt.Errorf("provenance: %w", err)
+		}
+	}
 	p := &prov1.Provenance{
-		BuildDefinition: &prov1.BuildDefinition{BuildType: buildType, ExternalParameters: ext, ResolvedDependencies: deps},
+		BuildDefinition: def,
 		RunDetails:      &prov1.RunDetails{Builder: builder},
 	}
 	if err := p.Validate(); err != nil {
@@ -151,7 +163,7 @@ func externalParameters(b Build) map[string]any {
 		"lock": map[string]any{
 			"source_date_epoch": float64(b.Lock.SourceDateEpoch),
 			"components":        comps,
-			"images":            map[string]any{"builder": b.Lock.BuilderImage, "runtime": b.Lock.RuntimeImage},
+			"images":            lockImages(b.Lock),
 		},
 		"platforms": platforms,
 	}
@@ -163,6 +175,39 @@ func externalParameters(b Build) map[string]any {
 		ext["source"] = src
 	}
 	return ext
+}
+
+// lockImages are the lock's images as the external parameters state them, with the
+// builder's archive snapshot when the lock pins one (only then, so that the records of
+// locks without one read as before).
+func lockImages(l LockParams) map[string]any {
+	im := map[string]any{"builder": l.BuilderImage, "runtime": l.RuntimeImage}
+	if l.BuilderSnapshot != "" {
+		im["builder_snapshot"] = l.BuilderSnapshot
+	}
+	return im
+}
+
+// internalParameters are what the build's builder chose rather than the person: the
+// toolchain each platform's builder installed ({"toolchain": {PLATFORM: {PACKAGE:
+// VERSION}}}), which the lock's archive snapshot fixes; nil when no platform recorded one.
+// ci rebuild does not compare them (the external parameters it compares pin them).
+func internalParameters(b Build) map[string]any {
+	tc := map[string]any{}
+	for _, p := range b.Platforms {
+		if len(p.Toolchain) == 0 {
+			continue
+		}
+		pkgs := map[string]any{}
+		for _, nv := range p.Toolchain {
+			pkgs[nv.Name] = nv.Version
+		}
+		tc[p.Platform] = pkgs
+	}
+	if len(tc) == 0 {
+		return nil
+	}
+	return map[string]any{"toolchain": tc}
 }
 
 // builderImages are the images the platforms compiled in, each once.

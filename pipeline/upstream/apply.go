@@ -67,8 +67,12 @@ func (u *updater) applyImages(ctx context.Context, out *lock.Lock, rep *Report) 
 			continue
 		}
 		a.Old = img.Digest
-		done = append(done, a)
 		img.Digest = ir.Latest
+		if ir.Role == "builder" && ir.LatestSnapshot != "" {
+			a.OldSnapshot, a.Snapshot = img.Snapshot, ir.LatestSnapshot
+			img.Snapshot = ir.LatestSnapshot
+		}
+		done = append(done, a)
 	}
 	return done, refused, nil
 }

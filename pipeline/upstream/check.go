@@ -33,6 +33,18 @@ type ImageReport struct {
 	Current string // the locked digest ("" when none is pinned yet)
 	Latest  string // the digest the tag points at now
 	Update  bool
+	// Snapshot and LatestSnapshot are, for the builder, the archive snapshot the lock pins
+	// ("" none) and the one proposed (lock.SnapshotLayout; "" none): the check's day, at
+	// 00:00 UTC, when the builder's digest moves or the lock pins no snapshot yet. A
+	// snapshot alone does not move every day: a new image is what brings a new archive.
+	Snapshot, LatestSnapshot string
+}
+
+// snapshotOf is the archive snapshot a check on the day of now proposes: that day at 00:00
+// UTC, a moment the archive has already passed.
+func snapshotOf(now time.Time) string {
+	y, m, d := now.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Format(lock.SnapshotLayout)
 }
 
 // Report is the result of a check.
@@ -123,6 +135,14 @@ func (ch *checker) Check(ctx context.Context, l *lock.Lock) (*Report, error) {
 				images[i].Latest = d
 				images[i].Update = d != im.img.Digest
 				ch.sink().Send(progress.Detailf("%s image %s: locked %q, now %s", im.role, im.img.Ref, im.img.Digest, d))
+				if im.role == "builder" {
+					images[i].Snapshot = im.img.Snapshot
+					if images[i].Update || im.img.Snapshot == "" {
+						images[i].LatestSnapshot = snapshotOf(now())
+						images[i].Update = images[i].Update || images[i].LatestSnapshot != im.img.Snapshot
+						ch.sink().Send(progress.Detailf("builder archive snapshot: locked %q, proposed %s", im.img.Snapshot, images[i].LatestSnapshot))
+					}
+				}
 			}()
 		}
 	}

@@ -65,6 +65,13 @@ func PRBody(applied []Applied, refused []Refusal, warnings []string) string {
 		for _, a := range images {
 			fmt.Fprintf(&b, "| %s | `%s` | `%s` → `%s` | %s |\n", a.Name, a.Ref, orNoneDigest(a.Old), a.New, strings.Join(a.Platforms, ", "))
 		}
+		for _, a := range images {
+			if a.Snapshot != "" {
+				fmt.Fprintf(&b, "\nThe builder's archive snapshot: `%s` → `%s`. The builder installs its packages (the compiler, binutils, libc headers) "+
+					"from the distribution's archive as it was at that moment (apt's `APT::Snapshot`), so the new toolchain is what this pull request's build installs, and an older lock keeps installing its own.\n",
+					orNoneDigest(a.OldSnapshot), a.Snapshot)
+			}
+		}
 	}
 	var dropped []string
 	for _, a := range applied {

@@ -94,6 +94,9 @@ type Applied struct {
 	// Images only.
 	Ref       string   // the tag followed
 	Platforms []string // what the pinned index covers, e.g. linux/amd64, linux/arm64
+	// Snapshot is, for the builder, the archive snapshot written (lock.SnapshotLayout; ""
+	// unchanged), and OldSnapshot the one it replaced ("" none).
+	Snapshot, OldSnapshot string
 
 	// DroppedProfile is the platform of a recorded PGO profile Apply removed (Old is its
 	// training key): it was trained on the sources or builder this update replaces.

@@ -153,6 +153,8 @@ func TestUpdateWritesVerifiedRelease(t *testing.T) {
 	o.Signature.URL = o.URL + ".asc"
 	want.SetComponent(o)
 	want.Images.Builder.Digest = s.BuilderDigest
+	// The builder's archive snapshot moves with its digest, to the check's day (its clock).
+	want.Images.Builder.Snapshot = "20261202T000000Z"
 	want.Images.Runtime.Digest = s.RuntimeDigest
 	wantBytes, err := want.Marshal()
 	if err != nil {
@@ -163,11 +165,11 @@ func TestUpdateWritesVerifiedRelease(t *testing.T) {
 		t.Fatalf("lock after update:\n%s\nwant:\n%s", after, wantBytes)
 	}
 	// A minimal diff: four lines edited in place (version, url, sha256, signature url) and
-	// one digest line added per image, whose "ref" line above gains JSON's comma; nothing
-	// reordered or reformatted.
+	// one digest line added per image, whose "ref" line above gains JSON's comma, and the
+	// builder's snapshot line after its digest; nothing reordered or reformatted.
 	removed, added := lineDiff(string(before), string(after))
-	if len(removed) != 6 || len(added) != 8 {
-		t.Errorf("diff removes %d and adds %d lines, want 6 and 8:\n-%s\n+%s", len(removed), len(added), strings.Join(removed, "\n-"), strings.Join(added, "\n+"))
+	if len(removed) != 6 || len(added) != 9 {
+		t.Errorf("diff removes %d and adds %d lines, want 6 and 9:\n-%s\n+%s", len(removed), len(added), strings.Join(removed, "\n-"), strings.Join(added, "\n+"))
 	}
 	// The verified tarball is in the source cache, so the build that follows needs no download.
 	if _, err := os.Stat(filepath.Join(cache, "sha256", o.SHA256, upstreamtest.TarballName)); err != nil {

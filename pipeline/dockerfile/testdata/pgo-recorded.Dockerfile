@@ -19,7 +19,7 @@
 #   CPU  the -march level: x86-64, x86-64-v2, x86-64-v3, x86-64-v4;
 #       "native" targets the build machine's CPU and may crash (SIGILL) elsewhere
 
-ARG BUILDER_IMAGE=docker.io/library/ubuntu:24.04
+ARG BUILDER_IMAGE=docker.io/library/ubuntu:24.04@sha256:69cecf4bbf72d2d44a9eef1b71fb98c7fb973d78af11399deccef19beb008ad9
 ARG RUNTIME_IMAGE=gcr.io/distroless/base-nossl-debian13:nonroot
 ARG CPU=x86-64-v3
 
@@ -29,6 +29,7 @@ RUN --mount=type=cache,target=/var/cache/apt,sharing=locked --mount=type=cache,t
 nginx_forge_start=$EPOCHREALTIME
 rm -f /etc/apt/apt.conf.d/docker-clean
 echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' > /etc/apt/apt.conf.d/keep-cache
+echo 'APT::Snapshot "20261201T000000Z";' > /etc/apt/apt.conf.d/nginx-forge-snapshot
 export DEBIAN_FRONTEND=noninteractive
 apt-get update
 apt-get install -y --no-install-recommends build-essential perl libcrypt-dev linux-libc-dev ca-certificates
