@@ -172,7 +172,8 @@ cd "$OUT/src"
 // moduleSetup is the nginx stage's lines that put a third-party module's source where its
 // configure flag points (../NAME, beside nginx's source) and show it its library, by module
 // component (a lock.KindModule row of the component table); "" for one this package has no
-// lines for (TestModulesHaveScripts).
+// lines for (TestModulesHaveScripts). A module without a library whose configure flag is
+// --add-module=../<its component name> needs no lines of its own here.
 func moduleSetup(component string) string {
 	switch component {
 	case lock.NgxBrotli:
@@ -181,8 +182,11 @@ func moduleSetup(component string) string {
 		return zstdNginxModuleSetup
 	case lock.NgxGeoIP2:
 		return geoip2Setup
-	case lock.NgxEcho, lock.NgxFancyindex:
-		// Modules that need nothing but nginx: their source beside nginx's.
+	}
+	if spec, ok := lock.SpecOf(component); ok && spec.Kind == lock.KindModule && len(spec.Requires) == 0 &&
+		spec.ConfigureFlag == "--add-module=../"+component {
+		// A module that needs nothing but nginx (echo, fancyindex): its source beside
+		// nginx's, where its configure flag points.
 		return fmt.Sprintf("cp -R \"$%s/src\" ../%s\n", DepVar(component), component)
 	}
 	return ""

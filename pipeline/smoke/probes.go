@@ -73,7 +73,13 @@ func (r *runner) probeChecks(ctx context.Context) []check {
 			continue
 		}
 		run := probeCheck(m.Name)
-		if run == nil {
+		if r.o.TLS == nil {
+			// The probes are mounted with tls.conf (PrepareTLS): without it there is no
+			// server to ask, as for the TLS checks.
+			run = func(context.Context, *runner) (Status, string) {
+				return Skip, "no /etc/nginx/tls mounted (Options.TLS is nil), which carries the module's check configuration"
+			}
+		} else if run == nil {
 			name := m.Name
 			run = func(context.Context, *runner) (Status, string) {
 				return Fail, "the smoke suite has no check for module " + name + " (pipeline/smoke/probes.go)"

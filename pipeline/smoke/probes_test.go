@@ -101,7 +101,7 @@ func TestProbeChecksNeedTheModulesEffect(t *testing.T) {
 	}
 	rows := func(addr string, modules []string) map[string]Result {
 		t.Helper()
-		r := &runner{t: httpOnly{addr}, o: Options{Expect: Expect{Modules: modules}, StartTimeout: 5 * time.Second, CheckTimeout: 5 * time.Second}}
+		r := &runner{t: httpOnly{addr}, o: Options{Expect: Expect{Modules: modules}, TLS: &TLS{}, StartTimeout: 5 * time.Second, CheckTimeout: 5 * time.Second}}
 		out := map[string]Result{}
 		for _, c := range r.probeChecks(context.Background()) {
 			st, detail := c.run(context.Background(), r)
