@@ -380,6 +380,16 @@ func withZstdModule(t *testing.T) *lock.Lock {
 	return l
 }
 
+// catalogueLock is the module catalogue's test lock (pipeline/lock/testdata/modules.lock.json).
+func catalogueLock(t *testing.T) *lock.Lock {
+	t.Helper()
+	l, err := lock.Load(filepath.Join(testenv.RepoRoot(), "pipeline", "lock", "testdata", "modules.lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // The brotli and zstd modules: compiled in when the lock has them (and the module list
 // allows), each library in its own stage, each module's source copied beside nginx's, and
 // each one's config file shipped only then.
@@ -396,6 +406,7 @@ func TestCompressionModules(t *testing.T) {
 		{"test lock, brotli not selected", testLock(t), []plan.Option{plan.WithModules("http_ssl")}, nil, false},
 		{"with the zstd module", withZstdModule(t), nil, []string{"brotli", "zstd"}, true},
 		{"zstd only", withZstdModule(t), []plan.Option{plan.WithModules("zstd")}, []string{"zstd"}, true},
+		{"the catalogue's test lock", catalogueLock(t), nil, []string{"brotli", "geoip2", "echo", "fancyindex"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := plan.New(tc.lock, tc.opts...)
@@ -442,6 +453,10 @@ func TestCompressionModules(t *testing.T) {
 						}
 					}
 				}
+			}
+			// A module that ships no configuration installs none (no bare files/ directory).
+			if strings.Contains(ng.Script, `"$WORK/files/" `) {
+				t.Errorf("the nginx stage installs a configuration file with no name:\n%s", ng.Script)
 			}
 			hasXZ := strings.Contains(strings.Join(p.BuildPackages, " "), "xz-utils")
 			if hasXZ != tc.xz {

@@ -330,7 +330,9 @@ func nginxBuild(st stack, moduleFlags, moduleNames []string) (string, []string) 
 	for _, name := range moduleNames {
 		if m, _ := lookupModule(name); len(m.Components) > 0 {
 			b.WriteString(moduleSetup(m.Components[0]))
-			confs = append(confs, m.Conf)
+			if m.Conf != "" { // geoip2, echo and fancyindex ship none
+				confs = append(confs, m.Conf)
+			}
 		}
 	}
 	b.WriteString(st.configure + " \\\n")
