@@ -25,10 +25,10 @@ var modulesTestLock = filepath.Join(testenv.RepoRoot(), "pipeline", "lock", "tes
 
 // A hostile module source stops the build before any stage runs, naming the module's file:
 // for each source of each catalogue module (its own and its library's), the mirror serves
-// other bytes in its place, once the real archive with one byte changed and once another
-// real archive (the first module's, which the extractor would accept), and `ci build
-// --modules +MODULE` refuses it, exit 1, with nothing built and nothing cached but the
-// verified sources. Nothing is compiled.
+// the real archive with one byte changed in its place, and once another real archive (the
+// previous module source's, which the extractor would accept), and `ci build --modules
+// +MODULE` refuses it with nothing built and nothing cached but the verified sources.
+// Nothing is compiled.
 func TestBuildRefusesHostileModuleSources(t *testing.T) {
 	mirror := testenv.MirrorDir(t)
 	l, err := lock.Load(modulesTestLock)
@@ -38,7 +38,9 @@ func TestBuildRefusesHostileModuleSources(t *testing.T) {
 	var other []byte // another real archive: a different tree under the pinned name
 	tested := 0
 	for _, m := range plan.Modules {
-		if len(m.Components) == 0 || !l.HasComponents(m.Components...) {
+		// The catalogue's modules (brotli's sources are tested as the twin's, by the
+		// default lock's tests).
+		if len(m.Components) == 0 || m.Encoding != "" || !l.HasComponents(m.Components...) {
 			continue
 		}
 		for _, name := range m.Components {
@@ -48,20 +50,25 @@ func TestBuildRefusesHostileModuleSources(t *testing.T) {
 			if err != nil {
 				testenv.Missing(t, file+" in the mirror", "run .ci/fetch-sources again")
 			}
-			if other == nil {
-				other = real
-				continue // the first archive is the stand-in for the others
-			}
 			flipped := bytes.Clone(real)
 			flipped[len(flipped)/2] ^= 0x01
-			for _, served := range []struct {
+			cases := []struct {
 				what string
 				body []byte
-			}{{"one byte changed", flipped}, {"another module's archive", other}} {
+			}{{"one byte changed", flipped}}
+			if other != nil && tested == 1 {
+				// Once: another real archive, which the extractor would accept.
+				cases = append(cases, struct {
+					what string
+					body []byte
+				}{"another module's archive", other})
+			}
+			other = real
+			for _, served := range cases {
 				t.Run(m.Name+"/"+name+"/"+served.what, func(t *testing.T) {
-					tested++
 					refusedBeforeAnyStage(t, mirror, file, served.body, m.Name, name, c.SHA256)
 				})
+				tested++
 			}
 		}
 	}
