@@ -193,7 +193,7 @@ var specs = []Spec{
 		Requires: []string{Libmaxminddb}},
 	// openresty/echo-nginx-module: responses written by directives (echo, echo_location,
 	// echo_sleep...), for tests and simple endpoints. No signatures, no NVD product.
-	{Name: NgxEcho, Kind: KindModule, Optional: true,
+	{Name: ngxEcho, Kind: KindModule, Optional: true,
 		GitHub: "openresty/echo-nginx-module", Tag: regexp.MustCompile(`^v([0-9]+\.[0-9]+)$`), TagsOnly: true, TopDir: "echo-nginx-module",
 		// LICENSE: the two-clause BSD licence of Yichun Zhang.
 		License: "BSD-2-Clause", LicenseFiles: [][]string{{"LICENSE"}},
@@ -201,7 +201,7 @@ var specs = []Spec{
 		Summary: "responses written by directives (echo, echo_location, echo_sleep...)"},
 	// aperezdc/ngx-fancyindex: directory listings in HTML with a header, footer and sorting
 	// (fancyindex on). No signatures, no NVD product.
-	{Name: NgxFancyindex, Kind: KindModule, Optional: true,
+	{Name: ngxFancyindex, Kind: KindModule, Optional: true,
 		GitHub: "aperezdc/ngx-fancyindex", Tag: regexp.MustCompile(`^v([0-9]+\.[0-9]+\.[0-9]+)$`), TagsOnly: true, TopDir: "ngx-fancyindex",
 		// LICENSE: the two-clause BSD licence.
 		License: "BSD-2-Clause", LicenseFiles: [][]string{{"LICENSE"}},

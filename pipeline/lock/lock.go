@@ -94,10 +94,10 @@ const (
 	Libmaxminddb = "libmaxminddb"
 	// NgxGeoIP2 is leev/ngx_http_geoip2_module, variables from a MaxMind DB (geoip2 {}).
 	NgxGeoIP2 = "ngx_http_geoip2_module"
-	// NgxEcho is openresty/echo-nginx-module (echo, echo_location...).
-	NgxEcho = "echo_nginx_module"
-	// NgxFancyindex is aperezdc/ngx-fancyindex, directory listings in HTML (fancyindex).
-	NgxFancyindex = "ngx_fancyindex"
+	// ngxEcho is openresty/echo-nginx-module (echo, echo_location...).
+	ngxEcho = "echo_nginx_module"
+	// ngxFancyindex is aperezdc/ngx-fancyindex, directory listings in HTML (fancyindex).
+	ngxFancyindex = "ngx_fancyindex"
 )
 
 // optionalOrder is the order optional components are built in and written in (after
