@@ -14,7 +14,8 @@ import (
 )
 
 const modulesHelp = `List the nginx modules a build can compile in: whether the default set has each one (for
-the lock given), what it adds, and what it needs.
+the lock given), what it adds, and what it needs; for a third-party module, each of its
+components with the version the lock pins and its licence.
 
 --modules on build, pgo-profile, dockerfile and smoke takes either a plain list, which
 replaces the default set, or +name and -name entries, which change it:
@@ -22,8 +23,9 @@ replaces the default set, or +name and -name entries, which change it:
   go run ./ci build --modules +mail,+mail_ssl,-http_v3       # the default set, changed
   go run ./ci build --modules http_ssl,http_v2,pcre-jit      # exactly these
 
-The third-party modules (brotli, zstd) are built from lock components; they are in the
-default set when the lock has those components.`
+The third-party modules (brotli, zstd, geoip2, echo, fancyindex) are built from lock
+components; they are in the default set when the lock has those components
+(pipeline/lock/testdata/modules.lock.json pins the catalogue's).`
 
 func init() {
 	register(&command{
@@ -65,6 +67,7 @@ func printModules(w io.Writer, l *lock.Lock) error {
 			needs = append(needs, "module "+strings.Join(m.Requires, ", "))
 		}
 		if len(m.Components) > 0 {
+			adds += " [" + componentFacts(l, m.Components) + "]"
 			c := "lock components " + strings.Join(m.Components, ", ")
 			if !l.HasComponents(m.Components...) {
 				c += " (not in this lock)"
@@ -81,4 +84,22 @@ func printModules(w io.Writer, l *lock.Lock) error {
 	}
 	fmt.Fprintln(w, "\n--modules +a,-b changes the default set; --modules a,b replaces it.")
 	return nil
+}
+
+// componentFacts is a third-party module's components as `ci modules` shows them: each
+// one's version in l (when l has it) and its licence (the component table's), "name
+// version licence", comma-separated.
+func componentFacts(l *lock.Lock, names []string) string {
+	var out []string
+	for _, n := range names {
+		f := n
+		if c, ok := l.Component(n); ok {
+			f += " " + c.Version
+		}
+		if spec, ok := lock.SpecOf(n); ok {
+			f += " " + spec.License
+		}
+		out = append(out, f)
+	}
+	return strings.Join(out, ", ")
 }

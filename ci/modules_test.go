@@ -43,6 +43,17 @@ func TestModulesCommand(t *testing.T) {
 		if m.Summary == "" || !strings.Contains(strings.Join(row[1:], " "), m.Summary) {
 			t.Errorf("module %s: %q lacks what it adds (%q)", m.Name, row, m.Summary)
 		}
+		// A third-party module names each component with its version and licence.
+		for _, name := range m.Components {
+			want := name
+			if c, ok := l.Component(name); ok {
+				want += " " + c.Version
+			}
+			spec, _ := lock.SpecOf(name)
+			if want += " " + spec.License; !strings.Contains(strings.Join(row[1:], " "), want) {
+				t.Errorf("module %s: %q lacks %q", m.Name, row, want)
+			}
+		}
 	}
 }
 
@@ -52,6 +63,8 @@ func TestBuildModulesErrorsBeforeFetch(t *testing.T) {
 		{"+brotil", `unknown nginx module "brotil"`},
 		{"-zstd,mail", "mixes plain names"},
 		{"-http_ssl", `"http_v3" needs module "http_ssl"`},
+		// A catalogue module whose components the lock lacks (the test twin has none of geoip2's).
+		{"+geoip2", `nginx module "geoip2" is built from the lock components ngx_http_geoip2_module and libmaxminddb`},
 	} {
 		srv, requests := countingMirror(t)
 		var stdout, stderr bytes.Buffer

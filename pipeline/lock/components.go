@@ -175,6 +175,38 @@ var specs = []Spec{
 		Module: "zstd", ConfigureFlag: "--add-module=../zstd_nginx_module", Conf: "compression.d/zstd.conf",
 		Summary:  "zstd compression of responses and .zst files (zstd-nginx-module)",
 		Requires: []string{Zstd}, Encoding: "zstd"},
+	// maxmind/libmaxminddb, the reader of MaxMind DB files the geoip2 module links. No
+	// signatures upstream; no NVD product.
+	{Name: Libmaxminddb, Kind: kindLibrary, Optional: true,
+		GitHub: "maxmind/libmaxminddb", Tag: regexp.MustCompile(`^([0-9]+\.[0-9]+\.[0-9]+)$`),
+		// LICENSE: the Apache License 2.0 (NOTICE names MaxMind's copyright).
+		License: "Apache-2.0", LicenseFiles: [][]string{{"LICENSE"}, {"NOTICE"}}},
+	// leev/ngx_http_geoip2_module: variables (a country, a city...) looked up in a MaxMind
+	// DB by the client's address or any variable. No signatures, no NVD product. It ships no
+	// configuration: the database is the user's to mount (docs/using.md says where).
+	{Name: NgxGeoIP2, Kind: KindModule, Optional: true,
+		GitHub: "leev/ngx_http_geoip2_module", Tag: regexp.MustCompile(`^([0-9]+\.[0-9]+)$`), TagsOnly: true, TopDir: "ngx_http_geoip2_module",
+		// LICENSE: the two-clause BSD licence of Lee Valentine.
+		License: "BSD-2-Clause", LicenseFiles: [][]string{{"LICENSE"}},
+		Module: "geoip2", ConfigureFlag: "--add-module=../ngx_http_geoip2_module",
+		Summary:  "variables from a MaxMind GeoIP2/GeoLite2 database you mount (geoip2 {}), for http and stream",
+		Requires: []string{Libmaxminddb}},
+	// openresty/echo-nginx-module: responses written by directives (echo, echo_location,
+	// echo_sleep...), for tests and simple endpoints. No signatures, no NVD product.
+	{Name: ngxEcho, Kind: KindModule, Optional: true,
+		GitHub: "openresty/echo-nginx-module", Tag: regexp.MustCompile(`^v([0-9]+\.[0-9]+)$`), TagsOnly: true, TopDir: "echo-nginx-module",
+		// LICENSE: the two-clause BSD licence of Yichun Zhang.
+		License: "BSD-2-Clause", LicenseFiles: [][]string{{"LICENSE"}},
+		Module: "echo", ConfigureFlag: "--add-module=../echo_nginx_module",
+		Summary: "responses written by directives (echo, echo_location, echo_sleep...)"},
+	// aperezdc/ngx-fancyindex: directory listings in HTML with a header, footer and sorting
+	// (fancyindex on). No signatures, no NVD product.
+	{Name: ngxFancyindex, Kind: KindModule, Optional: true,
+		GitHub: "aperezdc/ngx-fancyindex", Tag: regexp.MustCompile(`^v([0-9]+\.[0-9]+\.[0-9]+)$`), TagsOnly: true, TopDir: "ngx-fancyindex",
+		// LICENSE: the two-clause BSD licence.
+		License: "BSD-2-Clause", LicenseFiles: [][]string{{"LICENSE"}},
+		Module: "fancyindex", ConfigureFlag: "--add-module=../ngx_fancyindex",
+		Summary: "directory listings in HTML with header, footer and sorting (fancyindex)"},
 }
 
 // Specs is the component table, in build and write order.

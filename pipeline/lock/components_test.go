@@ -55,7 +55,7 @@ func TestComponentTable(t *testing.T) {
 	}
 	// The order is the lock's write order and the build's: a change is a change of every
 	// lock file's bytes.
-	if want := []string{Zlib, ZlibNG, PCRE2, OpenSSL, AWSLC, Nginx, Brotli, NgxBrotli, Zstd, ZstdNginxModule}; !slices.Equal(AllComponents(), want) {
+	if want := []string{Zlib, ZlibNG, PCRE2, OpenSSL, AWSLC, Nginx, Brotli, NgxBrotli, Zstd, ZstdNginxModule, Libmaxminddb, NgxGeoIP2, ngxEcho, ngxFancyindex}; !slices.Equal(AllComponents(), want) {
 		t.Errorf("AllComponents() = %v, want %v", AllComponents(), want)
 	}
 	if !slices.Equal(TLSLibraries, []string{OpenSSL, AWSLC}) || !slices.Equal(ZlibLibraries, []string{Zlib, ZlibNG}) {

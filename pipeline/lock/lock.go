@@ -90,6 +90,14 @@ const (
 	// ZstdNginxModule is the zstd filter and zstd_static modules (tokers/zstd-nginx-module).
 	// Underscores, not the project's dashes: stage names become DEP_<NAME> variables.
 	ZstdNginxModule = "zstd_nginx_module"
+	// Libmaxminddb is maxmind/libmaxminddb, the MaxMind DB reader the geoip2 module links.
+	Libmaxminddb = "libmaxminddb"
+	// NgxGeoIP2 is leev/ngx_http_geoip2_module, variables from a MaxMind DB (geoip2 {}).
+	NgxGeoIP2 = "ngx_http_geoip2_module"
+	// ngxEcho is openresty/echo-nginx-module (echo, echo_location...).
+	ngxEcho = "echo_nginx_module"
+	// ngxFancyindex is aperezdc/ngx-fancyindex, directory listings in HTML (fancyindex).
+	ngxFancyindex = "ngx_fancyindex"
 )
 
 // optionalOrder is the order optional components are built in and written in (after

@@ -386,6 +386,16 @@ func withZstdModule(t *testing.T) *lock.Lock {
 	return l
 }
 
+// catalogueLock is the module catalogue's test lock (pipeline/lock/testdata/modules.lock.json).
+func catalogueLock(t *testing.T) *lock.Lock {
+	t.Helper()
+	l, err := lock.Load(filepath.Join(testenv.RepoRoot(), "pipeline", "lock", "testdata", "modules.lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // The brotli and zstd modules: compiled in when the lock has them (and the module list
 // allows), each library in its own stage, each module's source copied beside nginx's, and
 // each one's config file shipped only then.
@@ -402,6 +412,7 @@ func TestCompressionModules(t *testing.T) {
 		{"test lock, brotli not selected", testLock(t), []plan.Option{plan.WithModules("http_ssl")}, nil, false},
 		{"with the zstd module", withZstdModule(t), nil, []string{"brotli", "zstd"}, true},
 		{"zstd only", withZstdModule(t), []plan.Option{plan.WithModules("zstd")}, []string{"zstd"}, true},
+		{"the catalogue's test lock", catalogueLock(t), nil, []string{"brotli", "geoip2", "echo", "fancyindex"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := plan.New(tc.lock, tc.opts...)
@@ -417,13 +428,22 @@ func TestCompressionModules(t *testing.T) {
 				if len(m.Components) == 0 {
 					continue
 				}
-				_, hasStage := p.Stage(m.Components[1])
+				// A module's libraries (none for one that needs only nginx) and its
+				// configuration file (none for one that ships none) follow the module.
+				hasStage := want[m.Name]
+				for _, lib := range m.Components[1:] {
+					_, has := p.Stage(lib)
+					hasStage = has
+				}
 				_, hasSource := p.Stage(m.Components[0])
 				hasFlag := strings.Contains(ng.Script, m.Flag+" ")
-				hasConf := strings.Contains(ng.Script, "etc/nginx/"+m.Conf)
-				shipped := false
-				for _, f := range ng.Files {
-					shipped = shipped || f.Path == "files/"+m.Conf
+				hasConf, shipped := want[m.Name], want[m.Name]
+				if m.Conf != "" {
+					hasConf = strings.Contains(ng.Script, "etc/nginx/"+m.Conf)
+					shipped = false
+					for _, f := range ng.Files {
+						shipped = shipped || f.Path == "files/"+m.Conf
+					}
 				}
 				inList := strings.Contains(" "+strings.Join(p.Modules, " ")+" ", " "+m.Name+" ")
 				for what, got := range map[string]bool{"library stage": hasStage, "source stage": hasSource,
@@ -439,6 +459,10 @@ func TestCompressionModules(t *testing.T) {
 						}
 					}
 				}
+			}
+			// A module that ships no configuration installs none (no bare files/ directory).
+			if strings.Contains(ng.Script, `"$WORK/files/" `) {
+				t.Errorf("the nginx stage installs a configuration file with no name:\n%s", ng.Script)
 			}
 			hasXZ := strings.Contains(strings.Join(p.BuildPackages, " "), "xz-utils")
 			if hasXZ != tc.xz {

@@ -113,6 +113,8 @@ func moduleLibraryScript(component string) string {
 		return brotliScript
 	case lock.Zstd:
 		return zstdScript
+	case lock.Libmaxminddb:
+		return libmaxminddbScript
 	}
 	return ""
 }
@@ -139,6 +141,24 @@ make -C lib -j"$JOBS" libzstd.a ZSTD_LEGACY_SUPPORT=0
 make -C lib install-static install-includes PREFIX=/usr DESTDIR="$OUT" ZSTD_LEGACY_SUPPORT=0
 ` + licenseScript(lock.Zstd) + epilogue
 
+var libmaxminddbScript = preludeAnyTar + `# Static, the library only (no mmdblookup, no tests). Its build is CMake or autotools (and
+# its tag archives carry no configure); neither is needed for two C files: compiled here
+# directly, with the configuration header its build would write (unsigned __int128 exists
+# on amd64 and arm64 with GCC, so neither uint128 fallback is used).
+export CFLAGS="$CFLAGS -ffile-prefix-map=$WORK=/build/libmaxminddb"
+sed -e 's|^#undef MMDB_UINT128_IS_BYTE_ARRAY|#define MMDB_UINT128_IS_BYTE_ARRAY 0|' \
+  include/maxminddb_config.h.in > include/maxminddb_config.h
+version=$(sed -n '/^project(maxminddb/,/)/s/^ *VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+[ -n "$version" ] || { echo "libmaxminddb: no version in CMakeLists.txt" >&2; exit 1; }
+for f in maxminddb data-pool; do
+  cc $CFLAGS -DPACKAGE_VERSION="\"$version\"" -Iinclude -c "src/$f.c" -o "$f.o"
+done
+ar rcD libmaxminddb.a maxminddb.o data-pool.o
+install -D -m 0644 libmaxminddb.a "$OUT/usr/lib/libmaxminddb.a"
+install -D -m 0644 include/maxminddb.h "$OUT/usr/include/maxminddb.h"
+install -m 0644 include/maxminddb_config.h "$OUT/usr/include/maxminddb_config.h"
+` + licenseScript(lock.Libmaxminddb) + epilogue
+
 // moduleSourceScript stages a third-party nginx module's verified source as OUT/src: the
 // nginx stage compiles it (--add-module) with nginx's own flags.
 func moduleSourceScript(component string) string {
@@ -152,13 +172,22 @@ cd "$OUT/src"
 // moduleSetup is the nginx stage's lines that put a third-party module's source where its
 // configure flag points (../NAME, beside nginx's source) and show it its library, by module
 // component (a lock.KindModule row of the component table); "" for one this package has no
-// lines for (TestModulesHaveScripts).
+// lines for (TestModulesHaveScripts). A module without a library whose configure flag is
+// --add-module=../<its component name> needs no lines of its own here.
 func moduleSetup(component string) string {
 	switch component {
 	case lock.NgxBrotli:
 		return ngxBrotliSetup
 	case lock.ZstdNginxModule:
 		return zstdNginxModuleSetup
+	case lock.NgxGeoIP2:
+		return geoip2Setup
+	}
+	if spec, ok := lock.SpecOf(component); ok && spec.Kind == lock.KindModule && len(spec.Requires) == 0 &&
+		spec.ConfigureFlag == "--add-module=../"+component {
+		// A module that needs nothing but nginx (echo, fancyindex): its source beside
+		// nginx's, where its configure flag points.
+		return fmt.Sprintf("cp -R \"$%s/src\" ../%s\n", DepVar(component), component)
 	}
 	return ""
 }
@@ -176,6 +205,12 @@ var zstdNginxModuleSetup = `# The zstd module takes its library from ZSTD_INC an
 # recorded by nginx -V) and prefers the static libzstd.a there.
 cp -R "$DEP_ZSTD_NGINX_MODULE/src" ../zstd_nginx_module
 export ZSTD_INC="$DEP_ZSTD/usr/include" ZSTD_LIB="$DEP_ZSTD/usr/lib"
+`
+
+var geoip2Setup = `# The geoip2 module's config test links -lmaxminddb: the libmaxminddb stage's static library
+# and headers, through the search paths (not recorded by nginx -V).
+cp -R "$DEP_NGX_HTTP_GEOIP2_MODULE/src" ../ngx_http_geoip2_module
+export CPATH="$CPATH:$DEP_LIBMAXMINDDB/usr/include" LIBRARY_PATH="$LIBRARY_PATH:$DEP_LIBMAXMINDDB/usr/lib"
 `
 
 // nginxScript configures nginx for the runtime contract (see /usr/sbin/nginx and /etc/nginx
@@ -295,7 +330,9 @@ func nginxBuild(st stack, moduleFlags, moduleNames []string) (string, []string) 
 	for _, name := range moduleNames {
 		if m, _ := lookupModule(name); len(m.Components) > 0 {
 			b.WriteString(moduleSetup(m.Components[0]))
-			confs = append(confs, m.Conf)
+			if m.Conf != "" { // geoip2, echo and fancyindex ship none
+				confs = append(confs, m.Conf)
+			}
 		}
 	}
 	b.WriteString(st.configure + " \\\n")

@@ -188,22 +188,27 @@ func (b *builder) moduleStages(modFlags []string) {
 		if len(m.Components) == 0 {
 			continue
 		}
-		mod, lib := m.Components[0], m.Components[1]
-		b.p.Stages = append(b.p.Stages,
-			Stage{
+		// The module's source first, then the libraries it links (none for a module that
+		// needs only nginx).
+		mod, libs := m.Components[0], m.Components[1:]
+		for _, lib := range libs {
+			b.p.Stages = append(b.p.Stages, Stage{
 				Name:   lib,
 				Source: b.src(lib),
 				Env:    b.common(b.opt(b.f.cflags(), EnvVar{"CFLAGS", b.f.cflags()}, EnvVar{"LDFLAGS", b.f.ldflags()})...),
 				Script: moduleLibraryScript(lib),
-			},
-			Stage{
-				Name:   mod,
-				Source: b.src(mod),
-				Env:    b.common(),
-				Script: moduleSourceScript(mod),
 			})
-		b.nginxDeps = append(b.nginxDeps, lib, mod)
-		b.shippedNames = append(b.shippedNames, m.Conf)
+		}
+		b.p.Stages = append(b.p.Stages, Stage{
+			Name:   mod,
+			Source: b.src(mod),
+			Env:    b.common(),
+			Script: moduleSourceScript(mod),
+		})
+		b.nginxDeps = append(append(b.nginxDeps, libs...), mod)
+		if m.Conf != "" {
+			b.shippedNames = append(b.shippedNames, m.Conf)
+		}
 	}
 	b.modFlags = modFlags
 	b.nginxScript = nginxScript(b.st, modFlags, b.modNames)

@@ -60,7 +60,7 @@ func TestPrepareTLS(t *testing.T) {
 	}
 	parent := t.TempDir()
 	for _, http3 := range []bool{true, false} {
-		mat, dir, err := PrepareTLS(conf, http3, parent, os.Getuid(), os.Getgid())
+		mat, dir, err := PrepareTLS(conf, http3, parent, os.Getuid(), os.Getgid(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func TestPrepareTLS(t *testing.T) {
 			t.Errorf("http3 %v: tls.conf has QUIC lines: %v\n%s", http3, got, tlsConf)
 		}
 	}
-	if _, _, err := PrepareTLS([]byte("http {}\n"), true, parent, 0, 0); err == nil || !strings.Contains(err.Error(), "nginx.conf") {
+	if _, _, err := PrepareTLS([]byte("http {}\n"), true, parent, 0, 0, nil); err == nil || !strings.Contains(err.Error(), "nginx.conf") {
 		t.Errorf("nginx.conf without the tls.conf block: %v, want an error naming nginx.conf", err)
 	}
 	if left, _ := os.ReadDir(parent); len(left) != 2 {

@@ -300,7 +300,7 @@ func Run(ctx context.Context, t Target, o Options) Report {
 	rec := &recorder{Target: t}
 	r := &runner{t: rec, o: o, ctx: ctx}
 	var rep Report
-	for _, c := range r.checks() {
+	for _, c := range r.checks(r.probeChecks(ctx)) {
 		if ctx.Err() != nil {
 			rep.Interrupted = context.Cause(ctx)
 			rep.NotRun = append(rep.NotRun, c.name)
@@ -328,17 +328,18 @@ func Run(ctx context.Context, t Target, o Options) Report {
 	return rep
 }
 
-// Checks names every check Run runs, in order: a gate that requires every check to run
-// counts them against this.
+// Checks names every check Run runs, in order, for an image without catalogue modules (each
+// one it has adds its own check after the compression checks: probeChecks): a gate that
+// requires every check to run counts them against this.
 func Checks() []string {
 	var names []string
-	for _, c := range (&runner{}).checks() {
+	for _, c := range (&runner{}).checks(nil) {
 		names = append(names, c.name)
 	}
 	return names
 }
 
-func (r *runner) checks() []check {
+func (r *runner) checks(probes []check) []check {
 	checks := []check{
 		{CheckNoShell, checkNoShell},
 		{CheckPIE, elfCheck(checkPIE)},
@@ -356,6 +357,7 @@ func (r *runner) checks() []check {
 		{CheckGzip, checkGzip},
 	}
 	checks = append(checks, encodingChecks()...) // CheckBrotli, CheckZstd
+	checks = append(checks, probes...)           // the catalogue modules the image has
 	return append(checks, []check{
 		{CheckTLS13, checkTLS13},
 		{CheckTLSVersions, checkTLSVersions},

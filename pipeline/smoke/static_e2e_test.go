@@ -73,7 +73,7 @@ func staticReportFor(t *testing.T, root string, o Options) Report {
 	r := &runner{t: NotStarted(root, errors.New("static test")), o: o}
 	r.o.defaults()
 	var rep Report
-	for _, c := range r.checks() {
+	for _, c := range r.checks(nil) {
 		if !slices.Contains(staticChecks, c.name) {
 			continue
 		}

@@ -11,10 +11,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -79,9 +81,10 @@ func NewTLS() (*TLS, error) {
 }
 
 // WriteDir writes the directory users mount at /etc/nginx/tls: tls.crt, tls.key and
-// tls.conf (conf, see TLSConf). The key is readable only by uid/gid (the container's user),
-// as a Kubernetes secret with fsGroup would be; ownership is only set when running as root.
-func (t *TLS) WriteDir(dir string, conf []byte, uid, gid int) error {
+// tls.conf (conf, see TLSConf), and the extra files given (the catalogue modules' probes,
+// probeFiles). The key is readable only by uid/gid (the container's user), as a Kubernetes
+// secret with fsGroup would be; ownership is only set when running as root.
+func (t *TLS) WriteDir(dir string, conf []byte, uid, gid int, extra ...map[string][]byte) error {
 	files := []struct {
 		name string
 		data []byte
@@ -90,6 +93,15 @@ func (t *TLS) WriteDir(dir string, conf []byte, uid, gid int) error {
 		{"tls.crt", t.CertPEM, 0o644},
 		{"tls.key", t.KeyPEM, 0o600},
 		{"tls.conf", conf, 0o644},
+	}
+	for _, e := range extra {
+		for _, name := range slices.Sorted(maps.Keys(e)) {
+			files = append(files, struct {
+				name string
+				data []byte
+				mode os.FileMode
+			}{name, e[name], 0o644})
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("making TLS directory: %w", err)
@@ -169,14 +181,21 @@ func TLSConf(nginxConf []byte, http3 bool) ([]byte, error) {
 // turn on HTTPS, HTTP/2 and HTTP/3 the way users do: a fresh certificate (NewTLS) and the
 // tls.conf documented in the image's own nginx.conf (nginxConf, so the test proves the
 // documentation works), its QUIC lines kept when http3 (decide it with Expect.Wants and
-// HTTP3ModuleFlag). The directory is new, under parent ("": the system's temporary directory),
+// HTTP3ModuleFlag); wants, when not nil, says which catalogue modules the image must have,
+// whose probes (probeFiles) the directory then carries too. The directory is new, under parent ("": the system's temporary directory),
 // and searchable by the container's user; the key is readable only by uid/gid (WriteDir).
 // The runner mounts dir, runs the suite with Options.TLS set to the material, and removes
 // dir afterwards.
-func PrepareTLS(nginxConf []byte, http3 bool, parent string, uid, gid int) (mat *TLS, dir string, err error) {
+func PrepareTLS(nginxConf []byte, http3 bool, parent string, uid, gid int, wants func(flag string) bool) (mat *TLS, dir string, err error) {
 	conf, err := TLSConf(nginxConf, http3)
 	if err != nil {
 		return nil, "", fmt.Errorf("the image's nginx.conf: %w", err)
+	}
+	probes := map[string][]byte{}
+	if wants != nil {
+		if probes, err = probeFiles(wants); err != nil {
+			return nil, "", err
+		}
 	}
 	if mat, err = NewTLS(); err != nil {
 		return nil, "", err
@@ -189,7 +208,7 @@ func PrepareTLS(nginxConf []byte, http3 bool, parent string, uid, gid int) (mat 
 		os.RemoveAll(dir)
 		return nil, "", fmt.Errorf("making the TLS directory: %w", err)
 	}
-	if err := mat.WriteDir(dir, conf, uid, gid); err != nil {
+	if err := mat.WriteDir(dir, conf, uid, gid, probes); err != nil {
 		os.RemoveAll(dir)
 		return nil, "", err
 	}

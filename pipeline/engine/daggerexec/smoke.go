@@ -32,7 +32,7 @@ func (e *Executor) Smoke(ctx context.Context, p *plan.Plan, img v1.Image, o smok
 	// always names them: no nginx -V is needed before the service starts).
 	http3 := o.Expect.Wants(smoke.HTTP3ModuleFlag, nil)
 	uid, gid := plan.Runtime.UID(), plan.Runtime.GID()
-	mat, dir, err := smoke.PrepareTLS(conf, http3, "", uid, gid)
+	mat, dir, err := smoke.PrepareTLS(conf, http3, "", uid, gid, func(flag string) bool { return o.Expect.Wants(flag, nil) })
 	if err != nil {
 		return smoke.Report{}, fmt.Errorf("dagger smoke: %w", err)
 	}

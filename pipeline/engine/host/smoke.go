@@ -105,22 +105,30 @@ func prepareTLS(ctx context.Context, b *ocirun.Bundle, o smoke.Options) (*smoke.
 		bin = plan.Runtime.Binary
 	}
 	var runErr error
-	http3 := o.Expect.Wants(smoke.HTTP3ModuleFlag, func() string {
-		so, se, code, err := b.Run(ctx, []string{bin, "-V"}, runtimeTmpfs())
-		if err != nil {
-			runErr = fmt.Errorf("running nginx -V to see its modules: %w", err)
-		}
-		if err != nil || code != 0 {
-			// A failing nginx -V: the checks will show why; test without QUIC meanwhile.
-			return ""
-		}
-		return string(so) + string(se)
-	})
+	var nginxV *string // run once, for QUIC and the catalogue modules' probes
+	wants := func(flag string) bool {
+		return o.Expect.Wants(flag, func() string {
+			if nginxV == nil {
+				so, se, code, err := b.Run(ctx, []string{bin, "-V"}, runtimeTmpfs())
+				if err != nil {
+					runErr = fmt.Errorf("running nginx -V to see its modules: %w", err)
+				}
+				out := string(so) + string(se)
+				if err != nil || code != 0 {
+					// A failing nginx -V: the checks will show why; test without QUIC meanwhile.
+					out = ""
+				}
+				nginxV = &out
+			}
+			return *nginxV
+		})
+	}
+	http3 := wants(smoke.HTTP3ModuleFlag)
 	if runErr != nil {
 		return nil, "", runErr
 	}
 	uid, gid := b.User()
-	mat, dir, err := smoke.PrepareTLS(conf, http3, "", uid, gid)
+	mat, dir, err := smoke.PrepareTLS(conf, http3, "", uid, gid, wants)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w (ci smoke --no-tls, host.WithSmokeNoTLS, skips the TLS checks)", err)
 	}
