@@ -40,7 +40,10 @@ func needPGOTest(t *testing.T, cost string) {
 // cache of its own (every stage compiled again, OpenSSL and nginx with the profile), must
 // choose pgo and give one image digest. The first build's stages come from whichever run
 // built them first (an earlier run of the tests, where the cache is kept), so the two are
-// still independent builds, and the second always compiles everything.
+// still independent builds, and the second always compiles everything: the reproducibility
+// this proves needs a compile that shares nothing with the first, every run (on a machine
+// whose shared cache is cold, both compiles are this run's: the one combination a run
+// compiles twice, by design).
 // It compiles the stack with LTO at most twice (plus the training, unless the shared build
 // cache has it): minutes on 2 cores, so it runs only when asked, NGINX_FORGE_PGO_TEST=1
 // (.ci/test sets it), and never under -short.

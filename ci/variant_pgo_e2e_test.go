@@ -27,7 +27,8 @@ import (
 // cache, smoke-tested in runc (the LTO'd, profile-optimized AWS-LC serves TLS 1.2/1.3,
 // resumption, HTTP/2 and HTTP/3), the second from an empty cache of its own (every stage
 // compiled again with the profile). Both must build from the recorded profile alone and give
-// one image digest. On a warm shared cache this costs one cold compile of the variant with
+// one image digest: the second compile shares nothing with the first, which is what makes
+// it a reproducibility check, so it compiles every run. On a warm shared cache this costs one cold compile of the variant with
 // LTO and the profile (about 6 minutes on 2 cores); cold, the training and a second compile
 // more. It runs when asked, NGINX_FORGE_PGO_TEST=1 (.ci/test sets it), never under -short.
 func TestAWSLCVariantPGOIsReproducible(t *testing.T) {
